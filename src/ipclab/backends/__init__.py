@@ -1,0 +1,22 @@
+"""Backends run a stack: ``local`` (processes on this machine) or ``docker`` (compose)."""
+
+from __future__ import annotations
+
+from ipclab.backends.base import Backend, RunningStack, StackOptions
+
+BACKENDS = ("local", "docker")
+
+
+def get_backend(name: str) -> Backend:
+    if name == "local":
+        from ipclab.backends.local import LocalBackend
+
+        return LocalBackend()
+    if name == "docker":
+        from ipclab.backends.docker import DockerBackend
+
+        return DockerBackend()
+    raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+
+
+__all__ = ["BACKENDS", "Backend", "RunningStack", "StackOptions", "get_backend"]

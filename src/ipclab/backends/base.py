@@ -1,0 +1,72 @@
+"""The interface every backend implements; the harness only talks to these two protocols."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from ipclab.stacks import StackSpec
+
+
+@dataclass
+class StackOptions:
+    """Knobs that change the system under test, identical across styles."""
+
+    seed: int = 42
+    catalogue_size: int = 1000
+    customers: int = 500
+    sequential: bool = False  # gateway calls the five services one after another
+    call_timeout_s: float = 2.0  # gateway -> service deadline; then 504
+    cpus: float | None = None  # per-service CPU limit (docker backend)
+    memory_mb: int | None = None  # per-service memory limit (docker backend)
+    delay_ms: float = 0.0  # netem egress delay per container (docker backend)
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def env(self) -> dict[str, str]:
+        """The environment every service process of a stack receives."""
+        env = {
+            "IPCLAB_SEED": str(self.seed),
+            "IPCLAB_CATALOGUE_SIZE": str(self.catalogue_size),
+            "IPCLAB_CUSTOMERS": str(self.customers),
+            "IPCLAB_SEQUENTIAL": "1" if self.sequential else "0",
+            "IPCLAB_CALL_TIMEOUT_S": str(self.call_timeout_s),
+        }
+        env.update(self.extra_env)
+        return env
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class RunningStack(Protocol):
+    """A started stack. ``stop`` is idempotent and removes everything the start created."""
+
+    spec: StackSpec
+    backend: str
+    gateway_url: str
+
+    def sample(self) -> list[dict[str, Any]]:
+        """One resource sample per component: role, pid/container, cpu_percent, rss_bytes, ..."""
+        ...
+
+    def kill(self, role: str) -> None:
+        """Kill one component abruptly (SIGKILL / docker kill)."""
+        ...
+
+    def restart(self, role: str) -> None:
+        """Start a killed component again (same address)."""
+        ...
+
+    def logs(self) -> dict[str, str]:
+        """Component name -> recent log text (kept in the run directory on failure)."""
+        ...
+
+    def stop(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def start(self, spec: StackSpec, options: StackOptions) -> RunningStack:
+        """Start every component, wait until the gateway's /healthz is ready, return."""
+        ...
