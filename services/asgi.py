@@ -1,0 +1,71 @@
+"""A minimal JSON-over-HTTP layer on raw ASGI, served by uvicorn with httptools.
+
+Both the gateway (in every style) and the REST services use it, so the client-facing HTTP
+path is the same code everywhere. No framework: routing is a path split, bodies are orjson.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+import uvicorn
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Route = Callable[[list[str], dict[str, str]], Awaitable[tuple[int, Any]]]
+
+_JSON = [(b"content-type", b"application/json")]
+
+
+async def respond(send: Send, status: int, body: Any) -> None:
+    payload = body if isinstance(body, bytes) else orjson.dumps(body)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*_JSON, (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def json_app(route: Route) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """An ASGI app answering GET requests: ``route(path_parts, query) -> (status, body)``."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["method"] != "GET":
+            await respond(send, 405, {"error": "method_not_allowed"})
+            return
+        parts = [p for p in scope["path"].split("/") if p]
+        query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
+        status, body = await route(parts, query)
+        await respond(send, status, body)
+
+    return app
+
+
+async def serve_http(
+    app: Callable[[Scope, Receive, Send], Awaitable[None]], host: str, port: int,
+    ready: asyncio.Event | None = None,
+) -> None:
+    """Serve until cancelled or until SIGINT/SIGTERM (uvicorn's own handling)."""
+    config = uvicorn.Config(
+        app, host=host, port=port, http="httptools", lifespan="off", log_level="warning",
+        access_log=False, backlog=4096, timeout_keep_alive=75,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started and not task.done():
+            await asyncio.sleep(0.01)
+        if ready is not None:
+            ready.set()
+        await task
+    finally:
+        if not task.done():
+            server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(task, 5)

@@ -1,0 +1,79 @@
+"""What every transport adapter provides, and the service definitions they carry.
+
+A service is transport-free: a name and a few operations, each an ``async`` or plain
+function from a request dict to a response dict. A transport module provides
+
+    async def serve(service: ServiceDef, config: ServeConfig) -> None
+        # serve until cancelled; ``ready`` is set once it accepts calls
+    async def connect(services: Sequence[ServiceDef], config: ConnectConfig) -> Clients
+
+and nothing else. Binary transports use the protobuf classes named on each operation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from google.protobuf.message import Message
+
+Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]] | dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    handler: Handler
+    request: type[Message]
+    response: type[Message]
+
+
+@dataclass(frozen=True)
+class ServiceDef:
+    name: str  # role name, e.g. "product-info"
+    proto_service: str  # fully qualified protobuf service, e.g. "ipclab.shop.ProductInfo"
+    ops: Mapping[str, Operation]  # op name ("get", "ping") -> operation
+
+    async def invoke(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        result = self.ops[op].handler(request)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+@dataclass
+class ServeConfig:
+    host: str = "127.0.0.1"
+    port: int = 0
+    amqp_url: str = ""
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
+class ConnectConfig:
+    addresses: Mapping[str, str] = field(default_factory=dict)  # role -> "host:port"
+    amqp_url: str = ""
+
+
+class Clients(Protocol):
+    """Calls to every service of a stack, over one transport."""
+
+    async def call(
+        self, service: str, op: str, request: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        """Raise ipclab_services.errors: NotFound, BadRequest, Unavailable or Timeout."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Transport counters (e.g. AMQP messages published and replies consumed)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class Transport(Protocol):
+    async def serve(self, service: ServiceDef, config: ServeConfig) -> None: ...
+
+    async def connect(self, services: Sequence[ServiceDef], config: ConnectConfig) -> Clients: ...

@@ -1,0 +1,127 @@
+"""A private RabbitMQ node for one stack: own ports, own data directory, removed afterwards.
+
+Uses Debian's ``rabbitmq-server`` package (3.10). The node never touches a system node: it
+has its own node name, AMQP port, distribution port, epmd port, data and log directories
+and Erlang cookie (HOME points into the node's directory).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ipclab.procs import alive, free_port, kill_group, port_open, spawn, stop_group, tail
+
+SERVER_CANDIDATES = ("/usr/lib/rabbitmq/bin/rabbitmq-server", "rabbitmq-server")
+START_TIMEOUT_S = 60.0
+
+
+class BrokerUnavailable(RuntimeError):
+    pass
+
+
+def find_server() -> str:
+    for candidate in SERVER_CANDIDATES:
+        path = shutil.which(candidate) if "/" not in candidate else candidate
+        if path and os.access(path, os.X_OK):
+            return path
+    raise BrokerUnavailable(
+        "rabbitmq-server is not installed; the AMQP stacks need it. "
+        "On Debian/Ubuntu: sudo apt-get install rabbitmq-server "
+        "(only the package is needed: ipclab starts its own private node)"
+    )
+
+
+@dataclass
+class RabbitNode:
+    directory: Path
+    host: str = "127.0.0.1"
+    port: int = field(default_factory=free_port)
+    dist_port: int = field(default_factory=free_port)
+    epmd_port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@{self.host}:{self.port}/"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "broker.log"
+
+    def _env(self) -> dict[str, str]:
+        d = self.directory
+        (d / "enabled_plugins").write_text("[].\n")
+        (d / "rabbitmq.conf").write_text(
+            "listeners.tcp.default = {}:{}\n".format(self.host, self.port)
+            + "loopback_users = none\n"
+            + "log.console = true\nlog.console.level = warning\nlog.file = false\n"
+        )
+        return {
+            **{k: v for k, v in os.environ.items() if not k.startswith("RABBITMQ_")},
+            "HOME": str(d),
+            "RABBITMQ_NODENAME": f"ipclab{self.port}@localhost",
+            "RABBITMQ_NODE_IP_ADDRESS": self.host,
+            "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "ERL_EPMD_PORT": str(self.epmd_port),
+            "RABBITMQ_MNESIA_BASE": str(d / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(d / "log"),
+            "RABBITMQ_CONFIG_FILE": str(d / "rabbitmq.conf"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(d / "enabled_plugins"),
+            "RABBITMQ_PID_FILE": str(d / "rabbit.pid"),
+        }
+
+    def start(self, timeout: float = START_TIMEOUT_S, detached: bool = False) -> None:
+        server = find_server()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.process = spawn([server], self._env(), self.log, detached=detached)
+        deadline = time.monotonic() + timeout
+        while not port_open(self.host, self.port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                why = "exited" if self.process.poll() is not None else f"not up after {timeout}s"
+                self.stop()
+                raise BrokerUnavailable(f"RabbitMQ node {why}:\n{tail(self.log)}")
+            time.sleep(0.2)
+
+    def pids(self) -> list[int]:
+        """The node's OS processes (beam.smp and helpers, epmd), for sampling and cleanup."""
+        import psutil
+
+        if self.process is None:
+            return []
+        try:
+            root = psutil.Process(self.process.pid)
+            return [root.pid, *(c.pid for c in root.children(recursive=True))]
+        except psutil.NoSuchProcess:
+            return []
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_group(self.process, grace=10)
+        stop_private_epmd(self.epmd_port)
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.process = None
+
+
+def stop_private_epmd(port: int) -> None:
+    """epmd daemonises itself out of the node's process group; find it by its port."""
+    import psutil
+
+    for p in psutil.process_iter(["name", "environ", "cmdline"]):
+        try:
+            if p.info["name"] != "epmd":
+                continue
+            env = p.info["environ"] or {}
+            cmd = " ".join(p.info["cmdline"] or [])
+            if env.get("ERL_EPMD_PORT") == str(port) or f"-port {port}" in cmd:
+                kill_group(p.pid, signal.SIGKILL)
+                if alive(p.pid):
+                    p.kill()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
