@@ -1,0 +1,558 @@
+"""Availability study: failure and recovery criteria, and failure/recovery cycles.
+
+A probe timeline (one row per probe request: ``t`` issue time, ``ok``, ``latency_ms``,
+``complete``) and event marks (``start``, ``fault``, ``restart``, ``end``) become a list of
+:class:`Cycle` s: an up period that ends in a failure (or is censored), then a down period
+that ends in a recovery (or is censored). See docs/availability.md.
+
+Every time in a cycle is on one clock: the moment the probe *learned* an outcome, i.e. the
+request's completion time ``t + latency_ms / 1000``. The same state machine
+(:class:`CycleTracker`) runs online (fed by the probe, to drive restarts) and offline
+(:func:`detect_cycles`), so both give the same cycles.
+
+Estimators (MTTF, MTTR, A, intervals, censoring) live in :mod:`ipclab.availability_stats`
+and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ipclab.availability_stats import (
+    AvailabilitySummary,
+    Estimate,
+    availability_summary,
+    mttf_chi2_interval,
+)
+from ipclab.runs import CsvAppender
+
+__all__ = [
+    "AvailabilitySummary",
+    "Criteria",
+    "Cycle",
+    "CycleLog",
+    "CycleStatus",
+    "CycleTracker",
+    "Estimate",
+    "Mark",
+    "Recovery",
+    "availability_summary",
+    "detect_cycles",
+    "marks_from_events",
+    "mttf_chi2_interval",
+    "read_cycles",
+]
+
+# Event names the tracker understands (``kind`` of a Mark).
+START, FAULT, RESTART, END = "start", "fault", "restart", "end"
+
+#: Names found in a run's events.jsonl mapped onto the four kinds above.
+EVENT_ALIASES: dict[str, str] = {
+    "start": START,
+    "load_start": START,
+    "probe_start": START,
+    "fault": FAULT,
+    "kill": FAULT,
+    "fault_injected": FAULT,
+    "restart": RESTART,
+    "restart_issued": RESTART,
+    "end": END,
+    "load_stop": END,
+    "probe_stop": END,
+}
+
+
+class Recovery(StrEnum):
+    FIRST_COMPLETE = "first_complete"  # the first good response after the restart
+    CONSECUTIVE = "consecutive"  # K good responses in a row; recovered at the first of them
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """When the system counts as failed, and when as recovered.
+
+    A probe response is *good* when it is ``ok`` and (if ``require_complete``) holds all
+    five parts of the product page.
+
+    Failure (either rule, whichever fires first):
+      * error rate: among the responses learned in the last ``window_s`` seconds (at least
+        ``min_samples`` of them) the share of bad ones exceeds ``max_error_rate``;
+      * silence: a bad response is learned ``silence_s`` or more after the last good one
+        (or after the start of the up period). ``None`` disables a rule.
+    The failure time is the *onset*: the first bad response of the triggering window
+    (error rate) or of the bad run since the last good response (silence). The time the rule
+    fired is kept as ``t_fail_detected``.
+
+    Recovery is looked for from the failure's detection, and when ``await_restart`` from the
+    restart mark too (a restart issued before the failure was detected counts). Then either
+    the first good response (``first_complete``) or ``consecutive`` good responses in a row,
+    recovered at the first of them (``consecutive`` mode).
+
+    ``cap_s`` bounds an up period: a stack still up ``cap_s`` after the start of the up
+    period is right-censored there and tracking ends (the thesis method's time limit).
+    """
+
+    window_s: float = 5.0
+    max_error_rate: float | None = 0.5
+    min_samples: int = 5
+    silence_s: float | None = 10.0
+    require_complete: bool = True
+    recovery: Recovery = Recovery.FIRST_COMPLETE
+    consecutive: int = 5
+    await_restart: bool = True
+    cap_s: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "recovery", Recovery(self.recovery))
+        if self.max_error_rate is None and self.silence_s is None:
+            raise ValueError("at least one failure rule (max_error_rate, silence_s) is needed")
+        if self.max_error_rate is not None and not 0.0 <= self.max_error_rate < 1.0:
+            raise ValueError("max_error_rate must be in [0, 1)")
+        if self.window_s <= 0 or self.min_samples < 1:
+            raise ValueError("window_s must be > 0 and min_samples >= 1")
+        if self.silence_s is not None and self.silence_s <= 0:
+            raise ValueError("silence_s must be > 0")
+        if self.consecutive < 1:
+            raise ValueError("consecutive must be >= 1")
+        if self.cap_s is not None and self.cap_s <= 0:
+            raise ValueError("cap_s must be > 0")
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["recovery"] = str(self.recovery)
+        return d
+
+
+@dataclass(frozen=True, order=True)
+class Mark:
+    """An event on the timeline: ``kind`` is start, fault, restart or end."""
+
+    t: float
+    kind: str
+    component: str | None = None
+
+
+class CycleStatus(StrEnum):
+    RECOVERED = "recovered"  # failed and recovered: both times observed
+    UNRECOVERED = "unrecovered"  # failed, not recovered by the end: repair time censored
+    CENSORED = "censored"  # no failure by the cap or the end: time to failure censored
+
+
+@dataclass
+class Cycle:
+    """One up period and the down period that follows it (if any).
+
+    ``ttf_s`` is the up time (a lower bound when censored); ``ttr_s`` the down time from the
+    failure onset to recovery (a lower bound when unrecovered, None when censored).
+    ``restart_to_recovery_s`` is the thesis's MTTR (from the restart to the recovery).
+    """
+
+    index: int
+    status: CycleStatus
+    t_up: float
+    ttf_s: float
+    ttr_s: float | None = None
+    t_fail: float | None = None
+    t_fail_detected: float | None = None
+    rule: str | None = None  # "error_rate" or "silence"
+    t_fault: float | None = None
+    component: str | None = None
+    faults: int = 0  # fault marks in the up period (more than one: earlier ones were masked)
+    t_restart: float | None = None
+    t_recovered: float | None = None
+    t_recovery_detected: float | None = None
+    restart_to_recovery_s: float | None = None
+    t_end: float | None = None  # end of the cycle (recovery, cap or end of observation)
+
+    @property
+    def failed(self) -> bool:
+        return self.status != CycleStatus.CENSORED
+
+    @property
+    def recovered(self) -> bool:
+        return self.status == CycleStatus.RECOVERED
+
+    def as_row(self) -> dict[str, Any]:
+        row = asdict(self)
+        row["status"] = str(self.status)
+        return row
+
+
+CYCLE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Cycle))
+
+
+@dataclass
+class _Obs:
+    at: float  # completion time: when the probe learned the outcome
+    t: float  # issue time
+    good: bool
+
+
+@dataclass
+class _Up:
+    t_up: float
+    last_good: float
+    window: deque[_Obs] = field(default_factory=deque)
+    first_bad: float | None = None  # first bad response since the last good one
+    t_fault: float | None = None  # the latest fault mark
+    component: str | None = None
+    faults: int = 0
+    t_restart: float | None = None  # restart mark after the latest fault
+
+
+@dataclass
+class _Down:
+    up: _Up
+    t_fail: float
+    t_detected: float
+    rule: str
+    t_restart: float | None
+    streak_start: float | None = None
+    streak: int = 0
+
+
+class CycleTracker:
+    """The failure/recovery state machine. Feed it observations and marks in time order.
+
+    ``observe`` and ``mark`` return the cycle they finished, if any (also passed to
+    ``on_cycle``, e.g. :meth:`CycleLog.append`, so each cycle reaches disk as it ends).
+    ``state`` is ``"up"``, ``"down"``, ``"waiting"`` (before the start) or ``"done"``
+    (after the cap or the end).
+    """
+
+    def __init__(
+        self,
+        criteria: Criteria | None = None,
+        t_start: float | None = None,
+        on_cycle: Callable[[Cycle], None] | None = None,
+    ):
+        self.criteria = criteria or Criteria()
+        self.cycles: list[Cycle] = []
+        self.on_cycle = on_cycle
+        self._cur: _Up | _Down | None = None
+        self._done = False
+        self._last_time = -math.inf
+        if t_start is not None:
+            self._start(t_start)
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        if self._done:
+            return "done"
+        if self._cur is None:
+            return "waiting"
+        return "up" if isinstance(self._cur, _Up) else "down"
+
+    @property
+    def t_fail(self) -> float | None:
+        """Failure onset of the current down period, if down."""
+        return self._cur.t_fail if isinstance(self._cur, _Down) else None
+
+    def _start(self, t: float) -> None:
+        if self._cur is None and not self._done:
+            self._cur = _Up(t_up=t, last_good=t)
+
+    def _emit(self, cycle: Cycle) -> Cycle:
+        self.cycles.append(cycle)
+        if self.on_cycle is not None:
+            self.on_cycle(cycle)
+        return cycle
+
+    # -- inputs --------------------------------------------------------------------------
+    def mark(self, m: Mark) -> Cycle | None:
+        kind = EVENT_ALIASES.get(m.kind, m.kind)
+        if self._done:
+            return None
+        if kind == START:
+            self._start(m.t)
+            return None
+        if kind == END:
+            return self.finish(m.t)
+        cap = self._check_cap(m.t)
+        if cap is not None:
+            return cap
+        cur = self._cur
+        if kind == FAULT and isinstance(cur, _Up):
+            # the latest fault before the failure is the one the cycle is attributed to
+            cur.faults += 1
+            cur.t_fault, cur.component, cur.t_restart = m.t, m.component, None
+        elif kind == RESTART and (
+            (isinstance(cur, _Up) and cur.t_fault is not None)
+            or (isinstance(cur, _Down) and cur.t_restart is None)
+        ):
+            cur.t_restart = m.t
+        return None
+
+    def observe(self, t: float, ok: bool, latency_ms: float, complete: bool = True) -> Cycle | None:
+        """One probe result: issued at ``t`` (Unix s), answered after ``latency_ms``."""
+        c = self.criteria
+        lat = 0.0 if latency_ms is None or math.isnan(latency_ms) else float(latency_ms)
+        good = bool(ok) and (bool(complete) or not c.require_complete)
+        obs = _Obs(at=t + lat / 1000.0, t=t, good=good)
+        self._last_time = max(self._last_time, obs.at)
+        if self._done or self._cur is None:
+            return None
+        cap = self._check_cap(obs.at)
+        if cap is not None:
+            return cap
+        if obs.at < (self._cur.t_up if isinstance(self._cur, _Up) else -math.inf):
+            return None
+        if isinstance(self._cur, _Up):
+            return self._observe_up(self._cur, obs)
+        return self._observe_down(self._cur, obs)
+
+    def _observe_up(self, up: _Up, obs: _Obs) -> Cycle | None:
+        c = self.criteria
+        up.window.append(obs)
+        while up.window and up.window[0].at <= obs.at - c.window_s:
+            up.window.popleft()
+        if obs.good:
+            up.last_good = obs.at
+            up.first_bad = None
+        elif up.first_bad is None:
+            up.first_bad = obs.at
+        if c.max_error_rate is not None and len(up.window) >= c.min_samples:
+            bad = [o for o in up.window if not o.good]
+            if len(bad) / len(up.window) > c.max_error_rate:
+                self._fail(up, t_fail=bad[0].at, t_detected=obs.at, rule="error_rate")
+                return None
+        if (
+            c.silence_s is not None
+            and up.first_bad is not None
+            and obs.at - up.last_good >= c.silence_s
+        ):
+            self._fail(up, t_fail=up.first_bad, t_detected=obs.at, rule="silence")
+        return None
+
+    def _fail(self, up: _Up, t_fail: float, t_detected: float, rule: str) -> None:
+        self._cur = _Down(up=up, t_fail=t_fail, t_detected=t_detected, rule=rule,
+                          t_restart=up.t_restart)
+
+    def _observe_down(self, down: _Down, obs: _Obs) -> Cycle | None:
+        c = self.criteria
+        if c.await_restart and down.t_restart is None:
+            return None
+        since = max(down.t_detected, down.t_restart if c.await_restart else -math.inf)
+        if obs.at < since:
+            return None
+        if not obs.good:
+            down.streak, down.streak_start = 0, None
+            return None
+        if down.streak == 0:
+            down.streak_start = obs.at
+        down.streak += 1
+        need = 1 if c.recovery == Recovery.FIRST_COMPLETE else c.consecutive
+        if down.streak < need:
+            return None
+        assert down.streak_start is not None
+        return self._recover(down, t_recovered=down.streak_start, t_detected=obs.at)
+
+    def _recover(self, down: _Down, t_recovered: float, t_detected: float) -> Cycle:
+        up = down.up
+        cycle = Cycle(
+            index=len(self.cycles),
+            status=CycleStatus.RECOVERED,
+            t_up=up.t_up,
+            ttf_s=down.t_fail - up.t_up,
+            ttr_s=t_recovered - down.t_fail,
+            t_fail=down.t_fail,
+            t_fail_detected=down.t_detected,
+            rule=down.rule,
+            t_fault=up.t_fault,
+            component=up.component,
+            faults=up.faults,
+            t_restart=down.t_restart,
+            t_recovered=t_recovered,
+            t_recovery_detected=t_detected,
+            restart_to_recovery_s=(
+                t_recovered - down.t_restart if down.t_restart is not None else None
+            ),
+            t_end=t_recovered,
+        )
+        self._cur = _Up(t_up=t_recovered, last_good=t_detected)
+        return self._emit(cycle)
+
+    def _check_cap(self, now: float) -> Cycle | None:
+        cap = self.criteria.cap_s
+        up = self._cur
+        if cap is None or not isinstance(up, _Up) or now - up.t_up <= cap:
+            return None
+        return self._censor(up, up.t_up + cap)
+
+    def _censor(self, up: _Up, t_end: float) -> Cycle:
+        self._done = True
+        self._cur = None
+        return self._emit(Cycle(
+            index=len(self.cycles), status=CycleStatus.CENSORED, t_up=up.t_up,
+            ttf_s=max(0.0, t_end - up.t_up), t_fault=up.t_fault, component=up.component,
+            faults=up.faults, t_end=t_end,
+        ))
+
+    def finish(self, t_end: float | None = None) -> Cycle | None:
+        """End of observation (default: the last outcome seen); censors the open period."""
+        if self._done:
+            return None
+        t_end = self._last_time if t_end is None else t_end
+        cur = self._cur
+        if cur is None:
+            self._done = True
+            return None
+        capped = self._check_cap(t_end)
+        if capped is not None:
+            return capped
+        if isinstance(cur, _Up):
+            return self._censor(cur, t_end)
+        self._done = True
+        self._cur = None
+        up = cur.up
+        return self._emit(Cycle(
+            index=len(self.cycles), status=CycleStatus.UNRECOVERED, t_up=up.t_up,
+            ttf_s=cur.t_fail - up.t_up, ttr_s=max(0.0, t_end - cur.t_fail), t_fail=cur.t_fail,
+            t_fail_detected=cur.t_detected, rule=cur.rule, t_fault=up.t_fault,
+            component=up.component, faults=up.faults, t_restart=cur.t_restart, t_end=t_end,
+        ))
+
+
+def marks_from_events(
+    events: Iterable[Mapping[str, Any]] | pd.DataFrame,
+    aliases: Mapping[str, str] | None = None,
+) -> list[Mark]:
+    """Marks from event dicts (a run's ``events.jsonl``: ``t``, ``event`` or ``kind``,
+    optional ``component`` or ``role``). Events whose name is not in ``aliases``
+    (default :data:`EVENT_ALIASES`) are dropped."""
+    aliases = EVENT_ALIASES if aliases is None else aliases
+    rows: Iterable[Mapping[str, Any]] = (
+        events.to_dict("records") if isinstance(events, pd.DataFrame) else events
+    )
+    marks = []
+    for e in rows:
+        name = e.get("event", e.get("kind"))
+        kind = aliases.get(str(name))
+        if kind is None:
+            continue
+        comp = e.get("component", e.get("role"))
+        marks.append(Mark(float(e["t"]), kind, None if comp is None else str(comp)))
+    return sorted(marks, key=lambda m: m.t)
+
+
+_ORDER = {START: 0, FAULT: 1, RESTART: 2, END: 4}
+
+
+def _as_marks(events: Iterable[Mark | Mapping[str, Any]] | pd.DataFrame) -> list[Mark]:
+    if isinstance(events, pd.DataFrame):
+        return marks_from_events(events)
+    items = list(events)
+    marks = [m for m in items if isinstance(m, Mark)]
+    marks += marks_from_events([e for e in items if not isinstance(e, Mark)])
+    marks = [Mark(m.t, EVENT_ALIASES.get(m.kind, m.kind), m.component) for m in marks]
+    return sorted(marks, key=lambda m: (m.t, _ORDER.get(m.kind, 3)))
+
+
+def _bools(col: pd.Series) -> pd.Series:
+    """Booleans from a CSV column (True/False, 1/0, strings); missing counts as False."""
+    if col.dtype == bool:
+        return col
+    text = col.astype(str).str.strip().str.lower()
+    return text.isin(("true", "1", "1.0", "yes"))
+
+
+def detect_cycles(
+    probe: pd.DataFrame,
+    events: Iterable[Mark | Mapping[str, Any]] | pd.DataFrame = (),
+    criteria: Criteria | None = None,
+    t_end: float | None = None,
+) -> list[Cycle]:
+    """Failure/recovery cycles of a probe timeline.
+
+    ``probe`` has columns ``t`` (issue time, Unix s), ``ok``, ``latency_ms`` and optionally
+    ``complete``. ``events`` are :class:`Mark` s or event dicts (see
+    :func:`marks_from_events`). Without a start mark the first outcome starts the first up
+    period; without an end mark the last outcome (or ``t_end``) ends the observation.
+    """
+    criteria = criteria or Criteria()
+    marks = _as_marks(events)
+    df = probe.copy()
+    if "complete" not in df.columns:
+        df["complete"] = True
+    df["_lat"] = pd.to_numeric(df["latency_ms"], errors="coerce").fillna(0.0)
+    df["_at"] = pd.to_numeric(df["t"]) + df["_lat"] / 1000.0
+
+    # One time-ordered stream: (time, order, payload); at a tie, marks come before outcomes
+    # except the end mark, which comes after them.
+    stream: list[tuple[float, int, Any]] = [(m.t, _ORDER.get(m.kind, 3), m) for m in marks]
+    stream += [
+        (float(at), 3, (float(t), bool(ok), float(la), bool(cp)))
+        for at, t, ok, la, cp in zip(
+            df["_at"], df["t"], _bools(df["ok"]), df["_lat"], _bools(df["complete"]), strict=True
+        )
+    ]
+    stream.sort(key=lambda x: (x[0], x[1]))
+
+    tracker = CycleTracker(criteria)
+    if not any(m.kind == START for m in marks) and stream:
+        tracker.mark(Mark(stream[0][0], START))
+    for _, _, item in stream:
+        if isinstance(item, Mark):
+            tracker.mark(item)
+        else:
+            t, ok, la, cp = item
+            tracker.observe(t, ok, la, cp)
+    tracker.finish(t_end)
+    return tracker.cycles
+
+
+class CycleLog:
+    """``cycles.csv`` in a run directory: one flushed line per finished cycle."""
+
+    def __init__(self, path: Path):
+        path = Path(path)
+        self.path = path / "cycles.csv" if path.is_dir() else path
+        self._out = CsvAppender(self.path, CYCLE_COLUMNS)
+
+    def append(self, cycle: Cycle) -> None:
+        self._out.write([cycle.as_row()])
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def _opt(v: Any, conv: Callable[[Any], Any]) -> Any:
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v == "":
+        return None
+    return conv(v)
+
+
+def read_cycles(path: str | Path) -> list[Cycle]:
+    """Cycles back from a ``cycles.csv`` (or the run directory holding it)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "cycles.csv"
+    if not path.exists():
+        return []
+    df = pd.read_csv(path)
+    out = []
+    for r in df.to_dict("records"):
+        kw: dict[str, Any] = {}
+        for f in fields(Cycle):
+            v = r.get(f.name)
+            if f.name == "status":
+                kw[f.name] = CycleStatus(v)
+            elif f.name in ("index", "faults"):
+                kw[f.name] = int(v)
+            elif f.name in ("rule", "component"):
+                kw[f.name] = _opt(v, str)
+            elif f.name in ("t_up", "ttf_s"):
+                kw[f.name] = float(v)
+            else:
+                kw[f.name] = _opt(v, float)
+        out.append(Cycle(**kw))
+    return out

@@ -1,0 +1,216 @@
+"""MTTF, MTTR and A = MTTF / (MTTF + MTTR) from failure/recovery cycles, with intervals.
+
+Estimators (see docs/availability.md):
+
+* MTTF = total time on test / number of failures. The time on test sums every up period,
+  including right-censored ones (a stack that never failed within the cap, or the up period
+  running at the end of observation). This is the maximum-likelihood estimate under an
+  exponential time to failure and equals the plain mean when nothing is censored. With no
+  failure there is no number: the MTTF is reported as censored with lower bounds only (the
+  time on test, and the one-sided chi-square bound ``2T / chi2_c(2)``).
+* MTTF interval, exponential model, time-terminated test:
+  ``[2T / chi2_{(1+c)/2}(2r + 2), 2T / chi2_{(1-c)/2}(2r)]``.
+* MTTR = total down time / number of recoveries (an unrecovered down period counts as time
+  on test, like a censored up period); the plain mean when all recovered.
+* A = MTTF / (MTTF + MTTR); when every failure recovered it equals the share of time up.
+* Bootstrap intervals resample whole cycles (percentile method, seeded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+if TYPE_CHECKING:
+    from ipclab.availability import Cycle
+
+MIN_CYCLES = 10  # fewer cycles than this get a note: the intervals are rough
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate and its interval. ``censored``: no point value, ``lower`` is a bound."""
+
+    value: float | None
+    lower: float | None
+    upper: float | None
+    method: str
+    censored: bool = False
+
+    def as_dict(self, prefix: str) -> dict[str, Any]:
+        return {
+            prefix: self.value,
+            f"{prefix}_lo": self.lower,
+            f"{prefix}_hi": self.upper,
+            f"{prefix}_method": self.method,
+            f"{prefix}_censored": self.censored,
+        }
+
+
+def mttf_chi2_interval(
+    time_on_test: float, failures: int, confidence: float = 0.95
+) -> Estimate:
+    """MTTF under an exponential model from the total time on test and the failure count.
+
+    Time-terminated (type I) test: lower bound with ``2r + 2`` degrees of freedom, upper
+    with ``2r``. With no failure the value is None, ``censored`` is True and ``lower`` is
+    the one-sided bound ``2T / chi2_c(2)``.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be in (0, 1)")
+    if time_on_test < 0 or failures < 0:
+        raise ValueError("time_on_test and failures must be >= 0")
+    t2 = 2.0 * time_on_test
+    if failures == 0:
+        return Estimate(None, t2 / stats.chi2.ppf(confidence, 2), None,
+                        "chi2-exponential", censored=True)
+    a = 1.0 - confidence
+    lo = t2 / stats.chi2.ppf(1.0 - a / 2, 2 * failures + 2)
+    hi = t2 / stats.chi2.ppf(a / 2, 2 * failures)
+    return Estimate(time_on_test / failures, float(lo), float(hi), "chi2-exponential")
+
+
+@dataclass
+class AvailabilitySummary:
+    n_cycles: int
+    failures: int
+    recoveries: int
+    censored: int  # up periods that ended without failure (cap or end of observation)
+    unrecovered: int  # down periods that did not end by the end of observation
+    faults_injected: int
+    up_s: float  # total time on test (up), censored periods included
+    down_s: float  # total down time, unrecovered periods included
+    mttf: Estimate  # chi-square interval (exponential model)
+    mttf_boot: Estimate  # bootstrap interval over cycles
+    mttr: Estimate  # bootstrap interval over cycles
+    availability: Estimate  # bootstrap interval over cycles
+    time_availability: float | None  # up_s / (up_s + down_s)
+    restart_to_recovery_s: float | None  # the thesis's MTTR: mean restart -> recovery
+    confidence: float
+    n_boot: int
+    notes: list[str] = field(default_factory=list)
+
+    def as_row(self) -> dict[str, Any]:
+        """A flat dict, one table row."""
+        row: dict[str, Any] = {
+            k: v for k, v in asdict(self).items()
+            if k not in ("mttf", "mttf_boot", "mttr", "availability", "notes")
+        }
+        row.update(self.mttf.as_dict("mttf_s"))
+        b = self.mttf_boot
+        row.update({"mttf_boot_lo": b.lower, "mttf_boot_hi": b.upper})
+        row.update(self.mttr.as_dict("mttr_s"))
+        row.update(self.availability.as_dict("availability"))
+        row["notes"] = "; ".join(self.notes)
+        return row
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = num / den
+    return np.where(den > 0, out, np.inf)
+
+
+def _point(up: np.ndarray, failed: np.ndarray, down: np.ndarray, rec: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MTTF, MTTR, A along the last axis (time-on-test estimators). No failure: MTTF = inf
+    and A = 1; failures but no recovery: MTTR = inf and A = 0."""
+    u, f, d, r = up.sum(-1), failed.sum(-1), down.sum(-1), rec.sum(-1)
+    mttf = _ratio(u, f)
+    mttr = _ratio(d, r)
+    with np.errstate(invalid="ignore"):
+        a = np.where(f == 0, 1.0, np.where(r == 0, 0.0, mttf / (mttf + mttr)))
+    return mttf, mttr, a
+
+
+def _quantiles(x: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
+    if x.size == 0:
+        return None, None
+    a = 1.0 - confidence
+    lo, hi = np.quantile(x, [a / 2, 1 - a / 2], method="inverted_cdf")
+    return float(lo), float(hi)
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def availability_summary(
+    cycles: Sequence[Cycle],
+    confidence: float = 0.95,
+    n_boot: int = 5000,
+    seed: int = 0,
+) -> AvailabilitySummary:
+    """MTTF, MTTR and A with intervals from cycles (of one run or pooled over runs)."""
+    n = len(cycles)
+    up = np.array([c.ttf_s for c in cycles], dtype=float)
+    failed = np.array([c.failed for c in cycles], dtype=bool)
+    down = np.array([(c.ttr_s or 0.0) if c.failed else 0.0 for c in cycles], dtype=float)
+    rec = np.array([c.recovered for c in cycles], dtype=bool)
+    f, r = int(failed.sum()), int(rec.sum())
+    u, d = float(up.sum()), float(down.sum())
+    notes: list[str] = []
+
+    mttf = mttf_chi2_interval(u, f, confidence)
+    mttf_pt, mttr_pt, a_pt = (float(x) for x in _point(up, failed, down, rec))
+    if n >= 2:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, n, size=(n_boot, n))
+        b_mttf, b_mttr, b_a = _point(up[idx], failed[idx], down[idx], rec[idx])
+        # a resample without any failure says nothing about repair: leave it out of MTTR's
+        b_mttr = b_mttr[failed[idx].any(axis=1)]
+        mttf_ci, mttr_ci, a_ci = (_quantiles(x, confidence) for x in (b_mttf, b_mttr, b_a))
+    else:
+        none = (None, None)
+        mttf_ci = mttr_ci = a_ci = none  # type: ignore[assignment]
+        notes.append("fewer than 2 cycles: no bootstrap interval")
+
+    def est(value: float, ci: tuple[Any, Any], ok: bool) -> Estimate:
+        lo, hi = ci
+        return Estimate(
+            _finite(value) if ok else None,
+            None if lo is None else _finite(lo),
+            None if hi is None else _finite(hi),
+            "bootstrap-percentile",
+            censored=not ok,
+        )
+
+    mttf_boot = est(mttf_pt, mttf_ci, f > 0)
+    mttr = est(mttr_pt, mttr_ci, r > 0)
+    availability = est(a_pt, a_ci, f > 0 and r > 0)
+
+    censored = int((~failed).sum())
+    unrecovered = int((failed & ~rec).sum())
+    faults = sum(c.faults for c in cycles)
+    if f == 0:
+        notes.append(f"no failure in {u:.1f} s on test: MTTF censored, lower bound only")
+    if unrecovered:
+        notes.append(f"{unrecovered} unrecovered: their down time counts as repair time on test")
+    if 0 < n < MIN_CYCLES:
+        notes.append(f"only {n} cycles (< {MIN_CYCLES}): intervals are rough")
+    fault_failures = sum(1 for c in cycles if c.failed and c.t_fault is not None)
+    if faults > fault_failures:
+        notes.append(f"{faults - fault_failures} of {faults} injected faults caused no failure")
+    r2r = [c.restart_to_recovery_s for c in cycles if c.restart_to_recovery_s is not None]
+
+    return AvailabilitySummary(
+        n_cycles=n, failures=f, recoveries=r, censored=censored, unrecovered=unrecovered,
+        faults_injected=faults, up_s=u, down_s=d,
+        mttf=mttf, mttf_boot=mttf_boot, mttr=mttr, availability=availability,
+        time_availability=(u / (u + d)) if u + d > 0 else None,
+        restart_to_recovery_s=float(np.mean(r2r)) if r2r else None,
+        confidence=confidence, n_boot=n_boot, notes=notes,
+    )
+
+
+def summaries_frame(groups: Mapping[str, Sequence[Cycle]], **kwargs: Any) -> pd.DataFrame:
+    """One summary row per group (e.g. per stack, or per stack and user count)."""
+    rows = []
+    for name, cyc in groups.items():
+        rows.append({"group": name, **availability_summary(cyc, **kwargs).as_row()})
+    return pd.DataFrame(rows)
