@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from ipclab.stacks import StackSpec
@@ -67,6 +68,13 @@ class RunningStack(Protocol):
 class Backend(Protocol):
     name: str
 
-    def start(self, spec: StackSpec, options: StackOptions) -> RunningStack:
-        """Start every component, wait until the gateway's /healthz is ready, return."""
+    def start(
+        self, spec: StackSpec, options: StackOptions, logs_dir: Path | None = None,
+        detached: bool = False,
+    ) -> RunningStack:
+        """Start every component, wait until the gateway's /healthz is ready, return.
+
+        Component logs go to ``logs_dir`` when given. A detached stack outlives the
+        harness and is stopped later by ``ipclab down``.
+        """
         ...

@@ -1,0 +1,457 @@
+"""The docker backend: a stack is a compose project (compose/<stack>.yml) on the local engine.
+
+Compose (``docker compose`` v2 or ``docker-compose`` 1.29, whichever exists) creates and
+removes the project; docker-py does everything else: container lookup, stats, kill, restart,
+logs, netem exec. Every container and network carries the label ``ipclab.project=<project>``
+and each project has a unique name, so ``stop()`` and ``cleanup_all()`` find exactly what
+ipclab made. ``stop()`` is idempotent, shielded from a second Ctrl-C, and also runs at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ipclab.backends import netem
+from ipclab.backends.base import StackOptions
+from ipclab.backends.docker_stats import StatsSampler
+from ipclab.stacks import StackSpec
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+COMPOSE_DIR = REPO_ROOT / "compose"
+PROJECT_LABEL = "ipclab.project"
+COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
+COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
+CONTAINER_PORT = 8000
+BROKER = "broker"
+
+
+class DockerUnavailable(RuntimeError):
+    """No Docker engine answers (start one with scripts/docker-engine.sh)."""
+
+
+class DockerStackError(RuntimeError):
+    """A stack did not come up; ``logs`` holds each container's log."""
+
+    def __init__(self, message: str, logs: dict[str, str] | None = None):
+        super().__init__(message)
+        self.logs = logs or {}
+
+
+# --------------------------------------------------------------------------- engine, compose
+
+
+def client() -> Any:
+    """A docker-py client whose engine answers, or DockerUnavailable."""
+    try:
+        import docker
+
+        c = docker.from_env(timeout=120)
+        c.ping()
+    except Exception as e:  # noqa: BLE001 - any failure means: no usable engine
+        raise DockerUnavailable(
+            f"no Docker engine answers ({type(e).__name__}: {e}); "
+            "start one with scripts/docker-engine.sh (root)"
+        ) from None
+    return c
+
+
+def engine_status() -> str | None:
+    """None when an engine answers, else the reason (for pytest skips and CLI messages)."""
+    try:
+        client()
+    except DockerUnavailable as e:
+        return str(e)
+    return None
+
+
+@functools.cache
+def compose_command() -> tuple[str, ...]:
+    """``docker compose`` (v2) when the plugin exists, else ``docker-compose`` (v1.29)."""
+    if shutil.which("docker"):
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            r = subprocess.run(
+                ["docker", "compose", "version"], capture_output=True, timeout=20
+            )
+            if r.returncode == 0:
+                return ("docker", "compose")
+    if shutil.which("docker-compose"):
+        return ("docker-compose",)
+    raise DockerUnavailable("neither `docker compose` nor `docker-compose` is installed")
+
+
+def compose_file(stack: str) -> Path:
+    path = COMPOSE_DIR / f"{stack}.yml"
+    if not path.exists():
+        raise DockerStackError(f"no compose file for stack {stack!r} ({path})")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _no_sigint() -> Iterator[None]:
+    """Let teardown finish even if the user presses Ctrl-C again."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+# --------------------------------------------------------------------------- cleanup
+
+
+_LIVE: set[DockerStack] = set()
+_LIVE_LOCK = threading.Lock()
+_HOOKS_INSTALLED = False
+
+
+def _install_exit_hooks() -> None:
+    global _HOOKS_INSTALLED
+    if _HOOKS_INSTALLED:
+        return
+    _HOOKS_INSTALLED = True
+    atexit.register(_stop_live)
+    # SIGTERM ends Python without atexit; turn it into SystemExit when nobody else handles it.
+    if threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    ):
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _stop_live() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for stack in live:
+        with contextlib.suppress(Exception):
+            stack.stop()
+
+
+def remove_labelled(c: Any, label: str) -> dict[str, int]:
+    """Remove containers (with their anonymous volumes), networks and volumes with ``label``
+    (``key`` or ``key=value``)."""
+    import docker.errors
+
+    counts = {"containers": 0, "networks": 0, "volumes": 0}
+    flt = {"label": label}
+    for ctr in c.containers.list(all=True, filters=flt):
+        with contextlib.suppress(docker.errors.NotFound):
+            ctr.remove(force=True, v=True)
+            counts["containers"] += 1
+    for net in c.networks.list(filters=flt):
+        with contextlib.suppress(docker.errors.NotFound):
+            net.remove()
+            counts["networks"] += 1
+    for vol in c.volumes.list(filters=flt):
+        with contextlib.suppress(docker.errors.NotFound):
+            vol.remove(force=True)
+            counts["volumes"] += 1
+    return counts
+
+
+def cleanup_all() -> dict[str, int]:
+    """Remove every container, network and volume that carries the ipclab project label."""
+    _stop_live()
+    return remove_labelled(client(), PROJECT_LABEL)
+
+
+def leftovers() -> dict[str, list[str]]:
+    """Names of labelled containers, networks and volumes that still exist."""
+    c = client()
+    flt = {"label": PROJECT_LABEL}
+    return {
+        "containers": [x.name for x in c.containers.list(all=True, filters=flt)],
+        "networks": [x.name for x in c.networks.list(filters=flt)],
+        "volumes": [x.name for x in c.volumes.list(filters=flt)],
+    }
+
+
+# --------------------------------------------------------------------------- backend
+
+
+class DockerBackend:
+    """Start stacks as compose projects. ``base``: image base for builds (see ipclab.images)."""
+
+    name = "docker"
+
+    def __init__(self, base: str = "auto", build: bool = True, health_timeout_s: float = 120.0):
+        self.base = base
+        self.build = build
+        self.health_timeout_s = health_timeout_s
+
+    def start(self, spec: StackSpec, options: StackOptions) -> DockerStack:
+        c = client()
+        path = compose_file(spec.name)
+        from ipclab import images
+
+        if self.build:
+            imgs = images.ensure_images(base=self.base, broker=spec.needs_broker)
+        else:
+            imgs = {"services": images.SERVICES_IMAGE, "broker": images.BROKER_IMAGE}
+        stack = DockerStack(c, spec, options, path, imgs)
+        _install_exit_hooks()
+        with _LIVE_LOCK:
+            _LIVE.add(stack)
+        try:
+            stack._up(self.health_timeout_s)
+        except BaseException as e:
+            logs = stack.logs()
+            stack.stop()
+            if isinstance(e, DockerStackError):
+                e.logs = e.logs or logs
+                raise
+            if isinstance(e, Exception):
+                raise DockerStackError(f"{spec.name} did not start: {e}", logs) from e
+            raise
+        return stack
+
+
+class DockerStack:
+    """A running compose project (implements ``RunningStack``)."""
+
+    backend = "docker"
+
+    def __init__(
+        self, c: Any, spec: StackSpec, options: StackOptions, path: Path, imgs: dict[str, str]
+    ):
+        self.client = c
+        self.spec = spec
+        self.options = options
+        self.compose_path = path
+        self.images = imgs
+        self.project = f"ipclab-{spec.name}-{secrets.token_hex(3)}"
+        self.port = _free_port()
+        self.gateway_url = f"http://127.0.0.1:{self.port}"
+        self.delay_ms = options.delay_ms
+        self.netem: dict[str, Any] | None = None
+        self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.project}-"))
+        self._containers: dict[str, Any] = {}
+        self._sampler = StatsSampler(c.api)
+        self._stopped = False
+        self._stop_lock = threading.Lock()
+        env_file = self._tmp / "stack.env"
+        env_file.write_text("".join(f"{k}={v}\n" for k, v in options.env().items()))
+        self.env = {
+            **os.environ,
+            "IPCLAB_PROJECT": self.project,
+            "IPCLAB_IMAGE": imgs["services"],
+            "IPCLAB_BROKER_IMAGE": imgs.get("broker", ""),
+            "IPCLAB_ENV_FILE": str(env_file),
+            "IPCLAB_GATEWAY_PORT": str(self.port),
+            "IPCLAB_CPUS": f"{options.cpus:g}" if options.cpus else "0",
+            "IPCLAB_MEM_LIMIT": f"{options.memory_mb}m" if options.memory_mb else "0",
+        }
+
+    def __hash__(self) -> int:
+        return hash(self.project)
+
+    # ----------------------------------------------------------------- compose
+
+    def _compose(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        cmd = [*compose_command(), "-p", self.project, "-f", str(self.compose_path), *args]
+        return subprocess.run(
+            cmd, env=self.env, cwd=COMPOSE_DIR, capture_output=True, text=True, timeout=timeout,
+            start_new_session=True,  # a Ctrl-C meant for the harness does not kill teardown
+        )
+
+    def _up(self, health_timeout_s: float) -> None:
+        r = self._compose("up", "-d", "--no-color")
+        if r.returncode != 0:
+            raise DockerStackError(f"compose up failed:\n{r.stderr.strip()[-3000:]}")
+        self._refresh_containers()
+        missing = set(self.components) - set(self._containers)
+        if missing:
+            raise DockerStackError(f"compose created no container for {sorted(missing)}")
+        self._wait_healthy(health_timeout_s)
+        if self.delay_ms > 0:
+            self.set_delay(self.delay_ms)
+        self.sample()  # prime CPU deltas so the first real sample has a value
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        return ((BROKER,) if self.spec.needs_broker else ()) + self.spec.roles
+
+    def _refresh_containers(self) -> None:
+        flt = {"label": f"{COMPOSE_PROJECT_LABEL}={self.project}"}
+        self._containers = {
+            ctr.labels.get(COMPOSE_SERVICE_LABEL, ctr.name): ctr
+            for ctr in self.client.containers.list(all=True, filters=flt)
+        }
+
+    def _container(self, component: str) -> Any:
+        if component not in self._containers:
+            self._refresh_containers()
+        try:
+            return self._containers[component]
+        except KeyError:
+            raise ValueError(
+                f"unknown component {component!r}; components: {', '.join(self.components)}"
+            ) from None
+
+    def _wait_healthy(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        last = "no answer"
+        next_check = 0.0
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.gateway_url + "/healthz", timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+                    last = f"HTTP {resp.status}"
+            except urllib.error.HTTPError as e:
+                last = f"HTTP {e.code}"
+            except (OSError, urllib.error.URLError) as e:
+                last = f"{type(e).__name__}: {e}"
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + 1.0
+                for comp in self.components:
+                    ctr = self._containers[comp]
+                    ctr.reload()
+                    if ctr.status in ("exited", "dead"):
+                        code = ctr.attrs.get("State", {}).get("ExitCode")
+                        raise DockerStackError(f"{comp} exited (code {code}) during start")
+            time.sleep(0.25)
+        raise DockerStackError(
+            f"gateway not healthy after {timeout_s:.0f}s at {self.gateway_url} ({last})"
+        )
+
+    # ----------------------------------------------------------------- RunningStack
+
+    def sample(self) -> list[dict[str, Any]]:
+        now = time.time()
+        rows = self._sampler.sample(
+            {comp: (ctr.id, ctr.name) for comp, ctr in self._containers.items()}
+        )
+        for row in rows:
+            row["t"] = now
+        return rows
+
+    def kill(self, role: str) -> None:
+        self._container(role).kill()
+
+    def restart(self, role: str) -> None:
+        ctr = self._container(role)
+        ctr.reload()
+        if ctr.status == "running":
+            ctr.restart(timeout=5)
+        else:
+            ctr.start()
+        if self.delay_ms > 0:  # a restarted container has a fresh network namespace
+            netem.set_delay(ctr, self.delay_ms)
+
+    def logs(self, tail: int = 5000) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for comp, ctr in list(self._containers.items()):
+            try:
+                out[comp] = ctr.logs(tail=tail, timestamps=True).decode(errors="replace")
+            except Exception as e:  # noqa: BLE001
+                out[comp] = f"<no log: {type(e).__name__}: {e}>"
+        return out
+
+    def write_logs(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        for comp, text in self.logs().items():
+            (directory / f"{comp}.log").write_text(text)
+
+    def stop(self) -> None:
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        with _no_sigint():
+            try:
+                with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                    self._compose("down", "-v", "--remove-orphans", "-t", "3", timeout=120)
+                # Whatever compose left (or never knew about): remove by label.
+                with contextlib.suppress(Exception):
+                    remove_labelled(self.client, f"{PROJECT_LABEL}={self.project}")
+                    remove_labelled(self.client, f"{COMPOSE_PROJECT_LABEL}={self.project}")
+            finally:
+                self._sampler.close()
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                with _LIVE_LOCK:
+                    _LIVE.discard(self)
+
+    # ----------------------------------------------------------------- extras
+
+    def set_delay(self, delay_ms: float) -> dict[str, Any]:
+        """netem delay on every container's eth0, then measured between containers."""
+        for comp in self.components:
+            netem.set_delay(self._container(comp), delay_ms)
+        self.delay_ms = delay_ms
+        self.netem = self.measure_delay()
+        return self.netem
+
+    def measure_delay(self) -> dict[str, Any]:
+        """Measure the current inter-container delay without changing it."""
+        gateway = self._container(self.spec.gateway)
+        targets = (
+            [f"{BROKER}:5672"] if self.spec.needs_broker
+            else [f"{s}:{CONTAINER_PORT}" for s in self.spec.services]
+        )
+        return netem.measure(gateway, targets, self.delay_ms)
+
+    def info(self) -> dict[str, Any]:
+        """What a run manifest should record about this stack."""
+        return {
+            "project": self.project,
+            "compose": " ".join(compose_command()),
+            "compose_file": str(self.compose_path.relative_to(REPO_ROOT)),
+            "images": {
+                k: {"name": v, "id": self._image_id(v)} for k, v in self.images.items()
+            },
+            "containers": {c: ctr.name for c, ctr in self._containers.items()},
+            "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},
+            "netem": self.netem,
+            "engine": self.client.version().get("Version"),
+        }
+
+    def _image_id(self, name: str) -> str | None:
+        with contextlib.suppress(Exception):
+            return str(self.client.images.get(name).id)
+        return None
+
+    def __repr__(self) -> str:
+        return f"DockerStack({self.spec.name}, project={self.project}, url={self.gateway_url})"
+
+
+def _main() -> None:  # python -m ipclab.backends.docker cleanup | leftovers
+    import sys
+
+    cmd = sys.argv[1] if len(sys.argv) > 1 else "leftovers"
+    if cmd == "cleanup":
+        print(json.dumps(cleanup_all()))
+    else:
+        print(json.dumps(leftovers()))
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,94 @@
+"""Network delay for the docker backend: netem on every container's egress, then measured.
+
+As in Nyfløtt's setup (shared/reference/000_nyflott.md, section 10): a constant
+``tc qdisc ... root netem delay Xms`` on ``eth0`` of every container, so a hop between two
+containers costs X ms each way. The host (where the load generator runs) is not delayed, so a
+REST/gRPC product page crosses 3 delayed egresses on its critical path (gateway -> service,
+service -> gateway, gateway -> client) and an AMQP one 5 (gateway -> broker -> service ->
+broker -> gateway, then gateway -> client).
+
+The delay is measured, not assumed: the minimum TCP connect time between two containers is
+one SYN and one SYN-ACK, each leaving a delayed eth0, so RTT = 2 x delay + base.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+DEV = "eth0"
+
+# Runs inside a container with its own python3 (python on PATH in the services image).
+_PROBE = r"""
+import json, socket, sys, time
+out = {}
+for target in sys.argv[2:]:
+    host, port = target.rsplit(":", 1)
+    best = None
+    for _ in range(int(sys.argv[1])):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(5)
+        t0 = time.perf_counter()
+        try:
+            s.connect((host, int(port)))
+            dt = (time.perf_counter() - t0) * 1000
+            best = dt if best is None else min(best, dt)
+        except OSError:
+            pass
+        finally:
+            s.close()
+        time.sleep(0.01)
+    out[target] = best
+print(json.dumps(out))
+"""
+
+
+class NetemError(RuntimeError):
+    pass
+
+
+def _exec(container: Any, cmd: list[str]) -> str:
+    res = container.exec_run(cmd, user="root", demux=False)
+    text = (res.output or b"").decode(errors="replace")
+    if res.exit_code != 0:
+        raise NetemError(f"{container.name}: {' '.join(cmd)} -> {res.exit_code}: {text.strip()}")
+    return text
+
+
+def set_delay(container: Any, delay_ms: float) -> None:
+    """Replace eth0's root qdisc by a constant netem delay (0 removes it)."""
+    if delay_ms > 0:
+        _exec(container, ["tc", "qdisc", "replace", "dev", DEV, "root", "netem",
+                          "delay", f"{delay_ms:g}ms"])
+    else:
+        res = container.exec_run(["tc", "qdisc", "del", "dev", DEV, "root"], user="root")
+        # "No such file or directory" / "Cannot delete qdisc with handle of zero": none set.
+        if res.exit_code not in (0, 2):
+            raise NetemError(f"{container.name}: removing qdisc failed: {res.output!r}")
+
+
+def show(container: Any) -> str:
+    return _exec(container, ["tc", "qdisc", "show", "dev", DEV]).strip()
+
+
+def connect_rtt_ms(container: Any, targets: list[str], tries: int = 20) -> dict[str, float | None]:
+    """Minimum TCP connect time (ms) from ``container`` to each ``host:port``."""
+    out = _exec(container, ["python3", "-c", _PROBE, str(tries), *targets])
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def measure(prober: Any, targets: list[str], delay_ms: float, tries: int = 20) -> dict[str, Any]:
+    """Connect RTTs from one container to others, and the per-egress delay they imply."""
+    rtts = connect_rtt_ms(prober, targets, tries)
+    good = [v for v in rtts.values() if v is not None]
+    median_rtt = statistics.median(good) if good else None
+    return {
+        "delay_ms": delay_ms,
+        "device": DEV,
+        "method": f"min TCP connect time over {tries} tries from {prober.name}; "
+        "RTT = 2 egress delays + base",
+        "rtt_ms": rtts,
+        "rtt_median_ms": median_rtt,
+        "measured_delay_ms": None if median_rtt is None else median_rtt / 2,
+    }

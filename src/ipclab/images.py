@@ -1,0 +1,424 @@
+"""Container images for the docker backend: a local base, the services image, the broker image.
+
+    python -m ipclab.images base      # Debian bookworm base via debootstrap + docker import
+    python -m ipclab.images build     # services + broker images (base: auto, official or local)
+    python -m ipclab.images status    # what exists, and whether it matches the working tree
+
+One image (``ipclab-services``) serves every role of every stack; the role comes from the
+environment at run time. Its Python dependencies are downloaded as wheels *on the host*
+(pinned to the versions the host runs, so local and docker backends use the same libraries)
+and installed offline in the image, so the build never depends on the container's network
+or certificates. The broker image is the official RabbitMQ image, or Debian's rabbitmq-server
+on the local base where no registry answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+LOCAL_BASE = os.environ.get("IPCLAB_LOCAL_BASE", "ipclab-base:bookworm")
+OFFICIAL_PYTHON = "python:3.11-slim"
+OFFICIAL_RABBITMQ = "rabbitmq:3"
+SERVICES_IMAGE = os.environ.get("IPCLAB_IMAGE", "ipclab-services:latest")
+BROKER_IMAGE = os.environ.get("IPCLAB_BROKER_IMAGE", "ipclab-broker:latest")
+DEBIAN_MIRROR = os.environ.get("IPCLAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates", "iproute2")
+
+# The container's interpreter and platform (Debian 12 and python:3.11-slim: CPython 3.11, glibc).
+WHEEL_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")
+WHEEL_PYTHON = "3.11"
+
+# Project dependencies the services never import; everything else goes into the image.
+HARNESS_ONLY = {
+    "locust", "psutil", "pandas", "pyarrow", "numpy", "scipy", "matplotlib", "docker",
+}
+
+LABEL_HASH = "ipclab.context-hash"
+BUILD_DIR = REPO_ROOT / "build" / "docker"
+
+
+class ImageError(RuntimeError):
+    pass
+
+
+def log(msg: str) -> None:
+    print(f"[images] {msg}", file=sys.stderr, flush=True)
+
+
+def docker_client() -> Any:
+    import docker
+
+    return docker.from_env(timeout=600)
+
+
+def image_exists(name: str) -> bool:
+    import docker.errors
+
+    try:
+        docker_client().images.get(name)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def _image_label(name: str, key: str) -> str | None:
+    import docker.errors
+
+    try:
+        img = docker_client().images.get(name)
+    except docker.errors.ImageNotFound:
+        return None
+    return (img.labels or {}).get(key)
+
+
+def _image_size_mb(name: str) -> float | None:
+    import docker.errors
+
+    try:
+        return round(docker_client().images.get(name).attrs["Size"] / 1e6, 1)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+# --------------------------------------------------------------------------- base image
+
+
+def build_base_image(tag: str = LOCAL_BASE, mirror: str = DEBIAN_MIRROR) -> str:
+    """Build a Debian bookworm base from the Debian archive (debootstrap) and import it.
+
+    Needs root and debootstrap (``scripts/docker-engine.sh`` installs it). About a minute.
+    """
+    if shutil.which("debootstrap") is None:
+        raise ImageError("debootstrap is missing: apt-get install debootstrap")
+    if os.geteuid() != 0:
+        raise ImageError("debootstrap needs root")
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="ipclab-rootfs-", dir="/var/tmp") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        log(f"debootstrap bookworm ({', '.join(BASE_PACKAGES)}) from {mirror}")
+        subprocess.run(
+            [
+                "debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+                "bookworm", str(rootfs), mirror,
+            ],
+            check=True, stdout=subprocess.DEVNULL,
+        )
+        _trim_rootfs(rootfs, mirror)
+        log(f"docker import -> {tag}")
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        changes = [
+            "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "--change", "ENV LANG=C.UTF-8",
+            "--change", 'CMD ["/bin/bash"]',
+            "--change", "LABEL ipclab.image=base",
+        ]
+        imp = subprocess.run(
+            ["docker", "import", *changes, "-", tag], stdin=tar.stdout, capture_output=True
+        )
+        assert tar.stdout is not None
+        tar.stdout.close()
+        if tar.wait() != 0 or imp.returncode != 0:
+            raise ImageError(f"docker import failed: {imp.stderr.decode(errors='replace')}")
+    log(f"{tag}: {_image_size_mb(tag)} MB in {time.monotonic() - t0:.0f} s")
+    return tag
+
+
+def _trim_rootfs(rootfs: Path, mirror: str) -> None:
+    """Make the debootstrapped tree a usable image: apt sources, no daemons, no caches."""
+    security = mirror.replace("/debian", "/debian-security") if mirror.endswith("/debian") else None
+    lines = [f"deb {mirror} bookworm main", f"deb {mirror} bookworm-updates main"]
+    if security:
+        lines.append(f"deb {security} bookworm-security main")
+    (rootfs / "etc/apt/sources.list").write_text("\n".join(lines) + "\n")
+    # Package scripts must not try to start services inside an image build.
+    policy = rootfs / "usr/sbin/policy-rc.d"
+    policy.write_text("#!/bin/sh\nexit 101\n")
+    policy.chmod(0o755)
+    (rootfs / "etc/apt/apt.conf.d/90ipclab").write_text(
+        'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n'
+        'Acquire::Retries "3";\n'
+    )
+    for sub in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man"):
+        d = rootfs / sub
+        if d.is_dir():
+            for child in d.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                elif child.name not in ("lock", "partial"):
+                    child.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- requirements
+
+
+def service_requirements() -> list[str]:
+    """The services' requirements: project dependencies minus harness-only ones, each pinned to
+    the version installed on this host when there is one (same libraries on both backends)."""
+    deps = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    out = []
+    for dep in deps:
+        m = re.match(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*(.*)$", dep)
+        if not m:
+            continue
+        name, extras, spec = m.group(1), m.group(2) or "", m.group(3).strip()
+        if name.lower() in HARNESS_ONLY:
+            continue
+        try:
+            out.append(f"{name}{extras}=={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            out.append(f"{name}{extras}{spec}")
+    return out
+
+
+def download_wheels(requirements: list[str], dest: Path) -> None:
+    """Wheels for the container's CPython 3.11 / x86_64, downloaded on the host."""
+    stamp = dest / "requirements.txt"
+    want = "\n".join(requirements) + "\n"
+    if stamp.exists() and stamp.read_text() == want:
+        return
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    log(f"downloading wheels for: {' '.join(requirements)}")
+    platforms = [a for p in WHEEL_PLATFORMS for a in ("--platform", p)]
+    subprocess.run(
+        [
+            sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
+            *platforms, "--python-version", WHEEL_PYTHON, "--implementation", "cp",
+            "--abi", "cp311", "--abi", "abi3", "--abi", "none", "--dest", str(dest),
+            *requirements,
+        ],
+        check=True,
+    )
+    stamp.write_text(want)
+
+
+# --------------------------------------------------------------------------- contexts
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    shutil.copytree(
+        src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "Dockerfile")
+    )
+
+
+def _tree_hash(paths: Iterable[Path], extra: str = "") -> str:
+    h = hashlib.sha256(extra.encode())
+    for root in paths:
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for f in files:
+            if "__pycache__" in f.parts or f.suffix == ".pyc":
+                continue
+            h.update(str(f.relative_to(REPO_ROOT)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def services_context_hash(base: str) -> str:
+    return _tree_hash(
+        [REPO_ROOT / "services", REPO_ROOT / "src" / "ipclab"],
+        extra=base + "\n" + "\n".join(service_requirements()),
+    )
+
+
+def broker_context_hash(base: str) -> str:
+    return _tree_hash([REPO_ROOT / "compose" / "broker"], extra=base)
+
+
+def prepare_services_context(dest: Path = BUILD_DIR / "services") -> Path:
+    """Assemble the build context: Dockerfile, requirements, wheels, the two packages."""
+    reqs = service_requirements()
+    download_wheels(reqs, BUILD_DIR / "wheels")
+    for sub in ("ipclab_services", "ipclab"):
+        shutil.rmtree(dest / sub, ignore_errors=True)
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(REPO_ROOT / "services" / "Dockerfile", dest / "Dockerfile")
+    (dest / "requirements.txt").write_text("\n".join(reqs) + "\n")
+    shutil.rmtree(dest / "wheels", ignore_errors=True)
+    shutil.copytree(BUILD_DIR / "wheels", dest / "wheels")
+    _copy_tree(REPO_ROOT / "services", dest / "ipclab_services")
+    _copy_tree(REPO_ROOT / "src" / "ipclab", dest / "ipclab")
+    return dest
+
+
+# --------------------------------------------------------------------------- build
+
+
+@dataclass
+class Bases:
+    python: str
+    rabbitmq: str
+
+
+def resolve_bases(base: str = "auto") -> Bases:
+    """``official``: python:3.11-slim / rabbitmq:3 (pulled if missing); ``local``: the
+    debootstrapped base (built if missing); ``auto``: official when present or pullable, else
+    local; any other value: that image for both."""
+    if base == "official":
+        for img in (OFFICIAL_PYTHON, OFFICIAL_RABBITMQ):
+            if not image_exists(img):
+                _pull(img)
+        return Bases(OFFICIAL_PYTHON, OFFICIAL_RABBITMQ)
+    if base == "local":
+        if not image_exists(LOCAL_BASE):
+            build_base_image()
+        return Bases(LOCAL_BASE, LOCAL_BASE)
+    if base == "auto":
+        if image_exists(LOCAL_BASE):
+            return Bases(LOCAL_BASE, LOCAL_BASE)
+        try:
+            return resolve_bases("official")
+        except ImageError as e:
+            log(f"no official images ({e}); building the local base")
+            return resolve_bases("local")
+    return Bases(base, base)
+
+
+def _pull(image: str) -> None:
+    import docker.errors
+
+    repo, _, tag = image.partition(":")
+    try:
+        docker_client().images.pull(repo, tag=tag or "latest")
+    except docker.errors.APIError as e:
+        raise ImageError(f"cannot pull {image}: {e.explanation or e}") from None
+
+
+def _build(path: Path, tag: str, base: str, labels: dict[str, str], dockerfile: str) -> None:
+    client = docker_client()
+    t0 = time.monotonic()
+    log(f"building {tag} from {base}")
+    tail: list[str] = []
+    for chunk in client.api.build(
+        path=str(path), dockerfile=dockerfile, tag=tag, buildargs={"BASE_IMAGE": base},
+        labels=labels, rm=True, forcerm=True, decode=True, pull=False,
+    ):
+        if "stream" in chunk:
+            line = chunk["stream"].rstrip()
+            if line:
+                tail = (tail + [line])[-40:]
+                if os.environ.get("IPCLAB_VERBOSE"):
+                    log(line)
+        if "error" in chunk:
+            raise ImageError(f"building {tag} failed: {chunk['error']}\n" + "\n".join(tail))
+    log(f"{tag}: {_image_size_mb(tag)} MB in {time.monotonic() - t0:.0f} s")
+
+
+def build_services_image(base: str, tag: str = SERVICES_IMAGE) -> str:
+    ctx = prepare_services_context()
+    labels = {LABEL_HASH: services_context_hash(base), "ipclab.image": "services"}
+    _build(ctx, tag, base, labels, "Dockerfile")
+    return tag
+
+
+def build_broker_image(base: str, tag: str = BROKER_IMAGE) -> str:
+    labels = {LABEL_HASH: broker_context_hash(base), "ipclab.image": "broker"}
+    _build(REPO_ROOT / "compose" / "broker", tag, base, labels, "Dockerfile")
+    return tag
+
+
+def build_images(base: str = "auto", broker: bool = True) -> dict[str, str]:
+    """Build the services image (and the broker image); returns role -> image."""
+    bases = resolve_bases(base)
+    out = {"services": build_services_image(bases.python)}
+    if broker:
+        out["broker"] = build_broker_image(bases.rabbitmq)
+    return out
+
+
+def ensure_images(base: str = "auto", broker: bool = True) -> dict[str, str]:
+    """Build only what is missing or stale (its context hash differs from the working tree)."""
+    if base == "auto" and _fresh_enough(broker):
+        return {"services": SERVICES_IMAGE, **({"broker": BROKER_IMAGE} if broker else {})}
+    bases = resolve_bases(base)
+    out = {}
+    if _image_label(SERVICES_IMAGE, LABEL_HASH) != services_context_hash(bases.python):
+        build_services_image(bases.python)
+    out["services"] = SERVICES_IMAGE
+    if broker:
+        if _image_label(BROKER_IMAGE, LABEL_HASH) != broker_context_hash(bases.rabbitmq):
+            build_broker_image(bases.rabbitmq)
+        out["broker"] = BROKER_IMAGE
+    return out
+
+
+def _fresh_enough(broker: bool) -> bool:
+    """With base=auto: are the existing images up to date for one of the possible bases?"""
+    for python_base, rabbit_base in (
+        (LOCAL_BASE, LOCAL_BASE), (OFFICIAL_PYTHON, OFFICIAL_RABBITMQ),
+    ):
+        ok = _image_label(SERVICES_IMAGE, LABEL_HASH) == services_context_hash(python_base)
+        if broker:
+            ok = ok and _image_label(BROKER_IMAGE, LABEL_HASH) == broker_context_hash(rabbit_base)
+        if ok:
+            return True
+    return False
+
+
+def status() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in (LOCAL_BASE, OFFICIAL_PYTHON, OFFICIAL_RABBITMQ, SERVICES_IMAGE, BROKER_IMAGE):
+        out[name] = {"exists": image_exists(name), "size_mb": _image_size_mb(name)}
+    out["up_to_date"] = _fresh_enough(broker=True)
+    return out
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="ipclab images", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("base", help="build the local Debian base (debootstrap + docker import)")
+    b.add_argument("--tag", default=LOCAL_BASE)
+    b.add_argument("--mirror", default=DEBIAN_MIRROR)
+    b.add_argument("--force", action="store_true", help="rebuild even if it exists")
+    bl = sub.add_parser("build", help="build the services and broker images")
+    bl.add_argument(
+        "--base", default="auto",
+        help="auto (default), official (python:3.11-slim, rabbitmq:3), local (debootstrap "
+        "base, built if missing), or an image name",
+    )
+    bl.add_argument("--no-broker", action="store_true")
+    bl.add_argument("--if-needed", action="store_true", help="skip images already up to date")
+    sub.add_parser("status", help="which images exist and whether they are up to date")
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "base":
+            if image_exists(args.tag) and not args.force:
+                log(f"{args.tag} exists (use --force to rebuild)")
+            else:
+                build_base_image(args.tag, args.mirror)
+            print(args.tag)
+        elif args.cmd == "build":
+            fn = ensure_images if args.if_needed else build_images
+            for role, image in fn(base=args.base, broker=not args.no_broker).items():
+                print(f"{role}\t{image}")
+        else:
+            import json
+
+            print(json.dumps(status(), indent=2))
+    except (ImageError, subprocess.CalledProcessError) as e:
+        print(f"ipclab images: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,94 @@
+"""Inside the Locust process: record every request into Parquet parts, one per second.
+
+Each part is a complete Parquet file (``requests/part-NNNNN.parquet``), so killing the run
+loses at most the last second of records. Columns: see docs/run-directory.md.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import gevent
+import pyarrow as pa
+import pyarrow.parquet as pq
+from locust import events
+
+SCHEMA = pa.schema([
+    ("t", pa.float64()), ("name", pa.string()), ("latency_ms", pa.float64()),
+    ("bytes", pa.int64()), ("status", pa.int32()), ("ok", pa.bool_()), ("error", pa.string()),
+])
+FLUSH_EVERY_S = 1.0
+
+
+class Recorder:
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.rows: list[tuple[Any, ...]] = []
+        self.part = len(list(directory.glob("part-*.parquet")))
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        self.rows.append(row)
+
+    def flush(self) -> None:
+        rows, self.rows = self.rows, []
+        if not rows:
+            return
+        columns = list(zip(*rows, strict=True))
+        table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(
+            columns, SCHEMA, strict=True)], schema=SCHEMA)
+        tmp = self.directory / f".part-{self.part:05d}.tmp"
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, self.directory / f"part-{self.part:05d}.parquet")
+        self.part += 1
+
+
+_recorder: Recorder | None = None
+_flusher: gevent.Greenlet | None = None
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_: Any) -> None:
+    global _recorder
+    target = os.environ.get("IPCLAB_REQUESTS_DIR")
+    if target:
+        _recorder = Recorder(Path(target))
+
+
+@events.request.add_listener
+def _on_request(name: str, response_time: float, response_length: int, response: Any = None,
+                exception: BaseException | None = None, start_time: float | None = None,
+                **_: Any) -> None:
+    if _recorder is None:
+        return
+    status = getattr(response, "status_code", 0) or 0
+    _recorder.add((
+        start_time if start_time is not None else time.time() - response_time / 1000,
+        name, float(response_time), int(response_length or 0), int(status), exception is None,
+        None if exception is None else f"{type(exception).__name__}: {exception}"[:300],
+    ))
+
+
+def _flush_forever() -> None:
+    while True:
+        gevent.sleep(FLUSH_EVERY_S)
+        if _recorder is not None:
+            _recorder.flush()
+
+
+@events.test_start.add_listener
+def _on_start(**_: Any) -> None:
+    global _flusher
+    if _flusher is None:
+        _flusher = gevent.spawn(_flush_forever)
+
+
+@events.quitting.add_listener
+def _on_quit(**_: Any) -> None:
+    if _flusher is not None:
+        _flusher.kill()
+    if _recorder is not None:
+        _recorder.flush()

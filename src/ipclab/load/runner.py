@@ -1,0 +1,219 @@
+"""One run: start a stack, put a Locust load on it, write the run directory, stop the stack.
+
+CLI, notebooks and experiments all go through ``run`` (or ``run_on`` with a stack that is
+already up), so every run directory has the same shape (docs/run-directory.md).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from ipclab.backends import RunningStack, StackOptions, get_backend
+from ipclab.backends.local import process_tree_usage
+from ipclab.procs import spawn, stop_group
+from ipclab.runs import DEFAULT_ROOT, CsvAppender, RunWriter, new_run_dir
+from ipclab.stacks import resolve
+from ipclab.summary import summarize
+
+RESOURCE_COLUMNS = ("t", "component", "kind", "pid", "cpu_percent", "rss_bytes",
+                    "net_rx_bytes", "net_tx_bytes", "net_rx_packets", "net_tx_packets")
+
+
+@dataclass
+class LoadProfile:
+    """A closed-loop Locust load. Think time is uniform in [think_time_s, think_time_max_s]."""
+
+    users: int = 10
+    spawn_rate: float = 10.0
+    duration_s: float = 30.0
+    think_time_s: float = 0.0
+    think_time_max_s: float | None = None
+    warmup_s: float = 0.0  # excluded from summary.json (raw records keep everything)
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        if self.users < 1:
+            raise ValueError("users must be at least 1")
+        if self.spawn_rate <= 0:
+            raise ValueError("spawn rate must be positive")
+        if self.duration_s < 1:
+            raise ValueError("duration must be at least 1 s")
+        if self.think_time_s < 0 or (self.think_time_max_s or 0) < 0:
+            raise ValueError("think time must not be negative")
+        if self.warmup_s < 0 or self.warmup_s >= self.duration_s:
+            raise ValueError("warm-up must be in [0, duration)")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """At ``at_s`` seconds after the load starts, ``action`` ("kill"/"restart") ``role``."""
+
+    at_s: float
+    role: str
+    action: str = "kill"
+
+    @classmethod
+    def parse(cls, text: str) -> Fault:
+        """``ROLE@SECONDS`` or ``ACTION:ROLE@SECONDS``, e.g. ``reviews@5`` or ``restart:reviews@9``."""
+        action, _, rest = text.rpartition(":")
+        role, sep, at = rest.partition("@")
+        if not sep or not role:
+            raise ValueError(f"fault {text!r}: expected ROLE@SECONDS, e.g. reviews@5")
+        try:
+            at_s = float(at.rstrip("s"))
+        except ValueError:
+            raise ValueError(f"fault {text!r}: {at!r} is not a number of seconds") from None
+        action = action or "kill"
+        if action not in ("kill", "restart"):
+            raise ValueError(f"fault {text!r}: action must be kill or restart")
+        return cls(at_s, role, action)
+
+
+class ResourceSampler(threading.Thread):
+    """Samples every component of the stack and the load generator at 1 Hz into resources.csv."""
+
+    def __init__(self, stack: RunningStack, out: CsvAppender, extra: Callable[[], dict[str, int]]):
+        super().__init__(daemon=True, name="resource-sampler")
+        self.stack, self.out, self.extra = stack, out, extra
+        self.halt = threading.Event()
+        self._ps: dict[int, psutil.Process] = {}
+
+    def run(self) -> None:
+        while not self.halt.wait(1.0):
+            try:
+                rows = list(self.stack.sample())
+                now = time.time()
+                for name, pid in self.extra().items():
+                    rows.append({"t": now, "component": name, "kind": "loadgen", "pid": pid,
+                                 **process_tree_usage(pid, self._ps)})
+                self.out.write(rows)
+            except Exception:  # noqa: BLE001 - a failed sample must not end the run
+                continue
+
+
+def _locust_argv(profile: LoadProfile, url: str, run_dir: Path, locustfile: str) -> list[str]:
+    path = Path(__file__).with_name(f"{locustfile}.py")
+    return [
+        sys.executable, "-m", "locust", "-f", str(path), "--headless", "--host", url,
+        "--users", str(profile.users), "--spawn-rate", str(profile.spawn_rate),
+        "--run-time", f"{round(profile.duration_s)}s", "--stop-timeout", "5",
+        "--csv", str(run_dir / "locust"), "--csv-full-history", "--only-summary",
+        "--loglevel", "WARNING", "--exit-code-on-error", "0",
+    ]
+
+
+def run_on(
+    stack: RunningStack, profile: LoadProfile, writer: RunWriter, options: StackOptions,
+    faults: Sequence[Fault] = (),
+) -> dict[str, Any]:
+    """Put the load on a running stack, recording into ``writer``'s directory."""
+    run_dir = writer.path
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
+    env.update(
+        IPCLAB_REQUESTS_DIR=str(run_dir / "requests"),
+        IPCLAB_THINK_TIME_S=str(profile.think_time_s),
+        IPCLAB_THINK_TIME_MAX_S=str(profile.think_time_max_s or profile.think_time_s),
+        IPCLAB_CATALOGUE_SIZE=str(options.catalogue_size),
+        IPCLAB_CUSTOMERS=str(options.customers), IPCLAB_LOAD_SEED=str(profile.seed),
+        PYTHONUNBUFFERED="1",
+    )
+    resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
+    locust: subprocess.Popen[bytes] | None = None
+    sampler = ResourceSampler(stack, resources, lambda: {"loadgen": locust.pid} if locust else {})
+    sampler.start()
+    status = "failed"
+    try:
+        writer.event("load_start", users=profile.users, duration_s=profile.duration_s)
+        started = time.monotonic()
+        locust = spawn(_locust_argv(profile, stack.gateway_url, run_dir, stack.spec.locustfile),
+                       env, run_dir / "logs" / "locust.log")
+        pending = sorted(faults, key=lambda f: f.at_s)
+        deadline = started + profile.duration_s + 60
+        while locust.poll() is None:
+            now = time.monotonic() - started
+            while pending and pending[0].at_s <= now:
+                fault = pending.pop(0)
+                getattr(stack, fault.action)(fault.role)
+                writer.event(fault.action, role=fault.role, at_s=round(now, 3))
+            if time.monotonic() > deadline:
+                writer.event("load_overrun", note="Locust did not stop in time; stopped")
+                break
+            time.sleep(0.05)
+        writer.event("load_stop", exit_code=locust.poll())
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        writer.event("interrupted")
+        raise
+    finally:
+        if locust is not None and locust.poll() is None:
+            stop_group(locust, grace=10)
+        sampler.halt.set()
+        sampler.join(timeout=5)
+        resources.close()
+        summary = summarize(run_dir, warmup_s=profile.warmup_s)
+        summary["status"] = status
+        writer.write_json("summary.json", summary)
+        writer.update_manifest(status=status)
+    return summary
+
+
+def run(
+    stack_name: str, profile: LoadProfile, *, backend: str = "local",
+    options: StackOptions | None = None, out: Path | None = None, root: Path | None = None,
+    faults: Sequence[Fault] = (), label: str = "", extra: dict[str, Any] | None = None,
+) -> Path:
+    """Start ``stack_name``, run ``profile`` against it, stop it; return the run directory.
+
+    ``out`` is the run directory itself (must not hold a run yet); otherwise a new one is
+    made under ``root`` (default data/runs).
+    """
+    spec = resolve(stack_name)
+    options = options or StackOptions()
+    for f in faults:
+        if f.role not in (*spec.roles, "broker"):
+            raise ValueError(f"fault names {f.role!r}, not a component of {spec.name}")
+    if out is not None:
+        out = Path(out)
+        if (out / "manifest.json").exists():
+            raise FileExistsError(f"{out} already holds a run; choose another --out")
+        out.mkdir(parents=True, exist_ok=True)
+        run_dir = out
+    else:
+        run_dir = new_run_dir(root or DEFAULT_ROOT, label or f"{spec.name}-{backend}-u{profile.users}")
+    parameters = {"profile": asdict(profile), "options": options.as_dict(),
+                  "faults": [asdict(f) for f in faults], **(extra or {})}
+    writer = RunWriter(run_dir, "load", parameters, stack=spec.name, style=spec.style,
+                       backend=backend, users=profile.users)
+    stack: RunningStack | None = None
+    try:
+        writer.event("stack_starting")
+        stack = get_backend(backend).start(spec, options, logs_dir=run_dir / "logs")
+        writer.event("stack_up", gateway_url=stack.gateway_url)
+        summary = run_on(stack, profile, writer, options, faults)
+    except KeyboardInterrupt:
+        writer.finish("interrupted")
+        raise
+    except BaseException as e:
+        writer.event("error", error=repr(e))
+        writer.finish("failed", error=str(e))
+        raise
+    finally:
+        if stack is not None:
+            stack.stop()
+            writer.event("stack_down")
+    writer.finish(summary.get("status", "complete"))
+    return run_dir
+
+
+__all__ = ["Fault", "LoadProfile", "run", "run_on"]
