@@ -270,6 +270,7 @@ class CycleTracker:
     # -- inputs --------------------------------------------------------------------------
     def mark(self, m: Mark) -> Cycle | None:
         kind = EVENT_ALIASES.get(m.kind, m.kind)
+        m = Mark(float(m.t), kind, m.component)
         if self._done:
             return None
         if kind == START:
@@ -297,6 +298,7 @@ class CycleTracker:
         c = self.criteria
         lat = 0.0 if latency_ms is None or math.isnan(latency_ms) else float(latency_ms)
         good = bool(ok) and (bool(complete) or not c.require_complete)
+        t = float(t)
         obs = _Obs(at=t + lat / 1000.0, t=t, good=good)
         self._last_time = max(self._last_time, obs.at)
         if self._done or self._cur is None:
@@ -453,7 +455,7 @@ def _as_marks(events: Iterable[Mark | Mapping[str, Any]] | pd.DataFrame) -> list
     items = list(events)
     marks = [m for m in items if isinstance(m, Mark)]
     marks += marks_from_events([e for e in items if not isinstance(e, Mark)])
-    marks = [Mark(m.t, EVENT_ALIASES.get(m.kind, m.kind), m.component) for m in marks]
+    marks = [Mark(float(m.t), EVENT_ALIASES.get(m.kind, m.kind), m.component) for m in marks]
     return sorted(marks, key=lambda m: (m.t, _ORDER.get(m.kind, 3)))
 
 
