@@ -1,0 +1,354 @@
+"""Published claims against measured runs: the effect, its CI and p-value, and a verdict.
+
+A verdict is computed from data by the rules below (:data:`RULES`), never written by hand.
+Effects are ratios (a / b of per-run means), so hardware that is faster overall does not
+change them; the published absolute numbers (43 requests, 200 ms) are shown beside them but
+are not judged.
+
+Rules (``alpha``, ``min_repetitions``, the test and the p-value adjustment are parameters of
+:class:`Rules`):
+
+* every claim: **inconclusive** when a compared cell has fewer than ``min_repetitions`` runs,
+  or the effect or its CI cannot be computed;
+* ``direction`` (a > b or a < b; also ``interaction``: growth of a over growth of b against
+  1): **reproduced** when the ratio has the claimed side of 1 and p < alpha; **not reproduced**
+  when p < alpha on the opposite side, or when the CI lies entirely short of the published
+  ratio (the data exclude an effect as large as printed, in the claimed direction, and show
+  none significant); otherwise inconclusive;
+* ``ratio`` (a claimed magnitude, e.g. +22%): **not reproduced** when the CI lies entirely
+  outside the claimed band; **reproduced** when it overlaps the band and the direction is
+  significant; otherwise inconclusive;
+* ``equal``: **reproduced** when the CI lies inside the equivalence band; **not reproduced**
+  when it lies entirely outside; otherwise inconclusive;
+* ``differ``: **reproduced** when p < alpha and the CI lies entirely outside the band;
+  **not reproduced** when the CI lies inside it; otherwise inconclusive;
+* ``compare`` (deterministic code measures): **reproduced** when the relation holds,
+  **not reproduced** when it does not.
+
+p-values: for one load per side, Welch's t (default) or Mann-Whitney U over per-run values;
+for averages over loads and interactions, the bootstrap p-value of the ratio against 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ipclab.published import Claim
+from ipclab.published import claims as load_claim_list
+from ipclab.stats import Interval, bootstrap_means, compare_samples, holm
+
+REPRODUCED = "reproduced"
+NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+
+RULES = __doc__
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The knobs of the verdict rules (see the module docstring)."""
+
+    alpha: float = 0.05
+    min_repetitions: int = 3
+    test: str = "welch"  # "welch" or "mannwhitney": the p-value of single-load comparisons
+    p_adjust: str = "none"  # "none" or "holm" (over all claims evaluated together)
+    confidence: float = 0.95
+    n_resamples: int = 9999
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.test not in ("welch", "mannwhitney"):
+            raise ValueError("Rules.test must be 'welch' or 'mannwhitney'")
+        if self.p_adjust not in ("none", "holm"):
+            raise ValueError("Rules.p_adjust must be 'none' or 'holm'")
+        if not 0 < self.alpha < 1:
+            raise ValueError("Rules.alpha must be in (0, 1)")
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What the data say about one claim, before the verdict."""
+
+    ratio: Interval  # the statistic compared with 1 (a/b, or growth a / growth b)
+    measured_a: float
+    measured_b: float
+    n_min: int
+    n_a: int
+    n_b: int
+    p_value: float
+    p_method: str
+    p_welch: float = float("nan")
+    p_mannwhitney: float = float("nan")
+    cliffs_delta: Interval | None = None
+    users: str = ""
+    missing: str = ""  # why the effect could not be measured, if it could not
+
+
+# --------------------------------------------------------------------------- verdict rules
+
+
+def _fmt(x: float) -> str:
+    return "nan" if not np.isfinite(x) else f"{x:.4g}"
+
+
+def _ci(r: Interval) -> str:
+    return f"{_fmt(r.estimate)} [{_fmt(r.low)}, {_fmt(r.high)}]"
+
+
+def verdict(claim: Claim, effect: Effect, p: float, rules: Rules) -> tuple[str, str]:
+    """The verdict and its reason for one claim, given its measured effect and the
+    (possibly adjusted) p-value. Pure: the rules of the module docstring, nothing else."""
+    if effect.missing:
+        return INCONCLUSIVE, effect.missing
+    r = effect.ratio
+    if claim.test == "compare":
+        if not np.isfinite(r.estimate):
+            return INCONCLUSIVE, "not measured"
+        holds = r.estimate > 1 if claim.relation == ">" else r.estimate < 1
+        return ((REPRODUCED, f"a/b = {_fmt(r.estimate)} {claim.relation} 1") if holds
+                else (NOT_REPRODUCED, f"a/b = {_fmt(r.estimate)}, not {claim.relation} 1"))
+    if effect.n_min < rules.min_repetitions:
+        return INCONCLUSIVE, (f"too few repetitions (n={effect.n_min}, need "
+                              f">= {rules.min_repetitions})")
+    if not (np.isfinite(r.estimate) and np.isfinite(r.low) and np.isfinite(r.high)):
+        return INCONCLUSIVE, f"effect or CI undefined ({_ci(r)})"
+    sig = bool(np.isfinite(p) and p < rules.alpha)
+    ptxt = f"p = {_fmt(p)}"
+    lo, hi = r.low, r.high
+    if claim.test in ("direction", "interaction", "ratio"):
+        up = claim.relation == ">"
+        sign_ok = r.estimate > 1 if up else r.estimate < 1
+        if claim.test == "ratio":
+            bl, bh = float(claim.band_low or np.nan), float(claim.band_high or np.nan)
+            if hi < bl or lo > bh:
+                side = " although the direction holds" if sig and sign_ok else ""
+                return NOT_REPRODUCED, (f"ratio {_ci(r)} excludes the claimed band "
+                                        f"[{_fmt(bl)}, {_fmt(bh)}]{side}")
+            if sig and sign_ok:
+                return REPRODUCED, (f"ratio {_ci(r)} overlaps the claimed band "
+                                    f"[{_fmt(bl)}, {_fmt(bh)}], {ptxt} < {rules.alpha}")
+            return INCONCLUSIVE, (f"ratio {_ci(r)} overlaps the claimed band but {ptxt} "
+                                  f"is not below {rules.alpha}")
+        if sig and sign_ok:
+            return REPRODUCED, f"ratio {_ci(r)} on the claimed side of 1, {ptxt} < {rules.alpha}"
+        if sig:
+            return NOT_REPRODUCED, (f"ratio {_ci(r)} significant in the opposite direction, "
+                                    f"{ptxt}")
+        ref = claim.published_ratio
+        if ref is not None and np.isfinite(ref) and ((ref > 1) if up else (ref < 1)):
+            short = hi < ref if up else lo > ref
+            if short:
+                return NOT_REPRODUCED, (f"no significant effect ({ptxt}) and the CI "
+                                        f"{_ci(r)} excludes the published ratio {_fmt(ref)}")
+        return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: not significant at {rules.alpha}"
+    bl, bh = float(claim.band_low or np.nan), float(claim.band_high or np.nan)
+    inside = bl <= lo and hi <= bh
+    outside = hi < bl or lo > bh
+    band = f"[{_fmt(bl)}, {_fmt(bh)}]"
+    if claim.test == "equal":
+        if inside:
+            return REPRODUCED, f"ratio {_ci(r)} inside the equivalence band {band}"
+        if outside:
+            return NOT_REPRODUCED, f"ratio {_ci(r)} entirely outside the band {band}"
+        return INCONCLUSIVE, f"ratio {_ci(r)} straddles the band {band}"
+    if claim.test == "differ":
+        if sig and outside:
+            return REPRODUCED, f"ratio {_ci(r)} outside the band {band}, {ptxt}"
+        if inside:
+            return NOT_REPRODUCED, f"ratio {_ci(r)} inside the band {band}: no considerable gap"
+        return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: neither outside nor inside {band}"
+    raise ValueError(f"unknown test {claim.test!r} in claim {claim.claim_id}")
+
+
+def published_consistent(claim: Claim) -> bool | None:
+    """Whether the documents' own numbers (``published_ratio``) satisfy the claim's test;
+    None when the documents print no number for it."""
+    ref = claim.published_ratio
+    if ref is None or not np.isfinite(ref):
+        return None
+    if claim.test in ("direction", "interaction", "compare"):
+        return ref > 1 if claim.relation == ">" else ref < 1
+    bl, bh = float(claim.band_low or np.nan), float(claim.band_high or np.nan)
+    if claim.test == "differ":
+        return not (bl <= ref <= bh)
+    return bool(bl <= ref <= bh)  # ratio and equal
+
+
+# --------------------------------------------------------------------------- effects
+
+
+def _values(df: pd.DataFrame, metric: str, style: str, users: int | None) -> np.ndarray:
+    sel = df["style"] == style
+    if users is not None:
+        sel &= df["users"] == users
+    x = pd.to_numeric(df.loc[sel, metric], errors="coerce").to_numpy(dtype=float)
+    return x[np.isfinite(x)]
+
+
+def measure(claim: Claim, runs: pd.DataFrame, rules: Rules,
+            users_map: Mapping[int, int] | None = None) -> Effect:
+    """The measured effect of one (non-``compare``) claim on a per-run table."""
+    nan = float("nan")
+    um = dict(users_map or {})
+
+    def m(u: int) -> int:
+        return um.get(u, u)
+
+    def missing(msg: str) -> Effect:
+        return Effect(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "", missing=msg)
+
+    if claim.metric not in runs.columns:
+        return missing(f"metric {claim.metric!r} not measured")
+    if claim.test == "interaction":
+        assert claim.from_users is not None and claim.to_users is not None
+        f, t = m(claim.from_users), m(claim.to_users)
+        cells = [(claim.a_style, f), (claim.a_style, t), (claim.b_style, f), (claim.b_style, t)]
+        users_txt = f"{f}->{t}"
+    else:
+        ua = [m(u) for u in claim.a_users] or [None]
+        ub = [m(u) for u in claim.b_users] or [None]
+        cells = [(claim.a_style, u) for u in ua] + [(claim.b_style, u) for u in ub]
+        users_txt = ("+".join(str(u) for u in ua) if ua != [None] else "all")
+        if ub != ua:
+            users_txt += " vs " + ("+".join(str(u) for u in ub) if ub != [None] else "all")
+    samples = [_values(runs, claim.metric, s, u) for s, u in cells]
+    empty = [f"{s}@{u}" if u is not None else s for (s, u), x in zip(cells, samples, strict=True)
+             if len(x) == 0]
+    if empty:
+        return missing(f"no runs for {', '.join(empty)} ({claim.metric})")
+    n_min = min(len(x) for x in samples)
+    kw: dict[str, Any] = dict(confidence=rules.confidence, n_resamples=rules.n_resamples,
+                              seed=rules.seed)
+    if claim.test == "interaction":
+        ci = bootstrap_means(samples, lambda v: (v[1] / v[0]) / (v[3] / v[2]), null=1.0, **kw)
+        ga = samples[1].mean() / samples[0].mean()
+        gb = samples[3].mean() / samples[2].mean()
+        return Effect(ci, float(ga), float(gb), n_min, min(len(samples[0]), len(samples[1])),
+                      min(len(samples[2]), len(samples[3])), ci.p_value, "bootstrap",
+                      users=users_txt)
+    k = len(ua)
+    if k == 1 and len(ub) == 1:
+        c = compare_samples(samples[0], samples[1], **kw)
+        p = c.welch_p if rules.test == "welch" else c.mannwhitney_p
+        return Effect(c.ratio, c.mean_a, c.mean_b, n_min, c.n_a, c.n_b, p, rules.test,
+                      p_welch=c.welch_p, p_mannwhitney=c.mannwhitney_p,
+                      cliffs_delta=c.cliffs_delta, users=users_txt)
+
+    def avg_ratio(v: list[np.ndarray]) -> np.ndarray:
+        return np.mean(v[:k], axis=0) / np.mean(v[k:], axis=0)
+
+    ci = bootstrap_means(samples, avg_ratio, null=1.0, **kw)
+    ma = float(np.mean([x.mean() for x in samples[:k]]))
+    mb = float(np.mean([x.mean() for x in samples[k:]]))
+    return Effect(ci, ma, mb, n_min, min(len(x) for x in samples[:k]),
+                  min(len(x) for x in samples[k:]), ci.p_value, "bootstrap", users=users_txt)
+
+
+def measure_compare(claim: Claim, complexity: pd.DataFrame | None) -> Effect:
+    """A ``compare`` claim on a per-style table (index or column ``style``) of code measures,
+    e.g. :func:`ipclab.complexity.style_totals`."""
+    nan = float("nan")
+    if complexity is None or claim.metric not in complexity.columns:
+        return Effect(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "",
+                      missing=f"{claim.metric!r} not measured (no complexity table)")
+    t = complexity.set_index("style") if "style" in complexity.columns else complexity
+    if claim.a_style not in t.index or claim.b_style not in t.index:
+        return Effect(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "",
+                      missing=f"no code measured for {claim.a_style} or {claim.b_style}")
+    a, b = float(t.loc[claim.a_style, claim.metric]), float(t.loc[claim.b_style, claim.metric])
+    if b == 0:
+        return Effect(Interval(nan, nan, nan, 1), a, b, 1, 1, 1, nan, "",
+                      missing=f"{claim.b_style} has no code yet ({claim.metric} = 0)")
+    r = a / b
+    return Effect(Interval(r, r, r, 1, method="exact"), a, b, 1, 1, 1, nan, "exact")
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def evaluate_claims(
+    runs: pd.DataFrame,
+    claims: Sequence[Claim] | None = None,
+    *,
+    rules: Rules | None = None,
+    scope: str | Sequence[str] = ("performance", "complexity"),
+    users_map: Mapping[int, int] | None = None,
+    complexity: pd.DataFrame | None = None,
+    think_time_s: float | None = None,
+) -> pd.DataFrame:
+    """The claims table: one row per claim with the published and the measured effect, the
+    p-value, Cliff's delta, the verdict and its reason.
+
+    ``runs`` is a per-run table (:func:`ipclab.stats.runs_table`, or any frame with
+    ``style``, ``users`` and the claims' metric columns: ``rps``, ``mean_ms``; availability
+    claims read ``mttf_s``, ``mttr_s``, ``availability``, ``outage_failure_fraction``).
+    ``users_map`` maps a published load to the load measured in its place (e.g. the quick
+    profile's ``{50: 5, 100: 10, 200: 20}``). ``complexity`` is the per-style code table for
+    the ``compare`` claims. When ``runs`` holds several think times, pick one with
+    ``think_time_s``.
+    """
+    rules = rules or Rules()
+    cl = list(claims) if claims is not None else load_claim_list()
+    wanted = (scope,) if isinstance(scope, str) else tuple(scope)
+    cl = [c for c in cl if c.scope in wanted]
+    df = runs
+    if "think_time_s" in df.columns and len(df):
+        if think_time_s is not None:
+            df = df[np.isclose(df["think_time_s"].astype(float), think_time_s)]
+        elif df["think_time_s"].nunique(dropna=False) > 1:
+            raise ValueError("runs hold several think times "
+                             f"({sorted(df['think_time_s'].unique())}); pass think_time_s")
+    effects = [measure_compare(c, complexity) if c.test == "compare"
+               else measure(c, df, rules, users_map) for c in cl]
+    raw_p = np.array([e.p_value for e in effects], dtype=float)
+    adj = holm(raw_p) if rules.p_adjust == "holm" else raw_p
+    rows = []
+    for c, e, p in zip(cl, effects, adj, strict=True):
+        v, reason = verdict(c, e, float(p), rules)
+        cd = e.cliffs_delta
+        rows.append({
+            "claim_id": c.claim_id, "statement_id": c.statement_id, "source": c.source,
+            "document": c.document, "section": c.section, "page": c.page, "quote": c.quote,
+            "scope": c.scope, "test": c.test, "comparison": c.describe(),
+            "measured_users": e.users,
+            "published_value": c.published_value, "published_unit": c.published_unit,
+            "published_ratio": c.published_ratio if c.published_ratio is not None else math.nan,
+            "published_consistent": published_consistent(c),
+            "band_low": c.band_low if c.band_low is not None else math.nan,
+            "band_high": c.band_high if c.band_high is not None else math.nan,
+            "measured_a": e.measured_a, "measured_b": e.measured_b,
+            "n_a": e.n_a, "n_b": e.n_b,
+            "measured_ratio": e.ratio.estimate, "ci_low": e.ratio.low, "ci_high": e.ratio.high,
+            "measured": "" if e.missing else _ci(e.ratio),
+            "p_value": float(p), "p_raw": e.p_value, "p_method": e.p_method,
+            "p_welch": e.p_welch, "p_mannwhitney": e.p_mannwhitney,
+            "cliffs_delta": cd.estimate if cd else math.nan,
+            "cliffs_low": cd.low if cd else math.nan, "cliffs_high": cd.high if cd else math.nan,
+            "verdict": v, "reason": reason, "note": c.note,
+        })
+    return pd.DataFrame(rows)
+
+
+def statement_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per published statement: ``reproduced`` when every part is, ``not
+    reproduced`` when any part is not, otherwise ``inconclusive``; with the parts' counts."""
+    out = []
+    for sid, g in table.groupby("statement_id", sort=False):
+        counts = g["verdict"].value_counts()
+        if (g["verdict"] == REPRODUCED).all():
+            v = REPRODUCED
+        elif (g["verdict"] == NOT_REPRODUCED).any():
+            v = NOT_REPRODUCED
+        else:
+            v = INCONCLUSIVE
+        out.append({"statement_id": sid, "source": g["source"].iloc[0],
+                    "quote": g["quote"].iloc[0], "parts": len(g),
+                    **{k: int(counts.get(k, 0)) for k in VERDICTS}, "verdict": v})
+    return pd.DataFrame(out)

@@ -1,0 +1,610 @@
+"""Statistics of load runs: tidy per-run tables, per-cell CIs, pairwise tests, Little's law,
+saturation.
+
+The unit of replication is the run: a cell (style x users x think time) is repeated, each run
+gives one value per metric (its mean latency, its p95, its throughput...), and confidence
+intervals and tests are over those per-run values, never over the requests of one run (they
+are not independent). Every random step takes a ``seed``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from ipclab.runs import Run
+
+#: Per-run metrics that :func:`cell_summary` reports by default.
+CELL_METRICS = ("rps", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "failure_rate")
+#: Columns that identify a cell in a per-run table.
+CELL_KEYS = ("style", "users", "think_time_s")
+
+ArrayLike = Sequence[float] | np.ndarray | pd.Series
+
+
+# --------------------------------------------------------------------------- per-run table
+
+
+def _style_of(stack: str | None) -> str | None:
+    if not stack:
+        return None
+    try:
+        from ipclab.stacks import resolve
+
+        return resolve(stack).style
+    except Exception:  # unknown stack: fall back to the name's last part
+        return stack.rsplit("-", 1)[-1]
+
+
+_NUM = r"[0-9]*\.?[0-9]+"
+
+
+def parse_seconds(value: Any) -> float | None:
+    """Seconds from a number, ``"30s"``, ``"2m"``, ``"1h"``, ``"1m30s"``; None if absent."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    s = str(value).strip().lower()
+    if not s:
+        return None
+    try:
+        return float(s)
+    except ValueError:
+        pass
+    parts = re.findall(rf"({_NUM})\s*(ms|h|m|s)", s)
+    if not parts or "".join(n + u for n, u in parts) != s.replace(" ", ""):
+        raise ValueError(f"cannot read a duration from {value!r}")
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def parse_think_time(value: Any) -> float:
+    """Mean think time in seconds from a number, ``[lo, hi]``, ``{"min": lo, "max": hi}``,
+    ``"1-2"``, ``"1-2s"``, ``"between(1, 2)"`` or ``"1.5s"``; 0 when absent."""
+    if value is None or value == "":
+        return 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, Mapping):
+        lo = value.get("min", value.get("low", value.get("lo")))
+        hi = value.get("max", value.get("high", value.get("hi")))
+        if lo is None or hi is None:
+            raise ValueError(f"cannot read a think time from {value!r}")
+        return (float(lo) + float(hi)) / 2
+    if isinstance(value, list | tuple):
+        if len(value) == 1:
+            return float(value[0])
+        if len(value) == 2:
+            return (float(value[0]) + float(value[1])) / 2
+        raise ValueError(f"cannot read a think time from {value!r}")
+    nums = re.findall(_NUM, str(value))
+    if len(nums) == 1:
+        return float(parse_seconds(str(value).replace("constant", "").strip("() ")) or 0.0)
+    if len(nums) == 2:
+        return (float(nums[0]) + float(nums[1])) / 2
+    raise ValueError(f"cannot read a think time from {value!r}")
+
+
+_THINK_KEYS = ("think_time_s", "think_time", "wait_time", "wait")
+_REP_KEYS = ("repetition", "rep", "repeat", "replicate")
+
+
+def run_metrics(run: Run, warmup_s: float = 0.0, cooldown_s: float = 0.0,
+                latency_of: str = "all") -> dict[str, Any]:
+    """One run's row of :func:`runs_table`.
+
+    The analysed window is ``[first request + warmup_s, end of last request - cooldown_s]``;
+    requests are counted by their start time. ``latency_of`` is ``"all"`` (as Locust and
+    JMeter report, failures included) or ``"ok"``. Without request records the summary's
+    numbers are used and the warm-up cannot be discarded (``source == "summary"``).
+    """
+    if latency_of not in ("all", "ok"):
+        raise ValueError("latency_of must be 'all' or 'ok'")
+    params = run.parameters
+    man = run.manifest
+    stack = man.get("stack") or params.get("stack")
+    think_raw = next((params[k] for k in _THINK_KEYS if k in params), None)
+    rep = next((params[k] for k in _REP_KEYS if k in params), None)
+    users = params.get("users", params.get("num_users"))
+    row: dict[str, Any] = {
+        "run": run.path.name,
+        "path": str(run.path),
+        "status": run.status,
+        "stack": stack,
+        "style": params.get("style") or _style_of(stack),
+        "users": int(users) if users is not None else None,
+        "spawn_rate": params.get("spawn_rate"),
+        "think_time_s": parse_think_time(think_raw),
+        "repetition": int(rep) if rep is not None else None,
+        "started_at": man.get("started_at"),
+        "warmup_s": float(warmup_s),
+        "cooldown_s": float(cooldown_s),
+    }
+    summary = run.summary
+    row["loadgen_saturated"] = summary.get("loadgen_saturated")
+    req = run.requests()
+    if len(req):
+        t = req["t"].astype(float).to_numpy()
+        lat = req["latency_ms"].astype(float).to_numpy()
+        ok = req["ok"].astype(bool).to_numpy()
+        start = float(t.min()) + warmup_s
+        end = float(np.max(t + lat / 1000.0)) - cooldown_s
+        if end <= start:
+            raise ValueError(
+                f"{run.path}: warm-up {warmup_s} s + cool-down {cooldown_s} s leave no window "
+                f"(run spans {float(np.max(t + lat / 1000.0) - t.min()):.1f} s)")
+        keep = (t >= start) & (t <= end)
+        lat_w, ok_w = lat[keep], ok[keep]
+        sel = lat_w if latency_of == "all" else lat_w[ok_w]
+        n = int(keep.sum())
+        window = end - start
+        row.update(source="requests", duration_s=window, requests=n,
+                   failures=int((~ok_w).sum()), rps=n / window, ok_rps=int(ok_w.sum()) / window)
+        if len(sel):
+            row.update(mean_ms=float(sel.mean()), p50_ms=float(np.percentile(sel, 50)),
+                       p95_ms=float(np.percentile(sel, 95)),
+                       p99_ms=float(np.percentile(sel, 99)), max_ms=float(sel.max()))
+        else:
+            row.update(mean_ms=np.nan, p50_ms=np.nan, p95_ms=np.nan, p99_ms=np.nan,
+                       max_ms=np.nan)
+    else:
+        lat_s = summary.get("latency_ms", {}) or {}
+        reqs = summary.get("requests")
+        fails = summary.get("failures")
+        dur = summary.get("duration_s") or parse_seconds(params.get("duration"))
+        rps = summary.get("rps")
+        if rps is None and reqs is not None and dur:
+            rps = reqs / dur
+        row.update(source="summary", duration_s=dur, requests=reqs, failures=fails, rps=rps,
+                   ok_rps=(reqs - fails) / dur if reqs is not None and fails is not None and dur
+                   else None,
+                   mean_ms=lat_s.get("mean"), p50_ms=lat_s.get("p50"), p95_ms=lat_s.get("p95"),
+                   p99_ms=lat_s.get("p99"), max_ms=lat_s.get("max"))
+    reqs, fails = row.get("requests"), row.get("failures")
+    row["failure_rate"] = fails / reqs if reqs and fails is not None else np.nan
+    return row
+
+
+def runs_table(runs: Iterable[Run], warmup_s: float = 0.0, cooldown_s: float = 0.0,
+               latency_of: str = "all", complete_only: bool = True) -> pd.DataFrame:
+    """A tidy table, one row per run: ``run, path, status, stack, style, users, spawn_rate,
+    think_time_s, repetition, started_at, duration_s, requests, failures, failure_rate, rps,
+    ok_rps, mean_ms, p50_ms, p95_ms, p99_ms, max_ms, source, loadgen_saturated`` (see
+    :func:`run_metrics` for the window). Runs whose manifest is not ``complete`` are left out
+    unless ``complete_only`` is False. Missing repetition numbers are assigned 1, 2, ... by
+    start time within each cell.
+    """
+    rows = [run_metrics(r, warmup_s, cooldown_s, latency_of) for r in runs
+            if r.complete or not complete_only]
+    cols = ["run", "path", "status", "stack", "style", "users", "spawn_rate", "think_time_s",
+            "repetition", "started_at", "warmup_s", "cooldown_s", "source", "duration_s",
+            "requests", "failures", "failure_rate", "rps", "ok_rps", "mean_ms", "p50_ms",
+            "p95_ms", "p99_ms", "max_ms", "loadgen_saturated"]
+    df = pd.DataFrame(rows, columns=cols)
+    if df.empty:
+        return df
+    df = df.sort_values(["style", "users", "think_time_s", "started_at"], kind="stable")
+    missing = df["repetition"].isna()
+    if missing.any():
+        order = df.groupby(["style", "users", "think_time_s"], dropna=False).cumcount() + 1
+        df.loc[missing, "repetition"] = order[missing]
+    df["repetition"] = df["repetition"].astype(int)
+    return df.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a confidence interval (NaN bounds when it cannot be computed)."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    confidence: float = 0.95
+    method: str = "percentile"
+    p_value: float = float("nan")
+
+    def contains(self, value: float) -> bool:
+        return bool(self.low <= value <= self.high)
+
+    def __str__(self) -> str:
+        return f"{self.estimate:.4g} [{self.low:.4g}, {self.high:.4g}]"
+
+
+def _clean(x: ArrayLike) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    return a[np.isfinite(a)]
+
+
+def bootstrap_means(
+    samples: Sequence[ArrayLike],
+    combine: Callable[[list[np.ndarray]], np.ndarray],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    method: str = "percentile",
+    seed: int = 0,
+    null: float | None = None,
+) -> Interval:
+    """Bootstrap CI of a statistic that is a function of the means of independent samples.
+
+    ``combine`` receives the list of sample means (arrays, vectorised over resamples) and
+    returns the statistic, e.g. ``lambda m: m[0] / m[1]`` for a ratio of means. Each sample
+    is resampled independently (scipy.stats.bootstrap, ``paired=False``). With ``null``, the
+    result's ``p_value`` is the two-sided bootstrap p-value: twice the smaller share of
+    resampled statistics on either side of ``null``, counted as (k + 1) / (B + 1) so it is
+    never 0 (the p-value of the inverted percentile interval). Samples with fewer than 2 finite values give NaN bounds.
+    """
+    xs = [_clean(s) for s in samples]
+    if any(len(x) == 0 for x in xs):
+        return Interval(float("nan"), float("nan"), float("nan"), min(len(x) for x in xs),
+                        confidence, method)
+    est = float(combine([np.asarray(x.mean()) for x in xs]))
+    n = min(len(x) for x in xs)
+    if n < 2:
+        return Interval(est, float("nan"), float("nan"), n, confidence, method)
+
+    def stat(*arrays: np.ndarray, axis: int = -1) -> np.ndarray:
+        return combine([a.mean(axis=axis) for a in arrays])
+
+    def run(m: str) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return sps.bootstrap(tuple(xs), stat, confidence_level=confidence,
+                                 n_resamples=n_resamples, method=m, vectorized=True,
+                                 paired=False, rng=np.random.default_rng(seed))
+
+    res = run(method)
+    used = method
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if method.lower() == "bca" and not (np.isfinite(lo) and np.isfinite(hi)):
+        res, used = run("percentile"), "percentile (BCa degenerate)"
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not np.isfinite(lo) and np.all(res.bootstrap_distribution == est):
+        lo = hi = est
+    p = float("nan")
+    if null is not None:
+        d = np.asarray(res.bootstrap_distribution, dtype=float)
+        b = len(d)
+        tail = min(np.sum(d <= null), np.sum(d >= null))
+        p = float(min(1.0, 2 * (tail + 1) / (b + 1)))
+    return Interval(est, lo, hi, n, confidence, used, p)
+
+
+def bootstrap_ci(sample: ArrayLike, statistic: Callable[..., Any] = np.mean, *,
+                 confidence: float = 0.95, n_resamples: int = 9999, method: str = "percentile",
+                 seed: int = 0) -> Interval:
+    """Bootstrap CI of ``statistic`` (a numpy reduction taking ``axis``) of one sample.
+
+    ``method`` is ``"percentile"`` or ``"BCa"`` (falls back to percentile when BCa is
+    undefined, e.g. for constant data). Fewer than 2 finite values give NaN bounds.
+    """
+    x = _clean(sample)
+    if len(x) == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0, confidence, method)
+    est = float(statistic(x, axis=-1))
+    if len(x) < 2:
+        return Interval(est, float("nan"), float("nan"), len(x), confidence, method)
+    if np.ptp(x) == 0:
+        return Interval(est, est, est, len(x), confidence, method)
+
+    def run(m: str) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return sps.bootstrap((x,), statistic, confidence_level=confidence,
+                                 n_resamples=n_resamples, method=m, vectorized=True,
+                                 rng=np.random.default_rng(seed))
+
+    res, used = run(method), method
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        res, used = run("percentile"), f"percentile ({method} degenerate)"
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return Interval(est, lo, hi, len(x), confidence, used)
+
+
+# --------------------------------------------------------------------------- cells
+
+
+def cell_summary(
+    runs: pd.DataFrame,
+    metrics: Sequence[str] = CELL_METRICS,
+    by: Sequence[str] = CELL_KEYS,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    method: str = "percentile",
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per cell and metric, over repetitions: ``n, mean, sd, median, min, max, ci_low,
+    ci_high`` (bootstrap CI of the mean of the per-run values). Long format: one row per
+    (cell, metric). Keys of ``by`` absent from ``runs`` are ignored."""
+    keys = [k for k in by if k in runs.columns]
+    out = []
+    for cell, g in runs.groupby(keys, dropna=False, sort=True):
+        cell = cell if isinstance(cell, tuple) else (cell,)
+        for m in metrics:
+            if m not in g.columns:
+                continue
+            x = _clean(g[m])
+            ci = bootstrap_ci(x, confidence=confidence, n_resamples=n_resamples,
+                              method=method, seed=seed)
+            out.append({
+                **dict(zip(keys, cell, strict=True)), "metric": m, "n": len(x),
+                "mean": float(x.mean()) if len(x) else np.nan,
+                "sd": float(x.std(ddof=1)) if len(x) > 1 else np.nan,
+                "median": float(np.median(x)) if len(x) else np.nan,
+                "min": float(x.min()) if len(x) else np.nan,
+                "max": float(x.max()) if len(x) else np.nan,
+                "ci_low": ci.low, "ci_high": ci.high,
+            })
+    return pd.DataFrame(out)
+
+
+def cell_table(summary: pd.DataFrame, metric: str, digits: int = 1) -> pd.DataFrame:
+    """A wide view of one metric of :func:`cell_summary`: rows = users, columns = style,
+    cells = ``"mean [low, high]"`` text, for a notebook or a report."""
+    s = summary[summary["metric"] == metric]
+
+    def fmt(r: pd.Series) -> str:
+        if not np.isfinite(r["ci_low"]):
+            return f"{r['mean']:.{digits}f} (n={int(r['n'])})"
+        return f"{r['mean']:.{digits}f} [{r['ci_low']:.{digits}f}, {r['ci_high']:.{digits}f}]"
+
+    return s.assign(text=s.apply(fmt, axis=1)).pivot_table(
+        index="users", columns="style", values="text", aggfunc="first")
+
+
+# --------------------------------------------------------------------------- pairwise tests
+
+
+def cliffs_delta(x: ArrayLike, y: ArrayLike) -> float:
+    """Cliff's delta: P(X > Y) - P(X < Y) over all pairs, in [-1, 1]."""
+    a, b = _clean(x), _clean(y)
+    if len(a) == 0 or len(b) == 0:
+        return float("nan")
+    d = np.sign(a[:, None] - b[None, :])
+    return float(d.mean())
+
+
+def cliffs_delta_ci(x: ArrayLike, y: ArrayLike, *, confidence: float = 0.95,
+                    n_resamples: int = 9999, seed: int = 0) -> Interval:
+    """Cliff's delta with a percentile bootstrap CI (samples resampled independently)."""
+    a, b = _clean(x), _clean(y)
+    est = cliffs_delta(a, b)
+    if min(len(a), len(b)) < 2:
+        return Interval(est, float("nan"), float("nan"), min(len(a), len(b)), confidence)
+
+    def stat(u: np.ndarray, v: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.sign(u[..., :, None] - v[..., None, :]).mean(axis=(-2, -1))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sps.bootstrap((a, b), stat, confidence_level=confidence, n_resamples=n_resamples,
+                            method="percentile", vectorized=True, paired=False,
+                            rng=np.random.default_rng(seed))
+    return Interval(est, float(res.confidence_interval.low),
+                    float(res.confidence_interval.high), min(len(a), len(b)), confidence)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two samples of per-run values compared."""
+
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+    ratio: Interval  # mean_a / mean_b with a bootstrap CI
+    diff: float  # mean_a - mean_b
+    mannwhitney_u: float
+    mannwhitney_p: float
+    welch_t: float
+    welch_p: float
+    cliffs_delta: Interval
+
+
+def compare_samples(a: ArrayLike, b: ArrayLike, *, confidence: float = 0.95,
+                    n_resamples: int = 9999, seed: int = 0) -> Comparison:
+    """Mann-Whitney U (two-sided, scipy's default method: exact for small samples without
+    ties), Welch's t (two-sided), Cliff's delta with a bootstrap CI, and the ratio of means
+    with a bootstrap CI (and a bootstrap p-value against 1)."""
+    x, y = _clean(a), _clean(b)
+    nan = float("nan")
+    u, pu, t, pt = nan, nan, nan, nan
+    if len(x) and len(y):
+        r = sps.mannwhitneyu(x, y, alternative="two-sided")
+        u, pu = float(r.statistic), float(r.pvalue)
+    if len(x) > 1 and len(y) > 1 and (np.ptp(x) > 0 or np.ptp(y) > 0):
+        r2 = sps.ttest_ind(x, y, equal_var=False)
+        t, pt = float(r2.statistic), float(r2.pvalue)
+    elif len(x) > 1 and len(y) > 1:  # both constant: equal means -> p = 1, else p = 0
+        same = bool(x[0] == y[0])
+        t, pt = (0.0, 1.0) if same else (math.copysign(math.inf, x[0] - y[0]), 0.0)
+    ratio = bootstrap_means([x, y], lambda m: m[0] / m[1], confidence=confidence,
+                            n_resamples=n_resamples, seed=seed, null=1.0)
+    return Comparison(
+        n_a=len(x), n_b=len(y),
+        mean_a=float(x.mean()) if len(x) else nan, mean_b=float(y.mean()) if len(y) else nan,
+        ratio=ratio,
+        diff=float(x.mean() - y.mean()) if len(x) and len(y) else nan,
+        mannwhitney_u=u, mannwhitney_p=pu, welch_t=t, welch_p=pt,
+        cliffs_delta=cliffs_delta_ci(x, y, confidence=confidence, n_resamples=n_resamples,
+                                     seed=seed),
+    )
+
+
+def compare_styles(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    by: Sequence[str] = ("users", "think_time_s"),
+    styles: Sequence[str] | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every pair of styles at every load (and think time): ``n_a, n_b, mean_a, mean_b,
+    diff, ratio, ratio_low, ratio_high, mannwhitney_u, mannwhitney_p, welch_t, welch_p,
+    cliffs_delta, cliffs_low, cliffs_high``. Pairs are ordered as in ``styles`` (default:
+    sorted), a before b."""
+    keys = [k for k in by if k in runs.columns]
+    order = list(styles) if styles is not None else sorted(runs["style"].dropna().unique())
+    out = []
+    for cell, g in runs.groupby(keys, dropna=False, sort=True):
+        cell = cell if isinstance(cell, tuple) else (cell,)
+        for i, sa in enumerate(order):
+            for sb in order[i + 1:]:
+                xa = g.loc[g["style"] == sa, metric]
+                xb = g.loc[g["style"] == sb, metric]
+                if xa.empty or xb.empty:
+                    continue
+                c = compare_samples(xa, xb, confidence=confidence, n_resamples=n_resamples,
+                                    seed=seed)
+                out.append({
+                    **dict(zip(keys, cell, strict=True)), "metric": metric, "a": sa, "b": sb,
+                    "n_a": c.n_a, "n_b": c.n_b, "mean_a": c.mean_a, "mean_b": c.mean_b,
+                    "diff": c.diff, "ratio": c.ratio.estimate, "ratio_low": c.ratio.low,
+                    "ratio_high": c.ratio.high, "mannwhitney_u": c.mannwhitney_u,
+                    "mannwhitney_p": c.mannwhitney_p, "welch_t": c.welch_t,
+                    "welch_p": c.welch_p, "cliffs_delta": c.cliffs_delta.estimate,
+                    "cliffs_low": c.cliffs_delta.low, "cliffs_high": c.cliffs_delta.high,
+                })
+    return pd.DataFrame(out)
+
+
+def holm(pvalues: ArrayLike) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN)."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full_like(p, np.nan)
+    ok = np.isfinite(p)
+    q = p[ok]
+    m = len(q)
+    if m == 0:
+        return out
+    order = np.argsort(q)
+    adj = np.maximum.accumulate((m - np.arange(m)) * q[order])
+    res = np.empty(m)
+    res[order] = np.minimum(adj, 1.0)
+    out[ok] = res
+    return out
+
+
+# --------------------------------------------------------------------------- Little's law
+
+
+@dataclass(frozen=True)
+class LittleCheck:
+    """Closed-loop Little's law N = X (R + Z) for one run."""
+
+    users: float  # N
+    throughput_rps: float  # X
+    response_s: float  # R
+    think_s: float  # Z, as configured
+    implied_users: float  # X (R + Z)
+    relative_error: float  # (X (R + Z) - N) / N
+    implied_think_s: float  # N / X - R
+
+
+def littles_law(users: float, throughput_rps: float, response_s: float,
+                think_s: float = 0.0) -> LittleCheck:
+    """Check N = X (R + Z). A relative error near 0 means the users were all busy with
+    requests or think time; a negative one means fewer were (ramp-up inside the window, a
+    generator that could not keep up, or unaccounted waits); ``implied_think_s`` is the
+    think time that would close the equation."""
+    n, x, r, z = float(users), float(throughput_rps), float(response_s), float(think_s)
+    implied = x * (r + z)
+    rel = (implied - n) / n if n else float("nan")
+    zt = n / x - r if x > 0 else float("nan")
+    return LittleCheck(n, x, r, z, implied, rel, zt)
+
+
+def littles_law_table(runs: pd.DataFrame, throughput: str = "rps",
+                      response_ms: str = "mean_ms") -> pd.DataFrame:
+    """:func:`littles_law` on every row of a per-run table (``users``, ``think_time_s``,
+    ``rps``, ``mean_ms``); adds ``implied_users``, ``relative_error``, ``implied_think_s``."""
+    rows = [littles_law(r["users"], r[throughput], r[response_ms] / 1000.0,
+                        r.get("think_time_s", 0.0) or 0.0)
+            for _, r in runs.iterrows()]
+    return runs.assign(
+        implied_users=[c.implied_users for c in rows],
+        relative_error=[c.relative_error for c in rows],
+        implied_think_s=[c.implied_think_s for c in rows],
+    )
+
+
+# --------------------------------------------------------------------------- saturation
+
+
+def saturation_steps(
+    cells: pd.DataFrame,
+    *,
+    group: str = "style",
+    load: str = "users",
+    throughput: str = "rps",
+    latency: str = "mean_ms",
+    max_throughput_gain: float = 0.10,
+    min_latency_growth: float = 0.25,
+) -> pd.DataFrame:
+    """Between consecutive loads of each group: ``throughput_gain`` = X2/X1 - 1,
+    ``latency_growth`` = R2/R1 - 1, ``load_growth`` = N2/N1 - 1, ``scaling_efficiency`` =
+    throughput_gain / load_growth (1: throughput grows with load; 0: flat), and
+    ``saturated`` = throughput_gain <= max_throughput_gain and latency_growth >=
+    min_latency_growth (throughput flat while latency grows). Several rows per (group, load)
+    (repetitions) are averaged first."""
+    keys = [k for k in (group, load) if k in cells.columns]
+    g = cells.groupby(keys, dropna=False)[[throughput, latency]].mean().reset_index()
+    out = []
+    for name, sub in g.groupby(group, dropna=False, sort=True):
+        sub = sub.sort_values(load)
+        vals = sub[[load, throughput, latency]].to_numpy(dtype=float)
+        for (n1, x1, r1), (n2, x2, r2) in zip(vals[:-1], vals[1:], strict=True):
+            tg, lg, ng = x2 / x1 - 1, r2 / r1 - 1, n2 / n1 - 1
+            out.append({
+                group: name, "from_users": int(n1), "to_users": int(n2),
+                "throughput_from": x1, "throughput_to": x2, "latency_from": r1,
+                "latency_to": r2, "throughput_gain": tg, "latency_growth": lg,
+                "load_growth": ng, "scaling_efficiency": tg / ng if ng else np.nan,
+                "saturated": bool(tg <= max_throughput_gain and lg >= min_latency_growth),
+            })
+    return pd.DataFrame(out)
+
+
+def detect_saturation(cells: pd.DataFrame, *, group: str = "style", load: str = "users",
+                      throughput: str = "rps", latency: str = "mean_ms",
+                      max_throughput_gain: float = 0.10,
+                      min_latency_growth: float = 0.25) -> pd.DataFrame:
+    """Per group: ``saturated`` (every step from some load on is saturated, see
+    :func:`saturation_steps`), ``onset_users`` (the lowest such load; the system is
+    saturated at and above it), ``plateau_rps`` (mean throughput from the onset on),
+    ``steps`` (how many consecutive-load steps were seen)."""
+    steps = saturation_steps(cells, group=group, load=load, throughput=throughput,
+                             latency=latency, max_throughput_gain=max_throughput_gain,
+                             min_latency_growth=min_latency_growth)
+    means = cells.groupby([group, load], dropna=False)[throughput].mean()
+    out = []
+    for name, sub in steps.groupby(group, dropna=False, sort=True):
+        sub = sub.sort_values("from_users")
+        flags = sub["saturated"].to_list()
+        onset = None
+        for i in range(len(flags)):
+            if all(flags[i:]):
+                onset = int(sub["from_users"].iloc[i])
+                break
+        plateau = (float(means[name][means[name].index >= onset].mean())
+                   if onset is not None else np.nan)
+        out.append({group: name, "saturated": onset is not None, "onset_users": onset,
+                    "plateau_rps": plateau, "steps": len(flags)})
+    return pd.DataFrame(out)
