@@ -33,6 +33,7 @@ from ipclab.availability import (
     read_cycles,
 )
 from ipclab.availability_published import compare_published_availability
+from ipclab.availability_stats import summaries_frame
 from ipclab.faults import fault_schedule
 from ipclab.outage import CLASSES, classify_requests, outage_table
 from ipclab.probe import FIVE_PARTS, Probe, read_probe, spawn_probe
@@ -111,6 +112,10 @@ def test_many_cycles_known_means() -> None:
     assert s.notes == []  # 12 cycles, nothing censored, nothing masked
     again = availability_summary(cycles, confidence=0.9)
     assert again.availability == s.availability  # bootstrap is seeded
+    table = summaries_frame({"shop-rest": cycles, "shop-grpc": cycles[:3]}, confidence=0.9)
+    assert list(table["group"]) == ["shop-rest", "shop-grpc"]
+    assert table.loc[0, "availability"] == pytest.approx(a)
+    assert "only 3 cycles" in table.loc[1, "notes"]
 
 
 def test_load_induced_failure_then_restart() -> None:

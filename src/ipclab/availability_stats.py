@@ -67,7 +67,7 @@ def mttf_chi2_interval(
         raise ValueError("time_on_test and failures must be >= 0")
     t2 = 2.0 * time_on_test
     if failures == 0:
-        return Estimate(None, t2 / stats.chi2.ppf(confidence, 2), None,
+        return Estimate(None, float(t2 / stats.chi2.ppf(confidence, 2)), None,
                         "chi2-exponential", censored=True)
     a = 1.0 - confidence
     lo = t2 / stats.chi2.ppf(1.0 - a / 2, 2 * failures + 2)
