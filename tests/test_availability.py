@@ -32,7 +32,10 @@ from ipclab.availability import (
     mttf_chi2_interval,
     read_cycles,
 )
-from ipclab.availability_published import compare_published_availability
+from ipclab.availability_published import (
+    compare_published_availability,
+    load_published_availability,
+)
 from ipclab.availability_stats import summaries_frame
 from ipclab.faults import fault_schedule
 from ipclab.outage import CLASSES, classify_requests, outage_table
@@ -460,6 +463,16 @@ def test_published_table_54_mismatch() -> None:
     assert bool(df.loc["REST", "mismatch"])  # 0.935 prints as 0.94, not 0.93 ...
     assert bool(df.loc["REST", "consistent"])  # ... but "~275"/"~19" could give 0.93
     assert df.loc["RabbitMQ", "implied_mttr_s"] == pytest.approx(430 * 0.05 / 0.95)
+
+
+def test_published_table_from_the_repository() -> None:
+    rows = load_published_availability()
+    if rows is None:
+        pytest.skip("data/published/shafabakhsh2020_availability.csv not there yet")
+    df = compare_published_availability(rows).set_index("style")
+    assert list(df.loc[["amqp", "grpc", "rest"], "computed_a"].round(3)) == [0.937, 0.932, 0.935]
+    assert list(df.loc[["amqp", "grpc", "rest"], "printed_a"]) == [0.95, 0.93, 0.93]
+    assert bool(df.loc["amqp", "mismatch"])
 
 
 # ---------------------------------------------------------------------------------------

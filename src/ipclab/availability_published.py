@@ -61,7 +61,8 @@ def compare_published_availability(
         a_min = (mttf - half_in) / (mttf - half_in + mttr + half_in)
         a_max = (mttf + half_in) / (mttf + half_in + mttr - half_in)
         rec: dict[str, Any] = {
-            "method": _pick(row, "method"), "users": _pick(row, "users"),
+            "method": _pick(row, "method"), "style": row.get("style"),
+            "users": _pick(row, "users"),
             "mttf_s": mttf, "mttr_s": mttr, "printed_a": printed,
             "computed_a": a, "computed_a_rounded": round(a, printed_decimals),
             "a_min": a_min, "a_max": a_max,
