@@ -136,5 +136,5 @@ def cart(cfg: ShopConfig, customer_id: int) -> dict[str, Any]:
             p = product(cfg, pid)
             items.append({"product_id": pid, "name": p["name"], "quantity": rng.randint(1, 3),
                           "unit_price": p["price"]})
-    total = round(sum(i["quantity"] * i["unit_price"] for i in items), 2)
+    total = round(float(sum(i["quantity"] * i["unit_price"] for i in items)), 2)
     return {"customer_id": customer_id, "items": items, "total": total}

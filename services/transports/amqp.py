@@ -84,6 +84,7 @@ class AmqpClients:
         self.replies = 0
         self.unmatched = 0  # late (after the caller gave up) or duplicated replies
         self.returned = 0
+        self.published_by_op: dict[str, int] = {}
 
     async def start(self, services: Sequence[ServiceDef], url: str) -> None:
         self._connection = await aio_pika.connect_robust(url)
@@ -124,6 +125,7 @@ class AmqpClients:
                 routing_key=queue_name(service), mandatory=True,
             )
             self.published += 1
+            self.published_by_op[op] = self.published_by_op.get(op, 0) + 1
             reply = await asyncio.wait_for(future, timeout)
         except TimeoutError:
             raise Timeout(f"{service} did not answer within {timeout}s") from None
@@ -138,7 +140,7 @@ class AmqpClients:
     def stats(self) -> dict[str, Any]:
         return {"published": self.published, "replies": self.replies,
                 "unmatched": self.unmatched, "returned": self.returned,
-                "pending": len(self._pending)}
+                "pending": len(self._pending), "published_by_op": dict(self.published_by_op)}
 
     async def close(self) -> None:
         await self._connection.close()

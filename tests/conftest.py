@@ -1,0 +1,50 @@
+"""Shared fixtures: real stacks on the local backend (real processes, a real RabbitMQ node)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from ipclab.backends import StackOptions, get_backend
+from ipclab.backends.local import LocalStack
+from ipclab.stacks import resolve
+
+SHOP_STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
+
+
+def ipclab_processes() -> list[psutil.Process]:
+    """Processes a stack or run may have started: services, Locust, a private broker."""
+    out = []
+    for p in psutil.process_iter(["pid", "cmdline", "environ"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+            env = p.info["environ"] or {}
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if p.pid == os.getpid():
+            continue
+        if ("ipclab_services.serve" in cmd or "ipclab/load/" in cmd
+                or env.get("RABBITMQ_NODENAME", "").startswith("ipclab")):
+            try:
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    out.append(p)
+            except psutil.NoSuchProcess:
+                continue
+    return out
+
+
+@pytest.fixture(scope="session")
+def shop_stacks() -> Iterator[dict[str, LocalStack]]:
+    """The three product-page stacks, up for the whole session."""
+    backend = get_backend("local")
+    stacks: dict[str, LocalStack] = {}
+    try:
+        for name in SHOP_STACKS:
+            stacks[name] = backend.start(resolve(name), StackOptions(call_timeout_s=1.0))
+        yield stacks
+    finally:
+        for stack in stacks.values():
+            stack.stop()
