@@ -25,8 +25,13 @@ _JSON = [(b"content-type", b"application/json")]
 
 async def respond(send: Send, status: int, body: Any) -> None:
     payload = body if isinstance(body, bytes) else orjson.dumps(body)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [*_JSON, (b"content-length", str(len(payload)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*_JSON, (b"content-length", str(len(payload)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})
 
 
@@ -48,13 +53,22 @@ def json_app(route: Route) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
 
 
 async def serve_http(
-    app: Callable[[Scope, Receive, Send], Awaitable[None]], host: str, port: int,
+    app: Callable[[Scope, Receive, Send], Awaitable[None]],
+    host: str,
+    port: int,
     ready: asyncio.Event | None = None,
 ) -> None:
     """Serve until cancelled or until SIGINT/SIGTERM (uvicorn's own handling)."""
     config = uvicorn.Config(
-        app, host=host, port=port, http="httptools", lifespan="off", log_level="warning",
-        access_log=False, backlog=4096, timeout_keep_alive=75,
+        app,
+        host=host,
+        port=port,
+        http="httptools",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        backlog=4096,
+        timeout_keep_alive=75,
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

@@ -13,17 +13,18 @@ Configured by environment only, so the local and docker backends start it the sa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
 
 import uvloop
-
-from ipclab.stacks import resolve
 from ipclab_services import transports
 from ipclab_services.asgi import serve_http
 from ipclab_services.shop import data, gateway, services
 from ipclab_services.transports.base import ConnectConfig, ServeConfig
+
+from ipclab.stacks import resolve
 
 
 def addr_env(role: str) -> str:
@@ -47,11 +48,13 @@ async def main() -> None:
         try:
             await serve_http(
                 gateway.app(
-                    clients, spec.services,
+                    clients,
+                    spec.services,
                     timeout=float(os.environ.get("IPCLAB_CALL_TIMEOUT_S", "2.0")),
                     sequential=os.environ.get("IPCLAB_SEQUENTIAL", "0") == "1",
                 ),
-                host, port,
+                host,
+                port,
             )
         finally:
             await clients.close()
@@ -63,10 +66,8 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass
 
 
 if __name__ == "__main__":

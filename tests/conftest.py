@@ -26,8 +26,11 @@ def ipclab_processes() -> list[psutil.Process]:
             continue
         if p.pid == os.getpid():
             continue
-        if ("ipclab_services.serve" in cmd or "ipclab/load/" in cmd
-                or env.get("RABBITMQ_NODENAME", "").startswith("ipclab")):
+        if (
+            "ipclab_services.serve" in cmd
+            or "ipclab/load/" in cmd
+            or env.get("RABBITMQ_NODENAME", "").startswith("ipclab")
+        ):
             try:
                 if p.status() != psutil.STATUS_ZOMBIE:
                     out.append(p)

@@ -54,10 +54,12 @@ def test_unknown_product_is_404(shop_stacks: dict[str, LocalStack], product: int
         assert orjson.loads(body)["error"] == "not_found"
 
 
-@pytest.mark.parametrize(("product", "customer"), [("abc", 1), ("-1", 1), ("7", "x"),
-                                                   ("1e3", None), ("9" * 30, None)])
-def test_malformed_id_is_400(shop_stacks: dict[str, LocalStack], product: str,
-                             customer: str | None) -> None:
+@pytest.mark.parametrize(
+    ("product", "customer"), [("abc", 1), ("-1", 1), ("7", "x"), ("1e3", None), ("9" * 30, None)]
+)
+def test_malformed_id_is_400(
+    shop_stacks: dict[str, LocalStack], product: str, customer: str | None
+) -> None:
     for name, stack in shop_stacks.items():
         status, body = page(stack, product, customer)
         assert status == 400, (name, product, customer, body)

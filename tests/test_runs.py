@@ -16,13 +16,20 @@ from tests.conftest import SHOP_STACKS, ipclab_processes
 
 pytestmark = pytest.mark.slow
 
-RUN_FILES = ("manifest.json", "summary.json", "events.jsonl", "resources.csv",
-             "locust_stats.csv", "locust_stats_history.csv")
+RUN_FILES = (
+    "manifest.json",
+    "summary.json",
+    "events.jsonl",
+    "resources.csv",
+    "locust_stats.csv",
+    "locust_stats_history.csv",
+)
 
 
 def ipclab(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ipclab.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "ipclab.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def assert_nothing_left() -> None:
@@ -35,8 +42,9 @@ def assert_nothing_left() -> None:
 @pytest.mark.parametrize("stack", SHOP_STACKS)
 def test_short_run_has_no_failures_and_a_complete_directory(stack: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    r = ipclab("run", stack, "--users", "20", "--spawn-rate", "20", "--duration", "15s",
-               "--out", str(out))
+    r = ipclab(
+        "run", stack, "--users", "20", "--spawn-rate", "20", "--duration", "15s", "--out", str(out)
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == str(out)
     run = read_run(out)
@@ -50,8 +58,15 @@ def test_short_run_has_no_failures_and_a_complete_directory(stack: str, tmp_path
     assert len(req) == s["requests"] and req["ok"].all() and (req["status"] == 200).all()
     res = run.resources()
     components = set(res["component"])
-    assert {"gateway", "product-info", "reviews", "recommendations", "shipping", "cart",
-            "loadgen"} <= components
+    assert {
+        "gateway",
+        "product-info",
+        "reviews",
+        "recommendations",
+        "shipping",
+        "cart",
+        "loadgen",
+    } <= components
     assert ("broker" in components) == (stack == "shop-amqp")
     m = run.manifest
     assert m["parameters"]["profile"]["users"] == 20
@@ -65,8 +80,22 @@ def test_short_run_has_no_failures_and_a_complete_directory(stack: str, tmp_path
 def test_killing_a_service_mid_run_records_failures_not_a_hang(stack: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
     started = time.monotonic()
-    r = ipclab("run", stack, "--users", "10", "--spawn-rate", "10", "--duration", "10s",
-               "--call-timeout", "1", "--fault", "reviews@4", "--out", str(out))
+    r = ipclab(
+        "run",
+        stack,
+        "--users",
+        "10",
+        "--spawn-rate",
+        "10",
+        "--duration",
+        "10s",
+        "--call-timeout",
+        "1",
+        "--fault",
+        "reviews@4",
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     assert time.monotonic() - started < 60
     run = read_run(out)
@@ -83,9 +112,24 @@ def test_killing_a_service_mid_run_records_failures_not_a_hang(stack: str, tmp_p
 def test_ctrl_c_stops_everything_and_marks_the_run(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ipclab.cli", "run", "shop-amqp", "--users", "10",
-         "--spawn-rate", "10", "--duration", "60s", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "ipclab.cli",
+            "run",
+            "shop-amqp",
+            "--users",
+            "10",
+            "--spawn-rate",
+            "10",
+            "--duration",
+            "60s",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 60
     while not list((out / "requests").glob("part-*.parquet")):
@@ -103,9 +147,23 @@ def test_ctrl_c_stops_everything_and_marks_the_run(tmp_path: Path) -> None:
 def test_killed_harness_leaves_a_readable_incomplete_directory(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ipclab.cli", "run", "shop-rest", "--users", "5",
-         "--spawn-rate", "5", "--duration", "60s", "--out", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "ipclab.cli",
+            "run",
+            "shop-rest",
+            "--users",
+            "5",
+            "--spawn-rate",
+            "5",
+            "--duration",
+            "60s",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
     while len(list((out / "requests").glob("part-*.parquet"))) < 2:

@@ -22,14 +22,54 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-_WORDS = (
-    "smart hd ultra slim wireless pro compact classic premium eco portable digital "
-    "quiet fast bright solid light dual silver black walnut steel cotton modular"
-).split()
-_NOUNS = "tv speaker lamp chair kettle camera monitor router backpack watch desk blender".split()
+_WORDS = [
+    "smart",
+    "hd",
+    "ultra",
+    "slim",
+    "wireless",
+    "pro",
+    "compact",
+    "classic",
+    "premium",
+    "eco",
+    "portable",
+    "digital",
+    "quiet",
+    "fast",
+    "bright",
+    "solid",
+    "light",
+    "dual",
+    "silver",
+    "black",
+    "walnut",
+    "steel",
+    "cotton",
+    "modular",
+]
+_NOUNS = [
+    "tv",
+    "speaker",
+    "lamp",
+    "chair",
+    "kettle",
+    "camera",
+    "monitor",
+    "router",
+    "backpack",
+    "watch",
+    "desk",
+    "blender",
+]
 _COLOURS = ("black", "white", "silver", "red", "blue", "green", "walnut", "grey")
-_CARRIERS = (("PostNord", "standard"), ("DHL", "express"), ("UPS", "economy"),
-             ("Bring", "home delivery"), ("Budbee", "evening"))
+_CARRIERS = (
+    ("PostNord", "standard"),
+    ("DHL", "express"),
+    ("UPS", "economy"),
+    ("Bring", "home delivery"),
+    ("Budbee", "evening"),
+)
 
 
 @dataclass(frozen=True)
@@ -102,8 +142,11 @@ def reviews(cfg: ShopConfig, product_id: int) -> list[dict[str, Any]]:
 @functools.lru_cache(maxsize=4096)
 def recommendations(cfg: ShopConfig, product_id: int) -> list[dict[str, Any]]:
     rng = _rng(cfg, "recommendations", product_id)
-    others = [p for p in rng.sample(range(1, cfg.catalogue_size + 1), cfg.recommendations + 1)
-              if p != product_id][: cfg.recommendations]
+    others = [
+        p
+        for p in rng.sample(range(1, cfg.catalogue_size + 1), cfg.recommendations + 1)
+        if p != product_id
+    ][: cfg.recommendations]
     out = []
     for pid in others:
         p = product(cfg, pid)
@@ -117,13 +160,15 @@ def shipping(cfg: ShopConfig, product_id: int) -> list[dict[str, Any]]:
     out = []
     for carrier, method in rng.sample(_CARRIERS, cfg.shipping_options):
         low = rng.randint(1, 5)
-        out.append({
-            "carrier": carrier,
-            "method": method,
-            "price": round(rng.uniform(0, 20), 2),
-            "min_days": low,
-            "max_days": low + rng.randint(0, 4),
-        })
+        out.append(
+            {
+                "carrier": carrier,
+                "method": method,
+                "price": round(rng.uniform(0, 20), 2),
+                "min_days": low,
+                "max_days": low + rng.randint(0, 4),
+            }
+        )
     return out
 
 
@@ -134,7 +179,13 @@ def cart(cfg: ShopConfig, customer_id: int) -> dict[str, Any]:
         rng = _rng(cfg, "cart", customer_id)
         for pid in rng.sample(range(1, cfg.catalogue_size + 1), rng.randint(0, cfg.max_cart_items)):
             p = product(cfg, pid)
-            items.append({"product_id": pid, "name": p["name"], "quantity": rng.randint(1, 3),
-                          "unit_price": p["price"]})
+            items.append(
+                {
+                    "product_id": pid,
+                    "name": p["name"],
+                    "quantity": rng.randint(1, 3),
+                    "unit_price": p["price"],
+                }
+            )
     total = round(float(sum(i["quantity"] * i["unit_price"] for i in items)), 2)
     return {"customer_id": customer_id, "items": items, "total": total}

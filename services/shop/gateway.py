@@ -81,8 +81,10 @@ def app(clients: Clients, services: tuple[str, ...], timeout: float, sequential:
             *(clients.call(s, "ping", {}, min(timeout, 1.0)) for s in services),
             return_exceptions=True,
         )
-        status = {s: "ok" if not isinstance(r, BaseException) else type(r).__name__
-                  for s, r in zip(services, results, strict=True)}
+        status = {
+            s: "ok" if not isinstance(r, BaseException) else type(r).__name__
+            for s, r in zip(services, results, strict=True)
+        }
         ready = all(v == "ok" for v in status.values())
         return (200 if ready else 503), {"ready": ready, "services": status}
 
@@ -92,8 +94,9 @@ def app(clients: Clients, services: tuple[str, ...], timeout: float, sequential:
                 product_id = _parse_id(parts[1], "product_id")
                 customer = query.get("customer_id")
                 customer_id = _parse_id(customer, "customer_id") if customer else 0
-                return 200, await product_page(clients, product_id, customer_id, timeout,
-                                               sequential)
+                return 200, await product_page(
+                    clients, product_id, customer_id, timeout, sequential
+                )
             if parts == ["healthz"]:
                 return await health()
             if parts == ["stats"]:

@@ -58,14 +58,20 @@ def build(cfg: data.ShopConfig) -> dict[str, ServiceDef]:
     ping = Operation(_ping, pb.Empty, pb.Empty)
 
     def svc(name: str, proto: str, fn: Any, req: Any, resp: Any) -> ServiceDef:
-        return ServiceDef(name, f"ipclab.shop.{proto}", {"get": Operation(fn, req, resp),
-                                                         "ping": ping})
+        return ServiceDef(
+            name, f"ipclab.shop.{proto}", {"get": Operation(fn, req, resp), "ping": ping}
+        )
 
     defs = (
         svc("product-info", "ProductInfo", product_info, pb.ProductRequest, pb.Product),
         svc("reviews", "ProductReviews", reviews, pb.ProductRequest, pb.Reviews),
-        svc("recommendations", "ProductRecommendations", recommendations, pb.ProductRequest,
-            pb.Recommendations),
+        svc(
+            "recommendations",
+            "ProductRecommendations",
+            recommendations,
+            pb.ProductRequest,
+            pb.Recommendations,
+        ),
         svc("shipping", "ProductShipping", shipping, pb.ProductRequest, pb.Shipping),
         svc("cart", "ShoppingCart", cart, pb.CustomerRequest, pb.CartReply),
     )

@@ -29,7 +29,6 @@ from typing import Any
 import aio_pika
 import orjson
 from aio_pika.abc import AbstractIncomingMessage
-
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
 from ipclab_services.transports.base import ConnectConfig, ServeConfig, ServiceDef
 
@@ -40,7 +39,9 @@ def queue_name(service: str) -> str:
     return f"ipclab.{service}"
 
 
-async def _declare(channel: aio_pika.abc.AbstractChannel, service: str) -> aio_pika.abc.AbstractQueue:
+async def _declare(
+    channel: aio_pika.abc.AbstractChannel, service: str
+) -> aio_pika.abc.AbstractQueue:
     return await channel.declare_queue(queue_name(service), durable=False, auto_delete=False)
 
 
@@ -62,8 +63,11 @@ async def serve(service: ServiceDef, config: ServeConfig) -> None:
                 reply = {"error": "internal", "message": repr(e)}
             if message.reply_to:
                 await exchange.publish(
-                    aio_pika.Message(orjson.dumps(reply), correlation_id=message.correlation_id,
-                                     delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT),
+                    aio_pika.Message(
+                        orjson.dumps(reply),
+                        correlation_id=message.correlation_id,
+                        delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT,
+                    ),
                     routing_key=message.reply_to,
                 )
             await message.ack()
@@ -118,11 +122,13 @@ class AmqpClients:
         try:
             await self._channel.default_exchange.publish(
                 aio_pika.Message(
-                    orjson.dumps({"op": op, "request": request}), correlation_id=cid,
+                    orjson.dumps({"op": op, "request": request}),
+                    correlation_id=cid,
                     reply_to=self._reply_queue.name,
                     delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT,
                 ),
-                routing_key=queue_name(service), mandatory=True,
+                routing_key=queue_name(service),
+                mandatory=True,
             )
             self.published += 1
             self.published_by_op[op] = self.published_by_op.get(op, 0) + 1
@@ -138,9 +144,14 @@ class AmqpClients:
         return reply["result"]
 
     def stats(self) -> dict[str, Any]:
-        return {"published": self.published, "replies": self.replies,
-                "unmatched": self.unmatched, "returned": self.returned,
-                "pending": len(self._pending), "published_by_op": dict(self.published_by_op)}
+        return {
+            "published": self.published,
+            "replies": self.replies,
+            "unmatched": self.unmatched,
+            "returned": self.returned,
+            "pending": len(self._pending),
+            "published_by_op": dict(self.published_by_op),
+        }
 
     async def close(self) -> None:
         await self._connection.close()

@@ -15,7 +15,6 @@ from typing import Any
 import grpc
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
-
 from ipclab_services.errors import (
     BadRequest,
     NotFound,

@@ -14,7 +14,6 @@ from typing import Any
 
 import aiohttp
 import orjson
-
 from ipclab_services.asgi import json_app, serve_http
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
 from ipclab_services.transports.base import ConnectConfig, ServeConfig, ServiceDef

@@ -58,7 +58,7 @@ class RabbitNode:
         d = self.directory
         (d / "enabled_plugins").write_text("[].\n")
         (d / "rabbitmq.conf").write_text(
-            "listeners.tcp.default = {}:{}\n".format(self.host, self.port)
+            f"listeners.tcp.default = {self.host}:{self.port}\n"
             + "loopback_users = none\n"
             + "log.console = true\nlog.console.level = warning\nlog.file = false\n"
         )

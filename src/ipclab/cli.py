@@ -16,7 +16,9 @@ from ipclab.stacks import STACKS, UnknownStack, resolve
 
 def duration(text: str) -> float:
     """'30s', '2m', '1m30s', '45' -> seconds."""
-    m = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", text.strip())
+    m = re.fullmatch(
+        r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", text.strip()
+    )
     if not text.strip() or m is None or not any(m.groups()):
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 30s, 2m or 1m30s")
     h, mnt, s = (float(g) if g else 0.0 for g in m.groups())
@@ -25,8 +27,11 @@ def duration(text: str) -> float:
 
 def _stack_options(a: argparse.Namespace) -> StackOptions:
     return StackOptions(
-        seed=a.seed, sequential=a.sequential, call_timeout_s=a.call_timeout,
-        cpus=getattr(a, "cpus", None), memory_mb=getattr(a, "memory", None),
+        seed=a.seed,
+        sequential=a.sequential,
+        call_timeout_s=a.call_timeout,
+        cpus=getattr(a, "cpus", None),
+        memory_mb=getattr(a, "memory", None),
         delay_ms=getattr(a, "delay_ms", 0.0),
     )
 
@@ -35,14 +40,26 @@ def _add_stack_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("stack", help="stack name (see `ipclab stacks`)")
     p.add_argument("--backend", choices=BACKENDS, default="local")
     p.add_argument("--seed", type=int, default=42, help="data seed (same data in every style)")
-    p.add_argument("--sequential", action="store_true",
-                   help="gateway calls the five services one after another (default: concurrently)")
-    p.add_argument("--call-timeout", type=float, default=2.0, metavar="S",
-                   help="gateway -> service deadline in seconds (then 504)")
+    p.add_argument(
+        "--sequential",
+        action="store_true",
+        help="gateway calls the five services one after another (default: concurrently)",
+    )
+    p.add_argument(
+        "--call-timeout",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="gateway -> service deadline in seconds (then 504)",
+    )
     p.add_argument("--cpus", type=float, help="CPU limit per container (docker backend)")
     p.add_argument("--memory", type=int, metavar="MB", help="memory limit per container (docker)")
-    p.add_argument("--delay-ms", type=float, default=0.0,
-                   help="netem egress delay on every container (docker backend)")
+    p.add_argument(
+        "--delay-ms",
+        type=float,
+        default=0.0,
+        help="netem egress delay on every container (docker backend)",
+    )
 
 
 def cmd_stacks(a: argparse.Namespace) -> int:
@@ -65,8 +82,10 @@ def cmd_up(a: argparse.Namespace) -> int:
     if a.detach:
         if a.backend == "local":
             save_state(stack)  # type: ignore[arg-type]
-        print(f"{spec.name} is up in the background; stop it with: ipclab down {spec.name}"
-              + (" --backend docker" if a.backend == "docker" else ""))
+        print(
+            f"{spec.name} is up in the background; stop it with: ipclab down {spec.name}"
+            + (" --backend docker" if a.backend == "docker" else "")
+        )
         return 0
     print(f"{spec.name} is up; Ctrl-C stops it", flush=True)
     try:
@@ -96,20 +115,36 @@ def cmd_down(a: argparse.Namespace) -> int:
 def cmd_run(a: argparse.Namespace) -> int:
     from ipclab.load.runner import Fault, LoadProfile, run
 
-    profile = LoadProfile(users=a.users, spawn_rate=a.spawn_rate, duration_s=a.duration,
-                          think_time_s=a.think_time, think_time_max_s=a.think_time_max,
-                          warmup_s=a.warmup, seed=a.load_seed)
+    profile = LoadProfile(
+        users=a.users,
+        spawn_rate=a.spawn_rate,
+        duration_s=a.duration,
+        think_time_s=a.think_time,
+        think_time_max_s=a.think_time_max,
+        warmup_s=a.warmup,
+        seed=a.load_seed,
+    )
     faults = [Fault.parse(f) for f in a.fault]
-    run_dir = run(a.stack, profile, backend=a.backend, options=_stack_options(a), out=a.out,
-                  root=a.runs_root, faults=faults)
+    run_dir = run(
+        a.stack,
+        profile,
+        backend=a.backend,
+        options=_stack_options(a),
+        out=a.out,
+        root=a.runs_root,
+        faults=faults,
+    )
     from ipclab.runs import read_run
 
     s = read_run(run_dir).summary
     lat = s.get("latency_ms") or {}
-    print(f"{a.stack}: {s.get('requests')} requests, {s.get('failures')} failures, "
-          f"{s.get('rps')} req/s, latency ms mean {lat.get('mean')} p50 {lat.get('p50')} "
-          f"p99 {lat.get('p99')}" + ("  [LOAD GENERATOR SATURATED]"
-                                     if s.get("loadgen_saturated") else ""), file=sys.stderr)
+    print(
+        f"{a.stack}: {s.get('requests')} requests, {s.get('failures')} failures, "
+        f"{s.get('rps')} req/s, latency ms mean {lat.get('mean')} p50 {lat.get('p50')} "
+        f"p99 {lat.get('p99')}"
+        + ("  [LOAD GENERATOR SATURATED]" if s.get("loadgen_saturated") else ""),
+        file=sys.stderr,
+    )
     print(run_dir)
     return 0
 
@@ -137,17 +172,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--users", type=int, default=10)
     p.add_argument("--spawn-rate", type=float, default=10.0)
     p.add_argument("--duration", type=duration, default=30.0, help="e.g. 30s, 3m")
-    p.add_argument("--think-time", type=float, default=0.0, metavar="S",
-                   help="think time per user between requests (closed loop; default none)")
-    p.add_argument("--think-time-max", type=float, metavar="S",
-                   help="with --think-time: uniform think time in [think-time, this]")
-    p.add_argument("--warmup", type=duration, default=0.0,
-                   help="leave the first part of the run out of summary.json")
+    p.add_argument(
+        "--think-time",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="think time per user between requests (closed loop; default none)",
+    )
+    p.add_argument(
+        "--think-time-max",
+        type=float,
+        metavar="S",
+        help="with --think-time: uniform think time in [think-time, this]",
+    )
+    p.add_argument(
+        "--warmup",
+        type=duration,
+        default=0.0,
+        help="leave the first part of the run out of summary.json",
+    )
     p.add_argument("--load-seed", type=int, default=1, help="seed of the ids the users ask for")
-    p.add_argument("--fault", action="append", default=[], metavar="[ACTION:]ROLE@S",
-                   help="kill (or restart) a component S seconds into the load, repeatable")
-    p.add_argument("--out", type=Path, help="the run directory to write (default: a new one "
-                                            "under data/runs)")
+    p.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="[ACTION:]ROLE@S",
+        help="kill (or restart) a component S seconds into the load, repeatable",
+    )
+    p.add_argument(
+        "--out", type=Path, help="the run directory to write (default: a new one under data/runs)"
+    )
     p.add_argument("--runs-root", type=Path, help="where new run directories go")
     p.set_defaults(func=cmd_run)
     return parser

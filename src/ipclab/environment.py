@@ -14,9 +14,29 @@ from typing import Any
 import psutil
 
 LIBRARIES = (
-    "ipclab", "aiohttp", "uvicorn", "httptools", "uvloop", "orjson", "grpcio", "protobuf",
-    "aio-pika", "aiormq", "locust", "gevent", "geventhttpclient", "psutil", "pandas", "numpy",
-    "pyarrow", "scipy", "matplotlib", "docker", "httpx", "aiocoap", "papermill",
+    "ipclab",
+    "aiohttp",
+    "uvicorn",
+    "httptools",
+    "uvloop",
+    "orjson",
+    "grpcio",
+    "protobuf",
+    "aio-pika",
+    "aiormq",
+    "locust",
+    "gevent",
+    "geventhttpclient",
+    "psutil",
+    "pandas",
+    "numpy",
+    "pyarrow",
+    "scipy",
+    "matplotlib",
+    "docker",
+    "httpx",
+    "aiocoap",
+    "papermill",
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +63,10 @@ def _git() -> dict[str, Any]:
         return out.stdout.strip() if out.returncode == 0 else None
 
     status = run("status", "--porcelain", "--untracked-files=no")
-    return {"revision": run("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+    return {
+        "revision": run("rev-parse", "HEAD"),
+        "dirty": bool(status) if status is not None else None,
+    }
 
 
 def library_versions() -> dict[str, str | None]:

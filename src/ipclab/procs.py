@@ -37,7 +37,11 @@ def _die_with_parent() -> None:
 
 
 def spawn(
-    argv: Sequence[str], env: Mapping[str, str], log: Path, *, detached: bool = False,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    log: Path,
+    *,
+    detached: bool = False,
     cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a new session with output to ``log``.
@@ -48,8 +52,13 @@ def spawn(
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         return subprocess.Popen(
-            list(argv), env=dict(env), stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd,
+            list(argv),
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=cwd,
             preexec_fn=None if detached else _die_with_parent,
         )
 

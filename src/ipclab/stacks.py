@@ -33,15 +33,25 @@ STACKS: dict[str, StackSpec] = {
     s.name: s
     for s in (
         StackSpec(
-            "shop-rest", "rest", "shop", SHOP_SERVICES,
+            "shop-rest",
+            "rest",
+            "shop",
+            SHOP_SERVICES,
             description="product page; gateway -> 5 services over HTTP/1.1 + JSON (keep-alive)",
         ),
         StackSpec(
-            "shop-grpc", "grpc", "shop", SHOP_SERVICES,
+            "shop-grpc",
+            "grpc",
+            "shop",
+            SHOP_SERVICES,
             description="product page; gateway -> 5 services over unary gRPC + Protocol Buffers",
         ),
         StackSpec(
-            "shop-amqp", "amqp", "shop", SHOP_SERVICES, needs_broker=True,
+            "shop-amqp",
+            "amqp",
+            "shop",
+            SHOP_SERVICES,
+            needs_broker=True,
             description="product page; gateway -> RabbitMQ -> 5 services, RPC with correlation ids",
         ),
     )

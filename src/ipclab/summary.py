@@ -18,9 +18,13 @@ def latency_stats(ms: pd.Series) -> dict[str, float | None]:
         return dict.fromkeys(("mean", "p50", "p95", "p99", "max"))
     v = ms.to_numpy(dtype=float)
     p50, p95, p99 = np.percentile(v, [50, 95, 99])
-    return {"mean": round(float(v.mean()), 3), "p50": round(float(p50), 3),
-            "p95": round(float(p95), 3), "p99": round(float(p99), 3),
-            "max": round(float(v.max()), 3)}
+    return {
+        "mean": round(float(v.mean()), 3),
+        "p50": round(float(p50), 3),
+        "p95": round(float(p95), 3),
+        "p99": round(float(p99), 3),
+        "max": round(float(v.max()), 3),
+    }
 
 
 def summarize(run_dir: Path, warmup_s: float = 0.0) -> dict[str, Any]:
@@ -29,9 +33,16 @@ def summarize(run_dir: Path, warmup_s: float = 0.0) -> dict[str, Any]:
     req = run.requests()
     out: dict[str, Any] = {"warmup_s": warmup_s}
     if req.empty:
-        return {**out, "requests": 0, "failures": 0, "rps": 0.0, "duration_s": 0.0,
-                "latency_ms": latency_stats(pd.Series(dtype=float)),
-                "loadgen_cpu_percent": None, "loadgen_saturated": None}
+        return {
+            **out,
+            "requests": 0,
+            "failures": 0,
+            "rps": 0.0,
+            "duration_s": 0.0,
+            "latency_ms": latency_stats(pd.Series(dtype=float)),
+            "loadgen_cpu_percent": None,
+            "loadgen_saturated": None,
+        }
     t0 = float(req["t"].min())
     kept = req[req["t"] >= t0 + warmup_s]
     end = float((kept["t"] + kept["latency_ms"] / 1000).max())
@@ -39,8 +50,11 @@ def summarize(run_dir: Path, warmup_s: float = 0.0) -> dict[str, Any]:
     duration = max(end - start, 1e-9)
     failures = int((~kept["ok"]).sum())
     out.update(
-        requests=len(kept), failures=failures, error_rate=round(failures / max(len(kept), 1), 6),
-        rps=round(len(kept) / duration, 3), duration_s=round(duration, 3),
+        requests=len(kept),
+        failures=failures,
+        error_rate=round(failures / max(len(kept), 1), 6),
+        rps=round(len(kept) / duration, 3),
+        duration_s=round(duration, 3),
         latency_ms=latency_stats(kept["latency_ms"]),
         latency_ms_ok=latency_stats(kept.loc[kept["ok"], "latency_ms"]),
         bytes_mean=round(float(kept["bytes"].mean()), 1),
@@ -50,8 +64,10 @@ def summarize(run_dir: Path, warmup_s: float = 0.0) -> dict[str, Any]:
         window = res[(res["t"] >= start) & (res["t"] <= end)]
         gen = window[window["kind"] == "loadgen"]["cpu_percent"].dropna()
         if not gen.empty:
-            out["loadgen_cpu_percent"] = {"mean": round(float(gen.mean()), 1),
-                                          "p95": round(float(gen.quantile(0.95)), 1)}
+            out["loadgen_cpu_percent"] = {
+                "mean": round(float(gen.mean()), 1),
+                "p95": round(float(gen.quantile(0.95)), 1),
+            }
             out["loadgen_saturated"] = bool(gen.mean() >= SATURATION_CPU_PERCENT)
         cpu = window.dropna(subset=["cpu_percent"]).groupby("component")["cpu_percent"].mean()
         out["cpu_percent_mean"] = {k: round(float(v), 1) for k, v in cpu.items()}

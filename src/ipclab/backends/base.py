@@ -69,7 +69,10 @@ class Backend(Protocol):
     name: str
 
     def start(
-        self, spec: StackSpec, options: StackOptions, logs_dir: Path | None = None,
+        self,
+        spec: StackSpec,
+        options: StackOptions,
+        logs_dir: Path | None = None,
         detached: bool = False,
     ) -> RunningStack:
         """Start every component, wait until the gateway's /healthz is ready, return.

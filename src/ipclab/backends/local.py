@@ -79,8 +79,13 @@ class LocalStack:
     def _env(self, role: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
         env.update(self.options.env())
-        env.update(IPCLAB_STACK=self.spec.name, IPCLAB_ROLE=role, IPCLAB_HOST="127.0.0.1",
-                   IPCLAB_PORT=str(self.ports[role]), PYTHONUNBUFFERED="1")
+        env.update(
+            IPCLAB_STACK=self.spec.name,
+            IPCLAB_ROLE=role,
+            IPCLAB_HOST="127.0.0.1",
+            IPCLAB_PORT=str(self.ports[role]),
+            PYTHONUNBUFFERED="1",
+        )
         if self.broker is not None:
             env["IPCLAB_AMQP_URL"] = self.broker.url
         if role == self.spec.gateway:
@@ -89,8 +94,10 @@ class LocalStack:
 
     def _spawn(self, role: str) -> None:
         self.procs[role] = spawn(
-            [sys.executable, "-m", "ipclab_services.serve"], self._env(role),
-            self.logs_dir / f"{role}.log", detached=self.detached,
+            [sys.executable, "-m", "ipclab_services.serve"],
+            self._env(role),
+            self.logs_dir / f"{role}.log",
+            detached=self.detached,
         )
 
     def start(self) -> None:
@@ -101,8 +108,11 @@ class LocalStack:
             self.ports = {role: free_port() for role in self.spec.roles}
             for role in self.spec.roles:
                 self._spawn(role)
-            wait_ready(self.gateway_url, READY_TIMEOUT_S,
-                       lambda: all(p.poll() is None for p in self.procs.values()))
+            wait_ready(
+                self.gateway_url,
+                READY_TIMEOUT_S,
+                lambda: all(p.poll() is None for p in self.procs.values()),
+            )
         except BaseException as e:
             logs = "\n".join(f"--- {r}:\n{tail(self.logs_dir / f'{r}.log', 8)}" for r in self.procs)
             self.stop()
@@ -113,8 +123,11 @@ class LocalStack:
     # --- RunningStack -------------------------------------------------------------------
     def components(self) -> dict[str, tuple[str, int]]:
         """name -> (kind, pid) for every live component."""
-        out = {role: ("gateway" if role == self.spec.gateway else "service", p.pid)
-               for role, p in self.procs.items() if p.poll() is None}
+        out = {
+            role: ("gateway" if role == self.spec.gateway else "service", p.pid)
+            for role, p in self.procs.items()
+            if p.poll() is None
+        }
         if self.broker is not None and self.broker.process is not None:
             out["broker"] = ("broker", self.broker.process.pid)
         return out
@@ -123,8 +136,15 @@ class LocalStack:
         rows = []
         now = time.time()
         for name, (kind, pid) in self.components().items():
-            rows.append({"t": now, "component": name, "kind": kind, "pid": pid,
-                         **process_tree_usage(pid, self._ps)})
+            rows.append(
+                {
+                    "t": now,
+                    "component": name,
+                    "kind": kind,
+                    "pid": pid,
+                    **process_tree_usage(pid, self._ps),
+                }
+            )
         return rows
 
     def kill(self, role: str) -> None:
@@ -170,11 +190,18 @@ class LocalStack:
     # --- detached mode ------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         return {
-            "stack": self.spec.name, "gateway_url": self.gateway_url, "workdir": str(self.workdir),
-            "logs": str(self.logs_dir), "pids": {r: p.pid for r, p in self.procs.items()},
-            "broker": None if self.broker is None else {
+            "stack": self.spec.name,
+            "gateway_url": self.gateway_url,
+            "workdir": str(self.workdir),
+            "logs": str(self.logs_dir),
+            "pids": {r: p.pid for r, p in self.procs.items()},
+            "broker": None
+            if self.broker is None
+            else {
                 "pid": self.broker.process.pid if self.broker.process else None,
-                "epmd_port": self.broker.epmd_port, "dir": str(self.broker.directory)},
+                "epmd_port": self.broker.epmd_port,
+                "dir": str(self.broker.directory),
+            },
         }
 
 
@@ -210,8 +237,13 @@ def _stop_live() -> None:
 class LocalBackend:
     name = "local"
 
-    def start(self, spec: StackSpec, options: StackOptions, logs_dir: Path | None = None,
-              detached: bool = False) -> LocalStack:
+    def start(
+        self,
+        spec: StackSpec,
+        options: StackOptions,
+        logs_dir: Path | None = None,
+        detached: bool = False,
+    ) -> LocalStack:
         workdir = Path(tempfile.mkdtemp(prefix=f"ipclab-{spec.name}-"))
         stack = LocalStack(spec, options, workdir, logs_dir or workdir / "logs", detached)
         if not detached:

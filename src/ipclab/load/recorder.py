@@ -16,10 +16,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from locust import events
 
-SCHEMA = pa.schema([
-    ("t", pa.float64()), ("name", pa.string()), ("latency_ms", pa.float64()),
-    ("bytes", pa.int64()), ("status", pa.int32()), ("ok", pa.bool_()), ("error", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("t", pa.float64()),
+        ("name", pa.string()),
+        ("latency_ms", pa.float64()),
+        ("bytes", pa.int64()),
+        ("status", pa.int32()),
+        ("ok", pa.bool_()),
+        ("error", pa.string()),
+    ]
+)
 FLUSH_EVERY_S = 1.0
 
 
@@ -38,8 +45,9 @@ class Recorder:
         if not rows:
             return
         columns = list(zip(*rows, strict=True))
-        table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(
-            columns, SCHEMA, strict=True)], schema=SCHEMA)
+        table = pa.Table.from_arrays(
+            [pa.array(c, type=f.type) for c, f in zip(columns, SCHEMA, strict=True)], schema=SCHEMA
+        )
         tmp = self.directory / f".part-{self.part:05d}.tmp"
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, self.directory / f"part-{self.part:05d}.parquet")
@@ -59,17 +67,29 @@ def _on_init(environment: Any, **_: Any) -> None:
 
 
 @events.request.add_listener
-def _on_request(name: str, response_time: float, response_length: int, response: Any = None,
-                exception: BaseException | None = None, start_time: float | None = None,
-                **_: Any) -> None:
+def _on_request(
+    name: str,
+    response_time: float,
+    response_length: int,
+    response: Any = None,
+    exception: BaseException | None = None,
+    start_time: float | None = None,
+    **_: Any,
+) -> None:
     if _recorder is None:
         return
     status = getattr(response, "status_code", 0) or 0
-    _recorder.add((
-        start_time if start_time is not None else time.time() - response_time / 1000,
-        name, float(response_time), int(response_length or 0), int(status), exception is None,
-        None if exception is None else f"{type(exception).__name__}: {exception}"[:300],
-    ))
+    _recorder.add(
+        (
+            start_time if start_time is not None else time.time() - response_time / 1000,
+            name,
+            float(response_time),
+            int(response_length or 0),
+            int(status),
+            exception is None,
+            None if exception is None else f"{type(exception).__name__}: {exception}"[:300],
+        )
+    )
 
 
 def _flush_forever() -> None:

@@ -25,8 +25,18 @@ from ipclab.runs import DEFAULT_ROOT, CsvAppender, RunWriter, new_run_dir
 from ipclab.stacks import resolve
 from ipclab.summary import summarize
 
-RESOURCE_COLUMNS = ("t", "component", "kind", "pid", "cpu_percent", "rss_bytes",
-                    "net_rx_bytes", "net_tx_bytes", "net_rx_packets", "net_tx_packets")
+RESOURCE_COLUMNS = (
+    "t",
+    "component",
+    "kind",
+    "pid",
+    "cpu_percent",
+    "rss_bytes",
+    "net_rx_bytes",
+    "net_tx_bytes",
+    "net_rx_packets",
+    "net_tx_packets",
+)
 
 
 @dataclass
@@ -64,7 +74,7 @@ class Fault:
 
     @classmethod
     def parse(cls, text: str) -> Fault:
-        """``ROLE@SECONDS`` or ``ACTION:ROLE@SECONDS``, e.g. ``reviews@5`` or ``restart:reviews@9``."""
+        """``ROLE@SECONDS`` or ``ACTION:ROLE@SECONDS``: ``reviews@5``, ``restart:reviews@9``."""
         action, _, rest = text.rpartition(":")
         role, sep, at = rest.partition("@")
         if not sep or not role:
@@ -94,8 +104,15 @@ class ResourceSampler(threading.Thread):
                 rows = list(self.stack.sample())
                 now = time.time()
                 for name, pid in self.extra().items():
-                    rows.append({"t": now, "component": name, "kind": "loadgen", "pid": pid,
-                                 **process_tree_usage(pid, self._ps)})
+                    rows.append(
+                        {
+                            "t": now,
+                            "component": name,
+                            "kind": "loadgen",
+                            "pid": pid,
+                            **process_tree_usage(pid, self._ps),
+                        }
+                    )
                 self.out.write(rows)
             except Exception:  # noqa: BLE001 - a failed sample must not end the run
                 continue
@@ -104,16 +121,38 @@ class ResourceSampler(threading.Thread):
 def _locust_argv(profile: LoadProfile, url: str, run_dir: Path, locustfile: str) -> list[str]:
     path = Path(__file__).with_name(f"{locustfile}.py")
     return [
-        sys.executable, "-m", "locust", "-f", str(path), "--headless", "--host", url,
-        "--users", str(profile.users), "--spawn-rate", str(profile.spawn_rate),
-        "--run-time", f"{round(profile.duration_s)}s", "--stop-timeout", "5",
-        "--csv", str(run_dir / "locust"), "--csv-full-history", "--only-summary",
-        "--loglevel", "WARNING", "--exit-code-on-error", "0",
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(path),
+        "--headless",
+        "--host",
+        url,
+        "--users",
+        str(profile.users),
+        "--spawn-rate",
+        str(profile.spawn_rate),
+        "--run-time",
+        f"{round(profile.duration_s)}s",
+        "--stop-timeout",
+        "5",
+        "--csv",
+        str(run_dir / "locust"),
+        "--csv-full-history",
+        "--only-summary",
+        "--loglevel",
+        "WARNING",
+        "--exit-code-on-error",
+        "0",
     ]
 
 
 def run_on(
-    stack: RunningStack, profile: LoadProfile, writer: RunWriter, options: StackOptions,
+    stack: RunningStack,
+    profile: LoadProfile,
+    writer: RunWriter,
+    options: StackOptions,
     faults: Sequence[Fault] = (),
 ) -> dict[str, Any]:
     """Put the load on a running stack, recording into ``writer``'s directory."""
@@ -124,7 +163,8 @@ def run_on(
         IPCLAB_THINK_TIME_S=str(profile.think_time_s),
         IPCLAB_THINK_TIME_MAX_S=str(profile.think_time_max_s or profile.think_time_s),
         IPCLAB_CATALOGUE_SIZE=str(options.catalogue_size),
-        IPCLAB_CUSTOMERS=str(options.customers), IPCLAB_LOAD_SEED=str(profile.seed),
+        IPCLAB_CUSTOMERS=str(options.customers),
+        IPCLAB_LOAD_SEED=str(profile.seed),
         PYTHONUNBUFFERED="1",
     )
     resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
@@ -135,8 +175,11 @@ def run_on(
     try:
         writer.event("load_start", users=profile.users, duration_s=profile.duration_s)
         started = time.monotonic()
-        locust = spawn(_locust_argv(profile, stack.gateway_url, run_dir, stack.spec.locustfile),
-                       env, run_dir / "logs" / "locust.log")
+        locust = spawn(
+            _locust_argv(profile, stack.gateway_url, run_dir, stack.spec.locustfile),
+            env,
+            run_dir / "logs" / "locust.log",
+        )
         pending = sorted(faults, key=lambda f: f.at_s)
         deadline = started + profile.duration_s + 60
         while locust.poll() is None:
@@ -169,9 +212,16 @@ def run_on(
 
 
 def run(
-    stack_name: str, profile: LoadProfile, *, backend: str = "local",
-    options: StackOptions | None = None, out: Path | None = None, root: Path | None = None,
-    faults: Sequence[Fault] = (), label: str = "", extra: dict[str, Any] | None = None,
+    stack_name: str,
+    profile: LoadProfile,
+    *,
+    backend: str = "local",
+    options: StackOptions | None = None,
+    out: Path | None = None,
+    root: Path | None = None,
+    faults: Sequence[Fault] = (),
+    label: str = "",
+    extra: dict[str, Any] | None = None,
 ) -> Path:
     """Start ``stack_name``, run ``profile`` against it, stop it; return the run directory.
 
@@ -190,11 +240,24 @@ def run(
         out.mkdir(parents=True, exist_ok=True)
         run_dir = out
     else:
-        run_dir = new_run_dir(root or DEFAULT_ROOT, label or f"{spec.name}-{backend}-u{profile.users}")
-    parameters = {"profile": asdict(profile), "options": options.as_dict(),
-                  "faults": [asdict(f) for f in faults], **(extra or {})}
-    writer = RunWriter(run_dir, "load", parameters, stack=spec.name, style=spec.style,
-                       backend=backend, users=profile.users)
+        run_dir = new_run_dir(
+            root or DEFAULT_ROOT, label or f"{spec.name}-{backend}-u{profile.users}"
+        )
+    parameters = {
+        "profile": asdict(profile),
+        "options": options.as_dict(),
+        "faults": [asdict(f) for f in faults],
+        **(extra or {}),
+    }
+    writer = RunWriter(
+        run_dir,
+        "load",
+        parameters,
+        stack=spec.name,
+        style=spec.style,
+        backend=backend,
+        users=profile.users,
+    )
     stack: RunningStack | None = None
     try:
         writer.event("stack_starting")
