@@ -1,0 +1,248 @@
+"""Claim verdicts on synthetic run tables: each verdict, each kind of test. No services."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ipclab import claims as C
+from ipclab import published, stats
+from ipclab.runs import read_run
+
+ALL = {c.claim_id: c for c in published.claims()}
+
+
+def table(cells: dict[tuple[str, int], tuple[float, float]], reps: int = 5, noise: float = 0.01,
+          metric: str = "rps", seed: int = 0) -> pd.DataFrame:
+    """Per-run rows: for each (style, users), ``reps`` values around ``center`` with relative
+    noise (deterministic)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (style, users), (center, rel) in cells.items():
+        for k in range(reps):
+            rows.append({"style": style, "users": users, "repetition": k + 1,
+                         metric: center * (1 + (rel or noise) * rng.standard_normal())})
+    return pd.DataFrame(rows)
+
+
+def one(claim_id: str, runs: pd.DataFrame, **kw: object) -> pd.Series:
+    out = C.evaluate_claims(runs, [ALL[claim_id]], **kw)  # type: ignore[arg-type]
+    assert len(out) == 1
+    return out.iloc[0]
+
+
+# T01a: rps, gRPC > REST at 50 users (published ratio 4304/4261 = 1.0101)
+
+
+def test_direction_reproduced() -> None:
+    runs = table({("grpc", 50): (110.0, 0.01), ("rest", 50): (100.0, 0.01)})
+    r = one("T01a", runs)
+    assert r["verdict"] == C.REPRODUCED
+    assert r["measured_ratio"] == pytest.approx(r["measured_a"] / r["measured_b"])
+    assert r["ci_low"] > 1 and r["p_value"] < 0.05 and r["p_method"] == "welch"
+    assert r["cliffs_delta"] == 1.0
+
+
+def test_direction_not_reproduced_opposite() -> None:
+    runs = table({("grpc", 50): (90.0, 0.01), ("rest", 50): (100.0, 0.01)})
+    r = one("T01a", runs)
+    assert r["verdict"] == C.NOT_REPRODUCED
+    assert "opposite" in r["reason"]
+
+
+def test_direction_not_reproduced_when_ci_excludes_published_ratio() -> None:
+    # no difference, measured precisely: the CI excludes the published +1.0%
+    runs = table({("grpc", 50): (100.0, 0.0005), ("rest", 50): (100.0, 0.0005)}, seed=3)
+    r = one("T01a", runs)
+    assert r["p_value"] >= 0.05
+    assert r["ci_high"] < ALL["T01a"].published_ratio
+    assert r["verdict"] == C.NOT_REPRODUCED
+    assert "excludes the published ratio" in r["reason"]
+
+
+def test_direction_inconclusive_when_noisy() -> None:
+    runs = table({("grpc", 50): (100.0, 0.05), ("rest", 50): (100.0, 0.05)}, seed=1)
+    r = one("T01a", runs)
+    assert r["verdict"] == C.INCONCLUSIVE
+    assert r["ci_low"] < ALL["T01a"].published_ratio < r["ci_high"]
+
+
+def test_too_few_repetitions_is_inconclusive() -> None:
+    runs = table({("grpc", 50): (200.0, 0.01), ("rest", 50): (100.0, 0.01)}, reps=2)
+    r = one("T01a", runs)
+    assert r["verdict"] == C.INCONCLUSIVE and "too few repetitions" in r["reason"]
+    r1 = one("T01a", runs, rules=C.Rules(min_repetitions=2))
+    assert r1["verdict"] == C.REPRODUCED
+
+
+def test_missing_cells_and_metrics_are_inconclusive() -> None:
+    runs = table({("grpc", 50): (110.0, 0.01)})
+    r = one("T01a", runs)
+    assert r["verdict"] == C.INCONCLUSIVE and "no runs for rest@50" in r["reason"]
+    r2 = one("T03a", runs)  # mean_ms not in the table
+    assert r2["verdict"] == C.INCONCLUSIVE and "not measured" in r2["reason"]
+
+
+def test_mann_whitney_option_and_holm() -> None:
+    runs = table({("grpc", 50): (110.0, 0.01), ("rest", 50): (100.0, 0.01)})
+    r = one("T01a", runs, rules=C.Rules(test="mannwhitney"))
+    assert r["p_method"] == "mannwhitney"
+    assert r["p_value"] == pytest.approx(r["p_mannwhitney"])
+    assert r["p_value"] == pytest.approx(2 / 252)  # exact, complete separation, n = 5 + 5
+    both = C.evaluate_claims(runs, [ALL["T01a"], ALL["T01b"]], rules=C.Rules(p_adjust="holm"))
+    assert both.loc[0, "p_value"] == pytest.approx(min(1.0, 1 * both.loc[0, "p_raw"]))
+    assert both.loc[1, "verdict"] == C.INCONCLUSIVE  # no amqp runs
+
+
+def test_users_map_for_scaled_loads() -> None:
+    runs = table({("grpc", 5): (110.0, 0.01), ("rest", 5): (100.0, 0.01)})
+    r = one("T01a", runs, users_map={50: 5})
+    assert r["verdict"] == C.REPRODUCED and r["measured_users"] == "5"
+
+
+def test_several_think_times_must_be_chosen() -> None:
+    runs = table({("grpc", 50): (110.0, 0.01), ("rest", 50): (100.0, 0.01)})
+    runs = pd.concat([runs.assign(think_time_s=0.0), runs.assign(think_time_s=1.5)])
+    with pytest.raises(ValueError, match="think times"):
+        C.evaluate_claims(runs, [ALL["T01a"]])
+    assert one("T01a", runs, think_time_s=1.5)["n_a"] == 5
+
+
+# T11a: mean RT REST / RabbitMQ at 200 users = 1.22 (band 1.215 to 1.225)
+
+
+def test_ratio_claim_all_verdicts() -> None:
+    def runs(rest: float, rel: float = 0.005) -> pd.DataFrame:
+        return table({("rest", 200): (rest, rel), ("amqp", 200): (100.0, rel)},
+                     metric="mean_ms", seed=2)
+
+    assert one("T11a", runs(122.0))["verdict"] == C.REPRODUCED
+    r = one("T11a", runs(105.0))
+    assert r["verdict"] == C.NOT_REPRODUCED and "although the direction holds" in r["reason"]
+    assert one("T11a", runs(115.0, rel=0.2))["verdict"] == C.INCONCLUSIVE
+
+
+# T07a: mean RT REST = RabbitMQ at 100 users (band 0.97 to 1.03)
+
+
+def test_equal_claim_all_verdicts() -> None:
+    def runs(rest: float, rel: float) -> pd.DataFrame:
+        return table({("rest", 100): (rest, rel), ("amqp", 100): (100.0, rel)},
+                     metric="mean_ms", seed=4)
+
+    assert one("T07a", runs(100.0, 0.003))["verdict"] == C.REPRODUCED
+    assert one("T07a", runs(120.0, 0.003))["verdict"] == C.NOT_REPRODUCED
+    assert one("T07a", runs(102.0, 0.05))["verdict"] == C.INCONCLUSIVE
+
+
+# T09a: throughput REST vs RabbitMQ at 200 users differs "considerably" (outside 0.97-1.03)
+
+
+def test_differ_claim_all_verdicts() -> None:
+    def runs(rest: float, rel: float) -> pd.DataFrame:
+        return table({("rest", 200): (rest, rel), ("amqp", 200): (100.0, rel)}, seed=5)
+
+    assert one("T09a", runs(80.0, 0.01))["verdict"] == C.REPRODUCED
+    assert one("T09a", runs(100.0, 0.002))["verdict"] == C.NOT_REPRODUCED
+    assert one("T09a", runs(96.0, 0.05))["verdict"] == C.INCONCLUSIVE
+
+
+# T14a: mean RT growth 50 -> 200, RabbitMQ's below REST's
+
+
+def test_interaction_claim() -> None:
+    def runs(amqp_growth: float, rest_growth: float, rel: float = 0.01) -> pd.DataFrame:
+        return table({("amqp", 50): (100.0, rel), ("amqp", 200): (100.0 * amqp_growth, rel),
+                      ("rest", 50): (80.0, rel), ("rest", 200): (80.0 * rest_growth, rel)},
+                     metric="mean_ms", seed=6)
+
+    good = one("T14a", runs(2.0, 4.0))
+    assert good["verdict"] == C.REPRODUCED and good["p_method"] == "bootstrap"
+    assert good["measured_ratio"] == pytest.approx(good["measured_a"] / good["measured_b"])
+    assert good["measured_a"] == pytest.approx(2.0, rel=0.05)
+    assert one("T14a", runs(4.0, 2.0))["verdict"] == C.NOT_REPRODUCED
+    assert one("T14a", runs(3.0, 3.0, rel=0.2))["verdict"] == C.INCONCLUSIVE
+
+
+# T18a: throughput averaged over 50/100/200 users, RabbitMQ above REST
+
+
+def test_average_over_loads() -> None:
+    cells = {(s, u): (v * (1 + u / 1000), 0.01) for s, v in (("amqp", 105.0), ("rest", 100.0))
+             for u in (50, 100, 200)}
+    r = one("T18a", table(cells))
+    assert r["verdict"] == C.REPRODUCED and r["p_method"] == "bootstrap"
+    assert r["measured_users"] == "50+100+200"
+
+
+def test_compare_claims_on_code_measures() -> None:
+    code = pd.DataFrame({"style": ["rest", "grpc", "amqp"], "loc": [50, 170, 110],
+                         "functions": [7, 21, 12], "files": [1, 2, 1]})
+    t = C.evaluate_claims(pd.DataFrame(columns=["style", "users"]),
+                          [ALL[i] for i in ("T16a", "T16b", "T17b", "T18g")], complexity=code)
+    assert t["verdict"].tolist() == [C.REPRODUCED] * 4
+    worse = code.assign(loc=[200, 170, 110])
+    assert one("T16a", pd.DataFrame(), complexity=worse)["verdict"] == C.NOT_REPRODUCED
+    assert one("T16a", pd.DataFrame())["verdict"] == C.INCONCLUSIVE
+
+
+def test_verdict_rules_are_pure_and_cover_p_values() -> None:
+    c = ALL["T01a"]
+    eff = C.Effect(stats.Interval(1.05, 1.02, 1.08, 5), 105.0, 100.0, 5, 5, 5, 0.01, "welch")
+    assert C.verdict(c, eff, 0.01, C.Rules())[0] == C.REPRODUCED
+    assert C.verdict(c, eff, 0.2, C.Rules())[0] == C.INCONCLUSIVE
+    assert C.verdict(c, eff, 0.01, C.Rules(alpha=0.005))[0] == C.INCONCLUSIVE
+    flipped = replace(c, relation="<")
+    assert C.verdict(flipped, eff, 0.01, C.Rules())[0] == C.NOT_REPRODUCED
+
+
+def test_published_consistency_flags_the_documents_own_contradictions() -> None:
+    assert C.published_consistent(ALL["T01a"]) is True
+    # "on average asynchronous ... better performance efficiency": by the tables gRPC's
+    # average throughput (4368.3) is above RabbitMQ's (4345)
+    assert C.published_consistent(ALL["P19b"]) is False
+    assert C.published_consistent(ALL["T18b"]) is False
+    assert C.published_consistent(ALL["P19a"]) is True
+    assert C.published_consistent(ALL["P14a"]) is None  # figure only, no number
+
+
+def test_full_table_and_statement_verdicts() -> None:
+    cells = {}
+    for s, x, r in (("rest", 100.0, 50.0), ("grpc", 110.0, 45.0), ("amqp", 90.0, 60.0)):
+        for u in (50, 100, 200):
+            cells[(s, u)] = (x, r * u / 50)
+    rng = np.random.default_rng(0)
+    rows = [{"style": s, "users": u, "repetition": k, "rps": x * (1 + 0.01 * rng.normal()),
+             "mean_ms": r * (1 + 0.01 * rng.normal())}
+            for (s, u), (x, r) in cells.items() for k in range(5)]
+    t = C.evaluate_claims(pd.DataFrame(rows))
+    perf = [c for c in published.claims() if c.scope in ("performance", "complexity")]
+    assert len(t) == len(perf)
+    assert set(t["verdict"]) <= set(C.VERDICTS)
+    for col in ("claim_id", "quote", "source", "published_value", "measured", "ci_low",
+                "ci_high", "p_value", "cliffs_delta", "verdict", "reason"):
+        assert col in t.columns
+    sv = C.statement_verdicts(t)
+    assert sv["statement_id"].is_unique
+    t01 = sv.set_index("statement_id").loc["T01"]
+    assert t01["verdict"] == C.REPRODUCED  # gRPC is 10% above both others here
+    t13 = sv.set_index("statement_id").loc["T13"]
+    assert t13["verdict"] == C.NOT_REPRODUCED  # RabbitMQ is slowest at every load here
+
+
+def test_end_to_end_from_run_directories(tmp_path: Path) -> None:
+    from test_stats import make_run
+
+    runs = []
+    for k in range(4):
+        for stack, lat in (("shop-grpc", 10.0), ("shop-rest", 12.0)):
+            runs.append(read_run(make_run(tmp_path, stack, 50, [lat + 0.1 * k] * 50,
+                                          start=1000.0 + k, repetition=k + 1)))
+    df = stats.runs_table(runs)
+    r = one("T06a", df.assign(users=100))  # mean RT gRPC < REST (at "100 users")
+    assert r["verdict"] == C.REPRODUCED
+    assert r["n_a"] == 4 and r["n_b"] == 4
