@@ -75,6 +75,8 @@ class RabbitNode:
             "RABBITMQ_CONFIG_FILE": str(d / "rabbitmq.conf"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(d / "enabled_plugins"),
             "RABBITMQ_PID_FILE": str(d / "rabbit.pid"),
+            # no scheduler busy-waiting: on 2 cores it would steal CPU from the services
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "+sbwt none +sbwtdcpu none +sbwtdio none",
         }
 
     def start(self, timeout: float = START_TIMEOUT_S, detached: bool = False) -> None:

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install the Debian packages ipclab needs, if missing (idempotent).
+#
+#   rabbitmq-server  the AMQP stacks' broker (ipclab starts private nodes; the system one is
+#                    not used)
+#   chromium         turns the HTML report into PDF (headless)
+#   poppler-utils    pdftotext/pdftoppm: the report's tests read the PDF back
+#
+# Not root: prints the apt-get command instead. The Docker engine: scripts/docker-engine.sh.
+set -euo pipefail
+PACKAGES=(rabbitmq-server chromium poppler-utils fonts-dejavu-core)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+((${#missing[@]})) || { echo "system-deps: all present"; exit 0; }
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "system-deps: missing ${missing[*]}; install them with:" >&2
+  echo "  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "system-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian starts a system RabbitMQ node where an init system runs; ipclab never uses it.

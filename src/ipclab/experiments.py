@@ -1,0 +1,148 @@
+"""Experiments: a matrix of runs (stack x users x repetition) in randomized order.
+
+Every cell is an ordinary run directory under ``<root>/<experiment>/<cell>``; a cell whose
+directory already holds a complete run with the same parameters is reused, so an
+interrupted experiment continues where it stopped and a rerun costs nothing. Each cell
+starts a fresh stack.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ipclab.backends import StackOptions
+from ipclab.load.runner import LoadProfile, run
+from ipclab.runs import DEFAULT_ROOT, Run, read_run, utcnow
+from ipclab.stacks import resolve
+
+
+@dataclass(frozen=True)
+class Cell:
+    stack: str
+    users: int
+    repetition: int
+    variant: str = "base"
+
+    @property
+    def key(self) -> str:
+        return f"{self.stack}-u{self.users}-{self.variant}-r{self.repetition}"
+
+
+@dataclass
+class Experiment:
+    """A load experiment. ``spawn_rate`` None means all users start in the first second."""
+
+    name: str
+    stacks: Sequence[str]
+    users: Sequence[int]
+    repetitions: int = 1
+    duration_s: float = 30.0
+    warmup_s: float = 5.0
+    spawn_rate: float | None = None
+    think_time_s: float = 0.0
+    think_time_max_s: float | None = None
+    variant: str = "base"
+    backend: str = "local"
+    options: StackOptions = field(default_factory=StackOptions)
+    order_seed: int = 2020
+    root: Path = DEFAULT_ROOT
+
+    def __post_init__(self) -> None:
+        for s in self.stacks:
+            resolve(s)
+        if self.repetitions < 1:
+            raise ValueError("repetitions must be at least 1")
+        if not self.users or min(self.users) < 1:
+            raise ValueError("users must be positive")
+        self.root = Path(self.root)
+
+    @property
+    def directory(self) -> Path:
+        return self.root / self.name
+
+    def cells(self) -> list[Cell]:
+        """Every cell, in an order shuffled by ``order_seed`` (repetitions stay in sequence)."""
+        rng = random.Random(self.order_seed)
+        out: list[Cell] = []
+        for rep in range(1, self.repetitions + 1):
+            block = [Cell(s, u, rep, self.variant) for s in self.stacks for u in self.users]
+            rng.shuffle(block)
+            out.extend(block)
+        return out
+
+    def profile(self, cell: Cell) -> LoadProfile:
+        return LoadProfile(
+            users=cell.users,
+            spawn_rate=self.spawn_rate or float(cell.users),
+            duration_s=self.duration_s,
+            warmup_s=self.warmup_s,
+            think_time_s=self.think_time_s,
+            think_time_max_s=self.think_time_max_s,
+            seed=cell.repetition,
+        )
+
+    def _reusable(self, path: Path, cell: Cell) -> bool:
+        try:
+            r = read_run(path)
+        except ValueError:
+            return False
+        return (
+            r.complete
+            and r.parameters.get("profile") == asdict(self.profile(cell))
+            and (r.manifest.get("backend") == self.backend)
+        )
+
+    def run(self, progress: Callable[[str], None] = print) -> list[Run]:
+        """Run every cell not yet done; return all cells' runs in cell order."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / "experiment.json").write_text(
+            json.dumps({"name": self.name, "updated_at": utcnow(), **self.describe()}, indent=2)
+        )
+        cells = self.cells()
+        runs = []
+        for i, cell in enumerate(cells, 1):
+            path = self.directory / cell.key
+            if self._reusable(path, cell):
+                progress(f"[{i}/{len(cells)}] {cell.key}: reused")
+            else:
+                if path.exists():
+                    shutil.rmtree(path)  # an unfinished or different run: redo it
+                started = time.monotonic()
+                progress(f"[{i}/{len(cells)}] {cell.key}: running ({self.duration_s:.0f}s load)")
+                run(
+                    cell.stack,
+                    self.profile(cell),
+                    backend=self.backend,
+                    options=self.options,
+                    out=path,
+                    extra={"experiment": self.name, "cell": asdict(cell)},
+                )
+                s = read_run(path).summary
+                progress(
+                    f"[{i}/{len(cells)}] {cell.key}: {s['rps']:.0f} req/s, mean "
+                    f"{s['latency_ms']['mean']:.0f} ms, {s['failures']} failures "
+                    f"({time.monotonic() - started:.0f}s)"
+                )
+            runs.append(read_run(path))
+        return runs
+
+    def describe(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["root"] = str(self.root)
+        return d
+
+
+def load_runs(directory: Path) -> list[Run]:
+    """Every complete run below an experiment directory."""
+    return [
+        r
+        for r in (read_run(m.parent) for m in sorted(Path(directory).glob("*/manifest.json")))
+        if r.complete
+    ]
