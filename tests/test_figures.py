@@ -1,0 +1,82 @@
+"""Figures render from synthetic tables and save as PNG and SVG (no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from ipclab import figures, published, stats  # noqa: E402
+from ipclab.runs import RunWriter, read_run  # noqa: E402
+
+
+def summary() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    base = published.published_cells()
+    reps = pd.concat([base.assign(rps=base["rps"] * (1 + 0.02 * rng.standard_normal(len(base))))
+                      for _ in range(4)])
+    return stats.cell_summary(reps, metrics=("rps", "mean_ms"), n_resamples=999)
+
+
+def test_grouped_bars_and_save(tmp_path: Path) -> None:
+    fig = figures.grouped_bars(summary(), "rps", title="t")
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "Throughput (requests/s)"
+    assert ax.get_xlabel() == "Concurrent users"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["50", "100", "200"]
+    paths = figures.save(fig, "bars", tmp_path)
+    assert [p.suffix for p in paths] == [".png", ".svg"]
+    assert all(p.stat().st_size > 1000 for p in paths)
+    plt.close(fig)
+
+
+def test_bars_without_ci_for_single_runs(tmp_path: Path) -> None:
+    s = stats.cell_summary(published.published_cells(), metrics=("rps",))
+    assert s["ci_low"].isna().all()
+    fig = figures.grouped_bars(s, "rps")
+    figures.save(fig, "published", tmp_path, formats=("pdf",))
+    assert (tmp_path / "published.pdf").exists()
+    plt.close(fig)
+
+
+def test_latency_growth_normalised() -> None:
+    fig = figures.latency_growth(summary(), "mean_ms", normalize=True)
+    ax = fig.axes[0]
+    ys = [line.get_ydata() for line in ax.get_lines()]
+    assert len(ys) == 3 and all(y[0] == pytest.approx(1.0) for y in ys)
+    assert "relative" in ax.get_ylabel()
+    plt.close(fig)
+
+
+def test_unknown_metric_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no rows"):
+        figures.grouped_bars(summary(), "p99_ms")
+
+
+def test_history_frame_and_timeseries(tmp_path: Path) -> None:
+    w = RunWriter(tmp_path / "r", "load", {"users": 5}, stack="shop-rest")
+    rows = ["Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,95%,Total Request Count,"
+            "Total Failure Count,Total Median Response Time,Total Average Response Time,"
+            "Total Min Response Time,Total Max Response Time,Total Average Content Size"]
+    for t in range(10):
+        rows.append(f"{1000 + t},5,GET,/product,{10 + t},0,5,9,{10 * t},0,5,5.5,1,20,900")
+        rows.append(f"{1000 + t},5,,Aggregated,{10 + t},0,5,9,{10 * t},0,5,5.5,1,20,900")
+    (w.path / "locust_stats_history.csv").write_text("\n".join(rows) + "\n")
+    w.finish("complete")
+    h = figures.history_frame(read_run(w.path))
+    assert len(h) == 10 and h["t_s"].tolist() == list(range(10))
+    assert h["rps"].iloc[-1] == 19 and h["p95_ms"].iloc[0] == 9
+    fig = figures.timeseries({"rest": h, "grpc": h.assign(rps=h["rps"] * 2)}, "rps",
+                             warmup_s=2.0)
+    assert fig.axes[0].get_ylabel() == "Throughput (requests/s)"
+    assert fig.axes[0].get_xlabel() == "Time since start (s)"
+    plt.close(fig)
+    empty = RunWriter(tmp_path / "e", "load", {}, stack="shop-rest")
+    assert figures.history_frame(read_run(empty.path)).empty
