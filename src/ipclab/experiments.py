@@ -122,7 +122,11 @@ class Experiment:
                     backend=self.backend,
                     options=self.options,
                     out=path,
-                    extra={"experiment": self.name, "cell": asdict(cell)},
+                    extra={
+                        "experiment": self.name,
+                        "repetition": cell.repetition,
+                        "variant": cell.variant,
+                    },
                 )
                 s = read_run(path).summary
                 progress(

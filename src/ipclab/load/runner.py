@@ -244,6 +244,15 @@ def run(
             root or DEFAULT_ROOT, label or f"{spec.name}-{backend}-u{profile.users}"
         )
     parameters = {
+        # the headline knobs, flat, for analysis; everything in full below
+        "stack": spec.name,
+        "users": profile.users,
+        "spawn_rate": profile.spawn_rate,
+        "duration_s": profile.duration_s,
+        "think_time": {
+            "min": profile.think_time_s,
+            "max": profile.think_time_max_s or profile.think_time_s,
+        },
         "profile": asdict(profile),
         "options": options.as_dict(),
         "faults": [asdict(f) for f in faults],
