@@ -292,9 +292,10 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
                    "differ": ("!=",)}[c.test]
         if c.relation not in allowed:
             raise _fail(path, i, f"relation {c.relation!r} does not fit test {c.test!r}")
-    if c.test in ("ratio", "equal", "differ"):
-        if c.band_low is None or c.band_high is None or not 0 < c.band_low < c.band_high:
-            raise _fail(path, i, f"a {c.test} claim needs 0 < band_low < band_high")
+    if c.test in ("ratio", "equal", "differ") and (
+        c.band_low is None or c.band_high is None or not 0 < c.band_low < c.band_high
+    ):
+        raise _fail(path, i, f"a {c.test} claim needs 0 < band_low < band_high")
     return c
 
 

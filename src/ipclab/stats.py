@@ -245,7 +245,8 @@ def bootstrap_means(
     is resampled independently (scipy.stats.bootstrap, ``paired=False``). With ``null``, the
     result's ``p_value`` is the two-sided bootstrap p-value: twice the smaller share of
     resampled statistics on either side of ``null``, counted as (k + 1) / (B + 1) so it is
-    never 0 (the p-value of the inverted percentile interval). Samples with fewer than 2 finite values give NaN bounds.
+    never 0 (the p-value of the inverted percentile interval). Samples with fewer than 2
+    finite values give NaN bounds.
     """
     xs = [_clean(s) for s in samples]
     if any(len(x) == 0 for x in xs):
