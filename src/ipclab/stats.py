@@ -125,6 +125,8 @@ def run_metrics(run: Run, warmup_s: float = 0.0, cooldown_s: float = 0.0,
         "spawn_rate": params.get("spawn_rate"),
         "think_time_s": parse_think_time(think_raw),
         "repetition": int(rep) if rep is not None else None,
+        "variant": params.get("variant"),
+        "experiment": params.get("experiment"),
         "started_at": man.get("started_at"),
         "warmup_s": float(warmup_s),
         "cooldown_s": float(cooldown_s),
@@ -177,8 +179,9 @@ def run_metrics(run: Run, warmup_s: float = 0.0, cooldown_s: float = 0.0,
 def runs_table(runs: Iterable[Run], warmup_s: float = 0.0, cooldown_s: float = 0.0,
                latency_of: str = "all", complete_only: bool = True) -> pd.DataFrame:
     """A tidy table, one row per run: ``run, path, status, stack, style, users, spawn_rate,
-    think_time_s, repetition, started_at, duration_s, requests, failures, failure_rate, rps,
-    ok_rps, mean_ms, p50_ms, p95_ms, p99_ms, max_ms, source, loadgen_saturated`` (see
+    think_time_s, repetition, variant, experiment, started_at, duration_s, requests, failures,
+    failure_rate, rps, ok_rps, mean_ms, p50_ms, p95_ms, p99_ms, max_ms, source,
+    loadgen_saturated`` (see
     :func:`run_metrics` for the window). Runs whose manifest is not ``complete`` are left out
     unless ``complete_only`` is False. Missing repetition numbers are assigned 1, 2, ... by
     start time within each cell.
@@ -186,7 +189,8 @@ def runs_table(runs: Iterable[Run], warmup_s: float = 0.0, cooldown_s: float = 0
     rows = [run_metrics(r, warmup_s, cooldown_s, latency_of) for r in runs
             if r.complete or not complete_only]
     cols = ["run", "path", "status", "stack", "style", "users", "spawn_rate", "think_time_s",
-            "repetition", "started_at", "warmup_s", "cooldown_s", "source", "duration_s",
+            "repetition", "variant", "experiment", "started_at", "warmup_s", "cooldown_s",
+            "source", "duration_s",
             "requests", "failures", "failure_rate", "rps", "ok_rps", "mean_ms", "p50_ms",
             "p95_ms", "p99_ms", "max_ms", "loadgen_saturated"]
     df = pd.DataFrame(rows, columns=cols)
