@@ -38,7 +38,7 @@ OFFICIAL_RABBITMQ = "rabbitmq:3"
 SERVICES_IMAGE = os.environ.get("IPCLAB_IMAGE", "ipclab-services:latest")
 BROKER_IMAGE = os.environ.get("IPCLAB_BROKER_IMAGE", "ipclab-broker:latest")
 DEBIAN_MIRROR = os.environ.get("IPCLAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates", "iproute2")
+BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates", "iproute2", "iptables")
 
 # The container's interpreter and platform (Debian 12 and python:3.11-slim: CPython 3.11, glibc).
 WHEEL_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")

@@ -25,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,33 @@ def cleanup_all() -> dict[str, int]:
     return remove_labelled(client(), PROJECT_LABEL)
 
 
+def down(stack: str | None = None) -> list[str]:
+    """Remove the compose projects of ``stack`` (every ipclab project when None), e.g. after
+    ``ipclab up --detach``; returns the project names removed."""
+    c = client()
+    prefix = f"ipclab-{stack}-" if stack else "ipclab-"
+    projects = sorted({
+        ctr.labels.get(COMPOSE_PROJECT_LABEL, "")
+        for ctr in c.containers.list(all=True, filters={"label": PROJECT_LABEL})
+    })
+    projects = [p for p in projects if p.startswith(prefix)]
+    for project in projects:
+        remove_labelled(c, f"{PROJECT_LABEL}={project}")
+    return projects
+
+
+def find_running(stack: str) -> str | None:
+    """The gateway URL of a running (e.g. detached) project of ``stack``, if any."""
+    c = client()
+    flt = {"label": [PROJECT_LABEL, f"{COMPOSE_SERVICE_LABEL}=gateway"]}
+    for ctr in c.containers.list(filters=flt):
+        if ctr.labels.get(COMPOSE_PROJECT_LABEL, "").startswith(f"ipclab-{stack}-"):
+            ports = ctr.attrs["NetworkSettings"]["Ports"].get(f"{CONTAINER_PORT}/tcp") or []
+            if ports:
+                return f"http://127.0.0.1:{ports[0]['HostPort']}"
+    return None
+
+
 def leftovers() -> dict[str, list[str]]:
     """Names of labelled containers, networks and volumes that still exist."""
     c = client()
@@ -207,7 +235,15 @@ class DockerBackend:
         self.build = build
         self.health_timeout_s = health_timeout_s
 
-    def start(self, spec: StackSpec, options: StackOptions) -> DockerStack:
+    def start(
+        self, spec: StackSpec, options: StackOptions, logs_dir: Path | None = None,
+        detached: bool = False,
+    ) -> DockerStack:
+        """Build images if needed, bring the project up, wait for /healthz, apply the delay.
+
+        ``logs_dir``: where each container's log is written when the stack stops (and when it
+        fails to start). ``detached``: leave it running when this process exits (``ipclab up
+        --detach``); ``down(stack)`` removes it later."""
         c = client()
         path = compose_file(spec.name)
         from ipclab import images
@@ -216,10 +252,11 @@ class DockerBackend:
             imgs = images.ensure_images(base=self.base, broker=spec.needs_broker)
         else:
             imgs = {"services": images.SERVICES_IMAGE, "broker": images.BROKER_IMAGE}
-        stack = DockerStack(c, spec, options, path, imgs)
-        _install_exit_hooks()
-        with _LIVE_LOCK:
-            _LIVE.add(stack)
+        stack = DockerStack(c, spec, options, path, imgs, logs_dir)
+        if not detached:
+            _install_exit_hooks()
+            with _LIVE_LOCK:
+                _LIVE.add(stack)
         try:
             stack._up(self.health_timeout_s)
         except BaseException as e:
@@ -240,9 +277,11 @@ class DockerStack:
     backend = "docker"
 
     def __init__(
-        self, c: Any, spec: StackSpec, options: StackOptions, path: Path, imgs: dict[str, str]
+        self, c: Any, spec: StackSpec, options: StackOptions, path: Path, imgs: dict[str, str],
+        logs_dir: Path | None = None,
     ):
         self.client = c
+        self.logs_dir = logs_dir
         self.spec = spec
         self.options = options
         self.compose_path = path
@@ -251,6 +290,7 @@ class DockerStack:
         self.port = _free_port()
         self.gateway_url = f"http://127.0.0.1:{self.port}"
         self.delay_ms = options.delay_ms
+        self.delay_method = "none"
         self.netem: dict[str, Any] | None = None
         self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.project}-"))
         self._containers: dict[str, Any] = {}
@@ -388,6 +428,9 @@ class DockerStack:
             self._stopped = True
         with _no_sigint():
             try:
+                if self.logs_dir is not None and self._containers:
+                    with contextlib.suppress(Exception):
+                        self.write_logs(self.logs_dir)
                 with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                     self._compose("down", "-v", "--remove-orphans", "-t", "3", timeout=120)
                 # Whatever compose left (or never knew about): remove by label.
@@ -404,8 +447,10 @@ class DockerStack:
 
     def set_delay(self, delay_ms: float) -> dict[str, Any]:
         """netem delay on every container's eth0, then measured between containers."""
-        for comp in self.components:
-            netem.set_delay(self._container(comp), delay_ms)
+        ctrs = [self._container(c) for c in self.components]
+        with ThreadPoolExecutor(max_workers=len(ctrs)) as pool:
+            methods = set(pool.map(lambda ctr: netem.set_delay(ctr, delay_ms), ctrs))
+        self.delay_method = ",".join(sorted(methods))
         self.delay_ms = delay_ms
         self.netem = self.measure_delay()
         return self.netem
@@ -417,7 +462,7 @@ class DockerStack:
             [f"{BROKER}:5672"] if self.spec.needs_broker
             else [f"{s}:{CONTAINER_PORT}" for s in self.spec.services]
         )
-        return netem.measure(gateway, targets, self.delay_ms)
+        return netem.measure(gateway, targets, self.delay_ms, self.delay_method)
 
     def info(self) -> dict[str, Any]:
         """What a run manifest should record about this stack."""

@@ -7,6 +7,11 @@ REST/gRPC product page crosses 3 delayed egresses on its critical path (gateway 
 service -> gateway, gateway -> client) and an AMQP one 5 (gateway -> broker -> service ->
 broker -> gateway, then gateway -> client).
 
+Where the kernel has no netem (``CONFIG_NET_SCH_NETEM`` unset, as on this project's
+machines), the same constant egress delay is made with an iptables NFQUEUE rule on eth0 and a
+small delayer in the container (``ipclab.backends.nfqdelay``); ``set_delay`` returns which
+method it used. The delayer's CPU is charged to the container, like netem's is to the kernel.
+
 The delay is measured, not assumed: the minimum TCP connect time between two containers is
 one SYN and one SYN-ACK, each leaving a delayed eth0, so RTT = 2 x delay + base.
 """
@@ -15,6 +20,8 @@ from __future__ import annotations
 
 import json
 import statistics
+import time
+from pathlib import Path
 from typing import Any
 
 DEV = "eth0"
@@ -56,16 +63,58 @@ def _exec(container: Any, cmd: list[str]) -> str:
     return text
 
 
-def set_delay(container: Any, delay_ms: float) -> None:
-    """Replace eth0's root qdisc by a constant netem delay (0 removes it)."""
-    if delay_ms > 0:
-        _exec(container, ["tc", "qdisc", "replace", "dev", DEV, "root", "netem",
-                          "delay", f"{delay_ms:g}ms"])
+PIDFILE = "/run/ipclab-nfqdelay.pid"
+NFQ_RULE = f"POSTROUTING -o {DEV} -j NFQUEUE --queue-num 0 --queue-bypass"
+_CLEAR = f"""
+tc qdisc del dev {DEV} root 2>/dev/null
+while iptables -t mangle -D {NFQ_RULE} 2>/dev/null; do :; done
+if [ -f {PIDFILE} ]; then kill $(cat {PIDFILE}) 2>/dev/null; rm -f {PIDFILE}; fi
+true
+"""
+METHODS = ("auto", "netem", "nfqueue")
+
+
+def clear(container: Any) -> None:
+    """Remove any delay this module set (netem qdisc, NFQUEUE rule and delayer)."""
+    _exec(container, ["sh", "-c", _CLEAR])
+
+
+def set_delay(container: Any, delay_ms: float, method: str = "auto") -> str:
+    """A constant delay on every packet leaving eth0 (0 removes it); returns the method used:
+    ``netem`` (tc qdisc) or ``nfqueue`` (iptables + delayer, where the kernel lacks netem)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}")
+    clear(container)
+    if delay_ms <= 0:
+        return "none"
+    if method in ("auto", "netem"):
+        res = container.exec_run(
+            ["tc", "qdisc", "replace", "dev", DEV, "root", "netem", "delay", f"{delay_ms:g}ms"],
+            user="root",
+        )
+        if res.exit_code == 0:
+            return "netem"
+        text = (res.output or b"").decode(errors="replace").strip()
+        if method == "netem" or "unknown" not in text.lower():
+            raise NetemError(f"{container.name}: tc netem failed: {text}")
+    _start_delayer(container, delay_ms)
+    return "nfqueue"
+
+
+def _start_delayer(container: Any, delay_ms: float) -> None:
+    src = (Path(__file__).with_name("nfqdelay.py")).read_text()
+    container.exec_run(
+        ["python3", "-c", src, "--delay-ms", f"{delay_ms:g}", "--pidfile", PIDFILE],
+        user="root", detach=True,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the delayer writes its pidfile once bound to queue 0
+        if container.exec_run(["test", "-s", PIDFILE], user="root").exit_code == 0:
+            break
+        time.sleep(0.05)
     else:
-        res = container.exec_run(["tc", "qdisc", "del", "dev", DEV, "root"], user="root")
-        # "No such file or directory" / "Cannot delete qdisc with handle of zero": none set.
-        if res.exit_code not in (0, 2):
-            raise NetemError(f"{container.name}: removing qdisc failed: {res.output!r}")
+        raise NetemError(f"{container.name}: the NFQUEUE delayer did not start")
+    _exec(container, ["iptables", "-t", "mangle", "-A", *NFQ_RULE.split()])
 
 
 def show(container: Any) -> str:
@@ -78,15 +127,18 @@ def connect_rtt_ms(container: Any, targets: list[str], tries: int = 20) -> dict[
     return json.loads(out.strip().splitlines()[-1])
 
 
-def measure(prober: Any, targets: list[str], delay_ms: float, tries: int = 20) -> dict[str, Any]:
+def measure(
+    prober: Any, targets: list[str], delay_ms: float, method: str, tries: int = 20
+) -> dict[str, Any]:
     """Connect RTTs from one container to others, and the per-egress delay they imply."""
     rtts = connect_rtt_ms(prober, targets, tries)
     good = [v for v in rtts.values() if v is not None]
     median_rtt = statistics.median(good) if good else None
     return {
         "delay_ms": delay_ms,
+        "method": method,
         "device": DEV,
-        "method": f"min TCP connect time over {tries} tries from {prober.name}; "
+        "measurement": f"min TCP connect time over {tries} tries from {prober.name}; "
         "RTT = 2 egress delays + base",
         "rtt_ms": rtts,
         "rtt_median_ms": median_rtt,
