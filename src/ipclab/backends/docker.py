@@ -333,7 +333,12 @@ class DockerStack:
         self._wait_healthy(health_timeout_s)
         if self.delay_ms > 0:
             self.set_delay(self.delay_ms)
-        self.sample()  # prime CPU deltas so the first real sample has a value
+        # Start the stats followers and give each a first reading, so run samples have values.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if all(r.get("status") != "starting" for r in self.sample()):
+                break
+            time.sleep(0.2)
 
     @property
     def components(self) -> tuple[str, ...]:
