@@ -1,0 +1,623 @@
+"""Transport micro-benchmark: one call style per row, against a raw TCP echo floor.
+
+Server and client run in separate processes (multiprocessing, spawn). Every candidate
+serves the real ``product-info`` operation of the shop services (product 1: a ~330 B JSON
+document, ~250 B as protobuf) through the project's adapter where one exists, or through
+the library directly with the same handler. Per candidate it prints:
+
+- sequential p50 and p99 latency of ``--requests`` calls, one at a time, after warm-up;
+- throughput with ``--inflight`` calls in flight for ``--seconds`` seconds;
+- the CPU used meanwhile by the client, the server and (AMQP) the broker, in % of one core;
+- each row's ratio to the floor: a length-prefixed asyncio TCP echo of the same payload,
+  measured in the same run.
+
+    python bench/transports.py [--requests 2000] [--inflight 32] [--seconds 3]
+                               [--only rest,grpc] [--json OUT]
+
+Numbers move with the machine's load; compare rows of one run, not runs of two machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import itertools
+import json
+import multiprocessing as mp
+import os
+import platform
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import metadata
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import psutil
+import uvloop
+
+SERVICE = "product-info"
+REQUEST = {"product_id": 1}
+TIMEOUT_S = 10.0
+
+Call = Callable[[], Awaitable[Any]]
+Close = Callable[[], Awaitable[None]]
+Ready = Callable[[], None]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    label: str
+    server: str  # key of SERVERS
+    client: str  # key of CLIENTS
+    loop: str = "uvloop"  # or "asyncio", on both sides
+    broker: bool = False
+    udp: bool = False
+
+
+CANDIDATES = (
+    Candidate("floor", "raw asyncio TCP echo, length-prefixed (the floor)", "echo", "echo"),
+    Candidate("rest", "HTTP/1.1: adapter (uvicorn+httptools, aiohttp client)", "rest", "rest"),
+    Candidate("rest-httpx", "HTTP/1.1: same server, httpx.AsyncClient", "rest", "httpx"),
+    Candidate("aiohttp-web", "HTTP/1.1: aiohttp.web server, aiohttp client", "aiohttp", "rest"),
+    Candidate("h2c", "HTTP/2 cleartext: hypercorn, httpx http2 client", "h2c", "h2c"),
+    Candidate("grpc", "gRPC unary: adapter (grpc.aio both sides), uvloop", "grpc", "grpc"),
+    Candidate(
+        "grpc-asyncio", "gRPC unary: adapter, default asyncio loop", "grpc", "grpc", "asyncio"
+    ),
+    Candidate(
+        "amqp", "AMQP: adapter (aio-pika, reply queue + corr. id)", "amqp", "amqp", broker=True
+    ),
+    Candidate(
+        "amqp-direct",
+        "AMQP: adapter server, direct reply-to client",
+        "amqp",
+        "amqp-direct",
+        broker=True,
+    ),
+    Candidate("coap", "CoAP GET: aiocoap both sides", "coap", "coap", udp=True),
+)
+BY_NAME = {c.name: c for c in CANDIDATES}
+
+
+# --- servers (run in the server process) ------------------------------------------------
+
+
+def _service() -> Any:
+    from ipclab_services.shop import data, services
+
+    return services.build(data.ShopConfig())[SERVICE]
+
+
+def _payload() -> bytes:
+    from ipclab_services.shop import data
+
+    return orjson.dumps(data.product(data.ShopConfig(), REQUEST["product_id"]))
+
+
+class _Echo(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+        self.buf = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while len(self.buf) >= 4:
+            end = 4 + int.from_bytes(self.buf[:4], "big")
+            if len(self.buf) < end:
+                break
+            self.transport.write(bytes(self.buf[:end]))
+            del self.buf[:end]
+
+
+async def serve_echo(port: int, _url: str, ready: Ready) -> None:
+    server = await asyncio.get_running_loop().create_server(_Echo, "127.0.0.1", port, backlog=4096)
+    ready()
+    await server.serve_forever()
+
+
+async def serve_adapter(style: str, port: int, url: str, ready: Ready) -> None:
+    from ipclab_services import transports
+    from ipclab_services.transports.base import ServeConfig
+
+    config = ServeConfig(port=port, amqp_url=url)
+    task = asyncio.create_task(transports.load(style).serve(_service(), config))
+    await config.ready.wait()
+    ready()
+    await task
+
+
+async def serve_aiohttp(port: int, _url: str, ready: Ready) -> None:
+    from aiohttp import web
+
+    service = _service()
+
+    async def handle(request: web.Request) -> web.Response:
+        body = await service.invoke(request.match_info["op"], dict(request.query))
+        return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+    app = web.Application()
+    app.router.add_get("/{op}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port, backlog=4096).start()
+    ready()
+    await asyncio.Future()
+
+
+async def serve_h2c(port: int, _url: str, ready: Ready) -> None:
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+    from ipclab_services.asgi import json_app
+
+    service = _service()
+
+    async def route(parts: list[str], query: dict[str, str]) -> tuple[int, Any]:
+        return 200, await service.invoke(parts[0], query)
+
+    config = Config()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.accesslog = None
+    config.errorlog = None
+    task = asyncio.create_task(serve(json_app(route), config))  # type: ignore[arg-type]
+    while True:  # hypercorn has no "started" hook: wait until the port answers
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            break
+        except OSError:
+            await asyncio.sleep(0.02)
+    ready()
+    await task
+
+
+async def serve_coap(port: int, _url: str, ready: Ready) -> None:
+    import aiocoap
+    from aiocoap import resource
+
+    service = _service()
+
+    class Get(resource.Resource):
+        async def render_get(self, request: aiocoap.Message) -> aiocoap.Message:
+            query = dict(q.split("=", 1) for q in request.opt.uri_query)
+            body = await service.invoke("get", query)
+            return aiocoap.Message(payload=orjson.dumps(body), content_format=50)
+
+    site = resource.Site()
+    site.add_resource(["get"], Get())
+    await aiocoap.Context.create_server_context(site, bind=("127.0.0.1", port))
+    ready()
+    await asyncio.Future()
+
+
+SERVERS: dict[str, Callable[[int, str, Ready], Awaitable[None]]] = {
+    "echo": serve_echo,
+    "rest": lambda p, u, r: serve_adapter("rest", p, u, r),
+    "grpc": lambda p, u, r: serve_adapter("grpc", p, u, r),
+    "amqp": lambda p, u, r: serve_adapter("amqp", p, u, r),
+    "aiohttp": serve_aiohttp,
+    "h2c": serve_h2c,
+    "coap": serve_coap,
+}
+
+
+# --- clients (run in the client process): each returns (call, close) ---------------------
+
+
+async def client_echo(addr: str, _url: str, inflight: int) -> tuple[Call, Close]:
+    host, port = addr.split(":")
+    body = _payload()
+    frame = len(body).to_bytes(4, "big") + body
+    pool: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
+    writers = []
+    for _ in range(inflight):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writers.append(writer)
+        pool.put_nowait((reader, writer))
+
+    async def call() -> bytes:
+        reader, writer = await pool.get()
+        try:
+            writer.write(frame)
+            n = int.from_bytes(await reader.readexactly(4), "big")
+            return await reader.readexactly(n)
+        finally:
+            pool.put_nowait((reader, writer))
+
+    async def close() -> None:
+        for w in writers:
+            w.close()
+
+    return call, close
+
+
+async def client_adapter(style: str, addr: str, url: str) -> tuple[Call, Close]:
+    from ipclab_services import transports
+    from ipclab_services.transports.base import ConnectConfig
+
+    clients = await transports.load(style).connect(
+        [_service()], ConnectConfig({SERVICE: addr}, url)
+    )
+    return lambda: clients.call(SERVICE, "get", REQUEST, TIMEOUT_S), clients.close
+
+
+async def client_httpx(addr: str, http2: bool = False) -> tuple[Call, Close]:
+    import httpx
+
+    client = httpx.AsyncClient(
+        base_url=f"http://{addr}",
+        http1=not http2,
+        http2=http2,
+        timeout=TIMEOUT_S,
+        limits=httpx.Limits(max_connections=100, max_keepalive_connections=100),
+    )
+    params = {k: str(v) for k, v in REQUEST.items()}
+
+    async def call() -> Any:
+        response = await client.get("/get", params=params)
+        response.raise_for_status()
+        return orjson.loads(response.content)
+
+    return call, client.aclose
+
+
+class DirectReplyClient:
+    """RPC over RabbitMQ's direct reply-to pseudo-queue: no reply queue is declared."""
+
+    async def start(self, url: str) -> None:
+        import aio_pika
+
+        self.aio_pika = aio_pika
+        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.ids = itertools.count()
+        self.connection = await aio_pika.connect(url)
+        self.channel = await self.connection.channel(publisher_confirms=False)
+        queue = await self.channel.get_queue("amq.rabbitmq.reply-to", ensure=False)
+        await queue.consume(self._on_reply, no_ack=True)
+        self.body = orjson.dumps({"op": "get", "request": REQUEST})
+
+    def _on_reply(self, message: Any) -> None:
+        future = self.pending.pop(message.correlation_id or "", None)
+        if future is not None and not future.done():
+            future.set_result(orjson.loads(message.body))
+
+    async def call(self) -> Any:
+        from ipclab_services.transports.amqp import queue_name
+
+        cid = str(next(self.ids))
+        future = self.pending[cid] = asyncio.get_running_loop().create_future()
+        message = self.aio_pika.Message(
+            self.body,
+            correlation_id=cid,
+            reply_to="amq.rabbitmq.reply-to",
+            delivery_mode=self.aio_pika.DeliveryMode.NOT_PERSISTENT,
+        )
+        await self.channel.default_exchange.publish(message, routing_key=queue_name(SERVICE))
+        return (await asyncio.wait_for(future, TIMEOUT_S))["result"]
+
+    async def close(self) -> None:
+        await self.connection.close()
+
+
+async def client_amqp_direct(_addr: str, url: str) -> tuple[Call, Close]:
+    client = DirectReplyClient()
+    await client.start(url)
+    return client.call, client.close
+
+
+async def client_coap(addr: str) -> tuple[Call, Close]:
+    import aiocoap
+
+    context = await aiocoap.Context.create_client_context()
+    uri = f"coap://{addr}/get?" + "&".join(f"{k}={v}" for k, v in REQUEST.items())
+
+    async def call() -> Any:
+        response = await context.request(aiocoap.Message(code=aiocoap.GET, uri=uri)).response
+        if not response.code.is_successful():
+            raise RuntimeError(f"CoAP {response.code}")
+        return orjson.loads(response.payload)
+
+    return call, context.shutdown
+
+
+CLIENTS: dict[str, Callable[[str, str, int], Awaitable[tuple[Call, Close]]]] = {
+    "echo": client_echo,
+    "rest": lambda a, u, _: client_adapter("rest", a, u),
+    "grpc": lambda a, u, _: client_adapter("grpc", a, u),
+    "amqp": lambda a, u, _: client_adapter("amqp", a, u),
+    "httpx": lambda a, u, _: client_httpx(a),
+    "h2c": lambda a, u, _: client_httpx(a, http2=True),
+    "amqp-direct": lambda a, u, _: client_amqp_direct(a, u),
+    "coap": lambda a, u, _: client_coap(a),
+}
+
+
+# --- measurement (client process) --------------------------------------------------------
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            t = psutil.Process(pid).cpu_times()
+            total += t.user + t.system
+    return total
+
+
+async def measure(
+    call: Call, requests: int, inflight: int, seconds: float, server: list[int], broker: list[int]
+) -> dict[str, Any]:
+    for _ in range(min(200, max(20, requests // 10))):
+        await call()
+    for _ in range(5):
+        await asyncio.gather(*(call() for _ in range(inflight)))
+
+    lat = np.empty(requests)
+    for i in range(requests):
+        t0 = time.perf_counter()
+        await call()
+        lat[i] = time.perf_counter() - t0
+
+    done = errors = 0
+    stop = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal done, errors
+        while time.perf_counter() < stop:
+            try:
+                await call()
+                done += 1
+            except Exception:  # noqa: BLE001 - counted, the row says so
+                errors += 1
+
+    cpu0 = (time.process_time(), _cpu_seconds(server), _cpu_seconds(broker))
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(inflight)))
+    elapsed = time.perf_counter() - t0
+    cpu1 = (time.process_time(), _cpu_seconds(server), _cpu_seconds(broker))
+    client_cpu, server_cpu, broker_cpu = (
+        100 * (b - a) / elapsed for a, b in zip(cpu0, cpu1, strict=True)
+    )
+    p50, p99 = np.percentile(lat, [50, 99]) * 1e6
+    return {
+        "seq_p50_us": round(float(p50), 1),
+        "seq_p99_us": round(float(p99), 1),
+        "rps": round(done / elapsed, 1),
+        "errors": errors,
+        "client_cpu_percent": round(client_cpu, 1),
+        "server_cpu_percent": round(server_cpu, 1),
+        "broker_cpu_percent": round(broker_cpu, 1) if broker else None,
+    }
+
+
+# --- processes ---------------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _run_loop(loop: str, main: Awaitable[Any]) -> Any:
+    return uvloop.run(main) if loop == "uvloop" else asyncio.run(main)  # type: ignore[arg-type]
+
+
+def server_main(name: str, port: int, url: str, conn: Connection) -> None:
+    _die_with_parent()
+    c = BY_NAME[name]
+    try:
+        _run_loop(c.loop, SERVERS[c.server](port, url, lambda: conn.send("ready")))
+    except Exception:  # noqa: BLE001 - reported to the parent
+        conn.send(traceback.format_exc())
+
+
+def client_main(
+    name: str,
+    addr: str,
+    url: str,
+    args: dict[str, Any],
+    pids: dict[str, list[int]],
+    conn: Connection,
+) -> None:
+    _die_with_parent()
+    c = BY_NAME[name]
+
+    async def main() -> dict[str, Any]:
+        call, close = await CLIENTS[c.client](addr, url, args["inflight"])
+        try:
+            return await measure(
+                call,
+                args["requests"],
+                args["inflight"],
+                args["seconds"],
+                pids["server"],
+                pids["broker"],
+            )
+        finally:
+            await close()
+
+    try:
+        conn.send(_run_loop(c.loop, main()))
+    except Exception:  # noqa: BLE001 - reported to the parent
+        conn.send({"error": traceback.format_exc(limit=3).strip().splitlines()[-1]})
+
+
+def free_port(udp: bool = False) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM if udp else socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stop(proc: mp.process.BaseProcess) -> None:
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(5)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(5)
+
+
+def run_candidate(c: Candidate, args: argparse.Namespace, broker: Any) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    url = broker.url if c.broker else ""
+    port = free_port(c.udp)
+    parent, child = ctx.Pipe()
+    server = ctx.Process(target=server_main, args=(c.name, port, url, child), daemon=True)
+    server.start()
+    client: mp.process.BaseProcess | None = None
+    try:
+        if not parent.poll(60):
+            return {"error": "server not ready after 60 s"}
+        if (msg := parent.recv()) != "ready":
+            return {"error": f"server failed: {str(msg).strip().splitlines()[-1]}"}
+        pids = {
+            "server": [server.pid or 0],
+            "broker": broker.pids() if c.broker else [],
+        }
+        options = {"requests": args.requests, "inflight": args.inflight, "seconds": args.seconds}
+        parent_c, child_c = ctx.Pipe()
+        client = ctx.Process(
+            target=client_main,
+            args=(c.name, f"127.0.0.1:{port}", url, options, pids, child_c),
+            daemon=True,
+        )
+        client.start()
+        budget = 60 + args.requests * TIMEOUT_S / 100 + args.seconds
+        if not parent_c.poll(budget):
+            return {"error": f"client did not finish in {budget:.0f} s"}
+        return dict(parent_c.recv())
+    finally:
+        for p in (client, server):
+            if p is not None:
+                _stop(p)
+
+
+# --- report ------------------------------------------------------------------------------
+
+
+VERSIONED = (
+    "uvloop",
+    "aiohttp",
+    "uvicorn",
+    "httptools",
+    "httpx",
+    "h2",
+    "hypercorn",
+    "grpcio",
+    "protobuf",
+    "aio-pika",
+    "aiormq",
+    "aiocoap",
+)
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for dist in VERSIONED:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            out[dist] = metadata.version(dist)
+    return out
+
+
+def _num(v: float | None, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def table(rows: list[dict[str, Any]], inflight: int) -> str:
+    floor = next((r for r in rows if r["name"] == "floor" and "error" not in r), None)
+    head = (
+        f"{'candidate':<13} {'p50 us':>8} {'p99 us':>8} {'req/s@' + str(inflight):>10} "
+        f"{'p50 x floor':>11} {'rps % floor':>11} {'cpu cli/srv/brk %':>18}  description"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"{r['name']:<13} FAILED: {r['error']}")
+            continue
+        ratio_lat = r["seq_p50_us"] / floor["seq_p50_us"] if floor else None
+        ratio_rps = 100 * r["rps"] / floor["rps"] if floor else None
+        cpu = (
+            f"{r['client_cpu_percent']:.0f}/{r['server_cpu_percent']:.0f}/"
+            f"{_num(r['broker_cpu_percent'], '.0f')}"
+        )
+        errors = f"  ({r['errors']} errors)" if r["errors"] else ""
+        lines.append(
+            f"{r['name']:<13} {r['seq_p50_us']:>8.0f} {r['seq_p99_us']:>8.0f} {r['rps']:>10.0f} "
+            f"{_num(ratio_lat, '.1f'):>11} {_num(ratio_rps, '.1f'):>11} {cpu:>18}  "
+            f"{r['label']}{errors}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=2000, help="sequential calls (default 2000)")
+    ap.add_argument("--inflight", type=int, default=32, help="calls in flight (default 32)")
+    ap.add_argument("--seconds", type=float, default=3.0, help="throughput phase (default 3)")
+    ap.add_argument("--only", default="", help=f"comma-separated: {', '.join(BY_NAME)}")
+    ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    args = ap.parse_args(argv)
+    names = [n for n in args.only.split(",") if n]
+    if unknown := [n for n in names if n not in BY_NAME]:
+        ap.error(f"unknown candidate(s) {unknown}; known: {', '.join(BY_NAME)}")
+    chosen = [c for c in CANDIDATES if not names or c.name in names or c.name == "floor"]
+
+    load_before = os.getloadavg()
+    print(
+        f"# {platform.node()} | {psutil.cpu_count()} cores | Python {platform.python_version()}"
+        f" | load avg {load_before[0]:.2f} | payload {len(_payload())} B JSON ({SERVICE})"
+        f" | {args.requests} sequential calls, {args.inflight} in flight for {args.seconds:g} s",
+        flush=True,
+    )
+    broker = None
+    rows: list[dict[str, Any]] = []
+    started = time.monotonic()
+    try:
+        if any(c.broker for c in chosen):
+            from ipclab.broker import RabbitNode
+
+            broker = RabbitNode(Path(tempfile.mkdtemp(prefix="ipclab-bench-")) / "broker")
+            broker.start()
+        for c in chosen:
+            print(f"  measuring {c.name} ...", file=sys.stderr, flush=True)
+            rows.append({"name": c.name, "label": c.label, **run_candidate(c, args, broker)})
+    finally:
+        if broker is not None:
+            broker.stop()
+            with contextlib.suppress(OSError):
+                broker.directory.parent.rmdir()
+    load_after = os.getloadavg()
+    print(table(rows, args.inflight))
+    print(
+        f"# load avg {load_before[0]:.2f} before, {load_after[0]:.2f} after;"
+        f" {time.monotonic() - started:.0f} s; cpu: % of one core during the throughput phase"
+    )
+    if args.json:
+        doc = {
+            "host": platform.node(),
+            "cores": psutil.cpu_count(),
+            "python": platform.python_version(),
+            "load_avg_before": load_before,
+            "load_avg_after": load_after,
+            "payload_bytes": len(_payload()),
+            "args": {k: v for k, v in vars(args).items() if k != "json"},
+            "versions": versions(),
+            "rows": rows,
+        }
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    return 0 if all("error" not in r for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

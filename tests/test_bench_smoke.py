@@ -1,0 +1,30 @@
+"""bench/transports.py runs and prints its table (no timing assertions: figures are noisy)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "transports.py"
+
+
+def test_transports_bench_prints_table(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    argv = ["--requests", "50", "--inflight", "4", "--seconds", "0.5", "--only", "rest"]
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), *argv, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("candidate") and "p50 x floor" in line for line in lines)
+    rows = {line.split()[0]: line for line in lines if line.split()[:1] in (["floor"], ["rest"])}
+    assert set(rows) == {"floor", "rest"}, proc.stdout
+    assert "FAILED" not in proc.stdout
+    doc = json.loads(out.read_text())
+    assert [r["name"] for r in doc["rows"]] == ["floor", "rest"]
+    assert all(r["rps"] > 0 and r["seq_p50_us"] > 0 for r in doc["rows"])
