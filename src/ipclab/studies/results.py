@@ -1,0 +1,71 @@
+"""A study's results folder: tables (CSV), figures (in figures/), captions, deviations.
+
+``study.json`` lists every figure and table with its caption, the deviations from the
+original setup and anything skipped; the report is built from these folders alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ipclab import figures as figs
+from ipclab.runs import utcnow
+
+
+@dataclass
+class StudyResults:
+    directory: Path
+    study: str
+    title: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    deviations: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    figures: list[dict[str, str]] = field(default_factory=list)
+    tables: list[dict[str, str]] = field(default_factory=list)
+    claims: str | None = None
+    figures_dir: Path = figs.FIGURES_DIR
+
+    def __post_init__(self) -> None:
+        self.directory = Path(self.directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.figures_dir = Path(self.figures_dir)
+
+    def figure(self, fig: Figure, name: str, caption: str) -> list[Path]:
+        paths = figs.save(fig, name, self.figures_dir)
+        png = next(p for p in paths if p.suffix == ".png")
+        self.figures = [f for f in self.figures if f["name"] != name]
+        self.figures.append({"name": name, "png": str(png.resolve()), "caption": caption})
+        self.save()
+        return paths
+
+    def table(self, df: pd.DataFrame, name: str, caption: str, in_report: bool = True) -> Path:
+        path = self.directory / f"{name}.csv"
+        df.to_csv(path, index=False)
+        self.tables = [t for t in self.tables if t["name"] != name]
+        self.tables.append({"name": name, "csv": path.name, "caption": caption,
+                            "in_report": str(in_report)})
+        self.save()
+        return path
+
+    def claims_table(self, df: pd.DataFrame) -> Path:
+        path = self.table(df, "claims", "Published claims and computed verdicts", False)
+        self.claims = path.name
+        self.save()
+        return path
+
+    def save(self) -> None:
+        d = asdict(self)
+        d["directory"] = str(self.directory)
+        d["figures_dir"] = str(self.figures_dir)
+        d["updated_at"] = utcnow()
+        (self.directory / "study.json").write_text(json.dumps(d, indent=2, default=str))
+
+
+def read_results(directory: Path) -> dict[str, Any]:
+    return dict(json.loads((Path(directory) / "study.json").read_text()))
