@@ -1,0 +1,77 @@
+"""Docker-backend tests: real dockerd, real compose, the images built from a local base.
+
+Every test here is marked ``docker`` and skipped, with the reason, when no Docker engine
+answers (start one with ``scripts/docker-engine.sh``). Stacks are module-scoped so that no
+container outlives its module; the session ends with ``cleanup_all()`` whatever happened.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ipclab.backends import StackOptions
+from ipclab.backends.docker import DockerBackend, DockerStack, cleanup_all, engine_status
+from ipclab.stacks import resolve
+
+HERE = Path(__file__).resolve().parent
+SHOP_STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
+
+# The spine's contract tests (tests/test_contract.py) are re-collected here against docker.
+sys.path.insert(0, str(HERE.parent))
+
+_ENGINE: list[str | None] = []
+
+
+def engine_reason() -> str | None:
+    if not _ENGINE:
+        _ENGINE.append(engine_status())
+    return _ENGINE[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.docker)
+            item.add_marker(pytest.mark.slow)
+            reason = engine_reason()
+            if reason is not None:
+                item.add_marker(pytest.mark.skip(reason=f"docker: {reason}"))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _ENGINE and _ENGINE[0] is None:
+        try:
+            cleanup_all()
+        except Exception as e:  # noqa: BLE001 - report, never mask the tests' own result
+            print(f"docker cleanup_all failed: {e}", file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def docker_images() -> dict[str, str]:
+    """The services and broker images, built (from the local base where no registry answers)
+    if missing or stale."""
+    from ipclab import images
+
+    t0 = time.monotonic()
+    out = images.ensure_images(base="auto", broker=True)
+    print(f"images ready in {time.monotonic() - t0:.1f}s: {out}", file=sys.stderr)
+    return out
+
+
+@pytest.fixture(scope="module")
+def shop_stacks(docker_images: dict[str, str]) -> Iterator[dict[str, DockerStack]]:
+    """The three product-page stacks on docker, for one module (overrides the local one)."""
+    backend = DockerBackend()
+    stacks: dict[str, DockerStack] = {}
+    try:
+        for name in SHOP_STACKS:
+            stacks[name] = backend.start(resolve(name), StackOptions(call_timeout_s=1.0))
+        yield stacks
+    finally:
+        for stack in stacks.values():
+            stack.stop()
