@@ -149,6 +149,33 @@ def cmd_run(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(a: argparse.Namespace) -> int:
+    from ipclab.reproduce import reproduce
+
+    return reproduce(
+        profile=a.profile,
+        backend=a.backend,
+        out=a.out,
+        runs_root=a.runs_root,
+        figures_dir=a.figures,
+        only=a.only,
+    )
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from ipclab.report import main as report_main
+
+    return int(
+        report_main(["--results", str(a.out / "results"), "--out", str(a.out / "report.pdf")])
+    )
+
+
+def cmd_images(a: argparse.Namespace) -> int:
+    from ipclab.images import main as images_main
+
+    return int(images_main(a.args))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ipclab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -204,6 +231,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--runs-root", type=Path, help="where new run directories go")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("reproduce", help="run every notebook and build the report PDF")
+    p.add_argument("--profile", choices=("quick", "full"), default="quick")
+    p.add_argument("--backend", choices=BACKENDS, default="local")
+    p.add_argument("--out", type=Path, default=Path("out"))
+    p.add_argument("--runs-root", type=Path, default=Path("data/runs"))
+    p.add_argument("--figures", type=Path, default=Path("figures"))
+    p.add_argument("--only", action="append", help="run only notebooks whose name contains this")
+    p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("report", help="build the report PDF from existing results")
+    p.add_argument("--out", type=Path, default=Path("out"))
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("images", help="build the docker images (see docs/docker.md)")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_images)
     return parser
 
 

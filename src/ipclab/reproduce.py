@@ -1,0 +1,182 @@
+"""``ipclab reproduce``: run every notebook top to bottom, then build the report PDF.
+
+Notebooks run with papermill into ``<out>/notebooks`` (the repository's copies carry no
+outputs). Each writes a results folder under ``<out>/results``; the report is built from
+those folders. What this machine cannot run is skipped with its reason and listed in the
+report; a failed notebook makes the command exit non-zero. ``<out>/run_log.json`` is
+written as it goes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ipclab.runs import utcnow
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
+
+
+@dataclass(frozen=True)
+class Notebook:
+    file: str
+    results: str  # results folder name under <out>/results
+    needs: tuple[str, ...] = ("rabbitmq",)
+
+
+NOTEBOOKS = (
+    Notebook("01_shafabakhsh_performance.ipynb", "shafabakhsh"),
+    Notebook("02_shafabakhsh_availability.ipynb", "shafabakhsh_availability"),
+)
+
+
+def why_not(nb: Notebook, backend: str) -> str | None:
+    """Why this machine cannot run ``nb`` on ``backend`` (None when it can)."""
+    if backend == "docker":
+        if shutil.which("docker") is None:
+            return "the docker backend needs Docker; no docker client is installed"
+        if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode:
+            return "no Docker engine answers (start one: make docker-engine)"
+    elif "rabbitmq" in nb.needs:
+        from ipclab.broker import BrokerUnavailable, find_server
+
+        try:
+            find_server()
+        except BrokerUnavailable as e:
+            return str(e)
+    return None
+
+
+def run_notebook(nb: Notebook, out: Path, parameters: dict[str, Any]) -> None:
+    import papermill
+
+    papermill.execute_notebook(
+        str(NOTEBOOK_DIR / nb.file),
+        str(out / "notebooks" / nb.file),
+        parameters={**parameters, "results_dir": str(out / "results" / nb.results)},
+        cwd=str(REPO_ROOT),
+        kernel_name="python3",
+        progress_bar=False,
+        log_output=True,
+    )
+
+
+class _ProgressLines(logging.Filter):
+    """Of a notebook's streamed output, keep the experiments' progress lines and problems."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage().lstrip()
+        return record.levelno >= logging.WARNING or text.startswith("[")
+
+
+def _show_progress_only() -> None:
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("    %(message)s"))
+    handler.addFilter(_ProgressLines())
+    logger = logging.getLogger("papermill")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def claim_counts(results: Path) -> dict[str, int]:
+    import pandas as pd
+
+    counts: dict[str, int] = {}
+    for f in sorted(results.glob("*/claims.csv")):
+        for verdict, n in pd.read_csv(f)["verdict"].value_counts().items():
+            counts[str(verdict)] = counts.get(str(verdict), 0) + int(n)
+    return counts
+
+
+def reproduce(
+    profile: str = "quick",
+    backend: str = "local",
+    out: Path = Path("out"),
+    runs_root: Path = Path("data/runs"),
+    figures_dir: Path = Path("figures"),
+    only: list[str] | None = None,
+    say: Callable[[str], None] = print,
+) -> int:
+    out = Path(out)
+    (out / "notebooks").mkdir(parents=True, exist_ok=True)
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    _show_progress_only()
+    log: dict[str, Any] = {
+        "profile": profile,
+        "backend": backend,
+        "started_at": utcnow(),
+        "notebooks": [],
+    }
+    log_path = out / "run_log.json"
+    chosen = [nb for nb in NOTEBOOKS if not only or any(o in nb.file for o in only)]
+    started = time.monotonic()
+    parameters = {
+        "profile": profile,
+        "backend": backend,
+        "runs_root": str(runs_root),
+        "figures_dir": str(figures_dir),
+    }
+    for i, nb in enumerate(chosen, 1):
+        entry: dict[str, Any] = {"notebook": nb.file, "results": nb.results}
+        log["notebooks"].append(entry)
+        if not (NOTEBOOK_DIR / nb.file).exists():
+            entry.update(status="skipped", reason="notebook not in this checkout yet")
+        elif reason := why_not(nb, backend):
+            entry.update(status="skipped", reason=reason)
+        else:
+            say(f"[{i}/{len(chosen)}] {nb.file} (profile {profile}, backend {backend}) ...")
+            t0 = time.monotonic()
+            try:
+                run_notebook(nb, out, parameters)
+                entry["status"] = "ok"
+            except Exception as e:  # noqa: BLE001 - recorded, reported, and the exit code says it
+                entry.update(status="failed", reason=f"{type(e).__name__}: {str(e)[-2000:]}")
+            entry["seconds"] = round(time.monotonic() - t0, 1)
+        if entry["status"] == "skipped":
+            say(f"[{i}/{len(chosen)}] {nb.file}: SKIPPED: {entry['reason']}")
+        else:
+            say(f"[{i}/{len(chosen)}] {nb.file}: {entry['status']} in {entry['seconds']:.0f}s")
+        log_path.write_text(json.dumps(log, indent=2))
+
+    report = out / "report.pdf"
+    try:
+        from ipclab.report import build_report
+
+        dirs = [
+            out / "results" / nb.results
+            for nb in chosen
+            if (out / "results" / nb.results / "study.json").exists()
+        ]
+        log["seconds"] = round(time.monotonic() - started, 1)
+        build_report(dirs, report, run_log=log)
+        log["report"] = str(report)
+    except Exception as e:  # noqa: BLE001
+        log["report_error"] = f"{type(e).__name__}: {e}"
+    log["ended_at"] = utcnow()
+    log["seconds"] = round(time.monotonic() - started, 1)
+    log_path.write_text(json.dumps(log, indent=2))
+
+    say("")
+    say(f"== ipclab reproduce: profile {profile}, backend {backend}, {log['seconds'] / 60:.1f} min")
+    for e in log["notebooks"]:
+        extra = f" {e['seconds']:.0f}s" if "seconds" in e else ""
+        why = f": {e['reason'][:300]}" if e.get("reason") else ""
+        say(f"  {e['status']:8s}{extra:>6s}  {e['notebook']}{why}")
+    counts = claim_counts(out / "results")
+    if counts:
+        say("  claims: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    say(f"  executed notebooks: {out / 'notebooks'}")
+    say(f"  results: {out / 'results'};  figures: {figures_dir};  runs: {runs_root}")
+    say(f"  report: {report}" if "report" in log else f"  report FAILED: {log['report_error']}")
+    failed = [e for e in log["notebooks"] if e["status"] == "failed"]
+    return 1 if failed or "report" not in log else 0
