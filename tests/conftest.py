@@ -39,9 +39,9 @@ def ipclab_processes() -> list[psutil.Process]:
     return out
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def shop_stacks() -> Iterator[dict[str, LocalStack]]:
-    """The three product-page stacks, up for the whole session."""
+    """The three product-page stacks, up for one test module (then nothing is left)."""
     backend = get_backend("local")
     stacks: dict[str, LocalStack] = {}
     try:
