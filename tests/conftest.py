@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 
 import psutil
@@ -14,6 +15,11 @@ from ipclab.stacks import resolve
 
 SHOP_STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
 
+# Every process this test session starts inherits this variable (directly or through the
+# CLI), so the leak checks see only this session's processes, not another user's.
+SESSION_MARK = "IPCLABTEST_SESSION"
+os.environ.setdefault(SESSION_MARK, uuid.uuid4().hex)
+
 
 def ipclab_processes() -> list[psutil.Process]:
     """Processes a stack or run may have started: services, Locust, a private broker."""
@@ -24,7 +30,7 @@ def ipclab_processes() -> list[psutil.Process]:
             env = p.info["environ"] or {}
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if p.pid == os.getpid():
+        if p.pid == os.getpid() or env.get(SESSION_MARK) != os.environ[SESSION_MARK]:
             continue
         if (
             "ipclab_services.serve" in cmd
