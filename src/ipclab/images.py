@@ -15,6 +15,7 @@ on the local base where no registry answers.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.metadata
 import os
@@ -230,9 +231,32 @@ def _tree_hash(paths: Iterable[Path], extra: str = "") -> str:
     return h.hexdigest()[:16]
 
 
+_IPCLAB_IMPORT = re.compile(r"^\s*(?:from|import)\s+ipclab((?:\.\w+)*)", re.MULTILINE)
+
+
+def harness_modules() -> list[Path]:
+    """The files of the ``ipclab`` package that the services import (transitively), e.g.
+    ``ipclab/stacks.py``: only these go into the image, so editing the harness does not
+    rebuild it."""
+    src = REPO_ROOT / "src"
+    todo = sorted((REPO_ROOT / "services").rglob("*.py"))
+    seen: set[Path] = {src / "ipclab" / "__init__.py"}
+    while todo:
+        text = todo.pop().read_text(errors="replace")
+        for m in _IPCLAB_IMPORT.finditer(text):
+            parts = ["ipclab", *[p for p in m.group(1).split(".") if p]]
+            for i in range(2, len(parts) + 1):
+                base = src.joinpath(*parts[:i])
+                for cand in (base.with_suffix(".py"), base / "__init__.py"):
+                    if cand.exists() and cand not in seen:
+                        seen.add(cand)
+                        todo.append(cand)
+    return sorted(seen)
+
+
 def services_context_hash(base: str) -> str:
     return _tree_hash(
-        [REPO_ROOT / "services", REPO_ROOT / "src" / "ipclab"],
+        [REPO_ROOT / "services", *harness_modules()],
         extra=base + "\n" + "\n".join(service_requirements()),
     )
 
@@ -253,7 +277,10 @@ def prepare_services_context(dest: Path = BUILD_DIR / "services") -> Path:
     shutil.rmtree(dest / "wheels", ignore_errors=True)
     shutil.copytree(BUILD_DIR / "wheels", dest / "wheels")
     _copy_tree(REPO_ROOT / "services", dest / "ipclab_services")
-    _copy_tree(REPO_ROOT / "src" / "ipclab", dest / "ipclab")
+    for f in harness_modules():
+        target = dest / f.relative_to(REPO_ROOT / "src")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, target)
     return dest
 
 
@@ -300,14 +327,24 @@ def _pull(image: str) -> None:
         raise ImageError(f"cannot pull {image}: {e.explanation or e}") from None
 
 
-def _build(path: Path, tag: str, base: str, labels: dict[str, str], dockerfile: str) -> None:
+def _build(
+    path: Path, tag: str, base: str, labels: dict[str, str], dockerfile: str,
+    network_mode: str | None = None,
+) -> None:
+    import docker.errors
+
     client = docker_client()
+    try:
+        old_id = client.images.get(tag).id
+    except docker.errors.ImageNotFound:
+        old_id = None
     t0 = time.monotonic()
     log(f"building {tag} from {base}")
     tail: list[str] = []
     for chunk in client.api.build(
         path=str(path), dockerfile=dockerfile, tag=tag, buildargs={"BASE_IMAGE": base},
         labels=labels, rm=True, forcerm=True, decode=True, pull=False,
+        network_mode=network_mode,
     ):
         if "stream" in chunk:
             line = chunk["stream"].rstrip()
@@ -318,12 +355,23 @@ def _build(path: Path, tag: str, base: str, labels: dict[str, str], dockerfile: 
         if "error" in chunk:
             raise ImageError(f"building {tag} failed: {chunk['error']}\n" + "\n".join(tail))
     log(f"{tag}: {_image_size_mb(tag)} MB in {time.monotonic() - t0:.0f} s")
+    if old_id and old_id != client.images.get(tag).id:
+        # The image this tag named before is now untagged; drop it (not if a container uses it).
+        with contextlib.suppress(docker.errors.APIError):
+            client.images.remove(old_id, noprune=False)
 
 
-def build_services_image(base: str, tag: str = SERVICES_IMAGE) -> str:
+def build_services_image(
+    base: str, tag: str = SERVICES_IMAGE, network_mode: str | None = "auto"
+) -> str:
+    """``network_mode="auto"``: no network at all on the local base (it has every system
+    package; Python packages come from the host's wheels), the default network otherwise
+    (the official python image lacks tc and iptables, installed with apt)."""
     ctx = prepare_services_context()
     labels = {LABEL_HASH: services_context_hash(base), "ipclab.image": "services"}
-    _build(ctx, tag, base, labels, "Dockerfile")
+    if network_mode == "auto":
+        network_mode = "none" if base == LOCAL_BASE else None
+    _build(ctx, tag, base, labels, "Dockerfile", network_mode)
     return tag
 
 

@@ -1,0 +1,52 @@
+"""Images: the local base (debootstrap + docker import), and the services image installed from
+wheels downloaded on the host, built with no network at all."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from ipclab import images
+from ipclab.backends.docker import PROJECT_LABEL, client
+
+
+def run_in(image: str, *cmd: str) -> str:
+    out = client().containers.run(
+        image, list(cmd), remove=True, network_mode="none", labels={PROJECT_LABEL: "test-images"}
+    )
+    return out.decode().strip()
+
+
+def test_local_base_has_python_311_and_network_tools() -> None:
+    if not images.image_exists(images.LOCAL_BASE):
+        if os.geteuid() != 0 or shutil.which("debootstrap") is None:
+            pytest.skip("no local base, and debootstrap needs root")
+        images.build_base_image()
+    script = (
+        "python3 -c 'import sys, venv; print(sys.version_info[:2])'; "
+        "command -v tc; command -v iptables"
+    )
+    out = run_in(images.LOCAL_BASE, "sh", "-c", script)
+    assert "(3, 11)" in out and "/tc" in out and "/iptables" in out, out
+
+
+def test_services_image_builds_offline_from_the_local_base() -> None:
+    if not images.image_exists(images.LOCAL_BASE):
+        pytest.skip("no local base (see the test above)")
+    tag = "ipclab-services:offline-test"
+    try:
+        images.build_services_image(images.LOCAL_BASE, tag=tag, network_mode="none")
+        out = run_in(tag, "python", "-c",
+                     "import ipclab_services.serve, aiohttp, grpc, aio_pika, orjson, uvloop; "
+                     "import sys; print(sys.version_info[:2])")
+        assert out.endswith("(3, 11)"), out
+    finally:
+        client().images.remove(tag, force=True, noprune=False)
+
+
+def test_ensure_images_is_up_to_date_after_build(docker_images: dict[str, str]) -> None:
+    assert images.image_exists(docker_images["services"])
+    assert images.image_exists(docker_images["broker"])
+    assert images.status()["up_to_date"]
