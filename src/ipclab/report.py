@@ -1,0 +1,595 @@
+"""The report PDF: every study's results folder rendered to HTML, printed by headless Chromium.
+
+:func:`build_report` takes results folders (``study.json`` and its CSVs, see
+:mod:`ipclab.studies.results`) and, optionally, the run log of ``ipclab reproduce``. The
+PDF has a title page with the environment manifest; per study its parameters, deviations,
+figures, in-report tables and claims with verdicts, and what was skipped; then one table of
+all claims with counts per verdict, and how the report was made. The HTML (images embedded)
+is kept next to the PDF.
+
+    python -m ipclab.report --results out/results --out out/report.pdf
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ipclab import report_html as rh
+from ipclab.claims import RULES, VERDICTS
+from ipclab.runs import utcnow
+from ipclab.studies.results import read_results
+
+CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+KEY_LIBRARIES = (
+    "ipclab", "aiohttp", "uvicorn", "grpcio", "protobuf", "aio-pika", "locust", "pandas",
+    "numpy", "scipy", "matplotlib", "papermill", "docker",
+)  # fmt: skip
+STATUS_CLASSES = {"ok": "v-ok", "failed": "v-bad", "skipped": "v-unk"}
+
+
+class ChromiumMissing(RuntimeError):
+    """No Chromium binary: the report cannot be printed."""
+
+
+# --------------------------------------------------------------------------- one study
+
+
+@dataclass
+class Counter:
+    """Running figure and table numbers across the whole report."""
+
+    figures: int = 0
+    tables: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def figure(self) -> int:
+        self.figures += 1
+        return self.figures
+
+    def table(self) -> int:
+        self.tables += 1
+        return self.tables
+
+
+def _resolve(directory: Path, path: str, fallback_dir: str | None = None) -> Path | None:
+    p = Path(path)
+    candidates = [p, directory / p, directory / p.name]
+    if fallback_dir:
+        candidates.append(Path(fallback_dir) / p.name)
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def _figure_html(directory: Path, fig: dict[str, Any], fallback_dir: str | None, n: Counter) -> str:
+    num = n.figure()
+    cap = rh.caption("Figure", num, fig.get("caption", fig.get("name", "")))
+    png = _resolve(directory, fig.get("png", ""), fallback_dir)
+    if png is None:
+        n.problems.append(f"Figure {num} ({fig.get('name')}): file {fig.get('png')} not found")
+        return f'<div class="missing">Missing: figure file {rh.esc(fig.get("png"))} not found.'\
+               f"<div>{cap}</div></div>"  # fmt: skip
+    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" alt="{rh.esc(fig.get("name", ""))}">'
+        f"<figcaption>{cap}</figcaption></figure>"
+    )
+
+
+def _read_csv(directory: Path, name: str, what: str, n: Counter) -> pd.DataFrame | None:
+    path = _resolve(directory, name)
+    if path is None:
+        n.problems.append(f"{what}: {directory / name} not found")
+        return None
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as e:
+        n.problems.append(f"{what}: {path} unreadable ({e})")
+        return None
+
+
+def _in_report(t: dict[str, Any]) -> bool:
+    return str(t.get("in_report", True)).strip().lower() not in ("false", "0", "no")
+
+
+def _bullets(items: Sequence[str], prefix: str = "") -> str:
+    lis = "".join(f"<li>{prefix}{rh.esc(i)}</li>" for i in items)
+    return f"<ul>{lis}</ul>"
+
+
+def _parameters_html(params: dict[str, Any]) -> str:
+    if not params:
+        return '<p class="quiet">None recorded in the results folder.</p>'
+    items = [
+        (k, v if isinstance(v, str | int | float | bool) or v is None else json.dumps(v))
+        for k, v in params.items()
+    ]
+    return rh.kv_table(items, "kv params")
+
+
+def study_section(
+    index: int,
+    directory: Path,
+    meta: dict[str, Any],
+    claims: pd.DataFrame | None,
+    not_run: Sequence[str],
+    n: Counter,
+) -> str:
+    """One study: title, parameters, deviations, skipped items, figures, tables, claims.
+
+    ``not_run``: lines about this study's notebook from the run log (skipped or failed)."""
+    title = meta.get("title") or meta.get("study") or directory.name
+    problems_before = len(n.problems)
+    out = [
+        f'<section class="study"><h1 class="study-title">{index}. {rh.esc(title)}</h1>',
+        f'<p class="quiet">Results folder <code>{rh.esc(directory)}</code>'
+        f"{', updated ' + rh.esc(meta['updated_at']) if meta.get('updated_at') else ''}.</p>",
+        "<h2>Parameters</h2>",
+        _parameters_html(meta.get("parameters") or {}),
+        "<h2>Deviations from the original setup</h2>",
+        _bullets(meta.get("deviations") or []) if meta.get("deviations")
+        else '<p class="quiet">None recorded.</p>',
+    ]  # fmt: skip
+    skipped = [*(f"Skipped: {s}" for s in meta.get("skipped") or []), *not_run]
+    if skipped:
+        failed = any(x.startswith("FAILED") for x in skipped)
+        out += [f"<h2>Skipped{' and failed' if failed else ''}</h2>", '<ul class="skipped">'] + [
+            f"<li>{rh.esc(s)}</li>" for s in skipped
+        ] + ["</ul>"]  # fmt: skip
+    figures = meta.get("figures") or []
+    if figures:
+        out.append("<h2>Figures</h2>")
+        out += [_figure_html(directory, f, meta.get("figures_dir"), n) for f in figures]
+    claims_name = meta.get("claims")
+    tables = [t for t in meta.get("tables") or [] if t.get("csv") != claims_name]
+    shown = [t for t in tables if _in_report(t)]
+    heading = "<h2>Measured against published</h2>" if shown else ""
+    for t in shown:
+        df = _read_csv(directory, t.get("csv", ""), f"table {t.get('name')}", n)
+        if df is not None:
+            cap = rh.caption("Table", n.table(), t.get("caption", t.get("name", "")))
+            out.append(rh.frame_table(df, cap, heading))
+            heading = ""
+    out.append(heading)  # when no table could be read: the heading, then the Missing list
+    out.append("<h2>Claims and verdicts</h2>")
+    if claims is None:
+        out.append('<p class="missing">No claims table in this results folder.</p>')
+    else:
+        counts = claims["verdict"].astype(str).value_counts() if "verdict" in claims else {}
+        summary = ", ".join(f"{int(c)} {v}" for v, c in counts.items())
+        out.append(f"<p>{len(claims)} claims: {rh.esc(summary)}.</p>")
+        cap = rh.caption(
+            "Table", n.table(), f"Claims of {title}: published statements (source and quote), "
+            "the comparison tested, the published and measured effect (ratio a/b with 95% CI; "
+            "below it the measured a vs b and runs per side), p-value, Cliff's delta, verdict "
+            "and its reason.",
+        )  # fmt: skip
+        out.append(rh.claims_table(claims, cap))
+    hidden = [t for t in tables if not _in_report(t)]
+    if hidden:
+        out.append('<p class="quiet">Also in the results folder, not printed: ')
+        out.append("; ".join(
+            f"<code>{rh.esc(t.get('csv'))}</code> ({rh.esc(t.get('caption', ''))})"
+            for t in hidden
+        ) + ".</p>")  # fmt: skip
+    new_problems = n.problems[problems_before:]
+    if new_problems:
+        out += ['<h2>Missing</h2><ul class="skipped">'] + [
+            f"<li>Missing: {rh.esc(p)}</li>" for p in new_problems
+        ] + ["</ul>"]  # fmt: skip
+    out.append("</section>")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- whole document
+
+
+def _gib(x: Any) -> str:
+    try:
+        return f"{float(x) / 2**30:.1f} GiB"
+    except (TypeError, ValueError):
+        return "unknown"
+
+
+def environment_html(env: dict[str, Any], profile: str, backend: str, date: str) -> str:
+    git = env.get("git") or {}
+    rev = git.get("revision") or "unknown"
+    dirty = git.get("dirty")
+    dirty_s = "unknown" if dirty is None else ("yes: uncommitted changes" if dirty else "no")
+    cores = f"{env.get('cpu_cores_logical')} logical, {env.get('cpu_cores_physical')} physical"
+    items: list[tuple[str, object]] = [
+        ("Date", date),
+        ("Profile", profile),
+        ("Backend", backend),
+        ("Git revision", rev),
+        ("Working tree dirty", dirty_s),
+        ("Python", f"{env.get('python')} ({env.get('implementation', '')})"),
+        ("OS", env.get("os")),
+        ("CPU", env.get("cpu_model")),
+        ("Cores", cores),
+        ("Memory", _gib(env.get("memory_bytes"))),
+        ("Host", env.get("host")),
+    ]
+    libs = env.get("libraries") or {}
+    key = [(k, libs.get(k) or "not installed") for k in KEY_LIBRARIES if k in libs]
+    other = [(k, v) for k, v in libs.items() if k not in KEY_LIBRARIES and v]
+    lib_rows = ", ".join(f"{k} {v}" for k, v in [*key, *other])
+    items.append(("Libraries", lib_rows or "unknown"))
+    return rh.kv_table(items, "kv env")
+
+
+def _profile_backend(
+    run_log: dict[str, Any] | None, metas: Sequence[dict[str, Any]]
+) -> tuple[str, str]:
+    def pick(k: str) -> str:
+        if run_log and run_log.get(k):
+            return str(run_log[k])
+        vals = sorted({str(m["parameters"][k]) for m in metas if k in (m.get("parameters") or {})})
+        return ", ".join(vals) if vals else "not recorded"
+
+    return pick("profile"), pick("backend")
+
+
+def _notebooks(run_log: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return list((run_log or {}).get("notebooks") or [])
+
+
+def not_run_items(run_log: dict[str, Any] | None) -> list[str]:
+    """Every notebook of the run log that was skipped or failed, with its reason."""
+    out = []
+    for e in _notebooks(run_log):
+        status = str(e.get("status", ""))
+        if status in ("skipped", "failed"):
+            word = "Skipped" if status == "skipped" else "FAILED"
+            out.append(
+                f"{word}: {e.get('notebook')} because {e.get('reason') or 'no reason given'}"
+            )
+    return out
+
+
+def title_page(
+    studies: Sequence[tuple[str, pd.DataFrame | None]],
+    env: dict[str, Any],
+    profile: str,
+    backend: str,
+    run_log: dict[str, Any] | None,
+    date: str,
+) -> str:
+    rows = []
+    for i, (title, claims) in enumerate(studies, 1):
+        if claims is None or "verdict" not in claims:
+            rows.append(f"<li>{i}. {rh.esc(title)}: no claims table</li>")
+            continue
+        c = claims["verdict"].astype(str).value_counts()
+        s = ", ".join(f"{int(c.get(v, 0))} {v}" for v in VERDICTS)
+        rows.append(f"<li>{i}. {rh.esc(title)}: {len(claims)} claims ({s})</li>")
+    missing = not_run_items(run_log)
+    status = (
+        '<ul class="skipped">' + "".join(f"<li>{rh.esc(m)}</li>" for m in missing) + "</ul>"
+        if missing
+        else ""
+    )
+    return f"""
+<section class="title-page">
+  <p class="kicker">ipclab</p>
+  <h1 class="title">Inter-service communication styles and microservice performance</h1>
+  <p class="subtitle">Reproduction report: every experiment rerun, measured against the
+  published numbers, each published claim judged by computed rules.</p>
+  <h2>Studies in this report</h2>
+  <ul class="studies">{"".join(rows) or "<li>none</li>"}</ul>
+  {status}
+  <h2>Environment</h2>
+  {environment_html(env, profile, backend, date)}
+</section>"""
+
+
+def summary_section(all_claims: pd.DataFrame, n: Counter) -> str:
+    out = ['<section class="summary"><h1 class="study-title">All claims</h1>']
+    if all_claims.empty or "verdict" not in all_claims:
+        out.append('<p class="quiet">No study produced a claims table.</p></section>')
+        return "\n".join(out)
+    counts = rh.verdict_counts(all_claims, VERDICTS)
+    out.append(rh.counts_table(counts, rh.caption("Table", n.table(), "Claims per verdict.")))
+    cap = rh.caption(
+        "Table", n.table(), "Every claim of every study with its measured effect (ratio a/b, "
+        "95% CI), p-value and verdict; the reasons are in each study's claims table.",
+    )  # fmt: skip
+    out.append(rh.all_claims_table(all_claims, cap))
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _fmt_seconds(s: Any) -> str:
+    try:
+        v = float(s)
+    except (TypeError, ValueError):
+        return "–"
+    return f"{v:.0f} s" if v < 120 else f"{v / 60:.1f} min"
+
+
+def made_section(run_log: dict[str, Any] | None, problems: Sequence[str], built_at: str) -> str:
+    out = ['<section class="made"><h1 class="study-title">How this report was made</h1>']
+    if run_log is None:
+        out.append(
+            "<p>Built from existing results folders (<code>python -m ipclab.report</code>); "
+            "no run log was given, so which notebooks ran and for how long is not recorded "
+            "here.</p>"
+        )
+    else:
+        items = [
+            (k, run_log[k])
+            for k in ("profile", "backend", "started_at", "ended_at")
+            if run_log.get(k) is not None
+        ]
+        if run_log.get("seconds") is not None:
+            items.append(("time until the report build", _fmt_seconds(run_log["seconds"])))
+        extra = [
+            (k, v if isinstance(v, str | int | float | bool) else json.dumps(v))
+            for k, v in run_log.items()
+            if k not in ("profile", "backend", "started_at", "ended_at", "seconds", "notebooks",
+                         "environment")
+        ]  # fmt: skip
+        out.append(
+            "<p><code>ipclab reproduce</code> ran every notebook top to bottom with papermill "
+            "(executed copies are build outputs), each writing a results folder; this report "
+            "is built from those folders alone.</p>"
+        )
+        out.append(rh.kv_table([*items, *extra], "kv"))
+        rows = ""
+        for e in _notebooks(run_log):
+            st = str(e.get("status", ""))
+            rows += (
+                f'<tr><td class="txt">{rh.esc(e.get("notebook", ""))}</td>'
+                f'<td class="txt">{rh.esc(e.get("results", ""))}</td>'
+                f'<td class="verdict {STATUS_CLASSES.get(st, "v-other")}">{rh.esc(st)}</td>'
+                f'<td class="num">{rh.esc(_fmt_seconds(e.get("seconds")))}</td>'
+                f'<td class="txt long">{rh.esc(e.get("reason") or "")}</td></tr>'
+            )
+        if rows:
+            out.append(
+                '<table class="tbl runlog" style="font-size:8pt"><thead><tr><th>notebook</th>'
+                "<th>results</th><th>status</th><th>time</th><th>reason</th></tr></thead>"
+                f"<tbody>{rows}</tbody></table>"
+            )
+    if problems:
+        out += ["<h2>Missing from the results</h2>", _bullets(problems, "Missing: ")]
+    out.append(f'<p class="quiet">Report HTML built {rh.esc(built_at)}.</p>')
+    out.append(
+        f'<h2>How verdicts are computed</h2><div class="rules">{rh.rst_to_html(RULES or "")}</div>'
+    )
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def render_html(
+    results_dirs: Sequence[Path],
+    run_log: dict[str, Any] | None = None,
+    environment: dict[str, Any] | None = None,
+) -> str:
+    """The whole report as one self-contained HTML document."""
+    from ipclab.environment import describe_environment
+
+    dirs = [Path(d) for d in results_dirs]
+    metas = [read_results(d) for d in dirs]
+    n = Counter()
+    env = environment or (run_log or {}).get("environment") or describe_environment()
+    profile, backend = _profile_backend(run_log, metas)
+    built_at = utcnow()
+    by_results: dict[str, list[str]] = {}
+    for e in _notebooks(run_log):
+        if e.get("status") in ("skipped", "failed") and e.get("results"):
+            by_results.setdefault(str(e["results"]), []).extend(not_run_items({"notebooks": [e]}))
+    sections, studies, frames = [], [], []
+    for i, (d, meta) in enumerate(zip(dirs, metas, strict=True), 1):
+        title = str(meta.get("title") or meta.get("study") or d.name)
+        claims = (
+            _read_csv(d, meta["claims"], f"claims of {title}", n) if meta.get("claims") else None
+        )
+        sections.append(study_section(i, d, meta, claims, by_results.get(d.name, []), n))
+        studies.append((title, claims))
+        if claims is not None:
+            frames.append(claims.assign(study=title))
+    all_claims = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    body = "\n".join(
+        [
+            title_page(studies, env, profile, backend, run_log, built_at[:10]),
+            *sections,
+            summary_section(all_claims, n),
+            made_section(run_log, n.problems, built_at),
+        ]
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>ipclab report</title><style>{CSS}</style></head><body>{body}</body></html>"
+    )
+
+
+# --------------------------------------------------------------------------- PDF
+
+
+def find_chromium() -> str:
+    """The Chromium binary: ``$IPCLAB_CHROMIUM`` or the first on PATH."""
+    env = os.environ.get("IPCLAB_CHROMIUM")
+    for c in ([env] if env else []) + list(CHROMIUM_CANDIDATES):
+        path = shutil.which(c)
+        if path:
+            return path
+    raise ChromiumMissing(
+        "the report PDF is printed by headless Chromium, and none is installed: "
+        "install Debian's package with `apt-get install chromium` (as root), or set "
+        "IPCLAB_CHROMIUM to a Chromium or Chrome binary"
+    )
+
+
+def html_to_pdf(html_file: Path, out_pdf: Path, timeout_s: float = 180.0) -> Path:
+    exe = find_chromium()
+    out_pdf.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ipclab-chromium-") as tmp:
+        tmp_pdf = Path(tmp) / "report.pdf"
+        cmd = [
+            exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={Path(tmp) / 'profile'}",
+            f"--print-to-pdf={tmp_pdf}", "--no-pdf-header-footer",
+            html_file.resolve().as_uri(),
+        ]  # fmt: skip
+        try:
+            r = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL
+            )
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeError(f"chromium did not print the report within {timeout_s:.0f} s") from e
+        if not tmp_pdf.is_file() or tmp_pdf.read_bytes()[:5] != b"%PDF-":
+            raise RuntimeError(
+                f"chromium exited {r.returncode} without a PDF: {r.stderr.strip()[-1500:]}"
+            )
+        shutil.move(str(tmp_pdf), out_pdf)
+    return out_pdf
+
+
+def build_report(
+    results_dirs: Sequence[Path], out_pdf: Path, run_log: dict[str, Any] | None = None
+) -> Path:
+    """Render the results folders (and the run log) to ``out_pdf``; the HTML is kept beside it.
+
+    Raises :class:`ChromiumMissing` when no Chromium is installed."""
+    find_chromium()  # fail before any work when it cannot end in a PDF
+    out_pdf = Path(out_pdf)
+    out_pdf.parent.mkdir(parents=True, exist_ok=True)
+    html_file = out_pdf.with_suffix(".html")
+    html_file.write_text(render_html(results_dirs, run_log), encoding="utf-8")
+    return html_to_pdf(html_file, out_pdf)
+
+
+def find_results(root: Path, run_log: dict[str, Any] | None = None) -> list[Path]:
+    """Every folder with a ``study.json`` under ``root``, in the run log's notebook order."""
+    dirs = sorted(p.parent for p in Path(root).rglob("study.json"))
+    order = {str(e.get("results")): i for i, e in enumerate(_notebooks(run_log))}
+    return sorted(dirs, key=lambda d: (order.get(d.name, len(order)), str(d)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ipclab.report", description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=Path("out/results"),
+        help="folder searched for results folders (study.json)",
+    )
+    ap.add_argument("--out", type=Path, default=Path("out/report.pdf"), help="the PDF to write")
+    ap.add_argument(
+        "--run-log",
+        type=Path,
+        default=None,
+        help="run_log.json of ipclab reproduce (default: <results>/../run_log.json)",
+    )
+    a = ap.parse_args(argv)  # fmt: skip
+    log_path = a.run_log or a.results.parent / "run_log.json"
+    run_log = json.loads(log_path.read_text()) if log_path.is_file() else None
+    dirs = find_results(a.results, run_log) if a.results.is_dir() else []
+    if not dirs:
+        print(f"no results folders (study.json) under {a.results}", file=sys.stderr)
+        return 2
+    try:
+        pdf = build_report(dirs, a.out, run_log)
+    except ChromiumMissing as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(pdf)
+    return 0
+
+
+CSS = """
+@page {
+  size: A4; margin: 15mm 14mm 16mm 14mm;
+  @bottom-left { content: "ipclab reproduction report"; font: 7pt "DejaVu Sans"; color: #777; }
+  @bottom-right { content: "page " counter(page) " of " counter(pages);
+                  font: 7pt "DejaVu Sans"; color: #777; }
+}
+@page wide { size: A4 landscape; margin: 14mm 14mm 14mm 14mm; }
+section.landscape { page: wide; }
+html { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+body { font-family: "DejaVu Sans", sans-serif; font-size: 9pt; line-height: 1.35; color: #111;
+       margin: 0; }
+h1 { font-size: 15pt; margin: 0 0 3mm 0; }
+h1.study-title { break-before: page; border-bottom: 1pt solid #333; padding-bottom: 1.5mm; }
+h2 { font-size: 11pt; margin: 5mm 0 2mm 0; break-after: avoid; }
+p, li { orphans: 2; widows: 2; }
+ul { margin: 1mm 0 2mm 0; padding-left: 5mm; }
+code { font-family: "DejaVu Sans Mono", monospace; font-size: 0.9em; overflow-wrap: anywhere; }
+.quiet { color: #555; font-size: 8pt; }
+.title-page { break-after: page; }
+.title-page .kicker { font-size: 10pt; letter-spacing: 0.2em; text-transform: uppercase;
+                      color: #555; margin: 18mm 0 1mm 0; }
+.title-page h1.title { font-size: 22pt; line-height: 1.2; margin-bottom: 3mm; }
+.title-page .subtitle { font-size: 11pt; color: #333; margin-bottom: 8mm; }
+ul.studies { list-style: none; padding-left: 0; font-size: 10pt; }
+ul.skipped li, .missing { color: #8a1c1c; }
+.missing { border: 0.6pt dashed #8a1c1c; padding: 2mm; margin: 2mm 0 4mm 0; }
+table.kv { border-collapse: collapse; width: 100%; font-size: 8.5pt; margin-bottom: 4mm; }
+table.kv th { text-align: left; vertical-align: top; width: 32mm; padding: 1pt 4pt 1pt 0;
+              color: #333; font-weight: bold; }
+table.kv td { padding: 1pt 0; overflow-wrap: anywhere; }
+table.kv tr { border-bottom: 0.4pt solid #ddd; }
+table.kv.params th { width: 45mm; }
+figure { break-inside: avoid; margin: 0 0 6mm 0; }
+figure img { display: block; max-width: 100%; max-height: 200mm; margin: 0 auto; }
+figcaption { font-size: 8.5pt; margin-top: 1.5mm; }
+.label { font-weight: bold; }
+.table-block { margin: 0 0 6mm 0; }
+table.tbl { border-collapse: collapse; max-width: 100%;
+            font-family: "DejaVu Sans Condensed", "DejaVu Sans", sans-serif; line-height: 1.25; }
+table.tbl caption { caption-side: top; text-align: left; font-family: "DejaVu Sans", sans-serif;
+                    font-size: 8.5pt; line-height: 1.35; padding-bottom: 1.5mm; }
+table.tbl th, table.tbl td { padding: 1.2pt 3pt; border-bottom: 0.4pt solid #ccc;
+                             vertical-align: top; }
+table.tbl thead { display: table-header-group; }
+table.tbl th { background: #e9ecef; text-align: left; font-weight: bold;
+               border-bottom: 0.8pt solid #555; }
+table.tbl tr { break-inside: avoid; }
+td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+td.txt { overflow-wrap: break-word; }
+td.long { overflow-wrap: anywhere; }
+.sub { color: #555; font-size: 0.92em; margin-top: 0.5pt; }
+.sub.note { color: #7a4a00; }
+td.verdict { font-weight: bold; white-space: nowrap; }
+.v-ok { background: #d3ecd9; color: #14532d; }
+.v-bad { background: #f6d3d6; color: #7f1d1d; }
+.v-unk { background: #fbefc6; color: #6b4e00; }
+.v-other { background: #e2e3e5; color: #333; }
+table.claims, table.allclaims { width: 100%; table-layout: fixed; }
+table.claims td, table.allclaims td { overflow-wrap: anywhere; }
+table.claims td.verdict { padding-right: 4pt; }
+table.claims td.verdict, table.allclaims td.verdict { overflow-wrap: normal; }
+table.claims col.c-id { width: 5%; } table.claims col.c-cmp { width: 18%; }
+table.claims col.c-pub { width: 11%; } table.claims col.c-meas { width: 13%; }
+table.claims col.c-p { width: 5.5%; } table.claims col.c-d { width: 9.5%; }
+table.claims col.c-v { width: 11.5%; } table.claims col.c-why { width: 26.5%; }
+table.claims tbody.stmt { break-inside: avoid; }
+table.claims tr.quote td { background: #f3f5f9; border-top: 0.8pt solid #888;
+                           font-size: 1.05em; padding-top: 2pt; }
+table.claims q { font-style: italic; }
+table.allclaims th:nth-child(1) { width: 12%; } table.allclaims th:nth-child(2) { width: 6%; }
+table.allclaims th:nth-child(3) { width: 17%; } table.allclaims th:nth-child(4) { width: 26%; }
+table.allclaims th:nth-child(5) { width: 19%; } table.allclaims th:nth-child(6) { width: 7%; }
+table.allclaims th:nth-child(7) { width: 13%; }
+table.counts th, table.counts td { padding: 2pt 8pt; }
+table.counts tr.total td { font-weight: bold; border-top: 0.8pt solid #555; }
+table.runlog { width: 100%; font-family: "DejaVu Sans Condensed", "DejaVu Sans", sans-serif; }
+.rules { font-size: 8pt; line-height: 1.35; color: #222; }
+"""
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
