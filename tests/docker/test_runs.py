@@ -1,0 +1,98 @@
+"""`ipclab run STACK --backend docker`: short runs with 0 failures and a complete run directory
+(issue 3, must-show 1), a fault run, and Ctrl-C in the middle of a run leaving nothing behind
+(must-show 4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ipclab.backends.docker import leftovers
+from ipclab.runs import read_run
+
+CLI = [sys.executable, "-m", "ipclab.cli"]
+
+
+def ipclab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("stack", ["shop-rest", "shop-grpc", "shop-amqp"])
+def test_short_run_has_no_failures(
+    stack: str, tmp_path: Path, docker_images: dict[str, str]
+) -> None:
+    out = tmp_path / "run"
+    r = ipclab("run", stack, "--backend", "docker", "--users", "10", "--spawn-rate", "10",
+               "--duration", "8s", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == str(out)
+    run = read_run(out)
+    assert run.complete and run.manifest["backend"] == "docker"
+    s = run.summary
+    print(f"{stack} on docker: {s['requests']} requests, rps {s['rps']}, "
+          f"p50 {s['latency_ms']['p50']} p99 {s['latency_ms']['p99']}")
+    assert s["requests"] > 0 and s["failures"] == 0, s
+    res = run.resources()
+    containers = res[res["kind"] == "container"]
+    roles = {"gateway", "product-info", "reviews", "recommendations", "shipping", "cart"}
+    assert roles <= set(containers["component"]), set(containers["component"])
+    assert ("broker" in set(containers["component"])) == (stack == "shop-amqp")
+    assert containers["net_tx_bytes"].notna().all() and containers["cpu_percent"].notna().any()
+    gw = containers[containers["component"] == "gateway"].sort_values("t")
+    assert len(gw) >= 5, "about 1 Hz over an 8 s run"
+    assert pd.to_numeric(gw["net_tx_packets"]).is_monotonic_increasing
+    assert (out / "logs" / "gateway.log").exists()
+    assert leftovers() == {"containers": [], "networks": [], "volumes": []}
+
+
+def test_fault_run_records_failures_and_recovers(
+    tmp_path: Path, docker_images: dict[str, str]
+) -> None:
+    out = tmp_path / "run"
+    r = ipclab("run", "shop-rest", "--backend", "docker", "--users", "5", "--spawn-rate", "5",
+               "--duration", "10s", "--fault", "reviews@3", "--fault", "restart:reviews@6",
+               "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = read_run(out)
+    events = [e["event"] for e in run.events()]
+    assert run.summary["failures"] > 0, run.summary
+    reqs = run.requests()
+    late = reqs[reqs["t"] > reqs["t"].max() - 2]
+    assert late["ok"].all(), "requests succeed again after the restart"
+    assert "stack_down" in events
+    assert leftovers() == {"containers": [], "networks": [], "volumes": []}
+
+
+def test_ctrl_c_mid_run_leaves_nothing(tmp_path: Path, docker_images: dict[str, str]) -> None:
+    out = tmp_path / "run"
+    p = subprocess.Popen(
+        [*CLI, "run", "shop-amqp", "--backend", "docker", "--users", "5", "--spawn-rate", "5",
+         "--duration", "120s", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        events = out / "events.jsonl"
+        while not (events.exists() and '"load_start' in events.read_text()):
+            assert p.poll() is None, p.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the run never started its load"
+            time.sleep(0.5)
+        time.sleep(3)
+        assert leftovers()["containers"], "the stack runs while the load runs"
+        os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        p.wait(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode != 0
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+    assert leftovers() == {"containers": [], "networks": [], "volumes": []}
