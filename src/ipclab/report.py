@@ -550,14 +550,14 @@ figcaption { font-size: 8.5pt; margin-top: 1.5mm; }
 .table-block { margin: 0 0 6mm 0; }
 table.tbl { border-collapse: collapse; max-width: 100%;
             font-family: "DejaVu Sans Condensed", "DejaVu Sans", sans-serif; line-height: 1.25; }
-table.tbl caption { caption-side: top; text-align: left; font-family: "DejaVu Sans", sans-serif;
-                    font-size: 8.5pt; line-height: 1.35; padding-bottom: 1.5mm; }
+.tcap { font-size: 8.5pt; line-height: 1.35; margin: 0 0 1.5mm 0; break-after: avoid; }
 table.tbl th, table.tbl td { padding: 1.2pt 3pt; border-bottom: 0.4pt solid #ccc;
                              vertical-align: top; }
 table.tbl thead { display: table-header-group; }
 table.tbl th { background: #e9ecef; text-align: left; font-weight: bold;
                border-bottom: 0.8pt solid #555; }
 table.tbl tr { break-inside: avoid; }
+table.tbl th.num { text-align: right; }
 td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 td.txt { overflow-wrap: break-word; }
 td.long { overflow-wrap: anywhere; }

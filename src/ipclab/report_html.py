@@ -87,6 +87,8 @@ def fmt_ci(estimate: object, low: object, high: object) -> str:
         return "–"
     if is_missing(low) or is_missing(high):
         return f"{fmt_num(estimate)} (no CI)"
+    if fmt_num(low) == fmt_num(high) == fmt_num(estimate):
+        return fmt_num(estimate)  # a deterministic measure: the interval is a point
     return f"{fmt_num(estimate)} [{fmt_num(low)}, {fmt_num(high)}]"
 
 
@@ -126,7 +128,7 @@ def format_frame(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[boo
         s = df[name]
         if pd.api.types.is_bool_dtype(s):
             cols.append([fmt_num(v) for v in s])
-            text.append(False)
+            text.append(True)
         elif pd.api.types.is_numeric_dtype(s):
             f = fmt_p if is_p_column(str(name)) else fmt_num
             cols.append([f(v) for v in s])
@@ -172,8 +174,8 @@ def wrap_table(
     """A table with its caption; ``heading`` (HTML) goes right before it, on the same page."""
     cls = f"tbl {extra_class}".strip()
     table = (
-        f'{heading}<div class="table-block"><table class="{cls}" style="font-size:{size}pt">'
-        f"<caption>{cap}</caption>{inner}</table></div>"
+        f'{heading}<div class="table-block"><p class="tcap">{cap}</p>'
+        f'<table class="{cls}" style="font-size:{size}pt">{inner}</table></div>'
     )
     return f'<section class="landscape">{table}</section>' if landscape else table
 
@@ -192,8 +194,8 @@ def frame_table(df: pd.DataFrame, cap: str, heading: str = "") -> str:
     headers, rows, text = format_frame(df)
     widths = [column_chars(h, (r[i] for r in rows), text[i]) for i, h in enumerate(headers)]
     size, landscape = layout(widths)
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     classes = [cell_class(t) for t in text]
+    head = "".join(f'<th class="{classes[i]}">{esc(h)}</th>' for i, h in enumerate(headers))
     body = "".join(
         "<tr>"
         + "".join(
