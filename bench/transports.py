@@ -370,16 +370,18 @@ async def measure(
         lat[i] = time.perf_counter() - t0
 
     done = errors = 0
+    first_error = ""
     stop = time.perf_counter() + seconds
 
     async def worker() -> None:
-        nonlocal done, errors
+        nonlocal done, errors, first_error
         while time.perf_counter() < stop:
             try:
                 await call()
                 done += 1
             except Exception:  # noqa: BLE001 - counted, the row says so
                 errors += 1
+                first_error = first_error or traceback.format_exc(limit=1).splitlines()[-1]
 
     cpu0 = (time.process_time(), _cpu_seconds(server), _cpu_seconds(broker))
     t0 = time.perf_counter()
@@ -389,12 +391,15 @@ async def measure(
     client_cpu, server_cpu, broker_cpu = (
         100 * (b - a) / elapsed for a, b in zip(cpu0, cpu1, strict=True)
     )
+    cpu_s = sum(b - a for a, b in zip(cpu0, cpu1, strict=True))
     p50, p99 = np.percentile(lat, [50, 99]) * 1e6
     return {
         "seq_p50_us": round(float(p50), 1),
         "seq_p99_us": round(float(p99), 1),
         "rps": round(done / elapsed, 1),
+        "cpu_us_per_call": round(1e6 * cpu_s / done, 1) if done else None,
         "errors": errors,
+        "first_error": first_error,
         "client_cpu_percent": round(client_cpu, 1),
         "server_cpu_percent": round(server_cpu, 1),
         "broker_cpu_percent": round(broker_cpu, 1) if broker else None,
@@ -538,7 +543,8 @@ def table(rows: list[dict[str, Any]], inflight: int) -> str:
     floor = next((r for r in rows if r["name"] == "floor" and "error" not in r), None)
     head = (
         f"{'candidate':<13} {'p50 us':>8} {'p99 us':>8} {'req/s@' + str(inflight):>10} "
-        f"{'p50 x floor':>11} {'rps % floor':>11} {'cpu cli/srv/brk %':>18}  description"
+        f"{'p50 x floor':>11} {'rps % floor':>11} {'cpu us/call':>11} {'x floor':>7} "
+        f"{'cpu cli/srv/brk %':>17}  description"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -547,14 +553,17 @@ def table(rows: list[dict[str, Any]], inflight: int) -> str:
             continue
         ratio_lat = r["seq_p50_us"] / floor["seq_p50_us"] if floor else None
         ratio_rps = 100 * r["rps"] / floor["rps"] if floor else None
+        cost = r["cpu_us_per_call"]
+        ratio_cost = cost / floor["cpu_us_per_call"] if floor and cost else None
         cpu = (
             f"{r['client_cpu_percent']:.0f}/{r['server_cpu_percent']:.0f}/"
             f"{_num(r['broker_cpu_percent'], '.0f')}"
         )
-        errors = f"  ({r['errors']} errors)" if r["errors"] else ""
+        errors = f"  ({r['errors']} errors: {r['first_error']})" if r["errors"] else ""
         lines.append(
             f"{r['name']:<13} {r['seq_p50_us']:>8.0f} {r['seq_p99_us']:>8.0f} {r['rps']:>10.0f} "
-            f"{_num(ratio_lat, '.1f'):>11} {_num(ratio_rps, '.1f'):>11} {cpu:>18}  "
+            f"{_num(ratio_lat, '.1f'):>11} {_num(ratio_rps, '.1f'):>11} {_num(cost, '.0f'):>11} "
+            f"{_num(ratio_cost, '.1f'):>7} {cpu:>17}  "
             f"{r['label']}{errors}"
         )
     return "\n".join(lines)
@@ -601,7 +610,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows, args.inflight))
     print(
         f"# load avg {load_before[0]:.2f} before, {load_after[0]:.2f} after;"
-        f" {time.monotonic() - started:.0f} s; cpu: % of one core during the throughput phase"
+        f" {time.monotonic() - started:.0f} s\n# cpu: client/server/broker, % of one core in the"
+        " throughput phase; cpu us/call (all three) is the figure least moved by other load"
     )
     if args.json:
         doc = {
