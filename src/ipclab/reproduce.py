@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipclab.environment import describe_environment
 from ipclab.runs import utcnow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +116,7 @@ def reproduce(
         "profile": profile,
         "backend": backend,
         "started_at": utcnow(),
+        "environment": describe_environment(),
         "notebooks": [],
     }
     log_path = out / "run_log.json"
