@@ -1,0 +1,641 @@
+"""Availability experiments on a running stack: each writes an ordinary run directory.
+
+* :func:`run_until_failure` (method 1, the thesis's): a closed-loop load with no time limit
+  until the probe's failure criteria fire or a cap is reached (censored), then every
+  component is restarted through the backend and the recovery is timed.
+* :func:`run_fault_injection` (method 2): a steady load; components are killed on a seeded
+  exponential schedule (:func:`ipclab.faults.fault_schedule`) and restarted through the
+  backend after the failure is detected (or after a fixed downtime).
+* :func:`run_outage`: one service stopped for a fixed window under load; every request the
+  load generator issued is classed (:mod:`ipclab.outage`).
+
+Each writes ``manifest.json`` (kind ``availability`` or ``outage``), ``events.jsonl`` (marks
+``start``, ``kill`` with ``role``, ``restart`` with ``role``, ``end``), ``probe.csv``,
+``cycles.csv`` (one flushed line per finished cycle), the Locust records and
+``summary.json``. :func:`with_stack` starts a stack for one run and always stops it.
+See docs/availability.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import queue
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ipclab.availability import Criteria, CycleLog, CycleTracker, Mark, read_cycles
+from ipclab.availability_stats import availability_summary
+from ipclab.backends import RunningStack, StackOptions, get_backend
+from ipclab.faults import fault_schedule
+from ipclab.load.runner import RESOURCE_COLUMNS, LoadProfile, ResourceSampler, _locust_argv
+from ipclab.outage import classify_requests, outage_table
+from ipclab.probe import Probe, read_probe
+from ipclab.procs import spawn, stop_group
+from ipclab.runs import CsvAppender, RunWriter, read_run
+from ipclab.stacks import StackSpec, resolve
+from ipclab.summary import summarize
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+# --------------------------------------------------------------------------- the load
+class LoadSession:
+    """Locust against a running stack, stoppable early (``run_on`` runs to its duration).
+
+    Same command line, environment and per-request records as :func:`ipclab.load.runner.run_on`;
+    ``stop`` ends Locust with SIGTERM (it flushes its records on quitting) unless it ended
+    by itself, and writes ``summary.json``.
+    """
+
+    def __init__(
+        self, stack: RunningStack, profile: LoadProfile, writer: RunWriter, options: StackOptions
+    ):
+        self.stack, self.profile, self.writer, self.options = stack, profile, writer, options
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._resources: CsvAppender | None = None
+        self._sampler: ResourceSampler | None = None
+        self.summary: dict[str, Any] = {}
+
+    def start(self) -> LoadSession:
+        run_dir = self.writer.path
+        p = self.profile
+        env = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
+        env.update(
+            IPCLAB_REQUESTS_DIR=str(run_dir / "requests"),
+            IPCLAB_THINK_TIME_S=str(p.think_time_s),
+            IPCLAB_THINK_TIME_MAX_S=str(p.think_time_max_s or p.think_time_s),
+            IPCLAB_CATALOGUE_SIZE=str(self.options.catalogue_size),
+            IPCLAB_CUSTOMERS=str(self.options.customers),
+            IPCLAB_LOAD_SEED=str(p.seed),
+            PYTHONUNBUFFERED="1",
+        )
+        self._resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
+        self._sampler = ResourceSampler(
+            self.stack, self._resources, lambda: {"loadgen": self.proc.pid} if self.proc else {}
+        )
+        self._sampler.start()
+        self.writer.event("locust_start", users=p.users, duration_s=p.duration_s)
+        argv = _locust_argv(p, self.stack.gateway_url, run_dir, self.stack.spec.locustfile)
+        self.proc = spawn(argv, env, run_dir / "logs" / "locust.log")
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for Locust to end by itself (its run time); True if it did."""
+        deadline = time.monotonic() + timeout
+        while self.running and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return not self.running
+
+    def stop(self) -> dict[str, Any]:
+        if self.proc is not None:
+            ended_itself = self.proc.poll() is not None
+            if not ended_itself:
+                stop_group(self.proc, grace=10)
+            self.writer.event("locust_stop", exit_code=self.proc.poll(), ended_itself=ended_itself)
+            self.proc = None
+        if self._sampler is not None:
+            self._sampler.halt.set()
+            self._sampler.join(timeout=5)
+            self._sampler = None
+        if self._resources is not None:
+            self._resources.close()
+            self._resources = None
+            self.summary = summarize(self.writer.path, warmup_s=self.profile.warmup_s)
+        return self.summary
+
+
+# --------------------------------------------------------------------------- the monitor
+class Monitor:
+    """The probe feeding a :class:`CycleTracker` (online), marks written to events.jsonl.
+
+    Probe rows arrive on a queue from the probe's thread and are fed to the tracker from
+    the caller's thread (:meth:`pump`), so tracker and marks are never touched concurrently.
+    """
+
+    def __init__(
+        self,
+        stack: RunningStack,
+        writer: RunWriter,
+        criteria: Criteria,
+        period_ms: float = 100.0,
+        timeout_s: float = 1.0,
+    ):
+        self.writer = writer
+        self.rows: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.log = CycleLog(writer.path)
+        self.tracker = CycleTracker(criteria, on_cycle=self.log.append)
+        self.probe = Probe(
+            stack.gateway_url,
+            writer.path,
+            period_ms=period_ms,
+            timeout_s=timeout_s,
+            on_row=self.rows.put,
+        )
+        self.t_start: float | None = None
+        self.last_good_at = -math.inf  # when the probe last learned a complete answer
+        self._closed = False
+
+    def start(self) -> Monitor:
+        self.probe.start()
+        self.mark("start")
+        return self
+
+    def mark(self, kind: str, role: str | None = None, **data: Any) -> float:
+        """Write an event and feed it to the tracker; returns its time."""
+        self.pump()
+        t = time.time()
+        extra = {"role": role} if role is not None else {}
+        self.writer.event(kind, t=t, **extra, **data)
+        self.tracker.mark(Mark(t, kind, role))
+        if kind == "start":
+            self.t_start = t
+        return t
+
+    def pump(self, timeout: float = 0.0) -> None:
+        """Feed every queued probe row to the tracker (waiting up to ``timeout`` for one)."""
+        with contextlib.suppress(queue.Empty):
+            row = self.rows.get(timeout=timeout) if timeout > 0 else self.rows.get_nowait()
+            while True:
+                lat = float("nan") if row.get("latency_ms") is None else float(row["latency_ms"])
+                ok, complete = bool(row["ok"]), bool(row.get("complete", True))
+                self.tracker.observe(float(row["t"]), ok, lat, complete)
+                if ok and complete:
+                    at = float(row["t"]) + (0.0 if math.isnan(lat) else lat / 1000.0)
+                    self.last_good_at = max(self.last_good_at, at)
+                row = self.rows.get_nowait()
+
+    def wait_until(self, done: Callable[[], bool], timeout: float) -> bool:
+        """Pump until ``done()`` or ``timeout`` seconds; True if ``done()``."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() >= deadline:
+                return False
+            self.pump(timeout=0.05)
+        return True
+
+    def sleep(self, seconds: float) -> None:
+        self.wait_until(lambda: False, seconds)
+
+    @property
+    def state(self) -> str:
+        return self.tracker.state
+
+    @property
+    def n_cycles(self) -> int:
+        return len(self.tracker.cycles)
+
+    def close(self) -> None:
+        """Mark the end (if started), stop the probe, finish the tracker. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.t_start is not None:
+                t_end = time.time()
+                self.writer.event("end", t=t_end)
+                self.probe.stop()
+                self.pump()
+                self.tracker.finish(t_end)
+            else:
+                self.probe.stop()
+        finally:
+            self.log.close()
+
+
+# --------------------------------------------------------------------------- helpers
+@dataclass
+class Common:
+    """What every availability run shares."""
+
+    criteria: Criteria = field(default_factory=Criteria)
+    probe_period_ms: float = 100.0
+    probe_timeout_s: float = 1.0
+    warmup_s: float = 2.0  # load before the probe's start mark
+    recover_timeout_s: float = 60.0  # give up waiting for a recovery after this long
+    confidence: float = 0.95
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["criteria"] = self.criteria.as_dict()
+        return d
+
+
+def _parameters(stack: RunningStack, options: StackOptions, **kw: Any) -> dict[str, Any]:
+    return {"stack": stack.spec.name, "backend": stack.backend, "options": options.as_dict(), **kw}
+
+
+def _writer(
+    out: Path, kind: str, stack: RunningStack, parameters: dict[str, Any], **fields: Any
+) -> RunWriter:
+    out = Path(out)
+    if (out / "manifest.json").exists():
+        raise FileExistsError(f"{out} already holds a run")
+    return RunWriter(
+        out,
+        kind,
+        parameters,
+        stack=stack.spec.name,
+        style=stack.spec.style,
+        backend=stack.backend,
+        **fields,
+    )
+
+
+def _summarise_cycles(run_dir: Path, confidence: float) -> dict[str, Any]:
+    cycles = read_cycles(run_dir)
+    s = availability_summary(cycles, confidence=confidence)
+    return {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+        for k, v in s.as_row().items()
+    }
+
+
+def _finish(writer: RunWriter, status: str, summary: dict[str, Any]) -> None:
+    summary["status"] = status
+    writer.write_json("summary.json", summary)
+    writer.finish(status)
+
+
+@contextlib.contextmanager
+def _guard(writer: RunWriter) -> Iterator[dict[str, Any]]:
+    """Mark the run failed or interrupted on an exception (and re-raise)."""
+    box: dict[str, Any] = {}
+    try:
+        yield box
+    except KeyboardInterrupt:
+        writer.event("interrupted")
+        writer.finish("interrupted")
+        raise
+    except BaseException as e:
+        writer.event("error", error=repr(e))
+        writer.finish("failed", error=str(e))
+        raise
+
+
+def first_good_after(run_dir: Path, t: float) -> float | None:
+    """Seconds from ``t`` to the first complete probe answer learned after it."""
+    df = read_probe(run_dir)
+    if df.empty:
+        return None
+    at = df["t"] + pd.to_numeric(df["latency_ms"], errors="coerce").fillna(0) / 1000
+    good = df["ok"] & df["complete"] & (at > t)
+    return float(at[good].min() - t) if good.any() else None
+
+
+# --------------------------------------------------------------------------- method 1
+@dataclass
+class UntilFailure:
+    """Method 1: ``users`` until failure or ``cap_s``, then a restart of every component."""
+
+    users: int = 200
+    cap_s: float = 1800.0
+    spawn_rate: float | None = None  # None: all users in the first second
+    seed: int = 1
+    restart_when_censored: bool = True  # still time a full restart (not used in A)
+
+
+def run_until_failure(
+    stack: RunningStack,
+    out: Path,
+    plan: UntilFailure,
+    common: Common | None = None,
+    options: StackOptions | None = None,
+    progress: Progress = _quiet,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    common = common or Common()
+    options = options or StackOptions()
+    criteria = Criteria(**{**common.criteria.as_dict(), "cap_s": plan.cap_s})
+    limits = stack.backend == "docker" and (
+        options.cpus is not None or options.memory_mb is not None
+    )
+    params = _parameters(
+        stack,
+        options,
+        method="until_failure",
+        users=plan.users,
+        plan=asdict(plan),
+        common={**common.as_dict(), "criteria": criteria.as_dict()},
+        resource_limits_applied=limits,
+        **(extra or {}),
+    )
+    writer = _writer(out, "availability", stack, params, users=plan.users, method="until_failure")
+    profile = LoadProfile(
+        users=plan.users,
+        spawn_rate=plan.spawn_rate or float(plan.users),
+        duration_s=plan.cap_s + common.warmup_s + common.recover_timeout_s + 120,
+        seed=plan.seed,
+    )
+    load = LoadSession(stack, profile, writer, options)
+    mon = Monitor(stack, writer, criteria, common.probe_period_ms, common.probe_timeout_s)
+    t_restart: float | None = None
+    with _guard(writer):
+        try:
+            load.start()
+            time.sleep(common.warmup_s)
+            mon.start()
+            progress(f"{stack.spec.name}: {plan.users} users until failure (cap {plan.cap_s:g} s)")
+            mon.wait_until(lambda: mon.state != "up", plan.cap_s + 5)
+            failed = mon.state == "down"
+            if failed or plan.restart_when_censored:
+                progress(f"{stack.spec.name}: {'failed' if failed else 'censored'}; restarting")
+                t_restart = restart_all(stack, mon)
+                if failed:
+                    mon.wait_until(lambda: mon.n_cycles > 0, common.recover_timeout_s)
+                else:
+                    t_r = t_restart
+                    mon.wait_until(lambda: mon.last_good_at > t_r, common.recover_timeout_s)
+        finally:
+            mon.close()
+            load_summary = load.stop()
+    summary = _summarise_cycles(writer.path, common.confidence)
+    summary["load"] = load_summary
+    summary["restart_to_first_good_s"] = (
+        first_good_after(writer.path, t_restart) if t_restart is not None else None
+    )
+    _finish(writer, "complete", summary)
+    return writer.path
+
+
+def wait_dead(stack: RunningStack, role: str, timeout: float = 15.0) -> None:
+    """Wait until a killed component's process has exited (local backend), so that its
+    restart does not race the dying process for its port or node name."""
+    if role == "broker":
+        proc = getattr(getattr(stack, "broker", None), "process", None)
+    else:
+        proc = getattr(stack, "procs", {}).get(role)
+    if proc is None or not hasattr(proc, "poll"):
+        return
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def restart_all(stack: RunningStack, mon: Monitor) -> float:
+    """Stop every component (the gateway first), then start them again (the broker first,
+    the gateway last), as the thesis restarted the whole cluster. Nothing old can answer
+    after the first ``restart`` mark; returns its time."""
+    roles = (["broker"] if stack.spec.needs_broker else []) + list(stack.spec.services)
+    roles.append(stack.spec.gateway)
+    for role in reversed(roles):
+        mon.writer.event("stop_component", role=role)
+        with contextlib.suppress(Exception):
+            stack.kill(role)
+        wait_dead(stack, role)
+    t0 = None
+    for role in roles:
+        t = mon.mark("restart", role)
+        t0 = t if t0 is None else t0
+        stack.restart(role)
+    assert t0 is not None
+    return t0
+
+
+# --------------------------------------------------------------------------- method 2
+@dataclass
+class FaultInjection:
+    """Method 2: ``cycles`` faults with exponential gaps of up time (``min_gap_s`` +
+    Exp(``mean_gap_s``)) on ``components`` (None: every service and the gateway, plus the
+    broker when ``include_broker``); restart after detection or after ``downtime_s``."""
+
+    users: int = 50
+    cycles: int = 10
+    mean_gap_s: float = 30.0
+    min_gap_s: float = 5.0
+    seed: int = 2020
+    components: tuple[str, ...] | None = None
+    include_broker: bool = True
+    restart_after: str = "detection"  # or "downtime"
+    downtime_s: float = 5.0  # fixed downtime, and the longest wait for a detection
+    think_time_s: float = 0.0
+
+    def roles(self, spec: StackSpec) -> list[str]:
+        if self.components is not None:
+            return list(self.components)
+        out = list(spec.roles)
+        if spec.needs_broker and self.include_broker:
+            out.append("broker")
+        return out
+
+
+def run_fault_injection(
+    stack: RunningStack,
+    out: Path,
+    plan: FaultInjection,
+    common: Common | None = None,
+    options: StackOptions | None = None,
+    progress: Progress = _quiet,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    common = common or Common()
+    options = options or StackOptions()
+    if plan.restart_after not in ("detection", "downtime"):
+        raise ValueError("restart_after must be 'detection' or 'downtime'")
+    roles = plan.roles(stack.spec)
+    schedule = fault_schedule(
+        plan.seed, plan.mean_gap_s, plan.cycles, roles, min_gap_s=plan.min_gap_s
+    )
+    params = _parameters(
+        stack,
+        options,
+        method="fault_injection",
+        users=plan.users,
+        plan=asdict(plan),
+        common=common.as_dict(),
+        schedule=[f.as_dict() for f in schedule],
+        **(extra or {}),
+    )
+    writer = _writer(out, "availability", stack, params, users=plan.users, method="fault_injection")
+    budget = sum(f.gap_s for f in schedule) + plan.cycles * (
+        plan.downtime_s + common.recover_timeout_s
+    )
+    profile = LoadProfile(
+        users=plan.users,
+        spawn_rate=float(plan.users),
+        duration_s=common.warmup_s + budget + 60,
+        seed=plan.seed,
+        think_time_s=plan.think_time_s,
+    )
+    load = LoadSession(stack, profile, writer, options)
+    mon = Monitor(stack, writer, common.criteria, common.probe_period_ms, common.probe_timeout_s)
+    with _guard(writer):
+        try:
+            load.start()
+            time.sleep(common.warmup_s)
+            mon.start()
+            for fault in schedule:
+                if not mon.wait_until(lambda: mon.state == "up", common.recover_timeout_s):
+                    progress(f"{stack.spec.name}: not recovered; stopping")
+                    break
+                mon.sleep(fault.gap_s)
+                before = mon.n_cycles
+                mon.mark("kill", fault.component, fault=fault.index)
+                stack.kill(fault.component)
+                if plan.restart_after == "detection":
+                    mon.wait_until(lambda: mon.state == "down", plan.downtime_s)
+                else:
+                    mon.sleep(plan.downtime_s)
+                masked = mon.state == "up"
+                wait_dead(stack, fault.component)
+                mon.mark("restart", fault.component, fault=fault.index)
+                stack.restart(fault.component)
+                if not masked:
+                    mon.wait_until(lambda b=before: mon.n_cycles > b, common.recover_timeout_s)
+                c = mon.tracker.cycles[-1] if mon.n_cycles > before else None
+                progress(
+                    f"{stack.spec.name}: fault {fault.index + 1}/{len(schedule)} "
+                    f"{fault.component}: "
+                    + (
+                        f"up {c.ttf_s:.1f} s, down {c.ttr_s:.1f} s"
+                        if c and c.ttr_s
+                        else "masked"
+                        if masked
+                        else "no recovery yet"
+                    )
+                )
+            mon.sleep(1.0)
+        finally:
+            mon.close()
+            load_summary = load.stop()
+    summary = _summarise_cycles(writer.path, common.confidence)
+    summary["load"] = load_summary
+    _finish(writer, "complete", summary)
+    return writer.path
+
+
+# --------------------------------------------------------------------------- outage
+@dataclass
+class Outage:
+    """Stop ``role`` for ``outage_s`` under ``users``, ``before_s`` after the warm-up; the
+    load ends by itself ``after_s`` after the restart, so every request issued in the window
+    has completed (the gateway answers by its call timeout)."""
+
+    users: int = 50
+    role: str = "reviews"
+    before_s: float = 20.0
+    outage_s: float = 10.0
+    after_s: float = 25.0
+    late_ms: float = 1000.0
+    seed: int = 1
+
+
+def gateway_stats(stack: RunningStack) -> dict[str, Any] | None:
+    """The gateway's transport counters (AMQP: published, replies, unmatched), if any."""
+    try:
+        with urllib.request.urlopen(f"{stack.gateway_url}/stats", timeout=3) as r:
+            doc = json.loads(r.read())
+        return dict(doc) if isinstance(doc, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def outage_failure_fraction(table: pd.DataFrame) -> float | None:
+    """Share of the requests issued during the outage that were not served (failed or
+    lost); served late counts as served."""
+    if "during" not in table.index or table.loc["during", "issued"] == 0:
+        return None
+    row = table.loc["during"]
+    return float((row["failed"] + row["lost"]) / row["issued"])
+
+
+def run_outage(
+    stack: RunningStack,
+    out: Path,
+    plan: Outage,
+    common: Common | None = None,
+    options: StackOptions | None = None,
+    progress: Progress = _quiet,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    common = common or Common()
+    options = options or StackOptions()
+    if plan.role not in stack.spec.roles and plan.role != "broker":
+        raise ValueError(f"{plan.role!r} is not a component of {stack.spec.name}")
+    params = _parameters(
+        stack,
+        options,
+        method="outage",
+        users=plan.users,
+        plan=asdict(plan),
+        common=common.as_dict(),
+        **(extra or {}),
+    )
+    writer = _writer(out, "outage", stack, params, users=plan.users, method="outage")
+    profile = LoadProfile(
+        users=plan.users,
+        spawn_rate=float(plan.users),
+        duration_s=common.warmup_s + plan.before_s + plan.outage_s + plan.after_s,
+        seed=plan.seed,
+    )
+    load = LoadSession(stack, profile, writer, options)
+    mon = Monitor(stack, writer, common.criteria, common.probe_period_ms, common.probe_timeout_s)
+    stats_before = gateway_stats(stack)
+    t0 = t1 = math.nan
+    with _guard(writer):
+        try:
+            load.start()
+            time.sleep(common.warmup_s)
+            mon.start()
+            mon.sleep(plan.before_s)
+            progress(f"{stack.spec.name}: {plan.role} down for {plan.outage_s:g} s")
+            t0 = mon.mark("kill", plan.role)
+            stack.kill(plan.role)
+            mon.sleep(plan.outage_s)
+            wait_dead(stack, plan.role)
+            t1 = mon.mark("restart", plan.role)
+            stack.restart(plan.role)
+            mon.wait_until(lambda: not load.running, plan.after_s + 30)
+        finally:
+            mon.close()
+            load_summary = load.stop()
+    stats_after = gateway_stats(stack)
+    requests = read_run(writer.path).requests()
+    classified = classify_requests(requests, t0, t1, plan.late_ms)
+    table = outage_table(classified)
+    table.rename_axis("phase").reset_index().to_csv(writer.path / "outage.csv", index=False)
+    unmatched = None
+    if stats_before and stats_after and "unmatched" in stats_after:
+        unmatched = int(stats_after["unmatched"]) - int(stats_before.get("unmatched", 0))
+    summary = {
+        "t_outage_start": t0,
+        "t_outage_end": t1,
+        "outage_s": t1 - t0,
+        "requests": len(classified),
+        "outage": table.rename_axis("phase").reset_index().to_dict("records"),
+        "outage_failure_fraction": outage_failure_fraction(table),
+        "gateway_unmatched_replies": unmatched,
+        "load": load_summary,
+    }
+    _finish(writer, "complete", summary)
+    return writer.path
+
+
+# --------------------------------------------------------------------------- stacks
+@contextlib.contextmanager
+def with_stack(
+    stack_name: str, backend: str, options: StackOptions, logs_dir: Path | None = None
+) -> Iterator[RunningStack]:
+    """Start a stack and stop it whatever happens (success, failure, Ctrl-C)."""
+    stack = get_backend(backend).start(resolve(stack_name), options, logs_dir=logs_dir)
+    try:
+        yield stack
+    finally:
+        stack.stop()
