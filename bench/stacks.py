@@ -54,9 +54,16 @@ def step(stack: str, users: int, args: argparse.Namespace, root: Path) -> dict[s
         "gateway_cpu": cpu.get("gateway"),
         "services_cpu": round(sum(cpu.get(r) or 0.0 for r in SHOP_SERVICES), 1),
         "broker_cpu": cpu.get("broker"),
+        "stack_cpu_ms_per_page": _cost(cpu, s["rps"]),
         "status": s.get("status"),
         "run_dir": str(run_dir),
     }
+
+
+def _cost(cpu: dict[str, float], rps: float) -> float | None:
+    """CPU ms of gateway + services + broker per product page: little moved by other load."""
+    total = sum(v or 0.0 for k, v in cpu.items() if k != "loadgen")
+    return round(10 * total / rps, 2) if rps else None
 
 
 def _f(v: float | None, fmt: str = ".0f") -> str:
@@ -65,7 +72,8 @@ def _f(v: float | None, fmt: str = ".0f") -> str:
 
 HEADER = (
     f"{'stack':<10} {'users':>5} {'rps':>7} {'p50 ms':>7} {'p99 ms':>7} {'fail':>5} "
-    f"{'gen cpu%':>8} {'gen sat':>7} {'gw cpu%':>7} {'svc cpu%':>8} {'brk cpu%':>8}"
+    f"{'gen cpu%':>8} {'gen sat':>7} {'gw cpu%':>7} {'svc cpu%':>8} {'brk cpu%':>8} "
+    f"{'cpu ms/page':>11}"
 )
 
 
@@ -75,7 +83,7 @@ def row(r: dict[str, Any]) -> str:
         f"{r['stack']:<10} {r['users']:>5} {r['rps']:>7.0f} {_f(r['p50_ms'], '.1f'):>7} "
         f"{_f(r['p99_ms'], '.1f'):>7} {r['failures']:>5} {_f(r['loadgen_cpu_mean']):>8} "
         f"{sat:>7} {_f(r['gateway_cpu']):>7} {_f(r['services_cpu']):>8} "
-        f"{_f(r['broker_cpu']):>8}"
+        f"{_f(r['broker_cpu']):>8} {_f(r['stack_cpu_ms_per_page'], '.2f'):>11}"
     )
 
 
@@ -102,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"# {os.cpu_count()} cores | load avg {load_before[0]:.2f} | backend {args.backend}"
         f" | {args.duration:g} s per step, first {args.warmup:g} s left out"
-        " | cpu: mean % of one core",
+        " | cpu: mean % of one core; cpu ms/page: gateway+services+broker",
         flush=True,
     )
     print(HEADER, flush=True)

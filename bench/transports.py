@@ -539,34 +539,64 @@ def _num(v: float | None, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
 
 
-def table(rows: list[dict[str, Any]], inflight: int) -> str:
-    floor = next((r for r in rows if r["name"] == "floor" and "error" not in r), None)
+def header(inflight: int) -> str:
     head = (
         f"{'candidate':<13} {'p50 us':>8} {'p99 us':>8} {'req/s@' + str(inflight):>10} "
         f"{'p50 x floor':>11} {'rps % floor':>11} {'cpu us/call':>11} {'x floor':>7} "
         f"{'cpu cli/srv/brk %':>17}  description"
     )
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        if "error" in r:
-            lines.append(f"{r['name']:<13} FAILED: {r['error']}")
-            continue
-        ratio_lat = r["seq_p50_us"] / floor["seq_p50_us"] if floor else None
-        ratio_rps = 100 * r["rps"] / floor["rps"] if floor else None
-        cost = r["cpu_us_per_call"]
-        ratio_cost = cost / floor["cpu_us_per_call"] if floor and cost else None
-        cpu = (
-            f"{r['client_cpu_percent']:.0f}/{r['server_cpu_percent']:.0f}/"
-            f"{_num(r['broker_cpu_percent'], '.0f')}"
-        )
-        errors = f"  ({r['errors']} errors: {r['first_error']})" if r["errors"] else ""
-        lines.append(
-            f"{r['name']:<13} {r['seq_p50_us']:>8.0f} {r['seq_p99_us']:>8.0f} {r['rps']:>10.0f} "
-            f"{_num(ratio_lat, '.1f'):>11} {_num(ratio_rps, '.1f'):>11} {_num(cost, '.0f'):>11} "
-            f"{_num(ratio_cost, '.1f'):>7} {cpu:>17}  "
-            f"{r['label']}{errors}"
-        )
-    return "\n".join(lines)
+    return head + "\n" + "-" * len(head)
+
+
+def format_row(r: dict[str, Any], floor: dict[str, Any] | None) -> str:
+    if "error" in r:
+        return f"{r['name']:<13} FAILED: {r['error']}"
+    ratio_lat = r["seq_p50_us"] / floor["seq_p50_us"] if floor else None
+    ratio_rps = 100 * r["rps"] / floor["rps"] if floor else None
+    cost = r["cpu_us_per_call"]
+    ratio_cost = cost / floor["cpu_us_per_call"] if floor and cost else None
+    cpu = (
+        f"{r['client_cpu_percent']:.0f}/{r['server_cpu_percent']:.0f}/"
+        f"{_num(r['broker_cpu_percent'], '.0f')}"
+    )
+    errors = f"  ({r['errors']} errors: {r['first_error']})" if r["errors"] else ""
+    return (
+        f"{r['name']:<13} {r['seq_p50_us']:>8.0f} {r['seq_p99_us']:>8.0f} {r['rps']:>10.0f} "
+        f"{_num(ratio_lat, '.1f'):>11} {_num(ratio_rps, '.1f'):>11} {_num(cost, '.0f'):>11} "
+        f"{_num(ratio_cost, '.1f'):>7} {cpu:>17}  {r['label']}{errors}"
+    )
+
+
+def measure_all(chosen: list[Candidate], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Measure each candidate in turn, printing its row as soon as it is known."""
+    from ipclab.broker import BrokerUnavailable, RabbitNode
+
+    print(header(args.inflight), flush=True)
+    rows: list[dict[str, Any]] = []
+    floor: dict[str, Any] | None = None
+    broker: RabbitNode | None = None
+    try:
+        for c in chosen:
+            result: dict[str, Any]
+            try:
+                if c.broker and broker is None:
+                    broker = RabbitNode(Path(tempfile.mkdtemp(prefix="ipclab-bench-")) / "broker")
+                    broker.start()
+                result = run_candidate(c, args, broker)
+            except (BrokerUnavailable, OSError, EOFError) as e:
+                result = {
+                    "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                }
+            rows.append({"name": c.name, "label": c.label, **result})
+            if c.name == "floor" and "error" not in result:
+                floor = rows[-1]
+            print(format_row(rows[-1], floor), flush=True)
+    finally:
+        if broker is not None:
+            broker.stop()
+            with contextlib.suppress(OSError):
+                broker.directory.parent.rmdir()
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -589,25 +619,9 @@ def main(argv: list[str] | None = None) -> int:
         f" | {args.requests} sequential calls, {args.inflight} in flight for {args.seconds:g} s",
         flush=True,
     )
-    broker = None
-    rows: list[dict[str, Any]] = []
     started = time.monotonic()
-    try:
-        if any(c.broker for c in chosen):
-            from ipclab.broker import RabbitNode
-
-            broker = RabbitNode(Path(tempfile.mkdtemp(prefix="ipclab-bench-")) / "broker")
-            broker.start()
-        for c in chosen:
-            print(f"  measuring {c.name} ...", file=sys.stderr, flush=True)
-            rows.append({"name": c.name, "label": c.label, **run_candidate(c, args, broker)})
-    finally:
-        if broker is not None:
-            broker.stop()
-            with contextlib.suppress(OSError):
-                broker.directory.parent.rmdir()
+    rows = measure_all(chosen, args)
     load_after = os.getloadavg()
-    print(table(rows, args.inflight))
     print(
         f"# load avg {load_before[0]:.2f} before, {load_after[0]:.2f} after;"
         f" {time.monotonic() - started:.0f} s\n# cpu: client/server/broker, % of one core in the"
