@@ -21,9 +21,6 @@ from ipclab.stacks import resolve
 HERE = Path(__file__).resolve().parent
 SHOP_STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
 
-# The spine's contract tests (tests/test_contract.py) are re-collected here against docker.
-sys.path.insert(0, str(HERE.parent))
-
 _ENGINE: list[str | None] = []
 
 
