@@ -166,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queue", type=int, default=0)
     p.add_argument("--pidfile", default=None)
     args = p.parse_args(argv)
+    # netem runs in the kernel, ahead of every process; the nearest a process gets is the
+    # highest priority (needs CAP_SYS_NICE, which the compose files grant; else it runs as is).
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, 0, -20)
     d = Delayer(args.queue, args.delay_ms / 1000)
     if args.pidfile:
         with open(args.pidfile, "w") as f:
