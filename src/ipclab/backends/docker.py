@@ -268,6 +268,8 @@ class DockerBackend:
             if isinstance(e, Exception):
                 raise DockerStackError(f"{spec.name} did not start: {e}", logs) from e
             raise
+        if detached:  # nothing of this process is needed any more; `down(stack)` goes by label
+            shutil.rmtree(stack._tmp, ignore_errors=True)
         return stack
 
 
