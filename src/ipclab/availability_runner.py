@@ -21,9 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import queue
-import subprocess
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -37,13 +35,11 @@ from ipclab.availability import Criteria, CycleLog, CycleTracker, Mark, read_cyc
 from ipclab.availability_stats import availability_summary
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.faults import fault_schedule
-from ipclab.load.runner import RESOURCE_COLUMNS, LoadProfile, ResourceSampler, _locust_argv
+from ipclab.load.runner import LoadProfile, LoadSession
 from ipclab.outage import classify_requests, outage_table
 from ipclab.probe import Probe, read_probe
-from ipclab.procs import spawn, stop_group
-from ipclab.runs import CsvAppender, RunWriter, read_run
+from ipclab.runs import RunWriter, read_run
 from ipclab.stacks import StackSpec, resolve
-from ipclab.summary import summarize
 
 Progress = Callable[[str], None]
 
@@ -53,75 +49,6 @@ def _quiet(_: str) -> None:
 
 
 # --------------------------------------------------------------------------- the load
-class LoadSession:
-    """Locust against a running stack, stoppable early (``run_on`` runs to its duration).
-
-    Same command line, environment and per-request records as :func:`ipclab.load.runner.run_on`;
-    ``stop`` ends Locust with SIGTERM (it flushes its records on quitting) unless it ended
-    by itself, and writes ``summary.json``.
-    """
-
-    def __init__(
-        self, stack: RunningStack, profile: LoadProfile, writer: RunWriter, options: StackOptions
-    ):
-        self.stack, self.profile, self.writer, self.options = stack, profile, writer, options
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._resources: CsvAppender | None = None
-        self._sampler: ResourceSampler | None = None
-        self.summary: dict[str, Any] = {}
-
-    def start(self) -> LoadSession:
-        run_dir = self.writer.path
-        p = self.profile
-        env = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
-        env.update(
-            IPCLAB_REQUESTS_DIR=str(run_dir / "requests"),
-            IPCLAB_THINK_TIME_S=str(p.think_time_s),
-            IPCLAB_THINK_TIME_MAX_S=str(p.think_time_max_s or p.think_time_s),
-            IPCLAB_CATALOGUE_SIZE=str(self.options.catalogue_size),
-            IPCLAB_CUSTOMERS=str(self.options.customers),
-            IPCLAB_LOAD_SEED=str(p.seed),
-            PYTHONUNBUFFERED="1",
-        )
-        self._resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
-        self._sampler = ResourceSampler(
-            self.stack, self._resources, lambda: {"loadgen": self.proc.pid} if self.proc else {}
-        )
-        self._sampler.start()
-        self.writer.event("locust_start", users=p.users, duration_s=p.duration_s)
-        argv = _locust_argv(p, self.stack.gateway_url, run_dir, self.stack.spec.locustfile)
-        self.proc = spawn(argv, env, run_dir / "logs" / "locust.log")
-        return self
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def wait(self, timeout: float) -> bool:
-        """Wait for Locust to end by itself (its run time); True if it did."""
-        deadline = time.monotonic() + timeout
-        while self.running and time.monotonic() < deadline:
-            time.sleep(0.1)
-        return not self.running
-
-    def stop(self) -> dict[str, Any]:
-        if self.proc is not None:
-            ended_itself = self.proc.poll() is not None
-            if not ended_itself:
-                stop_group(self.proc, grace=10)
-            self.writer.event("locust_stop", exit_code=self.proc.poll(), ended_itself=ended_itself)
-            self.proc = None
-        if self._sampler is not None:
-            self._sampler.halt.set()
-            self._sampler.join(timeout=5)
-            self._sampler = None
-        if self._resources is not None:
-            self._resources.close()
-            self._resources = None
-            self.summary = summarize(self.writer.path, warmup_s=self.profile.warmup_s)
-        return self.summary
-
-
 # --------------------------------------------------------------------------- the monitor
 class Monitor:
     """The probe feeding a :class:`CycleTracker` (online), marks written to events.jsonl.

@@ -7,6 +7,7 @@ and Erlang cookie (HOME points into the node's directory).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -102,6 +103,20 @@ class RabbitNode:
             return [root.pid, *(c.pid for c in root.children(recursive=True))]
         except psutil.NoSuchProcess:
             return []
+
+    def kill(self, timeout: float = 15.0) -> None:
+        """SIGKILL the node (a crash), keep its data; return once its port is closed."""
+        import psutil
+
+        for pid in self.pids():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(pid).kill()
+        if self.process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while port_open(self.host, self.port) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def stop(self) -> None:
         if self.process is not None:

@@ -8,6 +8,7 @@ process runs in its own session, is sampled with psutil, and is killed with the 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -25,7 +26,7 @@ import psutil
 
 from ipclab.backends.base import StackOptions
 from ipclab.broker import RabbitNode
-from ipclab.procs import alive, free_port, spawn, stop_group, tail
+from ipclab.procs import free_port, kill_group, spawn, stop_group, tail
 from ipclab.stacks import StackSpec, resolve
 
 READY_TIMEOUT_S = 60.0
@@ -148,12 +149,15 @@ class LocalStack:
         return rows
 
     def kill(self, role: str) -> None:
+        """SIGKILL one component (its whole process group); return once it is gone."""
         if role == "broker":
-            if self.broker is not None and self.broker.process is not None:
-                for pid in self.broker.pids():
-                    psutil.Process(pid).kill() if alive(pid) else None
+            if self.broker is not None:
+                self.broker.kill()
             return
-        stop_group(self.procs[role], grace=0)
+        proc = self.procs[role]
+        kill_group(proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
 
     def restart(self, role: str) -> None:
         if role == "broker":

@@ -148,6 +148,80 @@ def _locust_argv(profile: LoadProfile, url: str, run_dir: Path, locustfile: str)
     ]
 
 
+class LoadSession:
+    """Locust against a running stack: ``start``, then ``wait`` for its run time (or
+    ``stop`` it early), with resources sampled at 1 Hz; ``stop`` writes summary.json.
+
+    Every load of ipclab goes through this class (``run_on`` and the availability runners).
+    """
+
+    def __init__(
+        self, stack: RunningStack, profile: LoadProfile, writer: RunWriter, options: StackOptions
+    ):
+        self.stack, self.profile, self.writer, self.options = stack, profile, writer, options
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._resources: CsvAppender | None = None
+        self._sampler: ResourceSampler | None = None
+        self.started = 0.0
+        self.summary: dict[str, Any] = {}
+
+    def start(self) -> LoadSession:
+        run_dir, p = self.writer.path, self.profile
+        env = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
+        env.update(
+            IPCLAB_REQUESTS_DIR=str(run_dir / "requests"),
+            IPCLAB_THINK_TIME_S=str(p.think_time_s),
+            IPCLAB_THINK_TIME_MAX_S=str(p.think_time_max_s or p.think_time_s),
+            IPCLAB_CATALOGUE_SIZE=str(self.options.catalogue_size),
+            IPCLAB_CUSTOMERS=str(self.options.customers),
+            IPCLAB_LOAD_SEED=str(p.seed),
+            PYTHONUNBUFFERED="1",
+        )
+        self._resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
+        self._sampler = ResourceSampler(
+            self.stack, self._resources, lambda: {"loadgen": self.proc.pid} if self.proc else {}
+        )
+        self._sampler.start()
+        self.writer.event("load_start", users=p.users, duration_s=p.duration_s)
+        self.started = time.monotonic()
+        argv = _locust_argv(p, self.stack.gateway_url, run_dir, self.stack.spec.locustfile)
+        self.proc = spawn(argv, env, run_dir / "logs" / "locust.log")
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for Locust to end by itself (its run time); True if it did."""
+        deadline = time.monotonic() + timeout
+        while self.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return not self.running
+
+    def stop(self) -> dict[str, Any]:
+        """End Locust (SIGTERM: it flushes its records) unless it ended by itself."""
+        if self.proc is not None:
+            ended_itself = self.proc.poll() is not None
+            if not ended_itself:
+                stop_group(self.proc, grace=10)
+            self.writer.event("load_stop", exit_code=self.proc.poll(), ended_itself=ended_itself)
+            self.proc = None
+        if self._sampler is not None:
+            self._sampler.halt.set()
+            self._sampler.join(timeout=5)
+            self._sampler = None
+        if self._resources is not None:
+            self._resources.close()
+            self._resources = None
+            self.summary = summarize(self.writer.path, warmup_s=self.profile.warmup_s)
+        return self.summary
+
+
 def run_on(
     stack: RunningStack,
     profile: LoadProfile,
@@ -156,55 +230,27 @@ def run_on(
     faults: Sequence[Fault] = (),
 ) -> dict[str, Any]:
     """Put the load on a running stack, recording into ``writer``'s directory."""
-    run_dir = writer.path
-    env = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
-    env.update(
-        IPCLAB_REQUESTS_DIR=str(run_dir / "requests"),
-        IPCLAB_THINK_TIME_S=str(profile.think_time_s),
-        IPCLAB_THINK_TIME_MAX_S=str(profile.think_time_max_s or profile.think_time_s),
-        IPCLAB_CATALOGUE_SIZE=str(options.catalogue_size),
-        IPCLAB_CUSTOMERS=str(options.customers),
-        IPCLAB_LOAD_SEED=str(profile.seed),
-        PYTHONUNBUFFERED="1",
-    )
-    resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
-    locust: subprocess.Popen[bytes] | None = None
-    sampler = ResourceSampler(stack, resources, lambda: {"loadgen": locust.pid} if locust else {})
-    sampler.start()
+    session = LoadSession(stack, profile, writer, options)
+    pending = sorted(faults, key=lambda f: f.at_s)
     status = "failed"
     try:
-        writer.event("load_start", users=profile.users, duration_s=profile.duration_s)
-        started = time.monotonic()
-        locust = spawn(
-            _locust_argv(profile, stack.gateway_url, run_dir, stack.spec.locustfile),
-            env,
-            run_dir / "logs" / "locust.log",
-        )
-        pending = sorted(faults, key=lambda f: f.at_s)
-        deadline = started + profile.duration_s + 60
-        while locust.poll() is None:
-            now = time.monotonic() - started
-            while pending and pending[0].at_s <= now:
+        session.start()
+        while session.running:
+            while pending and pending[0].at_s <= session.elapsed:
                 fault = pending.pop(0)
                 getattr(stack, fault.action)(fault.role)
-                writer.event(fault.action, role=fault.role, at_s=round(now, 3))
-            if time.monotonic() > deadline:
+                writer.event(fault.action, role=fault.role, at_s=round(session.elapsed, 3))
+            if session.elapsed > profile.duration_s + 60:
                 writer.event("load_overrun", note="Locust did not stop in time; stopped")
                 break
-            time.sleep(0.05)
-        writer.event("load_stop", exit_code=locust.poll())
+            session.wait(0.05)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
         writer.event("interrupted")
         raise
     finally:
-        if locust is not None and locust.poll() is None:
-            stop_group(locust, grace=10)
-        sampler.halt.set()
-        sampler.join(timeout=5)
-        resources.close()
-        summary = summarize(run_dir, warmup_s=profile.warmup_s)
+        summary = session.stop()
         summary["status"] = status
         writer.write_json("summary.json", summary)
         writer.update_manifest(status=status)
