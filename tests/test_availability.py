@@ -88,6 +88,20 @@ def test_one_fault_cycle_known_answer() -> None:
     assert s.restart_to_recovery_s == pytest.approx(10.0)
 
 
+def test_an_answer_asked_before_the_restart_is_not_a_recovery() -> None:
+    """A slow answer issued while the stack was down but arriving after the restart (a
+    request still in flight) proves nothing about the restarted stack."""
+    probe = timeline([(0, 100, True), (100, 120, False), (120, 200, True)])
+    stale = pd.DataFrame([{"t": 109.0, "ok": True, "status": 200, "latency_ms": 2000.0,
+                           "complete": True}])  # asked at 109 s, answered at 111 s
+    probe = pd.concat([probe, stale]).sort_values("t", kind="stable").reset_index(drop=True)
+    events = [Mark(0, "start"), Mark(100, "fault", "reviews"), Mark(110, "restart", "reviews"),
+              Mark(200, "end")]
+    c = detect_cycles(probe, events, FAST)[0]
+    assert c.t_recovered == pytest.approx(120.0)
+    assert c.restart_to_recovery_s == pytest.approx(10.0)
+
+
 def test_many_cycles_known_means() -> None:
     rng = np.random.default_rng(7)
     ups = rng.uniform(20, 60, size=12).round(1)

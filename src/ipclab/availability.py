@@ -344,8 +344,8 @@ class CycleTracker:
         if c.await_restart and down.t_restart is None:
             return None
         since = max(down.t_detected, down.t_restart if c.await_restart else -math.inf)
-        if obs.at < since:
-            return None
+        if obs.t < since:
+            return None  # asked before the restart (or the detection): proves nothing
         if not obs.good:
             down.streak, down.streak_start = 0, None
             return None
