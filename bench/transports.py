@@ -287,7 +287,7 @@ class DirectReplyClient:
         await queue.consume(self._on_reply, no_ack=True)
         self.body = orjson.dumps({"op": "get", "request": REQUEST})
 
-    def _on_reply(self, message: Any) -> None:
+    async def _on_reply(self, message: Any) -> None:
         future = self.pending.pop(message.correlation_id or "", None)
         if future is not None and not future.done():
             future.set_result(orjson.loads(message.body))
