@@ -4,6 +4,12 @@ latency by (delayed hops on the critical path) x delay, within 25% (issue 3, mus
 The load generator is on the host, whose egress is not delayed, so the hops are:
 rest/grpc: gateway -> service, service -> gateway, gateway -> client = 3;
 amqp: gateway -> broker -> service -> broker -> gateway -> client = 5.
+
+Measured here, shop-amqp rises by about 6 x delay, not 5: delaying containers in groups (10 ms)
+gave gateway alone +2.07, broker alone +2.19, services alone +0.97 hops (sum 5.2), but gateway
+with services +4.1 (3 expected) and gateway with broker +5.1 (4 expected): one extra delay
+appears when the gateway *and* a peer are delayed, a round trip inside the AMQP exchange
+(acks or flow, to be traced), not in the delay method. It stays within the 25%.
 """
 
 from __future__ import annotations
@@ -53,10 +59,13 @@ def test_delay_raises_min_latency_by_hops_times_delay(stack: DockerStack) -> Non
     base = min_latency_ms(stack)
     netem = stack.set_delay(DELAY_MS)
     delayed = min_latency_ms(stack)
-    expected = HOPS[name] * DELAY_MS
+    # Per hop, the delay actually applied: the measured one (the NFQUEUE delayer adds a few
+    # hundred microseconds to the nominal value; netem would not).
+    per_hop = netem["measured_delay_ms"]
+    expected = HOPS[name] * per_hop
     rise = delayed - base
-    print(f"{name}: min {base:.2f} -> {delayed:.2f} ms, rise {rise:.2f} (expected {expected}), "
-          f"method {netem['method']}, measured delay {netem['measured_delay_ms']:.2f} ms")
+    print(f"{name}: min {base:.2f} -> {delayed:.2f} ms, rise {rise:.2f} (expected "
+          f"{HOPS[name]} x {per_hop:.2f} = {expected:.2f}), method {netem['method']}")
     # The delay itself, measured between containers (TCP connect RTT = 2 delayed egresses).
     assert netem["measured_delay_ms"] == pytest.approx(DELAY_MS, rel=0.25), netem
     assert rise == pytest.approx(expected, rel=0.25), (name, base, delayed, netem)
@@ -67,10 +76,18 @@ def test_delay_raises_min_latency_by_hops_times_delay(stack: DockerStack) -> Non
 
 def test_delay_survives_restart(stack: DockerStack) -> None:
     """A restarted container has a fresh network namespace; the backend sets the delay again."""
-    if stack.spec.name != "shop-rest":
-        pytest.skip("once is enough")
     stack.set_delay(DELAY_MS)
-    stack.kill("reviews")
-    stack.restart("reviews")
-    rtt = stack.measure_delay()["rtt_ms"]["reviews:8000"]
-    assert rtt == pytest.approx(2 * DELAY_MS, rel=0.25)
+    # The probe runs in the gateway: restart a peer it measures (amqp: the gateway itself).
+    role, target = (
+        ("gateway", "broker:5672") if stack.spec.needs_broker else ("reviews", "reviews:8000")
+    )
+    stack.kill(role)
+    stack.restart(role)
+    deadline = time.monotonic() + 30
+    rtt = None
+    while rtt is None and time.monotonic() < deadline:
+        try:
+            rtt = stack.measure_delay()["rtt_ms"][target]
+        except Exception:  # noqa: BLE001 - the restarted container may not exec yet
+            time.sleep(0.5)
+    assert rtt == pytest.approx(2 * DELAY_MS, rel=0.25), (stack.spec.name, rtt)

@@ -55,8 +55,19 @@ class NetemError(RuntimeError):
     pass
 
 
+def _run(container: Any, cmd: list[str], **kw: Any) -> Any:
+    """exec_run, retried when the runtime itself fails to start the exec (it happens on a
+    loaded machine: "OCI runtime exec failed ... broken pipe")."""
+    for attempt in range(4):
+        res = container.exec_run(cmd, user="root", **kw)
+        if kw.get("detach") or res.exit_code != 126 or b"OCI runtime" not in (res.output or b""):
+            return res
+        time.sleep(0.2 * (attempt + 1))
+    return res
+
+
 def _exec(container: Any, cmd: list[str]) -> str:
-    res = container.exec_run(cmd, user="root", demux=False)
+    res = _run(container, cmd)
     text = (res.output or b"").decode(errors="replace")
     if res.exit_code != 0:
         raise NetemError(f"{container.name}: {' '.join(cmd)} -> {res.exit_code}: {text.strip()}")
@@ -88,9 +99,9 @@ def set_delay(container: Any, delay_ms: float, method: str = "auto") -> str:
     if delay_ms <= 0:
         return "none"
     if method in ("auto", "netem"):
-        res = container.exec_run(
+        res = _run(
+            container,
             ["tc", "qdisc", "replace", "dev", DEV, "root", "netem", "delay", f"{delay_ms:g}ms"],
-            user="root",
         )
         if res.exit_code == 0:
             return "netem"
@@ -103,13 +114,13 @@ def set_delay(container: Any, delay_ms: float, method: str = "auto") -> str:
 
 def _start_delayer(container: Any, delay_ms: float) -> None:
     src = (Path(__file__).with_name("nfqdelay.py")).read_text()
-    container.exec_run(
-        ["python3", "-c", src, "--delay-ms", f"{delay_ms:g}", "--pidfile", PIDFILE],
-        user="root", detach=True,
+    _run(
+        container, ["python3", "-c", src, "--delay-ms", f"{delay_ms:g}", "--pidfile", PIDFILE],
+        detach=True,
     )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # the delayer writes its pidfile once bound to queue 0
-        if container.exec_run(["test", "-s", PIDFILE], user="root").exit_code == 0:
+        if _run(container, ["test", "-s", PIDFILE]).exit_code == 0:
             break
         time.sleep(0.05)
     else:
