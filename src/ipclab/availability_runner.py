@@ -201,22 +201,6 @@ def _finish(writer: RunWriter, status: str, summary: dict[str, Any]) -> None:
     writer.finish(status)
 
 
-@contextlib.contextmanager
-def _guard(writer: RunWriter) -> Iterator[dict[str, Any]]:
-    """Mark the run failed or interrupted on an exception (and re-raise)."""
-    box: dict[str, Any] = {}
-    try:
-        yield box
-    except KeyboardInterrupt:
-        writer.event("interrupted")
-        writer.finish("interrupted")
-        raise
-    except BaseException as e:
-        writer.event("error", error=repr(e))
-        writer.finish("failed", error=str(e))
-        raise
-
-
 def first_good_after(run_dir: Path, t: float) -> float | None:
     """Seconds from ``t`` to the first complete probe answer learned after it."""
     df = read_probe(run_dir)
@@ -274,7 +258,7 @@ def run_until_failure(
     load = LoadSession(stack, profile, writer, options)
     mon = Monitor(stack, writer, criteria, common.probe_period_ms, common.probe_timeout_s)
     t_restart: float | None = None
-    with _guard(writer):
+    with writer.guard():
         try:
             load.start()
             time.sleep(common.warmup_s)
@@ -403,7 +387,7 @@ def run_fault_injection(
     )
     load = LoadSession(stack, profile, writer, options)
     mon = Monitor(stack, writer, common.criteria, common.probe_period_ms, common.probe_timeout_s)
-    with _guard(writer):
+    with writer.guard():
         try:
             load.start()
             time.sleep(common.warmup_s)
@@ -516,7 +500,7 @@ def run_outage(
     mon = Monitor(stack, writer, common.criteria, common.probe_period_ms, common.probe_timeout_s)
     stats_before = gateway_stats(stack)
     t0 = t1 = math.nan
-    with _guard(writer):
+    with writer.guard():
         try:
             load.start()
             time.sleep(common.warmup_s)

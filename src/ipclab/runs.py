@@ -6,6 +6,7 @@ leaves a readable directory whose manifest says ``running``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import json
@@ -13,7 +14,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,20 @@ class RunWriter:
 
     def finish(self, status: str, **fields: Any) -> None:
         self.update_manifest(status=status, ended_at=utcnow(), **fields)
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """Mark the run ``interrupted`` (Ctrl-C) or ``failed`` (any error), then re-raise."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.event("interrupted")
+            self.finish("interrupted")
+            raise
+        except BaseException as e:
+            self.event("error", error=repr(e))
+            self.finish("failed", error=str(e))
+            raise
 
 
 class CsvAppender:

@@ -314,22 +314,16 @@ def run(
         users=profile.users,
     )
     stack: RunningStack | None = None
-    try:
-        writer.event("stack_starting")
-        stack = get_backend(backend).start(spec, options, logs_dir=run_dir / "logs")
-        writer.event("stack_up", gateway_url=stack.gateway_url)
-        summary = run_on(stack, profile, writer, options, faults)
-    except KeyboardInterrupt:
-        writer.finish("interrupted")
-        raise
-    except BaseException as e:
-        writer.event("error", error=repr(e))
-        writer.finish("failed", error=str(e))
-        raise
-    finally:
-        if stack is not None:
-            stack.stop()
-            writer.event("stack_down")
+    with writer.guard():
+        try:
+            writer.event("stack_starting")
+            stack = get_backend(backend).start(spec, options, logs_dir=run_dir / "logs")
+            writer.event("stack_up", gateway_url=stack.gateway_url)
+            summary = run_on(stack, profile, writer, options, faults)
+        finally:
+            if stack is not None:
+                stack.stop()
+                writer.event("stack_down")
     writer.finish(summary.get("status", "complete"))
     return run_dir
 
