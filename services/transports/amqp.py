@@ -29,6 +29,7 @@ from typing import Any
 import aio_pika
 import orjson
 from aio_pika.abc import AbstractIncomingMessage
+from aiormq.exceptions import ChannelInvalidStateError
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
 from ipclab_services.transports.base import ConnectConfig, ServeConfig, ServiceDef
 
@@ -135,7 +136,8 @@ class AmqpClients:
             reply = await asyncio.wait_for(future, timeout)
         except TimeoutError:
             raise Timeout(f"{service} did not answer within {timeout}s") from None
-        except aio_pika.exceptions.AMQPError as e:
+        except (aio_pika.exceptions.AMQPError, ChannelInvalidStateError, ConnectionError) as e:
+            # the broker is gone or the robust connection is still reconnecting
             raise Unavailable(f"broker: {e!r}") from None
         finally:
             self._pending.pop(cid, None)

@@ -30,8 +30,12 @@ RESOURCE_COLUMNS = (
     "component",
     "kind",
     "pid",
+    "container",
+    "status",
     "cpu_percent",
     "rss_bytes",
+    "mem_usage_bytes",
+    "mem_limit_bytes",
     "net_rx_bytes",
     "net_tx_bytes",
     "net_rx_packets",
@@ -319,6 +323,9 @@ def run(
             writer.event("stack_starting")
             stack = get_backend(backend).start(spec, options, logs_dir=run_dir / "logs")
             writer.event("stack_up", gateway_url=stack.gateway_url)
+            info = getattr(stack, "info", None)
+            if callable(info):
+                writer.update_manifest(stack_info=info())
             summary = run_on(stack, profile, writer, options, faults)
         finally:
             if stack is not None:
