@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-PUBLISHED_CSV = (
-    Path(__file__).resolve().parents[2] / "data" / "published" / "shafabakhsh2020_availability.csv"
-)
+from ipclab.paths import PUBLISHED_DIR
+
+PUBLISHED_CSV = PUBLISHED_DIR / "shafabakhsh2020_availability.csv"
 
 _ALIASES = {
     "method": ("method", "ipc", "ipc_method", "style", "stack"),
@@ -61,11 +61,16 @@ def compare_published_availability(
         a_min = (mttf - half_in) / (mttf - half_in + mttr + half_in)
         a_max = (mttf + half_in) / (mttf + half_in + mttr - half_in)
         rec: dict[str, Any] = {
-            "method": _pick(row, "method"), "style": row.get("style"),
+            "method": _pick(row, "method"),
+            "style": row.get("style"),
             "users": _pick(row, "users"),
-            "mttf_s": mttf, "mttr_s": mttr, "printed_a": printed,
-            "computed_a": a, "computed_a_rounded": round(a, printed_decimals),
-            "a_min": a_min, "a_max": a_max,
+            "mttf_s": mttf,
+            "mttr_s": mttr,
+            "printed_a": printed,
+            "computed_a": a,
+            "computed_a_rounded": round(a, printed_decimals),
+            "a_min": a_min,
+            "a_max": a_max,
         }
         if printed is not None:
             p = float(printed)

@@ -13,6 +13,8 @@ from typing import Any
 
 import psutil
 
+from ipclab.paths import REPO_ROOT
+
 LIBRARIES = (
     "ipclab",
     "aiohttp",
@@ -38,8 +40,6 @@ LIBRARIES = (
     "aiocoap",
     "papermill",
 )
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cpu_model() -> str:

@@ -23,14 +23,17 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ipclab.paths import REPO_ROOT
 from ipclab.runs import Run
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 FIGURES_DIR = REPO_ROOT / "figures"
 
 STYLE_ORDER = ("rest", "grpc", "amqp")
-STYLE_LABELS = {"rest": "REST (HTTP/1.1 + JSON)", "grpc": "gRPC (HTTP/2 + Protobuf)",
-                "amqp": "RabbitMQ (AMQP)"}
+STYLE_LABELS = {
+    "rest": "REST (HTTP/1.1 + JSON)",
+    "grpc": "gRPC (HTTP/2 + Protobuf)",
+    "amqp": "RabbitMQ (AMQP)",
+}
 STYLE_COLORS = {"rest": "#1f77b4", "grpc": "#2ca02c", "amqp": "#d62728"}
 METRIC_LABELS = {
     "rps": "Throughput (requests/s)",
@@ -81,9 +84,15 @@ def _yerr(rows: pd.DataFrame) -> np.ndarray:
     return np.nan_to_num(np.vstack([lo, hi]), nan=0.0)
 
 
-def grouped_bars(summary: pd.DataFrame, metric: str, *, ax: Axes | None = None,
-                 title: str | None = None, ylabel: str | None = None,
-                 annotate: bool = False) -> Figure:
+def grouped_bars(
+    summary: pd.DataFrame,
+    metric: str,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    ylabel: str | None = None,
+    annotate: bool = False,
+) -> Figure:
     """Bars of ``metric`` per users (groups) and style (bars), with the 95% CI as error bars
     (none when a cell has one run, as in the published tables)."""
     s = _metric_rows(summary, metric)
@@ -96,12 +105,18 @@ def grouped_bars(summary: pd.DataFrame, metric: str, *, ax: Axes | None = None,
         rows = s[s["style"] == st].set_index("users").reindex(loads)
         pos = x + (i - (len(styles) - 1) / 2) * width
         mean = rows["mean"].to_numpy(dtype=float)
-        bars = ax.bar(pos, mean, width, label=STYLE_LABELS.get(st, st),
-                      color=STYLE_COLORS.get(st))
+        bars = ax.bar(pos, mean, width, label=STYLE_LABELS.get(st, st), color=STYLE_COLORS.get(st))
         has_ci = np.isfinite(rows["ci_low"].to_numpy(dtype=float))
         if has_ci.any():
-            ax.errorbar(pos[has_ci], mean[has_ci], yerr=_yerr(rows.reset_index())[:, has_ci],
-                        fmt="none", ecolor="black", capsize=3, linewidth=1)
+            ax.errorbar(
+                pos[has_ci],
+                mean[has_ci],
+                yerr=_yerr(rows.reset_index())[:, has_ci],
+                fmt="none",
+                ecolor="black",
+                capsize=3,
+                linewidth=1,
+            )
         if annotate:
             ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
     ax.set_xticks(x, [str(u) for u in loads])
@@ -114,9 +129,15 @@ def grouped_bars(summary: pd.DataFrame, metric: str, *, ax: Axes | None = None,
     return fig
 
 
-def latency_growth(summary: pd.DataFrame, metric: str = "mean_ms", *,
-                   normalize: bool = False, ax: Axes | None = None, title: str | None = None,
-                   log_y: bool = False) -> Figure:
+def latency_growth(
+    summary: pd.DataFrame,
+    metric: str = "mean_ms",
+    *,
+    normalize: bool = False,
+    ax: Axes | None = None,
+    title: str | None = None,
+    log_y: bool = False,
+) -> Figure:
     """``metric`` over users, one line per style with a CI band; with ``normalize`` each
     style is divided by its value at the lowest load (growth factor)."""
     s = _metric_rows(summary, metric)
@@ -135,8 +156,9 @@ def latency_growth(summary: pd.DataFrame, metric: str = "mean_ms", *,
             ax.fill_between(u, lo, hi, alpha=0.2, color=STYLE_COLORS.get(st))
     ax.set_xlabel("Concurrent users")
     label = METRIC_LABELS.get(metric, metric)
-    ax.set_ylabel(f"{label.split(' (')[0]}, relative to the lowest load (x)" if normalize
-                  else label)
+    ax.set_ylabel(
+        f"{label.split(' (')[0]}, relative to the lowest load (x)" if normalize else label
+    )
     if log_y:
         ax.set_yscale("log")
     if title:
@@ -152,32 +174,52 @@ def history_frame(run: Run, name: str = "Aggregated") -> pd.DataFrame:
     ``mean_ms`` (Locust's cumulative average), ``median_ms``, ``p95_ms``."""
     h = run.history()
     if h.empty:
-        return pd.DataFrame(columns=["t_s", "users", "rps", "failures_per_s", "mean_ms",
-                                     "median_ms", "p95_ms"])
+        return pd.DataFrame(
+            columns=["t_s", "users", "rps", "failures_per_s", "mean_ms", "median_ms", "p95_ms"]
+        )
     if "Name" in h.columns:
         h = h[h["Name"] == name]
     t = pd.to_numeric(h["Timestamp"], errors="coerce")
 
     def col(c: str) -> pd.Series:
-        return (pd.to_numeric(h[c], errors="coerce") if c in h.columns
-                else pd.Series(np.nan, index=h.index))
+        return (
+            pd.to_numeric(h[c], errors="coerce")
+            if c in h.columns
+            else pd.Series(np.nan, index=h.index)
+        )
 
-    return pd.DataFrame({
-        "t_s": t - t.min(), "users": col("User Count"), "rps": col("Requests/s"),
-        "failures_per_s": col("Failures/s"), "mean_ms": col("Total Average Response Time"),
-        "median_ms": col("50%"), "p95_ms": col("95%"),
-    }).reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "t_s": t - t.min(),
+            "users": col("User Count"),
+            "rps": col("Requests/s"),
+            "failures_per_s": col("Failures/s"),
+            "mean_ms": col("Total Average Response Time"),
+            "median_ms": col("50%"),
+            "p95_ms": col("95%"),
+        }
+    ).reset_index(drop=True)
 
 
-def timeseries(histories: Mapping[str, pd.DataFrame], column: str = "rps", *,
-               ax: Axes | None = None, title: str | None = None,
-               warmup_s: float | None = None) -> Figure:
+def timeseries(
+    histories: Mapping[str, pd.DataFrame],
+    column: str = "rps",
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    warmup_s: float | None = None,
+) -> Figure:
     """One line per labelled history (e.g. ``{"rest": history_frame(run), ...}``) of
     ``column`` over time; ``warmup_s`` shades the discarded warm-up."""
     fig, ax = _ax(ax, (8.5, 3.5))
     for label, h in histories.items():
-        ax.plot(h["t_s"], h[column], label=STYLE_LABELS.get(label, label),
-                color=STYLE_COLORS.get(label), linewidth=1.2)
+        ax.plot(
+            h["t_s"],
+            h[column],
+            label=STYLE_LABELS.get(label, label),
+            color=STYLE_COLORS.get(label),
+            linewidth=1.2,
+        )
     if warmup_s:
         ax.axvspan(0, warmup_s, color="grey", alpha=0.15, label="warm-up (discarded)")
     ax.set_xlabel("Time since start (s)")
@@ -189,8 +231,13 @@ def timeseries(histories: Mapping[str, pd.DataFrame], column: str = "rps", *,
     return fig
 
 
-def save(fig: Figure, name: str, directory: str | Path | None = None,
-         formats: Sequence[str] = ("png", "svg"), dpi: int = 150) -> list[Path]:
+def save(
+    fig: Figure,
+    name: str,
+    directory: str | Path | None = None,
+    formats: Sequence[str] = ("png", "svg"),
+    dpi: int = 150,
+) -> list[Path]:
     """Write ``fig`` as ``<directory>/<name>.<format>`` for each format (default PNG and SVG
     into ``figures/``); returns the paths. SVG and PDF carry no date, so reruns are
     byte-comparable."""

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from ipclab.paths import REPO_ROOT
 
 LOCAL_BASE = os.environ.get("IPCLAB_LOCAL_BASE", "ipclab-base:bookworm")
 OFFICIAL_PYTHON = "python:3.11-slim"
@@ -47,7 +47,14 @@ WHEEL_PYTHON = "3.11"
 
 # Project dependencies the services never import; everything else goes into the image.
 HARNESS_ONLY = {
-    "locust", "psutil", "pandas", "pyarrow", "numpy", "scipy", "matplotlib", "docker",
+    "locust",
+    "psutil",
+    "pandas",
+    "pyarrow",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "docker",
 }
 
 LABEL_HASH = "ipclab.context-hash"
@@ -115,19 +122,28 @@ def build_base_image(tag: str = LOCAL_BASE, mirror: str = DEBIAN_MIRROR) -> str:
         log(f"debootstrap bookworm ({', '.join(BASE_PACKAGES)}) from {mirror}")
         subprocess.run(
             [
-                "debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
-                "bookworm", str(rootfs), mirror,
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(BASE_PACKAGES)}",
+                "bookworm",
+                str(rootfs),
+                mirror,
             ],
-            check=True, stdout=subprocess.DEVNULL,
+            check=True,
+            stdout=subprocess.DEVNULL,
         )
         _trim_rootfs(rootfs, mirror)
         log(f"docker import -> {tag}")
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         changes = [
-            "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "--change", "ENV LANG=C.UTF-8",
-            "--change", 'CMD ["/bin/bash"]',
-            "--change", "LABEL ipclab.image=base",
+            "--change",
+            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "--change",
+            "ENV LANG=C.UTF-8",
+            "--change",
+            'CMD ["/bin/bash"]',
+            "--change",
+            "LABEL ipclab.image=base",
         ]
         imp = subprocess.run(
             ["docker", "import", *changes, "-", tag], stdin=tar.stdout, capture_output=True
@@ -152,8 +168,7 @@ def _trim_rootfs(rootfs: Path, mirror: str) -> None:
     policy.write_text("#!/bin/sh\nexit 101\n")
     policy.chmod(0o755)
     (rootfs / "etc/apt/apt.conf.d/90ipclab").write_text(
-        'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n'
-        'Acquire::Retries "3";\n'
+        'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\nAcquire::Retries "3";\n'
     )
     for sub in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man"):
         d = rootfs / sub
@@ -200,9 +215,25 @@ def download_wheels(requirements: list[str], dest: Path) -> None:
     platforms = [a for p in WHEEL_PLATFORMS for a in ("--platform", p)]
     subprocess.run(
         [
-            sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
-            *platforms, "--python-version", WHEEL_PYTHON, "--implementation", "cp",
-            "--abi", "cp311", "--abi", "abi3", "--abi", "none", "--dest", str(dest),
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--only-binary=:all:",
+            *platforms,
+            "--python-version",
+            WHEEL_PYTHON,
+            "--implementation",
+            "cp",
+            "--abi",
+            "cp311",
+            "--abi",
+            "abi3",
+            "--abi",
+            "none",
+            "--dest",
+            str(dest),
             *requirements,
         ],
         check=True,
@@ -328,7 +359,11 @@ def _pull(image: str) -> None:
 
 
 def _build(
-    path: Path, tag: str, base: str, labels: dict[str, str], dockerfile: str,
+    path: Path,
+    tag: str,
+    base: str,
+    labels: dict[str, str],
+    dockerfile: str,
     network_mode: str | None = None,
 ) -> None:
     import docker.errors
@@ -342,8 +377,15 @@ def _build(
     log(f"building {tag} from {base}")
     tail: list[str] = []
     for chunk in client.api.build(
-        path=str(path), dockerfile=dockerfile, tag=tag, buildargs={"BASE_IMAGE": base},
-        labels=labels, rm=True, forcerm=True, decode=True, pull=False,
+        path=str(path),
+        dockerfile=dockerfile,
+        tag=tag,
+        buildargs={"BASE_IMAGE": base},
+        labels=labels,
+        rm=True,
+        forcerm=True,
+        decode=True,
+        pull=False,
         network_mode=network_mode,
     ):
         if "stream" in chunk:
@@ -409,7 +451,8 @@ def ensure_images(base: str = "auto", broker: bool = True) -> dict[str, str]:
 def _fresh_enough(broker: bool) -> bool:
     """With base=auto: are the existing images up to date for one of the possible bases?"""
     for python_base, rabbit_base in (
-        (LOCAL_BASE, LOCAL_BASE), (OFFICIAL_PYTHON, OFFICIAL_RABBITMQ),
+        (LOCAL_BASE, LOCAL_BASE),
+        (OFFICIAL_PYTHON, OFFICIAL_RABBITMQ),
     ):
         ok = _image_label(SERVICES_IMAGE, LABEL_HASH) == services_context_hash(python_base)
         if broker:
@@ -439,7 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--force", action="store_true", help="rebuild even if it exists")
     bl = sub.add_parser("build", help="build the services and broker images")
     bl.add_argument(
-        "--base", default="auto",
+        "--base",
+        default="auto",
         help="auto (default), official (python:3.11-slim, rabbitmq:3), local (debootstrap "
         "base, built if missing), or an image name",
     )

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "published"
+from ipclab.paths import PUBLISHED_DIR
+
+DATA_DIR = PUBLISHED_DIR
 PERFORMANCE_CSV = DATA_DIR / "shafabakhsh2020_performance.csv"
 AVAILABILITY_CSV = DATA_DIR / "shafabakhsh2020_availability.csv"
 CLAIMS_CSV = DATA_DIR / "shafabakhsh2020_claims.csv"
@@ -60,8 +62,15 @@ def _fail(path: Path, i: int, msg: str) -> PublishedDataError:
     return PublishedDataError(f"{path}, line {i + 2}: {msg}")
 
 
-def _num(df: pd.DataFrame, path: Path, col: str, kind: type, *, required: bool = True,
-         positive: bool = False) -> pd.Series:
+def _num(
+    df: pd.DataFrame,
+    path: Path,
+    col: str,
+    kind: type,
+    *,
+    required: bool = True,
+    positive: bool = False,
+) -> pd.Series:
     out = []
     for i, raw in enumerate(df[col]):
         s = raw.strip()
@@ -81,8 +90,9 @@ def _num(df: pd.DataFrame, path: Path, col: str, kind: type, *, required: bool =
     return pd.Series(out, index=df.index, dtype=dtype)
 
 
-def _choice(df: pd.DataFrame, path: Path, col: str, allowed: Sequence[str],
-            *, required: bool = True) -> None:
+def _choice(
+    df: pd.DataFrame, path: Path, col: str, allowed: Sequence[str], *, required: bool = True
+) -> None:
     for i, v in enumerate(df[col]):
         if v == "" and not required:
             continue
@@ -106,8 +116,18 @@ def load_performance(path: str | Path | None = None) -> pd.DataFrame:
     """Thesis Tables 5.1-5.3: ``document, table, page, method, style, users, duration_s,
     mean_rt_s, total_requests, note`` (numbers exactly as printed)."""
     p = Path(path) if path is not None else PERFORMANCE_CSV
-    cols = ("document", "table", "page", "method", "style", "users", "duration_s",
-            "mean_rt_s", "total_requests", "note")
+    cols = (
+        "document",
+        "table",
+        "page",
+        "method",
+        "style",
+        "users",
+        "duration_s",
+        "mean_rt_s",
+        "total_requests",
+        "note",
+    )
     df = _read(p, cols)
     _choice(df, p, "document", DOCUMENTS)
     _choice(df, p, "style", STYLES)
@@ -128,8 +148,19 @@ def load_availability(path: str | Path | None = None) -> pd.DataFrame:
     """Thesis Table 5.4: ``document, table, page, method, style, users, mttf_s, mttr_s,
     availability, approximate, note``; ``approximate`` is True where the table prints "~"."""
     p = Path(path) if path is not None else AVAILABILITY_CSV
-    cols = ("document", "table", "page", "method", "style", "users", "mttf_s", "mttr_s",
-            "availability", "approximate", "note")
+    cols = (
+        "document",
+        "table",
+        "page",
+        "method",
+        "style",
+        "users",
+        "mttf_s",
+        "mttr_s",
+        "availability",
+        "approximate",
+        "note",
+    )
     df = _read(p, cols)
     _choice(df, p, "document", DOCUMENTS)
     _choice(df, p, "style", STYLES)
@@ -154,10 +185,29 @@ def availability() -> pd.DataFrame:
 
 
 CLAIM_COLUMNS = (
-    "claim_id", "statement_id", "document", "section", "page", "quote", "scope", "metric",
-    "test", "relation", "a_style", "a_users", "b_style", "b_users", "from_users", "to_users",
-    "published_value", "published_unit", "table_value", "published_ratio", "band_low",
-    "band_high", "note",
+    "claim_id",
+    "statement_id",
+    "document",
+    "section",
+    "page",
+    "quote",
+    "scope",
+    "metric",
+    "test",
+    "relation",
+    "a_style",
+    "a_users",
+    "b_style",
+    "b_users",
+    "from_users",
+    "to_users",
+    "published_value",
+    "published_unit",
+    "table_value",
+    "published_ratio",
+    "band_low",
+    "band_high",
+    "note",
 )
 
 
@@ -213,14 +263,17 @@ class Claim:
 
         if self.test == "interaction":
             f, t = self.from_users, self.to_users
-            return (f"{self.metric} growth {f}->{t}: {self.a_style} {self.relation} "
-                    f"{self.b_style}")
+            return f"{self.metric} growth {f}->{t}: {self.a_style} {self.relation} {self.b_style}"
         if self.test in ("equal", "differ"):
             rel = "~=" if self.test == "equal" else "!="
-            return (f"{self.metric}: {side(self.a_style, self.a_users)} {rel} "
-                    f"{side(self.b_style, self.b_users)}")
-        return (f"{self.metric}: {side(self.a_style, self.a_users)} {self.relation} "
-                f"{side(self.b_style, self.b_users)}")
+            return (
+                f"{self.metric}: {side(self.a_style, self.a_users)} {rel} "
+                f"{side(self.b_style, self.b_users)}"
+            )
+        return (
+            f"{self.metric}: {side(self.a_style, self.a_users)} {self.relation} "
+            f"{side(self.b_style, self.b_users)}"
+        )
 
 
 def _users(path: Path, i: int, col: str, raw: str) -> tuple[int, ...]:
@@ -255,14 +308,24 @@ def _opt_int(path: Path, i: int, col: str, raw: str) -> int | None:
 
 def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
     c = Claim(
-        claim_id=r["claim_id"], statement_id=r["statement_id"], document=r["document"],
-        section=r["section"], page=r["page"], quote=r["quote"], scope=r["scope"],
-        metric=r["metric"], test=r["test"], relation=r["relation"],
-        a_style=r["a_style"], a_users=_users(path, i, "a_users", r["a_users"]),
-        b_style=r["b_style"], b_users=_users(path, i, "b_users", r["b_users"]),
+        claim_id=r["claim_id"],
+        statement_id=r["statement_id"],
+        document=r["document"],
+        section=r["section"],
+        page=r["page"],
+        quote=r["quote"],
+        scope=r["scope"],
+        metric=r["metric"],
+        test=r["test"],
+        relation=r["relation"],
+        a_style=r["a_style"],
+        a_users=_users(path, i, "a_users", r["a_users"]),
+        b_style=r["b_style"],
+        b_users=_users(path, i, "b_users", r["b_users"]),
         from_users=_opt_int(path, i, "from_users", r["from_users"]),
         to_users=_opt_int(path, i, "to_users", r["to_users"]),
-        published_value=r["published_value"], published_unit=r["published_unit"],
+        published_value=r["published_value"],
+        published_unit=r["published_unit"],
         table_value=r["table_value"],
         published_ratio=_opt_float(path, i, "published_ratio", r["published_ratio"]),
         band_low=_opt_float(path, i, "band_low", r["band_low"]),
@@ -284,12 +347,18 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
         if c.relation not in ("<", ">"):
             raise _fail(path, i, "a compare claim's relation must be < or >")
     else:
-        if c.scope != "complexity" and c.metric != "outage_failure_fraction" and (
-            not c.a_users or not c.b_users
+        if (
+            c.scope != "complexity"
+            and c.metric != "outage_failure_fraction"
+            and (not c.a_users or not c.b_users)
         ):
             raise _fail(path, i, f"a {c.test} claim needs a_users and b_users")
-        allowed = {"direction": ("<", ">"), "ratio": ("<", ">"), "equal": ("=",),
-                   "differ": ("!=",)}[c.test]
+        allowed = {
+            "direction": ("<", ">"),
+            "ratio": ("<", ">"),
+            "equal": ("=",),
+            "differ": ("!=",),
+        }[c.test]
         if c.relation not in allowed:
             raise _fail(path, i, f"relation {c.relation!r} does not fit test {c.test!r}")
     if c.test in ("ratio", "equal", "differ") and (
@@ -328,8 +397,7 @@ def load_claims(path: str | Path | None = None) -> pd.DataFrame:
     return out
 
 
-def claims(path: str | Path | None = None, scope: str | Sequence[str] | None = None
-           ) -> list[Claim]:
+def claims(path: str | Path | None = None, scope: str | Sequence[str] | None = None) -> list[Claim]:
     """The claims as typed :class:`Claim` objects, optionally only those of ``scope``."""
     p = Path(path) if path is not None else CLAIMS_CSV
     df = _raw_claims(p)
@@ -344,10 +412,12 @@ def published_cells() -> pd.DataFrame:
     """The performance tables in the shape of :func:`ipclab.stats.describe_cells`'s input:
     ``style, users, rps, mean_ms, total_requests`` (rps = total / duration, derived)."""
     perf = load_performance()
-    return pd.DataFrame({
-        "style": perf["style"],
-        "users": perf["users"].astype(int),
-        "rps": perf["total_requests"].astype(float) / perf["duration_s"].astype(float),
-        "mean_ms": perf["mean_rt_s"].astype(float) * 1000.0,
-        "total_requests": perf["total_requests"].astype(int),
-    })
+    return pd.DataFrame(
+        {
+            "style": perf["style"],
+            "users": perf["users"].astype(int),
+            "rps": perf["total_requests"].astype(float) / perf["duration_s"].astype(float),
+            "mean_ms": perf["mean_rt_s"].astype(float) * 1000.0,
+            "total_requests": perf["total_requests"].astype(int),
+        }
+    )

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.environment import describe_environment
+from ipclab.paths import REPO_ROOT
 from ipclab.runs import utcnow
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 
 
@@ -36,7 +36,7 @@ class Notebook:
 
 NOTEBOOKS = (
     Notebook("01_shafabakhsh_performance.ipynb", "shafabakhsh"),
-    Notebook("02_shafabakhsh_availability.ipynb", "shafabakhsh_availability"),
+    Notebook("02_shafabakhsh_availability.ipynb", "availability"),
 )
 
 
@@ -108,7 +108,8 @@ def reproduce(
     only: list[str] | None = None,
     say: Callable[[str], None] = print,
 ) -> int:
-    out = Path(out)
+    # the notebooks run in the repository; hand them absolute paths
+    out, runs_root, figures_dir = (Path(p).resolve() for p in (out, runs_root, figures_dir))
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
     (out / "results").mkdir(parents=True, exist_ok=True)
     _show_progress_only()

@@ -40,6 +40,7 @@ from ipclab.availability_runner import (
 from ipclab.availability_stats import availability_summary
 from ipclab.backends import RunningStack, StackOptions
 from ipclab.outage import CLASSES, classify_requests, outage_table
+from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run, read_run
 from ipclab.studies.results import StudyResults
 
@@ -279,7 +280,7 @@ def experiments(
     unknown = set(methods) - set(METHODS)
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
-    return AvailabilityExperiment(profile_name, backend, Path(root), methods=tuple(methods))
+    return AvailabilityExperiment(profile_name, backend, from_repo(root), methods=tuple(methods))
 
 
 def run_experiments(

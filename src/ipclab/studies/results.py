@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ipclab import figures as figs
+from ipclab.paths import from_repo
 from ipclab.runs import utcnow
 
 
@@ -32,9 +33,9 @@ class StudyResults:
     figures_dir: Path = figs.FIGURES_DIR
 
     def __post_init__(self) -> None:
-        self.directory = Path(self.directory)
+        self.directory = from_repo(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.figures_dir = Path(self.figures_dir)
+        self.figures_dir = from_repo(self.figures_dir)
 
     def figure(self, fig: Figure, name: str, caption: str) -> list[Path]:
         paths = figs.save(fig, name, self.figures_dir)
@@ -48,8 +49,9 @@ class StudyResults:
         path = self.directory / f"{name}.csv"
         df.to_csv(path, index=False)
         self.tables = [t for t in self.tables if t["name"] != name]
-        self.tables.append({"name": name, "csv": path.name, "caption": caption,
-                            "in_report": str(in_report)})
+        self.tables.append(
+            {"name": name, "csv": path.name, "caption": caption, "in_report": str(in_report)}
+        )
         self.save()
         return path
 

@@ -20,6 +20,7 @@ from ipclab import complexity, published, stats
 from ipclab import figures as figs
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
+from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.studies.results import StudyResults
 
@@ -40,11 +41,23 @@ class Profile:
 
 PROFILES = {
     # seconds per cell, one repetition: for CI and a first look
-    "quick": Profile(users=(50, 100, 200), repetitions=1, duration_s=12, warmup_s=3,
-                     sensitivity_users=(50,), sensitivity_repetitions=1),
+    "quick": Profile(
+        users=(50, 100, 200),
+        repetitions=1,
+        duration_s=12,
+        warmup_s=3,
+        sensitivity_users=(50,),
+        sensitivity_repetitions=1,
+    ),
     # the thesis's 180 s per cell (after a 10 s warm-up), five repetitions in random order
-    "full": Profile(users=(50, 100, 200), repetitions=5, duration_s=190, warmup_s=10,
-                    sensitivity_users=(50, 100, 200), sensitivity_repetitions=3),
+    "full": Profile(
+        users=(50, 100, 200),
+        repetitions=5,
+        duration_s=190,
+        warmup_s=10,
+        sensitivity_users=(50, 100, 200),
+        sensitivity_repetitions=3,
+    ),
 }
 
 DEVIATIONS = [
@@ -71,24 +84,47 @@ def profile(name: str) -> Profile:
         raise ValueError(f"unknown profile {name!r}; choose {', '.join(PROFILES)}") from None
 
 
-def experiments(profile_name: str, backend: str = "local", root: Path = DEFAULT_ROOT,
-                options: StackOptions | None = None) -> tuple[Experiment, Experiment]:
+def experiments(
+    profile_name: str,
+    backend: str = "local",
+    root: Path = DEFAULT_ROOT,
+    options: StackOptions | None = None,
+) -> tuple[Experiment, Experiment]:
     """The performance matrix and the think-time sensitivity run."""
     p = profile(profile_name)
-    common = dict(stacks=STACKS, backend=backend, root=Path(root), warmup_s=p.warmup_s,
-                  duration_s=p.duration_s, options=options or StackOptions())
-    perf = Experiment(name=f"shafabakhsh-{profile_name}-{backend}", users=p.users,
-                      repetitions=p.repetitions, **common)  # type: ignore[arg-type]
+    common = dict(
+        stacks=STACKS,
+        backend=backend,
+        root=from_repo(root),
+        warmup_s=p.warmup_s,
+        duration_s=p.duration_s,
+        options=options or StackOptions(),
+    )
+    perf = Experiment(
+        name=f"shafabakhsh-{profile_name}-{backend}",
+        users=p.users,
+        repetitions=p.repetitions,
+        **common,
+    )  # type: ignore[arg-type]
     lo, hi = p.think_time_s
-    sens = Experiment(name=f"shafabakhsh-think-{profile_name}-{backend}",
-                      users=p.sensitivity_users, repetitions=p.sensitivity_repetitions,
-                      think_time_s=lo, think_time_max_s=hi, variant=f"think{lo:g}-{hi:g}s",
-                      **common)  # type: ignore[arg-type]
+    sens = Experiment(
+        name=f"shafabakhsh-think-{profile_name}-{backend}",
+        users=p.sensitivity_users,
+        repetitions=p.sensitivity_repetitions,
+        think_time_s=lo,
+        think_time_max_s=hi,
+        variant=f"think{lo:g}-{hi:g}s",
+        **common,
+    )  # type: ignore[arg-type]
     return perf, sens
 
 
-def run_experiments(profile_name: str, backend: str = "local", root: Path = DEFAULT_ROOT,
-                    progress: Callable[[str], None] = print) -> tuple[list[Run], list[Run]]:
+def run_experiments(
+    profile_name: str,
+    backend: str = "local",
+    root: Path = DEFAULT_ROOT,
+    progress: Callable[[str], None] = print,
+) -> tuple[list[Run], list[Run]]:
     perf, sens = experiments(profile_name, backend, root)
     return perf.run(progress), sens.run(progress)
 
@@ -116,18 +152,21 @@ def side_by_side(cells: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, r in pub.iterrows():
         rps, mean = (_cell(cells, r["style"], r["users"], m) for m in ("rps", "mean_ms"))
-        rows.append({
-            "style": r["style"], "users": int(r["users"]),
-            "published_mean_rt_s": r["mean_rt_s"],
-            "measured_mean_rt_s": mean.get("mean", np.nan) / 1000,
-            "measured_mean_rt_ci_s": _ci_text(mean, 1 / 1000, 4),
-            "published_total_requests_180s": int(r["total_requests"]),
-            "measured_requests_per_180s": rps.get("mean", np.nan) * PUBLISHED_DURATION_S,
-            "measured_requests_per_180s_ci": _ci_text(rps, PUBLISHED_DURATION_S, 0),
-            "published_rps": r["total_requests"] / PUBLISHED_DURATION_S,
-            "measured_rps": rps.get("mean", np.nan),
-            "runs": int(rps.get("n", 0)) if len(rps) else 0,
-        })
+        rows.append(
+            {
+                "style": r["style"],
+                "users": int(r["users"]),
+                "published_mean_rt_s": r["mean_rt_s"],
+                "measured_mean_rt_s": mean.get("mean", np.nan) / 1000,
+                "measured_mean_rt_ci_s": _ci_text(mean, 1 / 1000, 4),
+                "published_total_requests_180s": int(r["total_requests"]),
+                "measured_requests_per_180s": rps.get("mean", np.nan) * PUBLISHED_DURATION_S,
+                "measured_requests_per_180s_ci": _ci_text(rps, PUBLISHED_DURATION_S, 0),
+                "published_rps": r["total_requests"] / PUBLISHED_DURATION_S,
+                "measured_rps": rps.get("mean", np.nan),
+                "runs": int(rps.get("n", 0)) if len(rps) else 0,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -142,14 +181,19 @@ def _ci_text(row: pd.Series, scale: float, digits: int) -> str:
     return f"[{row['ci_low'] * scale:.{digits}f}, {row['ci_high'] * scale:.{digits}f}]"
 
 
-def analyse(perf_runs: list[Run], sensitivity_runs: list[Run], profile_name: str,
-            seed: int = 0) -> Analysis:
+def analyse(
+    perf_runs: list[Run], sensitivity_runs: list[Run], profile_name: str, seed: int = 0
+) -> Analysis:
     p = profile(profile_name)
     runs = stats.runs_table(perf_runs, warmup_s=p.warmup_s)
     cells = stats.cell_summary(runs, seed=seed)
-    comparisons = pd.concat([stats.compare_styles(runs, m, styles=("rest", "grpc", "amqp"),
-                                                  seed=seed) for m in ("rps", "mean_ms")],
-                            ignore_index=True)
+    comparisons = pd.concat(
+        [
+            stats.compare_styles(runs, m, styles=("rest", "grpc", "amqp"), seed=seed)
+            for m in ("rps", "mean_ms")
+        ],
+        ignore_index=True,
+    )
     little = stats.littles_law_table(runs)
     means = runs.groupby(["style", "users"], as_index=False)[["rps", "mean_ms"]].mean()
     saturation = stats.detect_saturation(means)
@@ -157,9 +201,16 @@ def analyse(perf_runs: list[Run], sensitivity_runs: list[Run], profile_name: str
     claims = claims_mod.evaluate_claims(runs, complexity=code, think_time_s=0.0)
     srun = stats.runs_table(sensitivity_runs, warmup_s=p.warmup_s)
     return Analysis(
-        profile=profile_name, runs=runs, cells=cells, comparisons=comparisons, little=little,
-        saturation=saturation, side_by_side=side_by_side(cells), claims=claims,
-        statements=claims_mod.statement_verdicts(claims), complexity=code,
+        profile=profile_name,
+        runs=runs,
+        cells=cells,
+        comparisons=comparisons,
+        little=little,
+        saturation=saturation,
+        side_by_side=side_by_side(cells),
+        claims=claims,
+        statements=claims_mod.statement_verdicts(claims),
+        complexity=code,
         sensitivity_runs=srun,
         sensitivity_cells=stats.cell_summary(srun, seed=seed) if len(srun) else pd.DataFrame(),
         published_saturation=stats.detect_saturation(published.published_cells()),
@@ -168,13 +219,18 @@ def analyse(perf_runs: list[Run], sensitivity_runs: list[Run], profile_name: str
 
 def _published_summary() -> pd.DataFrame:
     pub = published.published_cells()
-    long = pub.melt(id_vars=["style", "users"], value_vars=["rps", "mean_ms"],
-                    var_name="metric", value_name="mean")
+    long = pub.melt(
+        id_vars=["style", "users"],
+        value_vars=["rps", "mean_ms"],
+        var_name="metric",
+        value_name="mean",
+    )
     return long.assign(n=1, ci_low=np.nan, ci_high=np.nan)
 
 
-def _pair(metric: str, measured: pd.DataFrame, title: str, fn: Callable[..., object],
-          **kw: object) -> plt.Figure:
+def _pair(
+    metric: str, measured: pd.DataFrame, title: str, fn: Callable[..., object], **kw: object
+) -> plt.Figure:
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.2), sharey=False)
     fn(_published_summary(), metric, ax=a, title=f"Published ({title})", **kw)
     fn(measured, metric, ax=b, title="Measured here (mean, 95% CI over runs)", **kw)
@@ -186,78 +242,157 @@ def _pair(metric: str, measured: pd.DataFrame, title: str, fn: Callable[..., obj
 def write_results(a: Analysis, perf_runs: list[Run], results: StudyResults) -> None:
     """Every figure and table of the study into ``results`` (and figures/)."""
     results.deviations = DEVIATIONS
-    results.table(a.side_by_side, "published_vs_measured",
-                  "Thesis tables 5.1-5.3 beside the measured cells: mean response time (s) and "
-                  "requests per 180 s (measured rps x 180), mean and 95% bootstrap CI over runs.")
-    results.table(a.comparisons[["metric", "users", "a", "b", "mean_a", "mean_b", "ratio",
-                                 "mannwhitney_p", "welch_p", "cliffs_delta"]],
-                  "pairwise_tests", "Pairwise tests between styles at each load (per-run "
-                  "values): Mann-Whitney U and Welch p-values, Cliff's delta.")
-    results.table(a.little[["style", "users", "repetition", "rps", "mean_ms", "think_time_s",
-                            "implied_users", "relative_error", "implied_think_s"]],
-                  "littles_law", "Little's law N = X(R+Z) on every run: the users implied "
-                  "by measured throughput and response time.")
-    results.table(a.saturation, "saturation", "Saturation (throughput flat while latency "
-                  "grows) per style, measured.")
-    results.table(a.published_saturation, "saturation_published",
-                  "Saturation detected in the published tables (same rule).", in_report=False)
-    results.table(a.complexity[["style", "files", "loc", "functions", "files_with_generated",
-                                "loc_with_generated", "functions_with_generated"]],
-                  "complexity", "Thesis section 5.2.2 computed from this repository: files, "
-                  "lines of code and functions per style, without and with generated code.")
+    results.table(
+        a.side_by_side,
+        "published_vs_measured",
+        "Thesis tables 5.1-5.3 beside the measured cells: mean response time (s) and "
+        "requests per 180 s (measured rps x 180), mean and 95% bootstrap CI over runs.",
+    )
+    results.table(
+        a.comparisons[
+            [
+                "metric",
+                "users",
+                "a",
+                "b",
+                "mean_a",
+                "mean_b",
+                "ratio",
+                "mannwhitney_p",
+                "welch_p",
+                "cliffs_delta",
+            ]
+        ],
+        "pairwise_tests",
+        "Pairwise tests between styles at each load (per-run "
+        "values): Mann-Whitney U and Welch p-values, Cliff's delta.",
+    )
+    results.table(
+        a.little[
+            [
+                "style",
+                "users",
+                "repetition",
+                "rps",
+                "mean_ms",
+                "think_time_s",
+                "implied_users",
+                "relative_error",
+                "implied_think_s",
+            ]
+        ],
+        "littles_law",
+        "Little's law N = X(R+Z) on every run: the users implied "
+        "by measured throughput and response time.",
+    )
+    results.table(
+        a.saturation,
+        "saturation",
+        "Saturation (throughput flat while latency grows) per style, measured.",
+    )
+    results.table(
+        a.published_saturation,
+        "saturation_published",
+        "Saturation detected in the published tables (same rule).",
+        in_report=False,
+    )
+    results.table(
+        a.complexity[
+            [
+                "style",
+                "files",
+                "loc",
+                "functions",
+                "files_with_generated",
+                "loc_with_generated",
+                "functions_with_generated",
+            ]
+        ],
+        "complexity",
+        "Thesis section 5.2.2 computed from this repository: files, "
+        "lines of code and functions per style, without and with generated code.",
+    )
     results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
     results.table(a.cells, "cells", "Per-cell statistics over runs.", in_report=False)
     if len(a.sensitivity_cells):
         sc = a.sensitivity_cells
         sc = sc[sc["metric"].isin(["rps", "mean_ms"])]
-        results.table(sc[["style", "users", "think_time_s", "metric", "n", "mean", "ci_low",
-                          "ci_high"]], "think_time_sensitivity",
-                      "Sensitivity: 1-2 s of think time per user (the published 50-user "
-                      "figures imply one).")
+        results.table(
+            sc[["style", "users", "think_time_s", "metric", "n", "mean", "ci_low", "ci_high"]],
+            "think_time_sensitivity",
+            "Sensitivity: 1-2 s of think time per user (the published 50-user figures imply one).",
+        )
     results.claims_table(a.claims)
 
-    results.figure(_pair("mean_ms", a.cells, "thesis Fig. 5.1", figs.grouped_bars),
-                   "shafabakhsh_fig5_1_latency",
-                   "Mean response time per style and load (thesis Fig. 5.1): published "
-                   "(left) and measured (right).")
-    results.figure(_pair("rps", a.cells, "thesis Fig. 5.2 / paper Fig. 3", figs.grouped_bars),
-                   "shafabakhsh_fig5_2_throughput",
-                   "Throughput per style and load (thesis Fig. 5.2, paper Fig. 3): published "
-                   "requests per 180 s as req/s (left) and measured (right).")
-    results.figure(_pair("mean_ms", a.cells, "thesis Fig. 5.3", figs.latency_growth,
-                         normalize=True),
-                   "shafabakhsh_fig5_3_latency_growth",
-                   "Growth of mean response time with load, normalised to 50 users (thesis "
-                   "Fig. 5.3): published (left) and measured (right).")
+    results.figure(
+        _pair("mean_ms", a.cells, "thesis Fig. 5.1", figs.grouped_bars),
+        "shafabakhsh_fig5_1_latency",
+        "Mean response time per style and load (thesis Fig. 5.1): published "
+        "(left) and measured (right).",
+    )
+    results.figure(
+        _pair("rps", a.cells, "thesis Fig. 5.2 / paper Fig. 3", figs.grouped_bars),
+        "shafabakhsh_fig5_2_throughput",
+        "Throughput per style and load (thesis Fig. 5.2, paper Fig. 3): published "
+        "requests per 180 s as req/s (left) and measured (right).",
+    )
+    results.figure(
+        _pair("mean_ms", a.cells, "thesis Fig. 5.3", figs.latency_growth, normalize=True),
+        "shafabakhsh_fig5_3_latency_growth",
+        "Growth of mean response time with load, normalised to 50 users (thesis "
+        "Fig. 5.3): published (left) and measured (right).",
+    )
     by_cell: dict[int, dict[str, Run]] = {}
     for run in perf_runs:
         if run.parameters.get("repetition", 1) == 1:
-            by_cell.setdefault(int(run.parameters["users"]), {})[
-                str(run.manifest.get("style"))] = run
+            by_cell.setdefault(int(run.parameters["users"]), {})[str(run.manifest.get("style"))] = (
+                run
+            )
     names = {50: "A.3/A.4", 100: "A.5/A.6", 200: "(none published)"}
     for users, runs in sorted(by_cell.items()):
         hist = {style: figs.history_frame(r) for style, r in runs.items()}
         fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
-        figs.timeseries(hist, "rps", ax=top, title=f"{users} users: throughput",
-                        warmup_s=profile(a.profile).warmup_s)
+        figs.timeseries(
+            hist,
+            "rps",
+            ax=top,
+            title=f"{users} users: throughput",
+            warmup_s=profile(a.profile).warmup_s,
+        )
         figs.timeseries(hist, "median_ms", ax=bottom, title=f"{users} users: median latency")
         fig.tight_layout()
-        results.figure(fig, f"shafabakhsh_timeseries_u{users}",
-                       f"Per-second throughput and median response time at {users} users, "
-                       f"first repetition (thesis Figs. {names.get(users, '')}).")
+        results.figure(
+            fig,
+            f"shafabakhsh_timeseries_u{users}",
+            f"Per-second throughput and median response time at {users} users, "
+            f"first repetition (thesis Figs. {names.get(users, '')}).",
+        )
     code = a.complexity[a.complexity["style"].isin(["rest", "grpc", "amqp"])]
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
-    for ax, col, label in zip(axes, ("loc", "files", "functions"),
-                              ("Lines of code", "Files", "Functions"), strict=True):
-        ax.bar(code["style"], code[col], color=[figs.STYLE_COLORS.get(s) for s in code["style"]],
-               label="hand-written")
-        ax.bar(code["style"], code[f"{col}_with_generated"] - code[col], bottom=code[col],
-               color="lightgrey", label="generated")
+    for ax, col, label in zip(
+        axes, ("loc", "files", "functions"), ("Lines of code", "Files", "Functions"), strict=True
+    ):
+        ax.bar(
+            code["style"],
+            code[col],
+            color=[figs.STYLE_COLORS.get(s) for s in code["style"]],
+            label="hand-written",
+        )
+        ax.bar(
+            code["style"],
+            code[f"{col}_with_generated"] - code[col],
+            bottom=code[col],
+            color="lightgrey",
+            label="generated",
+        )
         ax.set_title(label)
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(frameon=False)
     fig.tight_layout()
-    results.figure(fig, "shafabakhsh_complexity",
-                   "Code per IPC style (thesis section 5.2.2): transport code and schema, "
-                   "hand-written and generated.")
+    results.figure(
+        fig,
+        "shafabakhsh_complexity",
+        "Code per IPC style (thesis section 5.2.2): transport code and schema, "
+        "hand-written and generated.",
+    )
     plt.close("all")
