@@ -30,7 +30,7 @@ test:
 test-fast:
 	$(PYTHON) -m pytest -q -m "not slow and not docker"
 
-reproduce: setup
+reproduce: setup $(if $(filter docker,$(BACKEND)),docker-engine)
 	$(PYTHON) -m ipclab.cli reproduce --profile $(PROFILE) --backend $(BACKEND) --out $(OUT)
 
 report:
