@@ -75,8 +75,9 @@ class _ProgressLines(logging.Filter):
     """Of a notebook's streamed output, keep the experiments' progress lines and problems."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage().lstrip()
-        return record.levelno >= logging.WARNING or text.startswith("[")
+        text = record.getMessage().strip()
+        record.msg, record.args = text, ()
+        return bool(text) and (record.levelno >= logging.WARNING or text.startswith("["))
 
 
 def _show_progress_only() -> None:
