@@ -781,10 +781,10 @@ _SUMMARY_COLS = [
 def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) -> None:
     """Every table and figure of the availability study into ``results``."""
     p = profile(a.profile)
-    results.deviations = DEVIATIONS
+    results.deviations = list(DEVIATIONS)
     results.parameters.setdefault("criteria", p.common.criteria.as_dict())
     if a.users_map:
-        results.skipped.append(
+        results.deviations.append(
             f"Profile {a.profile!r}: loads {sorted(a.users_map.values())} stand in for the "
             f"published {sorted(a.users_map)} users (users_map {a.users_map})."
         )
