@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
-import os
 from pathlib import Path
 
 import pytest
@@ -30,9 +30,15 @@ def test_performance_tables_as_printed() -> None:
     p = published.load_performance()
     assert len(p) == 9 and set(p["users"]) == {50, 100, 200}
     printed = {  # Tables 5.1-5.3: mean RT (s), total requests in 180 s
-        ("rest", 50): (0.23, 4261), ("grpc", 50): (0.22, 4304), ("amqp", 50): (0.27, 4157),
-        ("rest", 100): (3.5, 4373), ("grpc", 100): (3.3, 4453), ("amqp", 100): (3.5, 4398),
-        ("rest", 200): (7.8, 4334), ("grpc", 200): (7.2, 4348), ("amqp", 200): (6.4, 4480),
+        ("rest", 50): (0.23, 4261),
+        ("grpc", 50): (0.22, 4304),
+        ("amqp", 50): (0.27, 4157),
+        ("rest", 100): (3.5, 4373),
+        ("grpc", 100): (3.3, 4453),
+        ("amqp", 100): (3.5, 4398),
+        ("rest", 200): (7.8, 4334),
+        ("grpc", 200): (7.2, 4348),
+        ("amqp", 200): (6.4, 4480),
     }
     for (s, u), (rt, tot) in printed.items():
         assert perf_value(s, u, "mean_rt_s") == rt
@@ -63,10 +69,12 @@ def test_104_versus_147_is_flagged_not_fixed() -> None:
     assert t.published_value == "104" and t.table_value == "147"
     assert "INCONSISTENT" in t.note
     assert c["P01b"].published_value == "147"  # the paper agrees with the table
-    assert perf_value("grpc", 50, "total_requests") - perf_value("amqp", 50,
-                                                                 "total_requests") == 147
-    assert perf_value("rest", 50, "total_requests") - perf_value("amqp", 50,
-                                                                 "total_requests") == 104
+    assert (
+        perf_value("grpc", 50, "total_requests") - perf_value("amqp", 50, "total_requests") == 147
+    )
+    assert (
+        perf_value("rest", 50, "total_requests") - perf_value("amqp", 50, "total_requests") == 104
+    )
     note = published.load_performance().query("style == 'grpc' and users == 50")["note"].item()
     assert "104" in note and "147" in note
 
@@ -115,7 +123,8 @@ def test_printed_percentages() -> None:
     c = {x.claim_id: x for x in published.claims()}
     assert c["T11a"].published_value == "22" and c["T11a"].band_low == 1.215
     assert perf_value("rest", 200, "mean_rt_s") / perf_value("amqp", 200, "mean_rt_s") == (
-        pytest.approx(1.21875))
+        pytest.approx(1.21875)
+    )
     assert c["T11b"].published_value == "13" and "12.5%" in c["T11b"].note
 
 
@@ -126,8 +135,14 @@ def test_claims_cover_the_chapters() -> None:
     perf = published.claims(scope="performance")
     assert {c.document for c in perf} == {"thesis", "paper"}
     sections = {(c.document, c.section.split(" ")[0]) for c in cl}
-    for needed in (("thesis", "5.1.1"), ("thesis", "5.1.2"), ("thesis", "5.2.1"),
-                   ("thesis", "5.2.2"), ("paper", "4.1"), ("paper", "4.2")):
+    for needed in (
+        ("thesis", "5.1.1"),
+        ("thesis", "5.1.2"),
+        ("thesis", "5.2.1"),
+        ("thesis", "5.2.2"),
+        ("paper", "4.1"),
+        ("paper", "4.2"),
+    ):
         assert needed in sections
     for users in (50, 100, 200):
         assert any(users in c.a_users for c in perf if c.document == "thesis")
@@ -153,7 +168,7 @@ def _quote_in(quote: str, tokens: list[str], window: int = 40) -> bool:
                 return i + 1
             if 2 <= len(t) < len(w) and w.startswith(t):
                 for k in range(i + 1, min(len(tokens), i + 1 + window)):
-                    if tokens[k] == w[len(t):]:
+                    if tokens[k] == w[len(t) :]:
                         return k + 1
         return None
 
@@ -171,13 +186,17 @@ def _quote_in(quote: str, tokens: list[str], window: int = 40) -> bool:
     return False
 
 
-@pytest.mark.skipif(not (THESIS.exists() and PAPER.exists()), reason="set IPCLAB_SEEDS to the folder of the study texts")
+@pytest.mark.skipif(
+    not (THESIS.exists() and PAPER.exists()),
+    reason="set IPCLAB_SEEDS to the folder of the study texts",
+)
 def test_every_quote_is_in_its_document() -> None:
     texts = {"thesis": _tokens(THESIS.read_text()), "paper": _tokens(PAPER.read_text())}
     for c in published.claims():
         assert _quote_in(c.quote, texts[c.document]), c.claim_id
-    assert not _quote_in("gRPC processed 104 requests more than RabbitMQ in the third case",
-                         texts["paper"])
+    assert not _quote_in(
+        "gRPC processed 104 requests more than RabbitMQ in the third case", texts["paper"]
+    )
 
 
 # --------------------------------------------------------------------------- strict loading
