@@ -57,8 +57,15 @@ def timeline(
     for start, end, ok in spans:
         n = int(round((end - start) / period))
         for i in range(n):
-            rows.append({"t": round(start + i * period, 6), "ok": ok, "status": 200 if ok else 503,
-                         "latency_ms": latency_ms, "complete": complete and ok})
+            rows.append(
+                {
+                    "t": round(start + i * period, 6),
+                    "ok": ok,
+                    "status": 200 if ok else 503,
+                    "latency_ms": latency_ms,
+                    "complete": complete and ok,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -67,8 +74,12 @@ FAST = Criteria(window_s=1.0, min_samples=5, max_error_rate=0.5, silence_s=2.0)
 
 def test_one_fault_cycle_known_answer() -> None:
     probe = timeline([(0, 100, True), (100, 120, False), (120, 200, True)])
-    events = [Mark(0, "start"), Mark(100, "fault", "reviews"), Mark(110, "restart", "reviews"),
-              Mark(200, "end")]
+    events = [
+        Mark(0, "start"),
+        Mark(100, "fault", "reviews"),
+        Mark(110, "restart", "reviews"),
+        Mark(200, "end"),
+    ]
     cycles = detect_cycles(probe, events, FAST)
     assert [c.status for c in cycles] == [CycleStatus.RECOVERED, CycleStatus.CENSORED]
     c = cycles[0]
@@ -92,11 +103,16 @@ def test_an_answer_asked_before_the_restart_is_not_a_recovery() -> None:
     """A slow answer issued while the stack was down but arriving after the restart (a
     request still in flight) proves nothing about the restarted stack."""
     probe = timeline([(0, 100, True), (100, 120, False), (120, 200, True)])
-    stale = pd.DataFrame([{"t": 109.0, "ok": True, "status": 200, "latency_ms": 2000.0,
-                           "complete": True}])  # asked at 109 s, answered at 111 s
+    stale = pd.DataFrame(
+        [{"t": 109.0, "ok": True, "status": 200, "latency_ms": 2000.0, "complete": True}]
+    )  # asked at 109 s, answered at 111 s
     probe = pd.concat([probe, stale]).sort_values("t", kind="stable").reset_index(drop=True)
-    events = [Mark(0, "start"), Mark(100, "fault", "reviews"), Mark(110, "restart", "reviews"),
-              Mark(200, "end")]
+    events = [
+        Mark(0, "start"),
+        Mark(100, "fault", "reviews"),
+        Mark(110, "restart", "reviews"),
+        Mark(200, "end"),
+    ]
     c = detect_cycles(probe, events, FAST)[0]
     assert c.t_recovered == pytest.approx(120.0)
     assert c.restart_to_recovery_s == pytest.approx(10.0)
@@ -184,8 +200,10 @@ def test_mttf_with_censored_observations_is_time_on_test_over_failures() -> None
         return Cycle(index=i, status=status, t_up=0.0, ttf_s=up, ttr_s=down)
 
     cycles = [
-        cyc(0, 100, CycleStatus.RECOVERED, 10), cyc(1, 300, CycleStatus.CENSORED),
-        cyc(2, 50, CycleStatus.RECOVERED, 20), cyc(3, 250, CycleStatus.CENSORED),
+        cyc(0, 100, CycleStatus.RECOVERED, 10),
+        cyc(1, 300, CycleStatus.CENSORED),
+        cyc(2, 50, CycleStatus.RECOVERED, 20),
+        cyc(3, 250, CycleStatus.CENSORED),
         cyc(4, 200, CycleStatus.RECOVERED, 30),
     ]
     s = availability_summary(cycles)
@@ -274,8 +292,9 @@ def test_incomplete_page_counts_as_bad_when_required() -> None:
 def test_recovery_waits_for_restart_unless_told_not_to() -> None:
     # the stack flaps back by itself at 40 (before the restart at 50), fails again, then is
     # restarted at 50 and is good from 55
-    probe = timeline([(0, 30, True), (30, 40, False), (40, 41, True), (41, 55, False),
-                      (55, 70, True)])
+    probe = timeline(
+        [(0, 30, True), (30, 40, False), (40, 41, True), (41, 55, False), (55, 70, True)]
+    )
     events = [Mark(0, "start"), Mark(50, "restart")]
     crit = Criteria(window_s=1, min_samples=5, silence_s=None)
     c = detect_cycles(probe, events, crit)[0]
@@ -287,8 +306,15 @@ def test_recovery_waits_for_restart_unless_told_not_to() -> None:
 
 def test_recovery_after_k_consecutive_successes() -> None:
     # after the restart: good, bad, good, good, bad, then goods from 22.0
-    spans = [(0, 10, True), (10, 20, False), (20, 20.1, True), (20.1, 20.2, False),
-             (20.2, 20.4, True), (20.4, 22.0, False), (22.0, 30, True)]
+    spans = [
+        (0, 10, True),
+        (10, 20, False),
+        (20, 20.1, True),
+        (20.1, 20.2, False),
+        (20.2, 20.4, True),
+        (20.4, 22.0, False),
+        (22.0, 30, True),
+    ]
     events = [Mark(0, "start"), Mark(10, "fault", "gateway"), Mark(15, "restart", "gateway")]
     first = Criteria(window_s=1, silence_s=None, recovery=Recovery.FIRST_COMPLETE)
     assert detect_cycles(timeline(spans), events, first)[0].t_recovered == pytest.approx(20.0)
@@ -331,8 +357,9 @@ def test_online_tracker_writes_each_cycle_and_events_jsonl_round_trip(tmp_path: 
     run = RunWriter(tmp_path / "run", kind="availability", parameters={"method": "fault"})
     log = CycleLog(run.path)
     tracker = CycleTracker(FAST, on_cycle=log.append)
-    probe = timeline([(0, 10, True), (10, 13, False), (13, 25, True), (25, 27, False),
-                      (27, 30, True)])
+    probe = timeline(
+        [(0, 10, True), (10, 13, False), (13, 25, True), (25, 27, False), (27, 30, True)]
+    )
     t0 = 1_700_000_000.0
     probe["t"] += t0
     plan = {10.0: "kill", 10.2: "restart", 25.0: "kill", 25.2: "restart"}
@@ -412,21 +439,33 @@ def test_fault_schedule_weights_and_errors() -> None:
 
 def test_outage_classes_account_for_every_request() -> None:
     t0, t1 = 100.0, 110.0
-    reqs = pd.DataFrame([
-        # t, t_done, status, ok, error, duplicates
-        (99.0, 99.05, 200, True, None, 0),  # before: served
-        (100.5, 100.52, 503, False, "HTTP 503", 0),  # failed
-        (101.0, 101.0, 0, False, "ConnectionRefusedError", 0),  # failed (told at once)
-        (102.0, 104.0, 0, False, "timeout", 0),  # lost: the client gave up
-        (103.0, np.nan, 0, False, None, 0),  # lost: never answered
-        (104.0, 111.0, 200, True, None, 0),  # served late (queued, answered after restart)
-        (105.0, 111.2, 200, True, None, 1),  # duplicated
-        (109.9, 109.95, 200, True, None, 0),  # served
-        (112.0, 112.05, 200, True, None, 0),  # after: served
-    ], columns=["t", "t_done", "status", "ok", "error", "duplicates"])
+    reqs = pd.DataFrame(
+        [
+            # t, t_done, status, ok, error, duplicates
+            (99.0, 99.05, 200, True, None, 0),  # before: served
+            (100.5, 100.52, 503, False, "HTTP 503", 0),  # failed
+            (101.0, 101.0, 0, False, "ConnectionRefusedError", 0),  # failed (told at once)
+            (102.0, 104.0, 0, False, "timeout", 0),  # lost: the client gave up
+            (103.0, np.nan, 0, False, None, 0),  # lost: never answered
+            (104.0, 111.0, 200, True, None, 0),  # served late (queued, answered after restart)
+            (105.0, 111.2, 200, True, None, 1),  # duplicated
+            (109.9, 109.95, 200, True, None, 0),  # served
+            (112.0, 112.05, 200, True, None, 0),  # after: served
+        ],
+        columns=["t", "t_done", "status", "ok", "error", "duplicates"],
+    )
     out = classify_requests(reqs, t0, t1, late_ms=1000)
-    assert list(out["outcome"]) == ["served", "failed", "failed", "lost", "lost", "served_late",
-                                    "duplicated", "served", "served"]
+    assert list(out["outcome"]) == [
+        "served",
+        "failed",
+        "failed",
+        "lost",
+        "lost",
+        "served_late",
+        "duplicated",
+        "served",
+        "served",
+    ]
     assert list(out["phase"]) == ["before"] + ["during"] * 7 + ["after"]
     table = outage_table(out)
     assert list(table.columns) == [*CLASSES, "issued"]
@@ -444,12 +483,17 @@ def test_outage_table_random_records_grouped_by_stack() -> None:
     t = rng.uniform(0, 30, n)
     lat = rng.exponential(200, n)
     status = rng.choice([0, 200, 503], n, p=[0.1, 0.8, 0.1])
-    reqs = pd.DataFrame({
-        "stack": rng.choice(["shop-rest", "shop-grpc", "shop-amqp"], n),
-        "t": t, "latency_ms": lat, "status": status, "ok": status == 200,
-        "error": np.where(status == 0, np.where(rng.random(n) < 0.5, "timeout", "reset"), None),
-        "duplicates": rng.choice([0, 0, 0, 1], n),
-    })
+    reqs = pd.DataFrame(
+        {
+            "stack": rng.choice(["shop-rest", "shop-grpc", "shop-amqp"], n),
+            "t": t,
+            "latency_ms": lat,
+            "status": status,
+            "ok": status == 200,
+            "error": np.where(status == 0, np.where(rng.random(n) < 0.5, "timeout", "reset"), None),
+            "duplicates": rng.choice([0, 0, 0, 1], n),
+        }
+    )
     reqs.loc[rng.random(n) < 0.05, "latency_ms"] = np.nan  # never answered
     out = classify_requests(reqs, 10.0, 20.0, late_ms=500)
     table = outage_table(out, by=["stack", "phase"])
@@ -492,8 +536,13 @@ def test_published_table_from_the_repository() -> None:
 # ---------------------------------------------------------------------------------------
 # the probe against a real server
 
-PAGE = {"product": {"product_id": 1}, "reviews": [], "recommendations": [], "shipping": [],
-        "cart": None}
+PAGE = {
+    "product": {"product_id": 1},
+    "reviews": [],
+    "recommendations": [],
+    "shipping": [],
+    "cart": None,
+}
 
 
 def free_port() -> int:
@@ -586,8 +635,11 @@ def test_probe_sees_a_real_outage_and_the_cycle_is_measured(
     before = df[df.t < t_fault - 0.05]
     assert before.ok.all() and before.complete.all()
 
-    events = [Mark(t_start, "start"), Mark(t_fault, "fault", "gateway"),
-              Mark(t_restart, "restart", "gateway")]
+    events = [
+        Mark(t_start, "start"),
+        Mark(t_fault, "fault", "gateway"),
+        Mark(t_restart, "restart", "gateway"),
+    ]
     crit = Criteria(window_s=0.3, min_samples=5, max_error_rate=0.5, silence_s=0.5)
     cycles = detect_cycles(df, events, crit)
     assert [c.status for c in cycles] == [CycleStatus.RECOVERED, CycleStatus.CENSORED]

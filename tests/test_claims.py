@@ -16,16 +16,27 @@ from ipclab.runs import RunWriter, read_run
 ALL = {c.claim_id: c for c in published.claims()}
 
 
-def table(cells: dict[tuple[str, int], tuple[float, float]], reps: int = 5, noise: float = 0.01,
-          metric: str = "rps", seed: int = 0) -> pd.DataFrame:
+def table(
+    cells: dict[tuple[str, int], tuple[float, float]],
+    reps: int = 5,
+    noise: float = 0.01,
+    metric: str = "rps",
+    seed: int = 0,
+) -> pd.DataFrame:
     """Per-run rows: for each (style, users), ``reps`` values around ``center`` with relative
     noise (deterministic)."""
     rng = np.random.default_rng(seed)
     rows = []
     for (style, users), (center, rel) in cells.items():
         for k in range(reps):
-            rows.append({"style": style, "users": users, "repetition": k + 1,
-                         metric: center * (1 + (rel or noise) * rng.standard_normal())})
+            rows.append(
+                {
+                    "style": style,
+                    "users": users,
+                    "repetition": k + 1,
+                    metric: center * (1 + (rel or noise) * rng.standard_normal()),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -117,8 +128,9 @@ def test_several_think_times_must_be_chosen() -> None:
 
 def test_ratio_claim_all_verdicts() -> None:
     def runs(rest: float, rel: float = 0.005) -> pd.DataFrame:
-        return table({("rest", 200): (rest, rel), ("amqp", 200): (100.0, rel)},
-                     metric="mean_ms", seed=2)
+        return table(
+            {("rest", 200): (rest, rel), ("amqp", 200): (100.0, rel)}, metric="mean_ms", seed=2
+        )
 
     assert one("T11a", runs(122.0))["verdict"] == C.REPRODUCED
     r = one("T11a", runs(105.0))
@@ -131,8 +143,9 @@ def test_ratio_claim_all_verdicts() -> None:
 
 def test_equal_claim_all_verdicts() -> None:
     def runs(rest: float, rel: float) -> pd.DataFrame:
-        return table({("rest", 100): (rest, rel), ("amqp", 100): (100.0, rel)},
-                     metric="mean_ms", seed=4)
+        return table(
+            {("rest", 100): (rest, rel), ("amqp", 100): (100.0, rel)}, metric="mean_ms", seed=4
+        )
 
     assert one("T07a", runs(100.0, 0.003))["verdict"] == C.REPRODUCED
     assert one("T07a", runs(120.0, 0.003))["verdict"] == C.NOT_REPRODUCED
@@ -156,9 +169,16 @@ def test_differ_claim_all_verdicts() -> None:
 
 def test_interaction_claim() -> None:
     def runs(amqp_growth: float, rest_growth: float, rel: float = 0.01) -> pd.DataFrame:
-        return table({("amqp", 50): (100.0, rel), ("amqp", 200): (100.0 * amqp_growth, rel),
-                      ("rest", 50): (80.0, rel), ("rest", 200): (80.0 * rest_growth, rel)},
-                     metric="mean_ms", seed=6)
+        return table(
+            {
+                ("amqp", 50): (100.0, rel),
+                ("amqp", 200): (100.0 * amqp_growth, rel),
+                ("rest", 50): (80.0, rel),
+                ("rest", 200): (80.0 * rest_growth, rel),
+            },
+            metric="mean_ms",
+            seed=6,
+        )
 
     good = one("T14a", runs(2.0, 4.0))
     assert good["verdict"] == C.REPRODUCED and good["p_method"] == "bootstrap"
@@ -172,18 +192,30 @@ def test_interaction_claim() -> None:
 
 
 def test_average_over_loads() -> None:
-    cells = {(s, u): (v * (1 + u / 1000), 0.01) for s, v in (("amqp", 105.0), ("rest", 100.0))
-             for u in (50, 100, 200)}
+    cells = {
+        (s, u): (v * (1 + u / 1000), 0.01)
+        for s, v in (("amqp", 105.0), ("rest", 100.0))
+        for u in (50, 100, 200)
+    }
     r = one("T18a", table(cells))
     assert r["verdict"] == C.REPRODUCED and r["p_method"] == "bootstrap"
     assert r["measured_users"] == "50+100+200"
 
 
 def test_compare_claims_on_code_measures() -> None:
-    code = pd.DataFrame({"style": ["rest", "grpc", "amqp"], "loc": [50, 170, 110],
-                         "functions": [7, 21, 12], "files": [1, 2, 1]})
-    t = C.evaluate_claims(pd.DataFrame(columns=["style", "users"]),
-                          [ALL[i] for i in ("T16a", "T16b", "T17b", "T18g")], complexity=code)
+    code = pd.DataFrame(
+        {
+            "style": ["rest", "grpc", "amqp"],
+            "loc": [50, 170, 110],
+            "functions": [7, 21, 12],
+            "files": [1, 2, 1],
+        }
+    )
+    t = C.evaluate_claims(
+        pd.DataFrame(columns=["style", "users"]),
+        [ALL[i] for i in ("T16a", "T16b", "T17b", "T18g")],
+        complexity=code,
+    )
     assert t["verdict"].tolist() == [C.REPRODUCED] * 4
     worse = code.assign(loc=[200, 170, 110])
     assert one("T16a", pd.DataFrame(), complexity=worse)["verdict"] == C.NOT_REPRODUCED
@@ -216,15 +248,34 @@ def test_full_table_and_statement_verdicts() -> None:
         for u in (50, 100, 200):
             cells[(s, u)] = (x, r * u / 50)
     rng = np.random.default_rng(0)
-    rows = [{"style": s, "users": u, "repetition": k, "rps": x * (1 + 0.01 * rng.normal()),
-             "mean_ms": r * (1 + 0.01 * rng.normal())}
-            for (s, u), (x, r) in cells.items() for k in range(5)]
+    rows = [
+        {
+            "style": s,
+            "users": u,
+            "repetition": k,
+            "rps": x * (1 + 0.01 * rng.normal()),
+            "mean_ms": r * (1 + 0.01 * rng.normal()),
+        }
+        for (s, u), (x, r) in cells.items()
+        for k in range(5)
+    ]
     t = C.evaluate_claims(pd.DataFrame(rows))
     perf = [c for c in published.claims() if c.scope in ("performance", "complexity")]
     assert len(t) == len(perf)
     assert set(t["verdict"]) <= set(C.VERDICTS)
-    for col in ("claim_id", "quote", "source", "published_value", "measured", "ci_low",
-                "ci_high", "p_value", "cliffs_delta", "verdict", "reason"):
+    for col in (
+        "claim_id",
+        "quote",
+        "source",
+        "published_value",
+        "measured",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "cliffs_delta",
+        "verdict",
+        "reason",
+    ):
         assert col in t.columns
     sv = C.statement_verdicts(t)
     assert sv["statement_id"].is_unique
@@ -238,9 +289,17 @@ def _run_dir(root: Path, stack: str, latency_ms: float, repetition: int) -> Path
     path = root / f"{stack}-{repetition}"
     w = RunWriter(path, "load", {"users": 100, "repetition": repetition}, stack=stack)
     (path / "requests").mkdir()
-    pd.DataFrame({"t": 1000.0 + 0.1 * np.arange(50), "name": "/product",
-                  "latency_ms": latency_ms, "bytes": 900, "status": 200, "ok": True,
-                  "error": None}).to_parquet(path / "requests" / "part-00000.parquet")
+    pd.DataFrame(
+        {
+            "t": 1000.0 + 0.1 * np.arange(50),
+            "name": "/product",
+            "latency_ms": latency_ms,
+            "bytes": 900,
+            "status": 200,
+            "ok": True,
+            "error": None,
+        }
+    ).to_parquet(path / "requests" / "part-00000.parquet")
     w.finish("complete")
     return path
 

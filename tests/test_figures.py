@@ -20,8 +20,12 @@ from ipclab.runs import RunWriter, read_run  # noqa: E402
 def summary() -> pd.DataFrame:
     rng = np.random.default_rng(0)
     base = published.published_cells()
-    reps = pd.concat([base.assign(rps=base["rps"] * (1 + 0.02 * rng.standard_normal(len(base))))
-                      for _ in range(4)])
+    reps = pd.concat(
+        [
+            base.assign(rps=base["rps"] * (1 + 0.02 * rng.standard_normal(len(base))))
+            for _ in range(4)
+        ]
+    )
     return stats.cell_summary(reps, metrics=("rps", "mean_ms"), n_resamples=999)
 
 
@@ -62,9 +66,11 @@ def test_unknown_metric_is_an_error() -> None:
 
 def test_history_frame_and_timeseries(tmp_path: Path) -> None:
     w = RunWriter(tmp_path / "r", "load", {"users": 5}, stack="shop-rest")
-    rows = ["Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,95%,Total Request Count,"
-            "Total Failure Count,Total Median Response Time,Total Average Response Time,"
-            "Total Min Response Time,Total Max Response Time,Total Average Content Size"]
+    rows = [
+        "Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,95%,Total Request Count,"
+        "Total Failure Count,Total Median Response Time,Total Average Response Time,"
+        "Total Min Response Time,Total Max Response Time,Total Average Content Size"
+    ]
     for t in range(10):
         rows.append(f"{1000 + t},5,GET,/product,{10 + t},0,5,9,{10 * t},0,5,5.5,1,20,900")
         rows.append(f"{1000 + t},5,,Aggregated,{10 + t},0,5,9,{10 * t},0,5,5.5,1,20,900")
@@ -73,8 +79,7 @@ def test_history_frame_and_timeseries(tmp_path: Path) -> None:
     h = figures.history_frame(read_run(w.path))
     assert len(h) == 10 and h["t_s"].tolist() == list(range(10))
     assert h["rps"].iloc[-1] == 19 and h["p95_ms"].iloc[0] == 9
-    fig = figures.timeseries({"rest": h, "grpc": h.assign(rps=h["rps"] * 2)}, "rps",
-                             warmup_s=2.0)
+    fig = figures.timeseries({"rest": h, "grpc": h.assign(rps=h["rps"] * 2)}, "rps", warmup_s=2.0)
     assert fig.axes[0].get_ylabel() == "Throughput (requests/s)"
     assert fig.axes[0].get_xlabel() == "Time since start (s)"
     plt.close(fig)

@@ -19,8 +19,9 @@ from ipclab.runs import RunWriter, read_run
 def test_bootstrap_ci_matches_scipy_and_contains_the_mean() -> None:
     x = np.array([12.0, 15.0, 11.0, 14.0, 13.0, 16.0, 12.5])
     ci = stats.bootstrap_ci(x, seed=7)
-    ref = sps.bootstrap((x,), np.mean, method="percentile", n_resamples=9999,
-                        rng=np.random.default_rng(7))
+    ref = sps.bootstrap(
+        (x,), np.mean, method="percentile", n_resamples=9999, rng=np.random.default_rng(7)
+    )
     assert ci.estimate == pytest.approx(x.mean())
     assert ci.low == pytest.approx(ref.confidence_interval.low)
     assert ci.high == pytest.approx(ref.confidence_interval.high)
@@ -31,8 +32,7 @@ def test_bootstrap_ci_matches_scipy_and_contains_the_mean() -> None:
 def test_bootstrap_ci_bca_matches_scipy() -> None:
     x = np.array([3.1, 2.9, 3.4, 3.0, 3.8, 2.7, 3.3, 3.2])
     ci = stats.bootstrap_ci(x, method="BCa", seed=3)
-    ref = sps.bootstrap((x,), np.mean, method="BCa", n_resamples=9999,
-                        rng=np.random.default_rng(3))
+    ref = sps.bootstrap((x,), np.mean, method="BCa", n_resamples=9999, rng=np.random.default_rng(3))
     assert ci.low == pytest.approx(ref.confidence_interval.low)
     assert ci.high == pytest.approx(ref.confidence_interval.high)
 
@@ -109,9 +109,12 @@ def test_compare_samples_constant_samples() -> None:
 
 
 def test_compare_styles_every_pair_at_every_load() -> None:
-    rows = [{"style": s, "users": u, "rps": v + k}
-            for s, v in (("rest", 100), ("grpc", 110), ("amqp", 90))
-            for u in (50, 100) for k in range(4)]
+    rows = [
+        {"style": s, "users": u, "rps": v + k}
+        for s, v in (("rest", 100), ("grpc", 110), ("amqp", 90))
+        for u in (50, 100)
+        for k in range(4)
+    ]
     out = stats.compare_styles(pd.DataFrame(rows), "rps", styles=("rest", "grpc", "amqp"))
     assert len(out) == 6
     first = out.iloc[0]
@@ -153,8 +156,14 @@ def test_littles_law_on_the_published_50_user_row() -> None:
 
 
 def test_littles_law_table_adds_columns() -> None:
-    df = pd.DataFrame({"users": [10, 20], "rps": [10.0, 10.0], "mean_ms": [1000.0, 1500.0],
-                       "think_time_s": [0.0, 0.5]})
+    df = pd.DataFrame(
+        {
+            "users": [10, 20],
+            "rps": [10.0, 10.0],
+            "mean_ms": [1000.0, 1500.0],
+            "think_time_s": [0.0, 0.5],
+        }
+    )
     out = stats.littles_law_table(df)
     assert out["implied_users"].tolist() == pytest.approx([10.0, 20.0])
     assert out["relative_error"].tolist() == pytest.approx([0.0, 0.0])
@@ -221,10 +230,18 @@ def test_parse_durations_and_think_times() -> None:
     assert stats.parse_think_time(2) == 2.0
 
 
-def make_run(root: Path, stack: str, users: int, latencies_ms: list[float],
-             start: float = 1000.0, spacing_s: float = 0.1, ok: list[bool] | None = None,
-             repetition: int | None = None, think_time: object = None,
-             status: str = "complete") -> Path:
+def make_run(
+    root: Path,
+    stack: str,
+    users: int,
+    latencies_ms: list[float],
+    start: float = 1000.0,
+    spacing_s: float = 0.1,
+    ok: list[bool] | None = None,
+    repetition: int | None = None,
+    think_time: object = None,
+    status: str = "complete",
+) -> Path:
     """A synthetic run directory: requests every ``spacing_s`` seconds from ``start``."""
     params: dict[str, object] = {"users": users, "duration": "10s"}
     if repetition is not None:
@@ -235,12 +252,17 @@ def make_run(root: Path, stack: str, users: int, latencies_ms: list[float],
     w = RunWriter(path, "load", params, stack=stack, backend="local")
     n = len(latencies_ms)
     ok = ok if ok is not None else [True] * n
-    req = pd.DataFrame({
-        "t": start + spacing_s * np.arange(n), "name": "/product",
-        "latency_ms": np.asarray(latencies_ms, dtype=float), "bytes": 1000,
-        "status": [200 if o else 503 for o in ok], "ok": ok,
-        "error": [None if o else "503" for o in ok],
-    })
+    req = pd.DataFrame(
+        {
+            "t": start + spacing_s * np.arange(n),
+            "name": "/product",
+            "latency_ms": np.asarray(latencies_ms, dtype=float),
+            "bytes": 1000,
+            "status": [200 if o else 503 for o in ok],
+            "ok": ok,
+            "error": [None if o else "503" for o in ok],
+        }
+    )
     (path / "requests").mkdir()
     req.to_parquet(path / "requests" / "part-00000.parquet")
     w.write_json("summary.json", {"requests": n, "failures": int(n - sum(ok))})
@@ -289,10 +311,16 @@ def test_runs_table_assigns_repetitions_and_skips_incomplete(tmp_path: Path) -> 
 def test_runs_table_falls_back_to_summary(tmp_path: Path) -> None:
     path = tmp_path / "r"
     w = RunWriter(path, "load", {"users": 20, "repetition": 3}, stack="shop-amqp")
-    w.write_json("summary.json", {"requests": 600, "failures": 6, "rps": 20.0,
-                                  "duration_s": 30.0,
-                                  "latency_ms": {"mean": 12.0, "p50": 10.0, "p95": 30.0,
-                                                 "p99": 40.0, "max": 90.0}})
+    w.write_json(
+        "summary.json",
+        {
+            "requests": 600,
+            "failures": 6,
+            "rps": 20.0,
+            "duration_s": 30.0,
+            "latency_ms": {"mean": 12.0, "p50": 10.0, "p95": 30.0, "p99": 40.0, "max": 90.0},
+        },
+    )
     w.finish("complete")
     row = stats.runs_table([read_run(path)]).iloc[0]
     assert row["source"] == "summary" and row["style"] == "amqp"
@@ -308,8 +336,13 @@ def test_warmup_longer_than_run_is_an_error(tmp_path: Path) -> None:
 
 
 def test_cell_summary_over_repetitions() -> None:
-    df = pd.DataFrame({"style": ["rest"] * 5 + ["grpc"] * 5, "users": [50] * 10,
-                       "rps": [10, 11, 12, 13, 14, 20, 20, 21, 19, 20.0]})
+    df = pd.DataFrame(
+        {
+            "style": ["rest"] * 5 + ["grpc"] * 5,
+            "users": [50] * 10,
+            "rps": [10, 11, 12, 13, 14, 20, 20, 21, 19, 20.0],
+        }
+    )
     s = stats.cell_summary(df, metrics=("rps",), seed=1)
     rest = s[s["style"] == "rest"].iloc[0]
     assert rest["n"] == 5 and rest["mean"] == 12.0 and rest["median"] == 12.0

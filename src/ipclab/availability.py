@@ -336,8 +336,9 @@ class CycleTracker:
         return None
 
     def _fail(self, up: _Up, t_fail: float, t_detected: float, rule: str) -> None:
-        self._cur = _Down(up=up, t_fail=t_fail, t_detected=t_detected, rule=rule,
-                          t_restart=up.t_restart)
+        self._cur = _Down(
+            up=up, t_fail=t_fail, t_detected=t_detected, rule=rule, t_restart=up.t_restart
+        )
 
     def _observe_down(self, down: _Down, obs: _Obs) -> Cycle | None:
         c = self.criteria
@@ -393,11 +394,18 @@ class CycleTracker:
     def _censor(self, up: _Up, t_end: float) -> Cycle:
         self._done = True
         self._cur = None
-        return self._emit(Cycle(
-            index=len(self.cycles), status=CycleStatus.CENSORED, t_up=up.t_up,
-            ttf_s=max(0.0, t_end - up.t_up), t_fault=up.t_fault, component=up.component,
-            faults=up.faults, t_end=t_end,
-        ))
+        return self._emit(
+            Cycle(
+                index=len(self.cycles),
+                status=CycleStatus.CENSORED,
+                t_up=up.t_up,
+                ttf_s=max(0.0, t_end - up.t_up),
+                t_fault=up.t_fault,
+                component=up.component,
+                faults=up.faults,
+                t_end=t_end,
+            )
+        )
 
     def finish(self, t_end: float | None = None) -> Cycle | None:
         """End of observation (default: the last outcome seen); censors the open period."""
@@ -416,12 +424,23 @@ class CycleTracker:
         self._done = True
         self._cur = None
         up = cur.up
-        return self._emit(Cycle(
-            index=len(self.cycles), status=CycleStatus.UNRECOVERED, t_up=up.t_up,
-            ttf_s=cur.t_fail - up.t_up, ttr_s=max(0.0, t_end - cur.t_fail), t_fail=cur.t_fail,
-            t_fail_detected=cur.t_detected, rule=cur.rule, t_fault=up.t_fault,
-            component=up.component, faults=up.faults, t_restart=cur.t_restart, t_end=t_end,
-        ))
+        return self._emit(
+            Cycle(
+                index=len(self.cycles),
+                status=CycleStatus.UNRECOVERED,
+                t_up=up.t_up,
+                ttf_s=cur.t_fail - up.t_up,
+                ttr_s=max(0.0, t_end - cur.t_fail),
+                t_fail=cur.t_fail,
+                t_fail_detected=cur.t_detected,
+                rule=cur.rule,
+                t_fault=up.t_fault,
+                component=up.component,
+                faults=up.faults,
+                t_restart=cur.t_restart,
+                t_end=t_end,
+            )
+        )
 
 
 def marks_from_events(

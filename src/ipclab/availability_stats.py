@@ -52,9 +52,7 @@ class Estimate:
         }
 
 
-def mttf_chi2_interval(
-    time_on_test: float, failures: int, confidence: float = 0.95
-) -> Estimate:
+def mttf_chi2_interval(time_on_test: float, failures: int, confidence: float = 0.95) -> Estimate:
     """MTTF under an exponential model from the total time on test and the failure count.
 
     Time-terminated (type I) test: lower bound with ``2r + 2`` degrees of freedom, upper
@@ -67,8 +65,9 @@ def mttf_chi2_interval(
         raise ValueError("time_on_test and failures must be >= 0")
     t2 = 2.0 * time_on_test
     if failures == 0:
-        return Estimate(None, float(t2 / stats.chi2.ppf(confidence, 2)), None,
-                        "chi2-exponential", censored=True)
+        return Estimate(
+            None, float(t2 / stats.chi2.ppf(confidence, 2)), None, "chi2-exponential", censored=True
+        )
     a = 1.0 - confidence
     lo = t2 / stats.chi2.ppf(1.0 - a / 2, 2 * failures + 2)
     hi = t2 / stats.chi2.ppf(a / 2, 2 * failures)
@@ -98,7 +97,8 @@ class AvailabilitySummary:
     def as_row(self) -> dict[str, Any]:
         """A flat dict, one table row."""
         row: dict[str, Any] = {
-            k: v for k, v in asdict(self).items()
+            k: v
+            for k, v in asdict(self).items()
             if k not in ("mttf", "mttf_boot", "mttr", "availability", "notes")
         }
         row.update(self.mttf.as_dict("mttf_s"))
@@ -116,8 +116,9 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.where(den > 0, out, np.inf)
 
 
-def _point(up: np.ndarray, failed: np.ndarray, down: np.ndarray, rec: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _point(
+    up: np.ndarray, failed: np.ndarray, down: np.ndarray, rec: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """MTTF, MTTR, A along the last axis (time-on-test estimators). No failure: MTTF = inf
     and A = 1; failures but no recovery: MTTR = inf and A = 0."""
     u, f, d, r = up.sum(-1), failed.sum(-1), down.sum(-1), rec.sum(-1)
@@ -199,12 +200,23 @@ def availability_summary(
     r2r = [c.restart_to_recovery_s for c in cycles if c.restart_to_recovery_s is not None]
 
     return AvailabilitySummary(
-        n_cycles=n, failures=f, recoveries=r, censored=censored, unrecovered=unrecovered,
-        faults_injected=faults, up_s=u, down_s=d,
-        mttf=mttf, mttf_boot=mttf_boot, mttr=mttr, availability=availability,
+        n_cycles=n,
+        failures=f,
+        recoveries=r,
+        censored=censored,
+        unrecovered=unrecovered,
+        faults_injected=faults,
+        up_s=u,
+        down_s=d,
+        mttf=mttf,
+        mttf_boot=mttf_boot,
+        mttr=mttr,
+        availability=availability,
         time_availability=(u / (u + d)) if u + d > 0 else None,
         restart_to_recovery_s=float(np.mean(r2r)) if r2r else None,
-        confidence=confidence, n_boot=n_boot, notes=notes,
+        confidence=confidence,
+        n_boot=n_boot,
+        notes=notes,
     )
 
 

@@ -112,11 +112,15 @@ def verdict(claim: Claim, effect: Effect, p: float, rules: Rules) -> tuple[str, 
         if not np.isfinite(r.estimate):
             return INCONCLUSIVE, "not measured"
         holds = r.estimate > 1 if claim.relation == ">" else r.estimate < 1
-        return ((REPRODUCED, f"a/b = {_fmt(r.estimate)} {claim.relation} 1") if holds
-                else (NOT_REPRODUCED, f"a/b = {_fmt(r.estimate)}, not {claim.relation} 1"))
+        return (
+            (REPRODUCED, f"a/b = {_fmt(r.estimate)} {claim.relation} 1")
+            if holds
+            else (NOT_REPRODUCED, f"a/b = {_fmt(r.estimate)}, not {claim.relation} 1")
+        )
     if effect.n_min < rules.min_repetitions:
-        return INCONCLUSIVE, (f"too few repetitions (n={effect.n_min}, need "
-                              f">= {rules.min_repetitions})")
+        return INCONCLUSIVE, (
+            f"too few repetitions (n={effect.n_min}, need >= {rules.min_repetitions})"
+        )
     if not (np.isfinite(r.estimate) and np.isfinite(r.low) and np.isfinite(r.high)):
         return INCONCLUSIVE, f"effect or CI undefined ({_ci(r)})"
     sig = bool(np.isfinite(p) and p < rules.alpha)
@@ -129,24 +133,29 @@ def verdict(claim: Claim, effect: Effect, p: float, rules: Rules) -> tuple[str, 
             bl, bh = float(claim.band_low or np.nan), float(claim.band_high or np.nan)
             if hi < bl or lo > bh:
                 side = " although the direction holds" if sig and sign_ok else ""
-                return NOT_REPRODUCED, (f"ratio {_ci(r)} excludes the claimed band "
-                                        f"[{_fmt(bl)}, {_fmt(bh)}]{side}")
+                return NOT_REPRODUCED, (
+                    f"ratio {_ci(r)} excludes the claimed band [{_fmt(bl)}, {_fmt(bh)}]{side}"
+                )
             if sig and sign_ok:
-                return REPRODUCED, (f"ratio {_ci(r)} overlaps the claimed band "
-                                    f"[{_fmt(bl)}, {_fmt(bh)}], {ptxt} < {rules.alpha}")
-            return INCONCLUSIVE, (f"ratio {_ci(r)} overlaps the claimed band but {ptxt} "
-                                  f"is not below {rules.alpha}")
+                return REPRODUCED, (
+                    f"ratio {_ci(r)} overlaps the claimed band "
+                    f"[{_fmt(bl)}, {_fmt(bh)}], {ptxt} < {rules.alpha}"
+                )
+            return INCONCLUSIVE, (
+                f"ratio {_ci(r)} overlaps the claimed band but {ptxt} is not below {rules.alpha}"
+            )
         if sig and sign_ok:
             return REPRODUCED, f"ratio {_ci(r)} on the claimed side of 1, {ptxt} < {rules.alpha}"
         if sig:
-            return NOT_REPRODUCED, (f"ratio {_ci(r)} significant in the opposite direction, "
-                                    f"{ptxt}")
+            return NOT_REPRODUCED, (f"ratio {_ci(r)} significant in the opposite direction, {ptxt}")
         ref = claim.published_ratio
         if ref is not None and np.isfinite(ref) and ((ref > 1) if up else (ref < 1)):
             short = hi < ref if up else lo > ref
             if short:
-                return NOT_REPRODUCED, (f"no significant effect ({ptxt}) and the CI "
-                                        f"{_ci(r)} excludes the published ratio {_fmt(ref)}")
+                return NOT_REPRODUCED, (
+                    f"no significant effect ({ptxt}) and the CI "
+                    f"{_ci(r)} excludes the published ratio {_fmt(ref)}"
+                )
         return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: not significant at {rules.alpha}"
     bl, bh = float(claim.band_low or np.nan), float(claim.band_high or np.nan)
     inside = bl <= lo and hi <= bh
@@ -192,8 +201,9 @@ def _values(df: pd.DataFrame, metric: str, style: str, users: int | None) -> np.
     return x[np.isfinite(x)]
 
 
-def measure(claim: Claim, runs: pd.DataFrame, rules: Rules,
-            users_map: Mapping[int, int] | None = None) -> Effect:
+def measure(
+    claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None = None
+) -> Effect:
     """The measured effect of one (non-``compare``) claim on a per-run table."""
     nan = float("nan")
     um = dict(users_map or {})
@@ -215,31 +225,54 @@ def measure(claim: Claim, runs: pd.DataFrame, rules: Rules,
         ua = [m(u) for u in claim.a_users] or [None]
         ub = [m(u) for u in claim.b_users] or [None]
         cells = [(claim.a_style, u) for u in ua] + [(claim.b_style, u) for u in ub]
-        users_txt = ("+".join(str(u) for u in ua) if ua != [None] else "all")
+        users_txt = "+".join(str(u) for u in ua) if ua != [None] else "all"
         if ub != ua:
             users_txt += " vs " + ("+".join(str(u) for u in ub) if ub != [None] else "all")
     samples = [_values(runs, claim.metric, s, u) for s, u in cells]
-    empty = [f"{s}@{u}" if u is not None else s for (s, u), x in zip(cells, samples, strict=True)
-             if len(x) == 0]
+    empty = [
+        f"{s}@{u}" if u is not None else s
+        for (s, u), x in zip(cells, samples, strict=True)
+        if len(x) == 0
+    ]
     if empty:
         return missing(f"no runs for {', '.join(empty)} ({claim.metric})")
     n_min = min(len(x) for x in samples)
-    kw: dict[str, Any] = dict(confidence=rules.confidence, n_resamples=rules.n_resamples,
-                              seed=rules.seed)
+    kw: dict[str, Any] = dict(
+        confidence=rules.confidence, n_resamples=rules.n_resamples, seed=rules.seed
+    )
     if claim.test == "interaction":
         ci = bootstrap_means(samples, lambda v: (v[1] / v[0]) / (v[3] / v[2]), null=1.0, **kw)
         ga = samples[1].mean() / samples[0].mean()
         gb = samples[3].mean() / samples[2].mean()
-        return Effect(ci, float(ga), float(gb), n_min, min(len(samples[0]), len(samples[1])),
-                      min(len(samples[2]), len(samples[3])), ci.p_value, "bootstrap",
-                      users=users_txt)
+        return Effect(
+            ci,
+            float(ga),
+            float(gb),
+            n_min,
+            min(len(samples[0]), len(samples[1])),
+            min(len(samples[2]), len(samples[3])),
+            ci.p_value,
+            "bootstrap",
+            users=users_txt,
+        )
     k = len(ua)
     if k == 1 and len(ub) == 1:
         c = compare_samples(samples[0], samples[1], **kw)
         p = c.welch_p if rules.test == "welch" else c.mannwhitney_p
-        return Effect(c.ratio, c.mean_a, c.mean_b, n_min, c.n_a, c.n_b, p, rules.test,
-                      p_welch=c.welch_p, p_mannwhitney=c.mannwhitney_p,
-                      cliffs_delta=c.cliffs_delta, users=users_txt)
+        return Effect(
+            c.ratio,
+            c.mean_a,
+            c.mean_b,
+            n_min,
+            c.n_a,
+            c.n_b,
+            p,
+            rules.test,
+            p_welch=c.welch_p,
+            p_mannwhitney=c.mannwhitney_p,
+            cliffs_delta=c.cliffs_delta,
+            users=users_txt,
+        )
 
     def avg_ratio(v: list[np.ndarray]) -> np.ndarray:
         return np.mean(v[:k], axis=0) / np.mean(v[k:], axis=0)
@@ -247,8 +280,17 @@ def measure(claim: Claim, runs: pd.DataFrame, rules: Rules,
     ci = bootstrap_means(samples, avg_ratio, null=1.0, **kw)
     ma = float(np.mean([x.mean() for x in samples[:k]]))
     mb = float(np.mean([x.mean() for x in samples[k:]]))
-    return Effect(ci, ma, mb, n_min, min(len(x) for x in samples[:k]),
-                  min(len(x) for x in samples[k:]), ci.p_value, "bootstrap", users=users_txt)
+    return Effect(
+        ci,
+        ma,
+        mb,
+        n_min,
+        min(len(x) for x in samples[:k]),
+        min(len(x) for x in samples[k:]),
+        ci.p_value,
+        "bootstrap",
+        users=users_txt,
+    )
 
 
 def measure_compare(claim: Claim, complexity: pd.DataFrame | None) -> Effect:
@@ -256,16 +298,43 @@ def measure_compare(claim: Claim, complexity: pd.DataFrame | None) -> Effect:
     e.g. :func:`ipclab.complexity.style_totals`."""
     nan = float("nan")
     if complexity is None or claim.metric not in complexity.columns:
-        return Effect(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "",
-                      missing=f"{claim.metric!r} not measured (no complexity table)")
+        return Effect(
+            Interval(nan, nan, nan, 0),
+            nan,
+            nan,
+            0,
+            0,
+            0,
+            nan,
+            "",
+            missing=f"{claim.metric!r} not measured (no complexity table)",
+        )
     t = complexity.set_index("style") if "style" in complexity.columns else complexity
     if claim.a_style not in t.index or claim.b_style not in t.index:
-        return Effect(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "",
-                      missing=f"no code measured for {claim.a_style} or {claim.b_style}")
+        return Effect(
+            Interval(nan, nan, nan, 0),
+            nan,
+            nan,
+            0,
+            0,
+            0,
+            nan,
+            "",
+            missing=f"no code measured for {claim.a_style} or {claim.b_style}",
+        )
     a, b = float(t.loc[claim.a_style, claim.metric]), float(t.loc[claim.b_style, claim.metric])
     if b == 0:
-        return Effect(Interval(nan, nan, nan, 1), a, b, 1, 1, 1, nan, "",
-                      missing=f"{claim.b_style} has no code yet ({claim.metric} = 0)")
+        return Effect(
+            Interval(nan, nan, nan, 1),
+            a,
+            b,
+            1,
+            1,
+            1,
+            nan,
+            "",
+            missing=f"{claim.b_style} has no code yet ({claim.metric} = 0)",
+        )
     r = a / b
     return Effect(Interval(r, r, r, 1, method="exact"), a, b, 1, 1, 1, nan, "exact")
 
@@ -303,36 +372,60 @@ def evaluate_claims(
         if think_time_s is not None:
             df = df[np.isclose(df["think_time_s"].astype(float), think_time_s)]
         elif df["think_time_s"].nunique(dropna=False) > 1:
-            raise ValueError("runs hold several think times "
-                             f"({sorted(df['think_time_s'].unique())}); pass think_time_s")
-    effects = [measure_compare(c, complexity) if c.test == "compare"
-               else measure(c, df, rules, users_map) for c in cl]
+            raise ValueError(
+                "runs hold several think times "
+                f"({sorted(df['think_time_s'].unique())}); pass think_time_s"
+            )
+    effects = [
+        measure_compare(c, complexity) if c.test == "compare" else measure(c, df, rules, users_map)
+        for c in cl
+    ]
     raw_p = np.array([e.p_value for e in effects], dtype=float)
     adj = holm(raw_p) if rules.p_adjust == "holm" else raw_p
     rows = []
     for c, e, p in zip(cl, effects, adj, strict=True):
         v, reason = verdict(c, e, float(p), rules)
         cd = e.cliffs_delta
-        rows.append({
-            "claim_id": c.claim_id, "statement_id": c.statement_id, "source": c.source,
-            "document": c.document, "section": c.section, "page": c.page, "quote": c.quote,
-            "scope": c.scope, "test": c.test, "comparison": c.describe(),
-            "measured_users": e.users,
-            "published_value": c.published_value, "published_unit": c.published_unit,
-            "published_ratio": c.published_ratio if c.published_ratio is not None else math.nan,
-            "published_consistent": published_consistent(c),
-            "band_low": c.band_low if c.band_low is not None else math.nan,
-            "band_high": c.band_high if c.band_high is not None else math.nan,
-            "measured_a": e.measured_a, "measured_b": e.measured_b,
-            "n_a": e.n_a, "n_b": e.n_b,
-            "measured_ratio": e.ratio.estimate, "ci_low": e.ratio.low, "ci_high": e.ratio.high,
-            "measured": "" if e.missing else _ci(e.ratio),
-            "p_value": float(p), "p_raw": e.p_value, "p_method": e.p_method,
-            "p_welch": e.p_welch, "p_mannwhitney": e.p_mannwhitney,
-            "cliffs_delta": cd.estimate if cd else math.nan,
-            "cliffs_low": cd.low if cd else math.nan, "cliffs_high": cd.high if cd else math.nan,
-            "verdict": v, "reason": reason, "note": c.note,
-        })
+        rows.append(
+            {
+                "claim_id": c.claim_id,
+                "statement_id": c.statement_id,
+                "source": c.source,
+                "document": c.document,
+                "section": c.section,
+                "page": c.page,
+                "quote": c.quote,
+                "scope": c.scope,
+                "test": c.test,
+                "comparison": c.describe(),
+                "measured_users": e.users,
+                "published_value": c.published_value,
+                "published_unit": c.published_unit,
+                "published_ratio": c.published_ratio if c.published_ratio is not None else math.nan,
+                "published_consistent": published_consistent(c),
+                "band_low": c.band_low if c.band_low is not None else math.nan,
+                "band_high": c.band_high if c.band_high is not None else math.nan,
+                "measured_a": e.measured_a,
+                "measured_b": e.measured_b,
+                "n_a": e.n_a,
+                "n_b": e.n_b,
+                "measured_ratio": e.ratio.estimate,
+                "ci_low": e.ratio.low,
+                "ci_high": e.ratio.high,
+                "measured": "" if e.missing else _ci(e.ratio),
+                "p_value": float(p),
+                "p_raw": e.p_value,
+                "p_method": e.p_method,
+                "p_welch": e.p_welch,
+                "p_mannwhitney": e.p_mannwhitney,
+                "cliffs_delta": cd.estimate if cd else math.nan,
+                "cliffs_low": cd.low if cd else math.nan,
+                "cliffs_high": cd.high if cd else math.nan,
+                "verdict": v,
+                "reason": reason,
+                "note": c.note,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -348,7 +441,14 @@ def statement_verdicts(table: pd.DataFrame) -> pd.DataFrame:
             v = NOT_REPRODUCED
         else:
             v = INCONCLUSIVE
-        out.append({"statement_id": sid, "source": g["source"].iloc[0],
-                    "quote": g["quote"].iloc[0], "parts": len(g),
-                    **{k: int(counts.get(k, 0)) for k in VERDICTS}, "verdict": v})
+        out.append(
+            {
+                "statement_id": sid,
+                "source": g["source"].iloc[0],
+                "quote": g["quote"].iloc[0],
+                "parts": len(g),
+                **{k: int(counts.get(k, 0)) for k in VERDICTS},
+                "verdict": v,
+            }
+        )
     return pd.DataFrame(out)

@@ -75,7 +75,8 @@ def classify_requests(
     failed = ~lost & ~duplicated & ~ok
     late = ~lost & ~duplicated & ok & (latency > late_ms)
     df["outcome"] = np.select(
-        [lost, duplicated, failed, late], ["lost", "duplicated", "failed", "served_late"],
+        [lost, duplicated, failed, late],
+        ["lost", "duplicated", "failed", "served_late"],
         default="served",
     )
     df["phase"] = np.select([t < t0, t <= t1], ["before", "during"], default="after")
@@ -90,9 +91,9 @@ def outage_table(classified: pd.DataFrame, by: str | list[str] = "phase") -> pd.
     the rows account for every request."""
     keys = [by] if isinstance(by, str) else list(by)
     grouped = classified.groupby([*keys, "outcome"]).size()
-    counts = (
-        grouped.unstack("outcome", fill_value=0) if len(grouped) else pd.DataFrame()
-    ).reindex(columns=list(CLASSES), fill_value=0)
+    counts = (grouped.unstack("outcome", fill_value=0) if len(grouped) else pd.DataFrame()).reindex(
+        columns=list(CLASSES), fill_value=0
+    )
     if keys == ["phase"]:
         counts = counts.reindex(list(PHASES), fill_value=0)
     counts["issued"] = classified.groupby(keys).size().reindex(counts.index, fill_value=0)

@@ -151,8 +151,13 @@ class Probe:
             error = f"{type(e).__name__}: {e}"[:300]
         latency_ms = (time.perf_counter() - t0) * 1000.0
         row = {
-            "seq": seq, "t": round(t, 6), "ok": ok, "status": status,
-            "latency_ms": round(latency_ms, 3), "complete": complete, "error": error,
+            "seq": seq,
+            "t": round(t, 6),
+            "ok": ok,
+            "status": status,
+            "latency_ms": round(latency_ms, 3),
+            "complete": complete,
+            "error": error,
         }
         assert self._out is not None
         self._out.write([row])
@@ -171,8 +176,7 @@ class Probe:
         self._out = CsvAppender(self.path, PROBE_COLUMNS)
         self._ready.clear()
         self._error = None
-        self._thread = threading.Thread(target=self._thread_main, name="ipclab-probe",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._thread_main, name="ipclab-probe", daemon=True)
         self._thread.start()
         self._ready.wait()
         return self
@@ -246,8 +250,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     probe = Probe(
-        a.url, a.out, period_ms=a.period_ms, timeout_s=a.timeout_s,
-        product_ids=a.product_ids.split(","), customer_ids=a.customer_ids.split(","),
+        a.url,
+        a.out,
+        period_ms=a.period_ms,
+        timeout_s=a.timeout_s,
+        product_ids=a.product_ids.split(","),
+        customer_ids=a.customer_ids.split(","),
         keepalive=not a.no_keepalive,
     )
 
@@ -270,9 +278,7 @@ def spawn_probe(url: str, out: str | Path, *args: str) -> subprocess.Popen[bytes
     src = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-    return subprocess.Popen(
-        [sys.executable, "-m", "ipclab.probe", url, str(out), *args], env=env
-    )
+    return subprocess.Popen([sys.executable, "-m", "ipclab.probe", url, str(out), *args], env=env)
 
 
 if __name__ == "__main__":

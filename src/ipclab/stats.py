@@ -98,8 +98,9 @@ _THINK_KEYS = ("think_time_s", "think_time", "wait_time", "wait")
 _REP_KEYS = ("repetition", "rep", "repeat", "replicate")
 
 
-def run_metrics(run: Run, warmup_s: float = 0.0, cooldown_s: float = 0.0,
-                latency_of: str = "all") -> dict[str, Any]:
+def run_metrics(
+    run: Run, warmup_s: float = 0.0, cooldown_s: float = 0.0, latency_of: str = "all"
+) -> dict[str, Any]:
     """One run's row of :func:`runs_table`.
 
     The analysed window is ``[first request + warmup_s, end of last request - cooldown_s]``;
@@ -143,21 +144,31 @@ def run_metrics(run: Run, warmup_s: float = 0.0, cooldown_s: float = 0.0,
         if end <= start:
             raise ValueError(
                 f"{run.path}: warm-up {warmup_s} s + cool-down {cooldown_s} s leave no window "
-                f"(run spans {float(np.max(t + lat / 1000.0) - t.min()):.1f} s)")
+                f"(run spans {float(np.max(t + lat / 1000.0) - t.min()):.1f} s)"
+            )
         keep = (t >= start) & (t <= end)
         lat_w, ok_w = lat[keep], ok[keep]
         sel = lat_w if latency_of == "all" else lat_w[ok_w]
         n = int(keep.sum())
         window = end - start
-        row.update(source="requests", duration_s=window, requests=n,
-                   failures=int((~ok_w).sum()), rps=n / window, ok_rps=int(ok_w.sum()) / window)
+        row.update(
+            source="requests",
+            duration_s=window,
+            requests=n,
+            failures=int((~ok_w).sum()),
+            rps=n / window,
+            ok_rps=int(ok_w.sum()) / window,
+        )
         if len(sel):
-            row.update(mean_ms=float(sel.mean()), p50_ms=float(np.percentile(sel, 50)),
-                       p95_ms=float(np.percentile(sel, 95)),
-                       p99_ms=float(np.percentile(sel, 99)), max_ms=float(sel.max()))
+            row.update(
+                mean_ms=float(sel.mean()),
+                p50_ms=float(np.percentile(sel, 50)),
+                p95_ms=float(np.percentile(sel, 95)),
+                p99_ms=float(np.percentile(sel, 99)),
+                max_ms=float(sel.max()),
+            )
         else:
-            row.update(mean_ms=np.nan, p50_ms=np.nan, p95_ms=np.nan, p99_ms=np.nan,
-                       max_ms=np.nan)
+            row.update(mean_ms=np.nan, p50_ms=np.nan, p95_ms=np.nan, p99_ms=np.nan, max_ms=np.nan)
     else:
         lat_s = summary.get("latency_ms", {}) or {}
         reqs = summary.get("requests")
@@ -166,18 +177,31 @@ def run_metrics(run: Run, warmup_s: float = 0.0, cooldown_s: float = 0.0,
         rps = summary.get("rps")
         if rps is None and reqs is not None and dur:
             rps = reqs / dur
-        row.update(source="summary", duration_s=dur, requests=reqs, failures=fails, rps=rps,
-                   ok_rps=(reqs - fails) / dur if reqs is not None and fails is not None and dur
-                   else None,
-                   mean_ms=lat_s.get("mean"), p50_ms=lat_s.get("p50"), p95_ms=lat_s.get("p95"),
-                   p99_ms=lat_s.get("p99"), max_ms=lat_s.get("max"))
+        row.update(
+            source="summary",
+            duration_s=dur,
+            requests=reqs,
+            failures=fails,
+            rps=rps,
+            ok_rps=(reqs - fails) / dur if reqs is not None and fails is not None and dur else None,
+            mean_ms=lat_s.get("mean"),
+            p50_ms=lat_s.get("p50"),
+            p95_ms=lat_s.get("p95"),
+            p99_ms=lat_s.get("p99"),
+            max_ms=lat_s.get("max"),
+        )
     reqs, fails = row.get("requests"), row.get("failures")
     row["failure_rate"] = fails / reqs if reqs and fails is not None else np.nan
     return row
 
 
-def runs_table(runs: Iterable[Run], warmup_s: float = 0.0, cooldown_s: float = 0.0,
-               latency_of: str = "all", complete_only: bool = True) -> pd.DataFrame:
+def runs_table(
+    runs: Iterable[Run],
+    warmup_s: float = 0.0,
+    cooldown_s: float = 0.0,
+    latency_of: str = "all",
+    complete_only: bool = True,
+) -> pd.DataFrame:
     """A tidy table, one row per run: ``run, path, status, stack, style, users, spawn_rate,
     think_time_s, repetition, variant, experiment, started_at, duration_s, requests, failures,
     failure_rate, rps, ok_rps, mean_ms, p50_ms, p95_ms, p99_ms, max_ms, source,
@@ -186,13 +210,40 @@ def runs_table(runs: Iterable[Run], warmup_s: float = 0.0, cooldown_s: float = 0
     unless ``complete_only`` is False. Missing repetition numbers are assigned 1, 2, ... by
     start time within each cell.
     """
-    rows = [run_metrics(r, warmup_s, cooldown_s, latency_of) for r in runs
-            if r.complete or not complete_only]
-    cols = ["run", "path", "status", "stack", "style", "users", "spawn_rate", "think_time_s",
-            "repetition", "variant", "experiment", "started_at", "warmup_s", "cooldown_s",
-            "source", "duration_s",
-            "requests", "failures", "failure_rate", "rps", "ok_rps", "mean_ms", "p50_ms",
-            "p95_ms", "p99_ms", "max_ms", "loadgen_saturated"]
+    rows = [
+        run_metrics(r, warmup_s, cooldown_s, latency_of)
+        for r in runs
+        if r.complete or not complete_only
+    ]
+    cols = [
+        "run",
+        "path",
+        "status",
+        "stack",
+        "style",
+        "users",
+        "spawn_rate",
+        "think_time_s",
+        "repetition",
+        "variant",
+        "experiment",
+        "started_at",
+        "warmup_s",
+        "cooldown_s",
+        "source",
+        "duration_s",
+        "requests",
+        "failures",
+        "failure_rate",
+        "rps",
+        "ok_rps",
+        "mean_ms",
+        "p50_ms",
+        "p95_ms",
+        "p99_ms",
+        "max_ms",
+        "loadgen_saturated",
+    ]
     df = pd.DataFrame(rows, columns=cols)
     if df.empty:
         return df
@@ -254,8 +305,9 @@ def bootstrap_means(
     """
     xs = [_clean(s) for s in samples]
     if any(len(x) == 0 for x in xs):
-        return Interval(float("nan"), float("nan"), float("nan"), min(len(x) for x in xs),
-                        confidence, method)
+        return Interval(
+            float("nan"), float("nan"), float("nan"), min(len(x) for x in xs), confidence, method
+        )
     est = float(combine([np.asarray(x.mean()) for x in xs]))
     n = min(len(x) for x in xs)
     if n < 2:
@@ -267,9 +319,16 @@ def bootstrap_means(
     def run(m: str) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return sps.bootstrap(tuple(xs), stat, confidence_level=confidence,
-                                 n_resamples=n_resamples, method=m, vectorized=True,
-                                 paired=False, rng=np.random.default_rng(seed))
+            return sps.bootstrap(
+                tuple(xs),
+                stat,
+                confidence_level=confidence,
+                n_resamples=n_resamples,
+                method=m,
+                vectorized=True,
+                paired=False,
+                rng=np.random.default_rng(seed),
+            )
 
     res = run(method)
     used = method
@@ -288,9 +347,15 @@ def bootstrap_means(
     return Interval(est, lo, hi, n, confidence, used, p)
 
 
-def bootstrap_ci(sample: ArrayLike, statistic: Callable[..., Any] = np.mean, *,
-                 confidence: float = 0.95, n_resamples: int = 9999, method: str = "percentile",
-                 seed: int = 0) -> Interval:
+def bootstrap_ci(
+    sample: ArrayLike,
+    statistic: Callable[..., Any] = np.mean,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    method: str = "percentile",
+    seed: int = 0,
+) -> Interval:
     """Bootstrap CI of ``statistic`` (a numpy reduction taking ``axis``) of one sample.
 
     ``method`` is ``"percentile"`` or ``"BCa"`` (falls back to percentile when BCa is
@@ -308,9 +373,15 @@ def bootstrap_ci(sample: ArrayLike, statistic: Callable[..., Any] = np.mean, *,
     def run(m: str) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return sps.bootstrap((x,), statistic, confidence_level=confidence,
-                                 n_resamples=n_resamples, method=m, vectorized=True,
-                                 rng=np.random.default_rng(seed))
+            return sps.bootstrap(
+                (x,),
+                statistic,
+                confidence_level=confidence,
+                n_resamples=n_resamples,
+                method=m,
+                vectorized=True,
+                rng=np.random.default_rng(seed),
+            )
 
     res, used = run(method), method
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -344,17 +415,23 @@ def cell_summary(
             if m not in g.columns:
                 continue
             x = _clean(g[m])
-            ci = bootstrap_ci(x, confidence=confidence, n_resamples=n_resamples,
-                              method=method, seed=seed)
-            out.append({
-                **dict(zip(keys, cell, strict=True)), "metric": m, "n": len(x),
-                "mean": float(x.mean()) if len(x) else np.nan,
-                "sd": float(x.std(ddof=1)) if len(x) > 1 else np.nan,
-                "median": float(np.median(x)) if len(x) else np.nan,
-                "min": float(x.min()) if len(x) else np.nan,
-                "max": float(x.max()) if len(x) else np.nan,
-                "ci_low": ci.low, "ci_high": ci.high,
-            })
+            ci = bootstrap_ci(
+                x, confidence=confidence, n_resamples=n_resamples, method=method, seed=seed
+            )
+            out.append(
+                {
+                    **dict(zip(keys, cell, strict=True)),
+                    "metric": m,
+                    "n": len(x),
+                    "mean": float(x.mean()) if len(x) else np.nan,
+                    "sd": float(x.std(ddof=1)) if len(x) > 1 else np.nan,
+                    "median": float(np.median(x)) if len(x) else np.nan,
+                    "min": float(x.min()) if len(x) else np.nan,
+                    "max": float(x.max()) if len(x) else np.nan,
+                    "ci_low": ci.low,
+                    "ci_high": ci.high,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -369,7 +446,8 @@ def cell_table(summary: pd.DataFrame, metric: str, digits: int = 1) -> pd.DataFr
         return f"{r['mean']:.{digits}f} [{r['ci_low']:.{digits}f}, {r['ci_high']:.{digits}f}]"
 
     return s.assign(text=s.apply(fmt, axis=1)).pivot_table(
-        index="users", columns="style", values="text", aggfunc="first")
+        index="users", columns="style", values="text", aggfunc="first"
+    )
 
 
 # --------------------------------------------------------------------------- pairwise tests
@@ -384,8 +462,9 @@ def cliffs_delta(x: ArrayLike, y: ArrayLike) -> float:
     return float(d.mean())
 
 
-def cliffs_delta_ci(x: ArrayLike, y: ArrayLike, *, confidence: float = 0.95,
-                    n_resamples: int = 9999, seed: int = 0) -> Interval:
+def cliffs_delta_ci(
+    x: ArrayLike, y: ArrayLike, *, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0
+) -> Interval:
     """Cliff's delta with a percentile bootstrap CI (samples resampled independently)."""
     a, b = _clean(x), _clean(y)
     est = cliffs_delta(a, b)
@@ -397,11 +476,23 @@ def cliffs_delta_ci(x: ArrayLike, y: ArrayLike, *, confidence: float = 0.95,
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = sps.bootstrap((a, b), stat, confidence_level=confidence, n_resamples=n_resamples,
-                            method="percentile", vectorized=True, paired=False,
-                            rng=np.random.default_rng(seed))
-    return Interval(est, float(res.confidence_interval.low),
-                    float(res.confidence_interval.high), min(len(a), len(b)), confidence)
+        res = sps.bootstrap(
+            (a, b),
+            stat,
+            confidence_level=confidence,
+            n_resamples=n_resamples,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            rng=np.random.default_rng(seed),
+        )
+    return Interval(
+        est,
+        float(res.confidence_interval.low),
+        float(res.confidence_interval.high),
+        min(len(a), len(b)),
+        confidence,
+    )
 
 
 @dataclass(frozen=True)
@@ -421,8 +512,9 @@ class Comparison:
     cliffs_delta: Interval
 
 
-def compare_samples(a: ArrayLike, b: ArrayLike, *, confidence: float = 0.95,
-                    n_resamples: int = 9999, seed: int = 0) -> Comparison:
+def compare_samples(
+    a: ArrayLike, b: ArrayLike, *, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0
+) -> Comparison:
     """Mann-Whitney U (two-sided, scipy's default method: exact for small samples without
     ties), Welch's t (two-sided), Cliff's delta with a bootstrap CI, and the ratio of means
     with a bootstrap CI (and a bootstrap p-value against 1)."""
@@ -438,16 +530,28 @@ def compare_samples(a: ArrayLike, b: ArrayLike, *, confidence: float = 0.95,
     elif len(x) > 1 and len(y) > 1:  # both constant: equal means -> p = 1, else p = 0
         same = bool(x[0] == y[0])
         t, pt = (0.0, 1.0) if same else (math.copysign(math.inf, x[0] - y[0]), 0.0)
-    ratio = bootstrap_means([x, y], lambda m: m[0] / m[1], confidence=confidence,
-                            n_resamples=n_resamples, seed=seed, null=1.0)
+    ratio = bootstrap_means(
+        [x, y],
+        lambda m: m[0] / m[1],
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+        null=1.0,
+    )
     return Comparison(
-        n_a=len(x), n_b=len(y),
-        mean_a=float(x.mean()) if len(x) else nan, mean_b=float(y.mean()) if len(y) else nan,
+        n_a=len(x),
+        n_b=len(y),
+        mean_a=float(x.mean()) if len(x) else nan,
+        mean_b=float(y.mean()) if len(y) else nan,
         ratio=ratio,
         diff=float(x.mean() - y.mean()) if len(x) and len(y) else nan,
-        mannwhitney_u=u, mannwhitney_p=pu, welch_t=t, welch_p=pt,
-        cliffs_delta=cliffs_delta_ci(x, y, confidence=confidence, n_resamples=n_resamples,
-                                     seed=seed),
+        mannwhitney_u=u,
+        mannwhitney_p=pu,
+        welch_t=t,
+        welch_p=pt,
+        cliffs_delta=cliffs_delta_ci(
+            x, y, confidence=confidence, n_resamples=n_resamples, seed=seed
+        ),
     )
 
 
@@ -471,22 +575,37 @@ def compare_styles(
     for cell, g in runs.groupby(keys, dropna=False, sort=True):
         cell = cell if isinstance(cell, tuple) else (cell,)
         for i, sa in enumerate(order):
-            for sb in order[i + 1:]:
+            for sb in order[i + 1 :]:
                 xa = g.loc[g["style"] == sa, metric]
                 xb = g.loc[g["style"] == sb, metric]
                 if xa.empty or xb.empty:
                     continue
-                c = compare_samples(xa, xb, confidence=confidence, n_resamples=n_resamples,
-                                    seed=seed)
-                out.append({
-                    **dict(zip(keys, cell, strict=True)), "metric": metric, "a": sa, "b": sb,
-                    "n_a": c.n_a, "n_b": c.n_b, "mean_a": c.mean_a, "mean_b": c.mean_b,
-                    "diff": c.diff, "ratio": c.ratio.estimate, "ratio_low": c.ratio.low,
-                    "ratio_high": c.ratio.high, "mannwhitney_u": c.mannwhitney_u,
-                    "mannwhitney_p": c.mannwhitney_p, "welch_t": c.welch_t,
-                    "welch_p": c.welch_p, "cliffs_delta": c.cliffs_delta.estimate,
-                    "cliffs_low": c.cliffs_delta.low, "cliffs_high": c.cliffs_delta.high,
-                })
+                c = compare_samples(
+                    xa, xb, confidence=confidence, n_resamples=n_resamples, seed=seed
+                )
+                out.append(
+                    {
+                        **dict(zip(keys, cell, strict=True)),
+                        "metric": metric,
+                        "a": sa,
+                        "b": sb,
+                        "n_a": c.n_a,
+                        "n_b": c.n_b,
+                        "mean_a": c.mean_a,
+                        "mean_b": c.mean_b,
+                        "diff": c.diff,
+                        "ratio": c.ratio.estimate,
+                        "ratio_low": c.ratio.low,
+                        "ratio_high": c.ratio.high,
+                        "mannwhitney_u": c.mannwhitney_u,
+                        "mannwhitney_p": c.mannwhitney_p,
+                        "welch_t": c.welch_t,
+                        "welch_p": c.welch_p,
+                        "cliffs_delta": c.cliffs_delta.estimate,
+                        "cliffs_low": c.cliffs_delta.low,
+                        "cliffs_high": c.cliffs_delta.high,
+                    }
+                )
     return pd.DataFrame(out)
 
 
@@ -523,8 +642,9 @@ class LittleCheck:
     implied_think_s: float  # N / X - R
 
 
-def littles_law(users: float, throughput_rps: float, response_s: float,
-                think_s: float = 0.0) -> LittleCheck:
+def littles_law(
+    users: float, throughput_rps: float, response_s: float, think_s: float = 0.0
+) -> LittleCheck:
     """Check N = X (R + Z). A relative error near 0 means the users were all busy with
     requests or think time; a negative one means fewer were (ramp-up inside the window, a
     generator that could not keep up, or unaccounted waits); ``implied_think_s`` is the
@@ -536,13 +656,17 @@ def littles_law(users: float, throughput_rps: float, response_s: float,
     return LittleCheck(n, x, r, z, implied, rel, zt)
 
 
-def littles_law_table(runs: pd.DataFrame, throughput: str = "rps",
-                      response_ms: str = "mean_ms") -> pd.DataFrame:
+def littles_law_table(
+    runs: pd.DataFrame, throughput: str = "rps", response_ms: str = "mean_ms"
+) -> pd.DataFrame:
     """:func:`littles_law` on every row of a per-run table (``users``, ``think_time_s``,
     ``rps``, ``mean_ms``); adds ``implied_users``, ``relative_error``, ``implied_think_s``."""
-    rows = [littles_law(r["users"], r[throughput], r[response_ms] / 1000.0,
-                        r.get("think_time_s", 0.0) or 0.0)
-            for _, r in runs.iterrows()]
+    rows = [
+        littles_law(
+            r["users"], r[throughput], r[response_ms] / 1000.0, r.get("think_time_s", 0.0) or 0.0
+        )
+        for _, r in runs.iterrows()
+    ]
     return runs.assign(
         implied_users=[c.implied_users for c in rows],
         relative_error=[c.relative_error for c in rows],
@@ -577,27 +701,48 @@ def saturation_steps(
         vals = sub[[load, throughput, latency]].to_numpy(dtype=float)
         for (n1, x1, r1), (n2, x2, r2) in zip(vals[:-1], vals[1:], strict=True):
             tg, lg, ng = x2 / x1 - 1, r2 / r1 - 1, n2 / n1 - 1
-            out.append({
-                group: name, "from_users": int(n1), "to_users": int(n2),
-                "throughput_from": x1, "throughput_to": x2, "latency_from": r1,
-                "latency_to": r2, "throughput_gain": tg, "latency_growth": lg,
-                "load_growth": ng, "scaling_efficiency": tg / ng if ng else np.nan,
-                "saturated": bool(tg <= max_throughput_gain and lg >= min_latency_growth),
-            })
+            out.append(
+                {
+                    group: name,
+                    "from_users": int(n1),
+                    "to_users": int(n2),
+                    "throughput_from": x1,
+                    "throughput_to": x2,
+                    "latency_from": r1,
+                    "latency_to": r2,
+                    "throughput_gain": tg,
+                    "latency_growth": lg,
+                    "load_growth": ng,
+                    "scaling_efficiency": tg / ng if ng else np.nan,
+                    "saturated": bool(tg <= max_throughput_gain and lg >= min_latency_growth),
+                }
+            )
     return pd.DataFrame(out)
 
 
-def detect_saturation(cells: pd.DataFrame, *, group: str = "style", load: str = "users",
-                      throughput: str = "rps", latency: str = "mean_ms",
-                      max_throughput_gain: float = 0.10,
-                      min_latency_growth: float = 0.25) -> pd.DataFrame:
+def detect_saturation(
+    cells: pd.DataFrame,
+    *,
+    group: str = "style",
+    load: str = "users",
+    throughput: str = "rps",
+    latency: str = "mean_ms",
+    max_throughput_gain: float = 0.10,
+    min_latency_growth: float = 0.25,
+) -> pd.DataFrame:
     """Per group: ``saturated`` (every step from some load on is saturated, see
     :func:`saturation_steps`), ``onset_users`` (the lowest such load; the system is
     saturated at and above it), ``plateau_rps`` (mean throughput from the onset on),
     ``steps`` (how many consecutive-load steps were seen)."""
-    steps = saturation_steps(cells, group=group, load=load, throughput=throughput,
-                             latency=latency, max_throughput_gain=max_throughput_gain,
-                             min_latency_growth=min_latency_growth)
+    steps = saturation_steps(
+        cells,
+        group=group,
+        load=load,
+        throughput=throughput,
+        latency=latency,
+        max_throughput_gain=max_throughput_gain,
+        min_latency_growth=min_latency_growth,
+    )
     means = cells.groupby([group, load], dropna=False)[throughput].mean()
     out = []
     for name, sub in steps.groupby(group, dropna=False, sort=True):
@@ -608,8 +753,16 @@ def detect_saturation(cells: pd.DataFrame, *, group: str = "style", load: str = 
             if all(flags[i:]):
                 onset = int(sub["from_users"].iloc[i])
                 break
-        plateau = (float(means[name][means[name].index >= onset].mean())
-                   if onset is not None else np.nan)
-        out.append({group: name, "saturated": onset is not None, "onset_users": onset,
-                    "plateau_rps": plateau, "steps": len(flags)})
+        plateau = (
+            float(means[name][means[name].index >= onset].mean()) if onset is not None else np.nan
+        )
+        out.append(
+            {
+                group: name,
+                "saturated": onset is not None,
+                "onset_users": onset,
+                "plateau_rps": plateau,
+                "steps": len(flags),
+            }
+        )
     return pd.DataFrame(out)

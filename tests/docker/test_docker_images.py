@@ -38,9 +38,13 @@ def test_services_image_builds_offline_from_the_local_base() -> None:
     tag = "ipclab-services:offline-test"
     try:
         images.build_services_image(images.LOCAL_BASE, tag=tag, network_mode="none")
-        out = run_in(tag, "python", "-c",
-                     "import ipclab_services.serve, aiohttp, grpc, aio_pika, orjson, uvloop; "
-                     "import sys; print(sys.version_info[:2])")
+        out = run_in(
+            tag,
+            "python",
+            "-c",
+            "import ipclab_services.serve, aiohttp, grpc, aio_pika, orjson, uvloop; "
+            "import sys; print(sys.version_info[:2])",
+        )
         assert out.endswith("(3, 11)"), out
     finally:
         client().images.remove(tag, force=True, noprune=False)

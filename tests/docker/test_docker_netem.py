@@ -64,8 +64,10 @@ def test_delay_raises_min_latency_by_hops_times_delay(stack: DockerStack) -> Non
     per_hop = netem["measured_delay_ms"]
     expected = HOPS[name] * per_hop
     rise = delayed - base
-    print(f"{name}: min {base:.2f} -> {delayed:.2f} ms, rise {rise:.2f} (expected "
-          f"{HOPS[name]} x {per_hop:.2f} = {expected:.2f}), method {netem['method']}")
+    print(
+        f"{name}: min {base:.2f} -> {delayed:.2f} ms, rise {rise:.2f} (expected "
+        f"{HOPS[name]} x {per_hop:.2f} = {expected:.2f}), method {netem['method']}"
+    )
     # The delay itself, measured between containers (TCP connect RTT = 2 delayed egresses).
     assert netem["measured_delay_ms"] == pytest.approx(DELAY_MS, rel=0.25), netem
     assert rise == pytest.approx(expected, rel=0.25), (name, base, delayed, netem)

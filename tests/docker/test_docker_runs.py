@@ -30,15 +30,29 @@ def test_short_run_has_no_failures(
     stack: str, tmp_path: Path, docker_images: dict[str, str]
 ) -> None:
     out = tmp_path / "run"
-    r = ipclab("run", stack, "--backend", "docker", "--users", "10", "--spawn-rate", "10",
-               "--duration", "8s", "--out", str(out))
+    r = ipclab(
+        "run",
+        stack,
+        "--backend",
+        "docker",
+        "--users",
+        "10",
+        "--spawn-rate",
+        "10",
+        "--duration",
+        "8s",
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().splitlines()[-1] == str(out)
     run = read_run(out)
     assert run.complete and run.manifest["backend"] == "docker"
     s = run.summary
-    print(f"{stack} on docker: {s['requests']} requests, rps {s['rps']}, "
-          f"p50 {s['latency_ms']['p50']} p99 {s['latency_ms']['p99']}")
+    print(
+        f"{stack} on docker: {s['requests']} requests, rps {s['rps']}, "
+        f"p50 {s['latency_ms']['p50']} p99 {s['latency_ms']['p99']}"
+    )
     assert s["requests"] > 0 and s["failures"] == 0, s
     res = run.resources()
     containers = res[res["kind"] == "container"]
@@ -57,9 +71,24 @@ def test_fault_run_records_failures_and_recovers(
     tmp_path: Path, docker_images: dict[str, str]
 ) -> None:
     out = tmp_path / "run"
-    r = ipclab("run", "shop-rest", "--backend", "docker", "--users", "5", "--spawn-rate", "5",
-               "--duration", "10s", "--fault", "reviews@3", "--fault", "restart:reviews@6",
-               "--out", str(out))
+    r = ipclab(
+        "run",
+        "shop-rest",
+        "--backend",
+        "docker",
+        "--users",
+        "5",
+        "--spawn-rate",
+        "5",
+        "--duration",
+        "10s",
+        "--fault",
+        "reviews@3",
+        "--fault",
+        "restart:reviews@6",
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     run = read_run(out)
     events = [e["event"] for e in run.events()]
@@ -74,9 +103,25 @@ def test_fault_run_records_failures_and_recovers(
 def test_ctrl_c_mid_run_leaves_nothing(tmp_path: Path, docker_images: dict[str, str]) -> None:
     out = tmp_path / "run"
     p = subprocess.Popen(
-        [*CLI, "run", "shop-amqp", "--backend", "docker", "--users", "5", "--spawn-rate", "5",
-         "--duration", "120s", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [
+            *CLI,
+            "run",
+            "shop-amqp",
+            "--backend",
+            "docker",
+            "--users",
+            "5",
+            "--spawn-rate",
+            "5",
+            "--duration",
+            "120s",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 180

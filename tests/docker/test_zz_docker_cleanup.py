@@ -19,7 +19,10 @@ def test_cleanup_all_removes_labelled_containers_networks_volumes(
     net = c.networks.create("ipclab-test-cleanup", labels=labels)
     vol = c.volumes.create("ipclab-test-cleanup", labels=labels)
     c.containers.create(
-        SERVICES_IMAGE, ["sleep", "60"], labels=labels, network=net.name,
+        SERVICES_IMAGE,
+        ["sleep", "60"],
+        labels=labels,
+        network=net.name,
         volumes={vol.name: {"bind": "/data", "mode": "rw"}},
     )
     left = leftovers()

@@ -87,9 +87,7 @@ def compose_command() -> tuple[str, ...]:
     """``docker compose`` (v2) when the plugin exists, else ``docker-compose`` (v1.29)."""
     if shutil.which("docker"):
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            r = subprocess.run(
-                ["docker", "compose", "version"], capture_output=True, timeout=20
-            )
+            r = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=20)
             if r.returncode == 0:
                 return ("docker", "compose")
     if shutil.which("docker-compose"):
@@ -189,10 +187,12 @@ def down(stack: str | None = None) -> list[str]:
     ``ipclab up --detach``; returns the project names removed."""
     c = client()
     prefix = f"ipclab-{stack}-" if stack else "ipclab-"
-    projects = sorted({
-        ctr.labels.get(COMPOSE_PROJECT_LABEL, "")
-        for ctr in c.containers.list(all=True, filters={"label": PROJECT_LABEL})
-    })
+    projects = sorted(
+        {
+            ctr.labels.get(COMPOSE_PROJECT_LABEL, "")
+            for ctr in c.containers.list(all=True, filters={"label": PROJECT_LABEL})
+        }
+    )
     projects = [p for p in projects if p.startswith(prefix)]
     for project in projects:
         remove_labelled(c, f"{PROJECT_LABEL}={project}")
@@ -236,7 +236,10 @@ class DockerBackend:
         self.health_timeout_s = health_timeout_s
 
     def start(
-        self, spec: StackSpec, options: StackOptions, logs_dir: Path | None = None,
+        self,
+        spec: StackSpec,
+        options: StackOptions,
+        logs_dir: Path | None = None,
         detached: bool = False,
     ) -> DockerStack:
         """Build images if needed, bring the project up, wait for /healthz, apply the delay.
@@ -279,7 +282,12 @@ class DockerStack:
     backend = "docker"
 
     def __init__(
-        self, c: Any, spec: StackSpec, options: StackOptions, path: Path, imgs: dict[str, str],
+        self,
+        c: Any,
+        spec: StackSpec,
+        options: StackOptions,
+        path: Path,
+        imgs: dict[str, str],
         logs_dir: Path | None = None,
     ):
         self.client = c
@@ -320,7 +328,12 @@ class DockerStack:
     def _compose(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         cmd = [*compose_command(), "-p", self.project, "-f", str(self.compose_path), *args]
         return subprocess.run(
-            cmd, env=self.env, cwd=COMPOSE_DIR, capture_output=True, text=True, timeout=timeout,
+            cmd,
+            env=self.env,
+            cwd=COMPOSE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
             start_new_session=True,  # a Ctrl-C meant for the harness does not kill teardown
         )
 
@@ -466,7 +479,8 @@ class DockerStack:
         """Measure the current inter-container delay without changing it."""
         gateway = self._container(self.spec.gateway)
         targets = (
-            [f"{BROKER}:5672"] if self.spec.needs_broker
+            [f"{BROKER}:5672"]
+            if self.spec.needs_broker
             else [f"{s}:{CONTAINER_PORT}" for s in self.spec.services]
         )
         return netem.measure(gateway, targets, self.delay_ms, self.delay_method)
@@ -477,9 +491,7 @@ class DockerStack:
             "project": self.project,
             "compose": " ".join(compose_command()),
             "compose_file": str(self.compose_path.relative_to(REPO_ROOT)),
-            "images": {
-                k: {"name": v, "id": self._image_id(v)} for k, v in self.images.items()
-            },
+            "images": {k: {"name": v, "id": self._image_id(v)} for k, v in self.images.items()},
             "containers": {c: ctr.name for c, ctr in self._containers.items()},
             "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},
             "netem": self.netem,

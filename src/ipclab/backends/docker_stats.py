@@ -15,8 +15,18 @@ import time
 from typing import Any
 
 SAMPLE_COLUMNS = (
-    "component", "kind", "container", "status", "cpu_percent", "rss_bytes", "mem_usage_bytes",
-    "mem_limit_bytes", "net_rx_bytes", "net_tx_bytes", "net_rx_packets", "net_tx_packets",
+    "component",
+    "kind",
+    "container",
+    "status",
+    "cpu_percent",
+    "rss_bytes",
+    "mem_usage_bytes",
+    "mem_limit_bytes",
+    "net_rx_bytes",
+    "net_tx_bytes",
+    "net_rx_packets",
+    "net_tx_packets",
 )
 
 
@@ -95,6 +105,7 @@ class StatsSampler:
                 rows.append(dict(f.latest))
             else:
                 status = "starting" if f.latest is None and f.is_alive() else "not running"
-                rows.append({"component": comp, "kind": "container", "container": name,
-                             "status": status})
+                rows.append(
+                    {"component": comp, "kind": "container", "container": name, "status": status}
+                )
         return rows

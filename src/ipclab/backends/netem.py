@@ -115,7 +115,8 @@ def set_delay(container: Any, delay_ms: float, method: str = "auto") -> str:
 def _start_delayer(container: Any, delay_ms: float) -> None:
     src = (Path(__file__).with_name("nfqdelay.py")).read_text()
     _run(
-        container, ["python3", "-c", src, "--delay-ms", f"{delay_ms:g}", "--pidfile", PIDFILE],
+        container,
+        ["python3", "-c", src, "--delay-ms", f"{delay_ms:g}", "--pidfile", PIDFILE],
         detach=True,
     )
     deadline = time.monotonic() + 10

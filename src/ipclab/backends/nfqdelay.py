@@ -100,8 +100,7 @@ class Delayer:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.sock.setsockopt(SOL_NETLINK, NETLINK_NO_ENOBUFS, 1)
         self.sock.bind((0, 0))
-        self._config(_attr(NFQA_CFG_CMD, struct.pack("!BxH", NFQNL_CFG_CMD_UNBIND, 0)),
-                     check=False)
+        self._config(_attr(NFQA_CFG_CMD, struct.pack("!BxH", NFQNL_CFG_CMD_UNBIND, 0)), check=False)
         self._config(_attr(NFQA_CFG_CMD, struct.pack("!BxH", NFQNL_CFG_CMD_BIND, 0)))
         self._config(_attr(NFQA_CFG_PARAMS, struct.pack("!IB", 0, NFQNL_COPY_META)))
         self._config(_attr(NFQA_CFG_QUEUE_MAXLEN, struct.pack("!I", maxlen)))
@@ -114,8 +113,9 @@ class Delayer:
 
     def _config(self, attrs: bytes, check: bool = True) -> None:
         self.seq += 1
-        self.sock.send(_msg(NFQNL_MSG_CONFIG, self.queue, attrs, self.seq,
-                            NLM_F_REQUEST | NLM_F_ACK))
+        self.sock.send(
+            _msg(NFQNL_MSG_CONFIG, self.queue, attrs, self.seq, NLM_F_REQUEST | NLM_F_ACK)
+        )
         reply = self.sock.recv(65536)
         try:
             _packet_ids(reply)
