@@ -216,6 +216,11 @@ class AvailabilityExperiment:
     def run(self, progress: Progress = print) -> AvailabilityRuns:
         """Run every job not yet done (finished runs are reused); stacks always stopped."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        outer = progress
+
+        def progress(message: str) -> None:  # "[...]" marks progress lines for reproduce
+            outer(f"[availability] {message}")
+
         for stack in self.stacks:
             todo = [j for j in self.jobs(stack) if not self._reusable(j)]
             if not todo:
