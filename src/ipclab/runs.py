@@ -27,6 +27,23 @@ SCHEMA = 1
 DEFAULT_ROOT = Path(os.environ.get("IPCLAB_RUNS", "data/runs"))
 
 REQUEST_COLUMNS = ("t", "name", "latency_ms", "bytes", "status", "ok", "error")
+#: resources.csv: local rows fill pid, docker rows container, status, memory and network
+RESOURCE_COLUMNS = (
+    "t",
+    "component",
+    "kind",
+    "pid",
+    "container",
+    "status",
+    "cpu_percent",
+    "rss_bytes",
+    "mem_usage_bytes",
+    "mem_limit_bytes",
+    "net_rx_bytes",
+    "net_tx_bytes",
+    "net_rx_packets",
+    "net_tx_packets",
+)
 
 
 def utcnow() -> str:

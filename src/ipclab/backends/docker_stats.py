@@ -14,20 +14,9 @@ import threading
 import time
 from typing import Any
 
-SAMPLE_COLUMNS = (
-    "component",
-    "kind",
-    "container",
-    "status",
-    "cpu_percent",
-    "rss_bytes",
-    "mem_usage_bytes",
-    "mem_limit_bytes",
-    "net_rx_bytes",
-    "net_tx_bytes",
-    "net_rx_packets",
-    "net_tx_packets",
-)
+from ipclab.runs import RESOURCE_COLUMNS
+
+SAMPLE_COLUMNS = tuple(c for c in RESOURCE_COLUMNS if c not in ("t", "pid"))
 
 
 STALE_S = 3.0

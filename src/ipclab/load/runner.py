@@ -21,26 +21,9 @@ import psutil
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.backends.local import process_tree_usage
 from ipclab.procs import spawn, stop_group
-from ipclab.runs import DEFAULT_ROOT, CsvAppender, RunWriter, new_run_dir
+from ipclab.runs import DEFAULT_ROOT, RESOURCE_COLUMNS, CsvAppender, RunWriter, new_run_dir
 from ipclab.stacks import resolve
 from ipclab.summary import summarize
-
-RESOURCE_COLUMNS = (
-    "t",
-    "component",
-    "kind",
-    "pid",
-    "container",
-    "status",
-    "cpu_percent",
-    "rss_bytes",
-    "mem_usage_bytes",
-    "mem_limit_bytes",
-    "net_rx_bytes",
-    "net_tx_bytes",
-    "net_rx_packets",
-    "net_tx_packets",
-)
 
 
 @dataclass
