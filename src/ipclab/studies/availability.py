@@ -461,6 +461,16 @@ def published_table() -> pd.DataFrame:
     return compare_published_availability(rows or [])
 
 
+def _rows(table: pd.DataFrame, **match: Any) -> pd.DataFrame:
+    """The rows of ``table`` whose columns equal ``match`` (none when a method did not run)."""
+    if table.empty or not set(match) <= set(table.columns):
+        return table.iloc[0:0]
+    keep = pd.Series(True, index=table.index)
+    for col, value in match.items():
+        keep &= table[col] == value
+    return table[keep]
+
+
 def side_by_side(
     formula: pd.DataFrame, until_failure: pd.DataFrame, fault_injection: pd.DataFrame, users: int
 ) -> pd.DataFrame:
@@ -469,8 +479,8 @@ def side_by_side(
     rows = []
     for style in STYLES:
         pub = formula[formula["style"] == style]
-        m1 = until_failure[(until_failure["style"] == style) & (until_failure["users"] == users)]
-        m2 = fault_injection[fault_injection["style"] == style]
+        m1 = _rows(until_failure, style=style, users=users)
+        m2 = _rows(fault_injection, style=style)
         row: dict[str, Any] = {"style": style}
         if len(pub):
             p = pub.iloc[0]
