@@ -54,16 +54,10 @@ def step(stack: str, users: int, args: argparse.Namespace, root: Path) -> dict[s
         "gateway_cpu": cpu.get("gateway"),
         "services_cpu": round(sum(cpu.get(r) or 0.0 for r in SHOP_SERVICES), 1),
         "broker_cpu": cpu.get("broker"),
-        "stack_cpu_ms_per_page": _cost(cpu, s["rps"]),
+        "stack_cpu_ms_per_page": s.get("stack_cpu_ms_per_request"),
         "status": s.get("status"),
         "run_dir": str(run_dir),
     }
-
-
-def _cost(cpu: dict[str, float], rps: float) -> float | None:
-    """CPU ms of gateway + services + broker per product page: little moved by other load."""
-    total = sum(v or 0.0 for k, v in cpu.items() if k != "loadgen")
-    return round(10 * total / rps, 2) if rps else None
 
 
 def _f(v: float | None, fmt: str = ".0f") -> str:

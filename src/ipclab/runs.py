@@ -27,7 +27,8 @@ SCHEMA = 1
 DEFAULT_ROOT = Path(os.environ.get("IPCLAB_RUNS", "data/runs"))
 
 REQUEST_COLUMNS = ("t", "name", "latency_ms", "bytes", "status", "ok", "error")
-#: resources.csv: local rows fill pid, docker rows container, status, memory and network
+#: resources.csv: local rows fill pid, docker rows container, status, memory and network;
+#: one ``host`` row per second holds the whole machine's busy CPU and the VM's steal time
 RESOURCE_COLUMNS = (
     "t",
     "component",
@@ -43,6 +44,7 @@ RESOURCE_COLUMNS = (
     "net_tx_bytes",
     "net_rx_packets",
     "net_tx_packets",
+    "steal_percent",
 )
 
 

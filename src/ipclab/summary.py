@@ -27,6 +27,35 @@ def latency_stats(ms: pd.Series) -> dict[str, float | None]:
     }
 
 
+def machine_load(window: pd.DataFrame, rps: float) -> dict[str, Any]:
+    """Per-component mean CPU, the stack's CPU per request, and what else the machine did.
+
+    ``stack_cpu_ms_per_request`` (gateway, services and broker) measures how expensive one
+    request is on this machine: runs of the same cell on different machines, or on one VM
+    whose host got busier, differ here even when nothing else ran. ``other_cpu_percent`` is
+    the host's busy CPU not used by the stack or the load generator; ``steal_percent`` is CPU
+    the hypervisor gave to someone else. Runs before the host rows existed give None.
+    """
+    cpu = window.dropna(subset=["cpu_percent"]).groupby("component")["cpu_percent"].mean()
+    kinds = window.drop_duplicates("component").set_index("component")["kind"]
+    stack = float(sum(v for k, v in cpu.items() if kinds.get(k) not in ("loadgen", "host")))
+    out: dict[str, Any] = {
+        "cpu_percent_mean": {k: round(float(v), 1) for k, v in cpu.items() if k != "host"},
+        "stack_cpu_ms_per_request": round(10 * stack / rps, 3) if rps else None,
+        "host_cpu_percent": None,
+        "other_cpu_percent": None,
+        "steal_percent": None,
+    }
+    if "host" in cpu:
+        host = window[window["component"] == "host"]
+        ours = stack + float(cpu.get("loadgen", 0.0))
+        out["host_cpu_percent"] = round(float(cpu["host"]), 1)
+        out["other_cpu_percent"] = round(max(float(cpu["host"]) - ours, 0.0), 1)
+        if "steal_percent" in host:
+            out["steal_percent"] = round(float(host["steal_percent"].mean()), 1)
+    return out
+
+
 def summarize(run_dir: Path, warmup_s: float = 0.0) -> dict[str, Any]:
     """Requests, failures, rps and latency over the run minus its first ``warmup_s``."""
     run = read_run(run_dir)
@@ -69,8 +98,7 @@ def summarize(run_dir: Path, warmup_s: float = 0.0) -> dict[str, Any]:
                 "p95": round(float(gen.quantile(0.95)), 1),
             }
             out["loadgen_saturated"] = bool(gen.mean() >= SATURATION_CPU_PERCENT)
-        cpu = window.dropna(subset=["cpu_percent"]).groupby("component")["cpu_percent"].mean()
-        out["cpu_percent_mean"] = {k: round(float(v), 1) for k, v in cpu.items()}
+        out.update(machine_load(window, out["rps"]))
     out.setdefault("loadgen_cpu_percent", None)
     out.setdefault("loadgen_saturated", None)
     return out

@@ -76,8 +76,23 @@ class Fault:
         return cls(at_s, role, action)
 
 
+def host_usage() -> dict[str, float]:
+    """The whole machine since the previous call: busy CPU and the VM's steal time (100 = one
+    core), memory in use. Other processes' load and a slower or shared host show up here."""
+    n = psutil.cpu_count() or 1
+    c = psutil.cpu_times_percent(interval=None)
+    steal = float(getattr(c, "steal", 0.0))
+    busy = 100.0 - c.idle - getattr(c, "iowait", 0.0) - steal
+    return {
+        "cpu_percent": round(busy * n, 1),
+        "steal_percent": round(steal * n, 1),
+        "rss_bytes": psutil.virtual_memory().used,
+    }
+
+
 class ResourceSampler(threading.Thread):
-    """Samples every component of the stack and the load generator at 1 Hz into resources.csv."""
+    """Samples every component of the stack, the load generator and the host at 1 Hz into
+    resources.csv."""
 
     def __init__(self, stack: RunningStack, out: CsvAppender, extra: Callable[[], dict[str, int]]):
         super().__init__(daemon=True, name="resource-sampler")
@@ -86,10 +101,12 @@ class ResourceSampler(threading.Thread):
         self._ps: dict[int, psutil.Process] = {}
 
     def run(self) -> None:
+        host_usage()  # the first call only sets the reference point
         while not self.halt.wait(1.0):
             try:
                 rows = list(self.stack.sample())
                 now = time.time()
+                rows.append({"t": now, "component": "host", "kind": "host", **host_usage()})
                 for name, pid in self.extra().items():
                     rows.append(
                         {
