@@ -350,3 +350,44 @@ def test_cell_summary_over_repetitions() -> None:
     assert rest["ci_low"] < 12.0 < rest["ci_high"]
     table = stats.cell_table(s, "rps")
     assert table.loc[50, "rest"].startswith("12.0 [")
+
+
+def test_machine_load_by_hand() -> None:
+    """Two seconds of samples: stack 150% CPU at 500 rps = 3 ms per request; the host was
+    busy 190%, of which 150 + 20 (load generator) are ours, so 20% is someone else's."""
+    from ipclab.summary import machine_load
+
+    rows = []
+    for t in (1.0, 2.0):
+        rows += [
+            {"t": t, "component": "gateway", "kind": "process", "cpu_percent": 100.0},
+            {"t": t, "component": "broker", "kind": "broker", "cpu_percent": 50.0},
+            {"t": t, "component": "loadgen", "kind": "loadgen", "cpu_percent": 20.0},
+            {"t": t, "component": "host", "kind": "host", "cpu_percent": 190.0, "steal_percent": 4},
+        ]
+    out = machine_load(pd.DataFrame(rows), rps=500.0)
+    assert out["stack_cpu_ms_per_request"] == pytest.approx(3.0)
+    assert out["host_cpu_percent"] == 190.0 and out["other_cpu_percent"] == pytest.approx(20.0)
+    assert out["steal_percent"] == 4.0 and "host" not in out["cpu_percent_mean"]
+    old = machine_load(pd.DataFrame([r for r in rows if r["component"] != "host"]), rps=500.0)
+    assert old["host_cpu_percent"] is None and old["stack_cpu_ms_per_request"] == 3.0
+
+
+def test_machine_check_flags_a_cell_run_on_a_slower_machine() -> None:
+    runs = pd.DataFrame(
+        {
+            "style": ["rest"] * 3 + ["grpc"] * 2 + ["amqp"],
+            "users": [50] * 6,
+            "stack_cpu_ms_per_request": [1.0, 1.1, 2.0, 3.0, 3.3, None],
+            "other_cpu_percent": [2.0, 3.0, 1.0, 30.0, 2.0, None],
+            "steal_percent": [0.0, 0.0, 0.0, 0.0, 0.0, None],
+        }
+    )
+    m = stats.machine_check(runs).set_index("style")
+    assert m.loc["rest", "cost_ratio"] == pytest.approx(2.0)
+    assert m.loc["rest", "comparable"] is False and "2.00x" in m.loc["rest", "why"]
+    assert m.loc["grpc", "cost_ratio"] == pytest.approx(1.1)
+    assert m.loc["grpc", "comparable"] is False and "30%" in m.loc["grpc", "why"]
+    assert m.loc["amqp", "comparable"] is None  # no machine state recorded
+    loose = stats.machine_check(runs, stats.MachineLimits(2.5, 50.0, 10.0)).set_index("style")
+    assert bool(loose.loc["rest", "comparable"]) and bool(loose.loc["grpc", "comparable"])

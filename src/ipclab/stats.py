@@ -98,6 +98,10 @@ _THINK_KEYS = ("think_time_s", "think_time", "wait_time", "wait")
 _REP_KEYS = ("repetition", "rep", "repeat", "replicate")
 
 
+#: summary.json's machine state of a run (see ipclab.summary.machine_load)
+MACHINE_COLUMNS = ("stack_cpu_ms_per_request", "other_cpu_percent", "steal_percent")
+
+
 def run_metrics(
     run: Run, warmup_s: float = 0.0, cooldown_s: float = 0.0, latency_of: str = "all"
 ) -> dict[str, Any]:
@@ -134,6 +138,8 @@ def run_metrics(
     }
     summary = run.summary
     row["loadgen_saturated"] = summary.get("loadgen_saturated")
+    for key in MACHINE_COLUMNS:  # runs written before these existed give None
+        row[key] = summary.get(key)
     req = run.requests()
     if len(req):
         t = req["t"].astype(float).to_numpy()
@@ -205,7 +211,7 @@ def runs_table(
     """A tidy table, one row per run: ``run, path, status, stack, style, users, spawn_rate,
     think_time_s, repetition, variant, experiment, started_at, duration_s, requests, failures,
     failure_rate, rps, ok_rps, mean_ms, p50_ms, p95_ms, p99_ms, max_ms, source,
-    loadgen_saturated`` (see
+    loadgen_saturated`` and the machine state of :data:`MACHINE_COLUMNS` (see
     :func:`run_metrics` for the window). Runs whose manifest is not ``complete`` are left out
     unless ``complete_only`` is False. Missing repetition numbers are assigned 1, 2, ... by
     start time within each cell.
@@ -243,6 +249,7 @@ def runs_table(
         "p99_ms",
         "max_ms",
         "loadgen_saturated",
+        *MACHINE_COLUMNS,
     ]
     df = pd.DataFrame(rows, columns=cols)
     if df.empty:
@@ -766,3 +773,57 @@ def detect_saturation(
             }
         )
     return pd.DataFrame(out)
+
+
+# --------------------------------------------------------------------------- machine state
+@dataclass(frozen=True)
+class MachineLimits:
+    """When the repetitions of a cell did not run on a comparable machine."""
+
+    max_cost_ratio: float = 1.25  # slowest / fastest stack CPU ms per request within a cell
+    max_other_cpu_percent: float = 25.0  # mean busy CPU of other processes (100 = one core)
+    max_steal_percent: float = 10.0  # mean CPU taken by the hypervisor
+
+
+def machine_check(
+    runs: pd.DataFrame,
+    limits: MachineLimits = MachineLimits(),
+    by: Sequence[str] = ("style", "users"),
+) -> pd.DataFrame:
+    """Per cell, how comparable the machine was across its repetitions.
+
+    A run's stack CPU per request is what one request costs on the machine at that moment;
+    repetitions of one cell on a slower or shared host cost more (a 2x difference was seen
+    between two sessions' VMs), which moves throughput and latency without any change in
+    the system under test. ``comparable`` is False when the cost spread (``cost_ratio``,
+    slowest over fastest) or another process's CPU or the VM's steal time passes
+    ``limits``; ``None`` when the runs carry no machine state (written before it was
+    recorded)."""
+    rows = []
+    for key, sub in runs.groupby(list(by), dropna=False, sort=True):
+        cost = pd.to_numeric(sub["stack_cpu_ms_per_request"], errors="coerce").dropna()
+        other = pd.to_numeric(sub["other_cpu_percent"], errors="coerce").dropna()
+        steal = pd.to_numeric(sub["steal_percent"], errors="coerce").dropna()
+        ratio = float(cost.max() / cost.min()) if len(cost) and cost.min() > 0 else np.nan
+        known = len(cost) == len(sub)
+        reasons = []
+        if known and ratio > limits.max_cost_ratio:
+            reasons.append(f"CPU per request varies {ratio:.2f}x")
+        if len(other) and other.max() > limits.max_other_cpu_percent:
+            reasons.append(f"other processes used up to {other.max():.0f}% CPU")
+        if len(steal) and steal.max() > limits.max_steal_percent:
+            reasons.append(f"steal time up to {steal.max():.0f}%")
+        rows.append(
+            {
+                **dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
+                "runs": len(sub),
+                "cpu_ms_per_request_min": float(cost.min()) if len(cost) else np.nan,
+                "cpu_ms_per_request_max": float(cost.max()) if len(cost) else np.nan,
+                "cost_ratio": ratio,
+                "other_cpu_percent_max": float(other.max()) if len(other) else np.nan,
+                "steal_percent_max": float(steal.max()) if len(steal) else np.nan,
+                "comparable": (not reasons) if known else None,
+                "why": "; ".join(reasons),
+            }
+        )
+    return pd.DataFrame(rows)

@@ -147,6 +147,7 @@ class Analysis:
     sensitivity_runs: pd.DataFrame
     sensitivity_cells: pd.DataFrame
     published_saturation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    machine: pd.DataFrame = field(default_factory=pd.DataFrame)  # per cell: comparable machine?
 
 
 def side_by_side(cells: pd.DataFrame) -> pd.DataFrame:
@@ -217,6 +218,7 @@ def analyse(
         sensitivity_runs=srun,
         sensitivity_cells=stats.cell_summary(srun, seed=seed) if len(srun) else pd.DataFrame(),
         published_saturation=stats.detect_saturation(published.published_cells()),
+        machine=stats.machine_check(runs),
     )
 
 
@@ -292,6 +294,12 @@ def write_results(a: Analysis, perf_runs: list[Run], results: StudyResults) -> N
         a.saturation,
         "saturation",
         "Saturation (throughput flat while latency grows) per style, measured.",
+    )
+    results.table(
+        a.machine,
+        "machine_state",
+        "Was the machine comparable across each cell's repetitions? Stack CPU ms per request "
+        "(slowest over fastest: cost_ratio), other processes' CPU and steal time, per cell.",
     )
     results.table(
         a.published_saturation,
