@@ -129,9 +129,11 @@ class Experiment:
                     },
                 )
                 s = read_run(path).summary
+                cost = s.get("stack_cpu_ms_per_request")
+                machine = f", {cost:.2f} ms CPU per request" if cost else ""
                 progress(
                     f"[{i}/{len(cells)}] {cell.key}: {s['rps']:.0f} req/s, mean "
-                    f"{s['latency_ms']['mean']:.0f} ms, {s['failures']} failures "
+                    f"{s['latency_ms']['mean']:.0f} ms, {s['failures']} failures{machine} "
                     f"({time.monotonic() - started:.0f}s)"
                 )
             runs.append(read_run(path))
