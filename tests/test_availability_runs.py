@@ -5,7 +5,6 @@ accounts for every request; nothing leaks."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -54,17 +53,20 @@ def _children() -> list[psutil.Process]:
     return out
 
 
-@pytest.fixture(scope="module")
-def study_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, object]]:
-    root = tmp_path_factory.mktemp("availability")
+def run_study(backend: str, root: Path) -> tuple[Path, object]:
+    """Every method of the CI profile for the three styles on ``backend``, under ``root``."""
     mp = pytest.MonkeyPatch()
     mp.setitem(study.PROFILES, "ci", CI)
     try:
-        exp = study.experiments("ci", "local", root)
-        runs = exp.run(progress=lambda _: None)
-        yield root, runs
+        return root, study.experiments("ci", backend, root).run(progress=lambda _: None)
     finally:
         mp.undo()
+
+
+@pytest.fixture(scope="module")
+def study_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """The local backend's run (tests/docker/test_docker_availability.py: the docker one)."""
+    return run_study("local", tmp_path_factory.mktemp("availability"))
 
 
 def test_every_run_complete_for_every_style(study_run: tuple[Path, object]) -> None:

@@ -1,0 +1,44 @@
+"""The availability study's CI profile (tests/test_availability_runs.py) on the docker backend
+(issue 5, must-show 1): method 1, fault injection and the outage experiment for the three
+styles, with components killed and restarted as containers."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+
+def _load_availability_tests() -> object:
+    """tests/test_availability_runs.py, loaded by path (whether or not tests/ is a package)."""
+    path = Path(__file__).resolve().parents[1] / "test_availability_runs.py"
+    spec = importlib.util.spec_from_file_location("ipclab_availability_tests_for_docker", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_avail = _load_availability_tests()
+
+
+@pytest.fixture(scope="module")
+def study_run(
+    tmp_path_factory: pytest.TempPathFactory, docker_images: dict[str, str]
+) -> tuple[Path, object]:
+    return _avail.run_study("docker", tmp_path_factory.mktemp("availability-docker"))
+
+
+# The study-level tests, re-collected here: they get this module's study_run (docker).
+test_every_run_complete_for_every_style = _avail.test_every_run_complete_for_every_style
+test_fault_injection_cycles = _avail.test_fault_injection_cycles
+test_until_failure_is_censored_locally = _avail.test_until_failure_is_censored_locally
+test_outage_table_accounts_for_every_request = _avail.test_outage_table_accounts_for_every_request
+test_analysis_and_results = _avail.test_analysis_and_results
+
+
+def test_runs_are_docker_runs(study_run: tuple[Path, object]) -> None:
+    _, runs = study_run
+    for r in runs.all():  # type: ignore[attr-defined]
+        assert r.manifest["backend"] == "docker", r.path
