@@ -99,6 +99,10 @@ class Experiment:
             and (r.manifest.get("backend") == self.backend)
         )
 
+    def pending(self) -> list[Cell]:
+        """The cells that :meth:`run` would run (not yet done, or done differently)."""
+        return [c for c in self.cells() if not self._reusable(self.directory / c.key, c)]
+
     def run(self, progress: Callable[[str], None] = print) -> list[Run]:
         """Run every cell not yet done; return all cells' runs in cell order."""
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ styles, with components killed and restarted as containers."""
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,13 +28,16 @@ _avail = _load_availability_tests()
 def study_run(
     tmp_path_factory: pytest.TempPathFactory, docker_images: dict[str, str]
 ) -> tuple[Path, object]:
-    return _avail.run_study("docker", tmp_path_factory.mktemp("availability-docker"))
+    # method 1 under the full profile's per-container limits, one stack per run (so that the
+    # limits apply), as the full profile does on docker
+    profile = replace(_avail.CI, cpus=0.5, memory_mb=256, share_stack=False)
+    return _avail.run_study("docker", tmp_path_factory.mktemp("availability-docker"), profile)
 
 
 # The study-level tests, re-collected here: they get this module's study_run (docker).
 test_every_run_complete_for_every_style = _avail.test_every_run_complete_for_every_style
 test_fault_injection_cycles = _avail.test_fault_injection_cycles
-test_until_failure_is_censored_locally = _avail.test_until_failure_is_censored_locally
+test_until_failure_runs_and_restarts = _avail.test_until_failure_runs_and_restarts
 test_outage_table_accounts_for_every_request = _avail.test_outage_table_accounts_for_every_request
 test_analysis_and_results = _avail.test_analysis_and_results
 

@@ -140,6 +140,10 @@ class Job:
         return f"{self.method}-{self.stack}-u{self.users}-r{self.repetition}"
 
 
+def _limits(options: dict[str, Any]) -> tuple[Any, Any]:
+    return options.get("cpus"), options.get("memory_mb")
+
+
 @dataclass
 class AvailabilityRuns:
     until_failure: list[Run] = field(default_factory=list)
@@ -211,6 +215,7 @@ class AvailabilityExperiment:
             r.complete
             and r.parameters.get("plan") == asdict(self.plan(job))
             and r.manifest.get("backend") == self.backend
+            and _limits(r.parameters.get("options") or {}) == _limits(self.options(job).as_dict())
         )
 
     def run(self, progress: Progress = print) -> AvailabilityRuns:

@@ -198,12 +198,15 @@ def analyse(
         ],
         ignore_index=True,
     )
-    little = stats.littles_law_table(runs)
+    srun = stats.runs_table(sensitivity_runs, warmup_s=p.warmup_s)
+    # N = X(R + Z) on every run: the think-time runs' Z is their mean think time
+    little = stats.littles_law_table(
+        pd.concat([runs, srun], ignore_index=True) if len(srun) else runs
+    )
     means = runs.groupby(["style", "users"], as_index=False)[["rps", "mean_ms"]].mean()
     saturation = stats.detect_saturation(means)
     code = complexity.complexity_table()
     claims = claims_mod.evaluate_claims(runs, complexity=code, think_time_s=0.0)
-    srun = stats.runs_table(sensitivity_runs, warmup_s=p.warmup_s)
     return Analysis(
         profile=profile_name,
         runs=runs,

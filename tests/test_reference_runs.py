@@ -1,0 +1,30 @@
+"""The committed reference runs (data/runs/reference) load and analyse without rerunning
+anything: what a reader of a fresh clone gets (per-request files are not committed, so the
+analysis reads each run's summary.json)."""
+
+from __future__ import annotations
+
+from ipclab.experiments import load_runs
+from ipclab.paths import from_repo
+from ipclab.studies import shafabakhsh
+
+REFERENCE = from_repo("data/runs/reference")
+
+
+def test_shafabakhsh_full_reference_is_complete_and_analyses() -> None:
+    perf_exp, think_exp = shafabakhsh.experiments("full", "local", REFERENCE)
+    # the notebook's full profile over the reference reuses every cell
+    assert perf_exp.pending() == [] and think_exp.pending() == []
+    p = shafabakhsh.profile("full")
+    perf, think = load_runs(perf_exp.directory), load_runs(think_exp.directory)
+    assert len(perf) == 3 * len(p.users) * p.repetitions
+    assert len(think) == 3 * len(p.sensitivity_users) * p.sensitivity_repetitions
+    a = shafabakhsh.analyse(perf, think, "full")
+    assert (a.cells.groupby(["style", "users"])["n"].max() == p.repetitions).all()
+    # Little's law N = X(R + Z) on every run, think-time runs included (Z = 1.5 s)
+    assert len(a.little) == len(perf) + len(think)
+    assert set(a.little["think_time_s"]) == {0.0, 1.5}
+    assert (a.little["relative_error"].abs() < 0.10).all(), a.little["relative_error"].describe()
+    sens = a.sensitivity_cells
+    assert (sens[sens["metric"] == "rps"]["n"] == p.sensitivity_repetitions).all()
+    assert a.claims["verdict"].isin(["reproduced", "not reproduced", "inconclusive"]).all()
