@@ -249,6 +249,8 @@ def save(
         meta: dict[str, str | None] = {}
         if fmt in ("svg", "pdf"):
             meta = {"Date": None} if fmt == "svg" else {"CreationDate": None}
-        fig.savefig(p, dpi=dpi, metadata=meta or None, bbox_inches="tight")
+        # a fixed salt: SVG clip-path ids are otherwise random on every save
+        with plt.rc_context({"svg.hashsalt": name}):
+            fig.savefig(p, dpi=dpi, metadata=meta or None, bbox_inches="tight")
         out.append(p)
     return out
