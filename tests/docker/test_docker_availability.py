@@ -5,6 +5,7 @@ styles, with components killed and restarted as containers."""
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,11 +28,12 @@ _avail = _load_availability_tests()
 @pytest.fixture(scope="module")
 def study_run(
     tmp_path_factory: pytest.TempPathFactory, docker_images: dict[str, str]
-) -> tuple[Path, object]:
+) -> Iterator[tuple[Path, object]]:
     # method 1 under the full profile's per-container limits, one stack per run (so that the
     # limits apply), as the full profile does on docker
     profile = replace(_avail.CI, cpus=0.5, memory_mb=256, share_stack=False)
-    return _avail.run_study("docker", tmp_path_factory.mktemp("availability-docker"), profile)
+    with _avail.ci_profile(profile):
+        yield _avail.run_study("docker", tmp_path_factory.mktemp("availability-docker"))
 
 
 # The study-level tests, re-collected here: they get this module's study_run (docker).

@@ -426,6 +426,22 @@ class DockerStack:
             ctr.start()
         if self.delay_ms > 0:  # a restarted container has a fresh network namespace
             netem.set_delay(ctr, self.delay_ms)
+        self._wait_container_healthy(role)
+
+    def _wait_container_healthy(self, role: str, timeout_s: float = 60.0) -> None:
+        """Block until a restarted container with a healthcheck (the broker) is healthy, as
+        compose's ``depends_on: service_healthy`` does at start and the local backend's broker
+        start does: services started before the broker answers would exit at once."""
+        ctr = self._container(role)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            ctr.reload()
+            health = (ctr.attrs.get("State") or {}).get("Health")
+            if health is None or health.get("Status") == "healthy":
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{role} not healthy {timeout_s:.0f}s after its restart")
+            time.sleep(0.1)
 
     def logs(self, tail: int = 5000) -> dict[str, str]:
         out: dict[str, str] = {}

@@ -105,7 +105,9 @@ DEVIATIONS = [
     "Method 1 (the thesis's): the local backend applies no resource limits, so a local stack "
     "is unlikely to fail under load within the cap; such runs are reported as censored "
     "(MTTF greater than the time on test), never given a number. The docker backend applies "
-    "per-service cpus and memory limits.",
+    "per-container cpus and memory limits (full profile: 0.5 CPU, 256 MB) to the gateway and "
+    "the five services, the same in every style; the RabbitMQ broker, shared infrastructure "
+    "(in the thesis it ran beside the services on 7 GB nodes), is not limited.",
     "Method 2 (fault injection) adds what the thesis lacks: many failure-recovery cycles, "
     "killed components (a service, the gateway or the broker) on a seeded exponential "
     "schedule, restarted through the backend once the probe detected the failure.",
