@@ -3,28 +3,17 @@ docker backend does: container samples, logs, kill and restart of the broker."""
 
 from __future__ import annotations
 
-import importlib.util
 import time
 import urllib.request
-from pathlib import Path
 
 import orjson
 
 from ipclab.backends.docker import PROJECT_LABEL, DockerStack
 
-
-def _load_contract_tests() -> object:
-    """tests/test_contract.py, loaded by path (whether or not tests/ is a package)."""
-    path = Path(__file__).resolve().parents[1] / "test_contract.py"
-    spec = importlib.util.spec_from_file_location("ipclab_contract_tests_for_docker", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from .local_tests import load_local_tests
 
 # The spine's contract tests, re-collected here: they get this directory's shop_stacks (docker).
-_contract = _load_contract_tests()
+_contract = load_local_tests("test_contract.py")
 test_healthz = _contract.test_healthz
 test_malformed_id_is_400 = _contract.test_malformed_id_is_400
 test_same_json_in_every_style = _contract.test_same_json_in_every_style

@@ -4,25 +4,15 @@ styles, with components killed and restarted as containers."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from .local_tests import load_local_tests
 
-def _load_availability_tests() -> object:
-    """tests/test_availability_runs.py, loaded by path (whether or not tests/ is a package)."""
-    path = Path(__file__).resolve().parents[1] / "test_availability_runs.py"
-    spec = importlib.util.spec_from_file_location("ipclab_availability_tests_for_docker", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_avail = _load_availability_tests()
+_avail = load_local_tests("test_availability_runs.py")
 
 
 @pytest.fixture(scope="module")
