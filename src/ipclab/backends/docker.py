@@ -426,13 +426,13 @@ class DockerStack:
             ctr.start()
         if self.delay_ms > 0:  # a restarted container has a fresh network namespace
             netem.set_delay(ctr, self.delay_ms)
-        self._wait_container_healthy(role)
+        self._wait_container_healthy(ctr, role)
 
-    def _wait_container_healthy(self, role: str, timeout_s: float = 60.0) -> None:
+    @staticmethod
+    def _wait_container_healthy(ctr: Any, role: str, timeout_s: float = 60.0) -> None:
         """Block until a restarted container with a healthcheck (the broker) is healthy, as
         compose's ``depends_on: service_healthy`` does at start and the local backend's broker
         start does: services started before the broker answers would exit at once."""
-        ctr = self._container(role)
         deadline = time.monotonic() + timeout_s
         while True:
             ctr.reload()
