@@ -54,10 +54,10 @@ proto:
 	cd services/proto && $(PYTHON) -m grpc_tools.protoc -I. --python_out=. --pyi_out=. *.proto
 
 base-image: docker-engine
-	$(PYTHON) -m ipclab.images base
+	$(PYTHON) -m ipclab.backends.docker.images base
 
 images: docker-engine
-	$(PYTHON) -m ipclab.images build
+	$(PYTHON) -m ipclab.backends.docker.images build
 
 clean:
 	rm -rf $(OUT) .pytest_cache

@@ -95,13 +95,13 @@ BY_NAME = {c.name: c for c in CANDIDATES}
 
 
 def _service() -> Any:
-    from ipclab_services.shop import data, services
+    from ipclab_services.domains.shop import data, services
 
     return services.build(data.ShopConfig())[SERVICE]
 
 
 def _payload() -> bytes:
-    from ipclab_services.shop import data
+    from ipclab_services.domains.shop import data
 
     return orjson.dumps(data.product(data.ShopConfig(), REQUEST["product_id"]))
 
@@ -569,7 +569,7 @@ def format_row(r: dict[str, Any], floor: dict[str, Any] | None) -> str:
 
 def measure_all(chosen: list[Candidate], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Measure each candidate in turn, printing its row as soon as it is known."""
-    from ipclab.broker import BrokerUnavailable, RabbitNode
+    from ipclab.backends.broker import BrokerUnavailable, RabbitNode
 
     print(header(args.inflight), flush=True)
     rows: list[dict[str, Any]] = []

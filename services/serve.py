@@ -21,7 +21,7 @@ import sys
 import uvloop
 from ipclab_services import transports
 from ipclab_services.asgi import serve_http
-from ipclab_services.shop import data, gateway, services
+from ipclab_services.domains.shop import data, gateway, services
 from ipclab_services.transports.base import ConnectConfig, ServeConfig
 
 from ipclab.stacks import resolve

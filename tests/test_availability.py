@@ -19,7 +19,11 @@ import pytest
 from aiohttp import web
 from scipy import stats
 
-from ipclab.availability import (
+from ipclab.availability.estimators import summaries_frame
+from ipclab.availability.faults import fault_schedule
+from ipclab.availability.outage import CLASSES, classify_requests, outage_table
+from ipclab.availability.probe import FIVE_PARTS, Probe, read_probe, spawn_probe
+from ipclab.availability.tracker import (
     Criteria,
     Cycle,
     CycleLog,
@@ -32,15 +36,11 @@ from ipclab.availability import (
     mttf_chi2_interval,
     read_cycles,
 )
-from ipclab.availability_published import (
+from ipclab.runs import RunWriter, read_run
+from ipclab.studies.shafabakhsh.availability_published import (
     compare_published_availability,
     load_published_availability,
 )
-from ipclab.availability_stats import summaries_frame
-from ipclab.faults import fault_schedule
-from ipclab.outage import CLASSES, classify_requests, outage_table
-from ipclab.probe import FIVE_PARTS, Probe, read_probe, spawn_probe
-from ipclab.runs import RunWriter, read_run
 
 # ---------------------------------------------------------------------------------------
 # synthetic timelines

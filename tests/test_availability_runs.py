@@ -14,20 +14,20 @@ import pandas as pd
 import psutil
 import pytest
 
-from ipclab.availability import Criteria, detect_cycles, read_cycles
-from ipclab.availability_runner import (
+from ipclab.availability.outage import CLASSES
+from ipclab.availability.probe import read_probe
+from ipclab.availability.runner import (
     Common,
     FaultInjection,
     run_fault_injection,
     with_stack,
 )
+from ipclab.availability.tracker import Criteria, detect_cycles, read_cycles
 from ipclab.backends import StackOptions
 from ipclab.claims import VERDICTS
-from ipclab.outage import CLASSES
-from ipclab.probe import read_probe
+from ipclab.results import StudyResults
 from ipclab.runs import read_run
-from ipclab.studies import availability as study
-from ipclab.studies.results import StudyResults
+from ipclab.studies.shafabakhsh import availability as study
 
 pytestmark = pytest.mark.slow
 

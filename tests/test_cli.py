@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ipclab import broker
+from ipclab.backends import broker
 from ipclab.cli import duration
 from ipclab.stacks import STACKS
 from tests.conftest import ipclab_processes

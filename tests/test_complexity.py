@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ipclab import complexity
+from ipclab.studies.shafabakhsh import complexity
 
 REST = '''"""REST transport.
 

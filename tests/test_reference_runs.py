@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ipclab.experiments import load_runs
 from ipclab.paths import from_repo
-from ipclab.studies import shafabakhsh
+from ipclab.studies.shafabakhsh import performance as shafabakhsh
 
 REFERENCE = from_repo("data/runs/reference")
 

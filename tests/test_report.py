@@ -23,8 +23,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from ipclab import report  # noqa: E402
-from ipclab import report_html as rh  # noqa: E402
-from ipclab.studies.results import StudyResults  # noqa: E402
+from ipclab.report import html as rh  # noqa: E402
+from ipclab.results import StudyResults  # noqa: E402
 
 CLAIM_COLUMNS = [
     "claim_id", "statement_id", "source", "document", "section", "page", "quote", "scope",

@@ -295,7 +295,7 @@ def measure(
 
 def measure_compare(claim: Claim, complexity: pd.DataFrame | None) -> Effect:
     """A ``compare`` claim on a per-style table (index or column ``style``) of code measures,
-    e.g. :func:`ipclab.complexity.style_totals`."""
+    e.g. :func:`ipclab.studies.shafabakhsh.complexity.style_totals`."""
     nan = float("nan")
     if complexity is None or claim.metric not in complexity.columns:
         return Effect(

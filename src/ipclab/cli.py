@@ -101,7 +101,7 @@ def cmd_up(a: argparse.Namespace) -> int:
 def cmd_down(a: argparse.Namespace) -> int:
     spec = resolve(a.stack)
     if a.backend == "docker":
-        from ipclab.backends.docker import down as docker_down
+        from ipclab.backends.docker.backend import down as docker_down
 
         stopped = docker_down(spec.name)
     else:
@@ -171,7 +171,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def cmd_images(a: argparse.Namespace) -> int:
-    from ipclab.images import main as images_main
+    from ipclab.backends.docker.images import main as images_main
 
     return int(images_main(a.args))
 
@@ -268,8 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ipclab: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - the message matters more than the traceback
+        from ipclab.backends.broker import BrokerUnavailable
         from ipclab.backends.local import StackStartError
-        from ipclab.broker import BrokerUnavailable
 
         if isinstance(e, StackStartError | BrokerUnavailable):
             print(f"ipclab: error: {e}", file=sys.stderr)

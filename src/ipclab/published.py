@@ -180,7 +180,8 @@ def load_availability(path: str | Path | None = None) -> pd.DataFrame:
 
 
 def availability() -> pd.DataFrame:
-    """Alias of :func:`load_availability` (used by ``ipclab.availability_published``)."""
+    """Alias of :func:`load_availability`
+    (used by ``ipclab.studies.shafabakhsh.availability_published``)."""
     return load_availability()
 
 

@@ -48,7 +48,7 @@ def why_not(nb: Notebook, backend: str) -> str | None:
         if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode:
             return "no Docker engine answers (start one: make docker-engine)"
     elif "rabbitmq" in nb.needs:
-        from ipclab.broker import BrokerUnavailable, find_server
+        from ipclab.backends.broker import BrokerUnavailable, find_server
 
         try:
             find_server()

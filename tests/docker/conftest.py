@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ipclab.backends import StackOptions
-from ipclab.backends.docker import DockerBackend, DockerStack, cleanup_all, engine_status
+from ipclab.backends.docker.backend import DockerBackend, DockerStack, cleanup_all, engine_status
 from ipclab.stacks import resolve
 
 HERE = Path(__file__).resolve().parent
@@ -52,7 +52,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def docker_images() -> dict[str, str]:
     """The services and broker images, built (from the local base where no registry answers)
     if missing or stale."""
-    from ipclab import images
+    from ipclab.backends.docker import images
 
     t0 = time.monotonic()
     out = images.ensure_images(base="auto", broker=True)

@@ -8,7 +8,7 @@ import urllib.request
 
 import orjson
 
-from ipclab.backends.docker import PROJECT_LABEL, DockerStack
+from ipclab.backends.docker.backend import PROJECT_LABEL, DockerStack
 
 from .local_tests import load_local_tests
 

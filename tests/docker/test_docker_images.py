@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from ipclab import images
-from ipclab.backends.docker import PROJECT_LABEL, client
+from ipclab.backends.docker import images
+from ipclab.backends.docker.backend import PROJECT_LABEL, client
 
 
 def run_in(image: str, *cmd: str) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import pytest
 
 from ipclab.backends import StackOptions
-from ipclab.backends.docker import DockerBackend, DockerStack
+from ipclab.backends.docker.backend import DockerBackend, DockerStack
 from ipclab.stacks import resolve
 
 DELAY_MS = 5.0

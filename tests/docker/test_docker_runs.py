@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ipclab.backends.docker import leftovers
+from ipclab.backends.docker.backend import leftovers
 from ipclab.runs import read_run
 
 CLI = [sys.executable, "-m", "ipclab.cli"]

@@ -3,8 +3,8 @@ whatever carries the label (issue 3, must-show 4)."""
 
 from __future__ import annotations
 
-from ipclab.backends.docker import PROJECT_LABEL, cleanup_all, client, leftovers
-from ipclab.images import SERVICES_IMAGE
+from ipclab.backends.docker.backend import PROJECT_LABEL, cleanup_all, client, leftovers
+from ipclab.backends.docker.images import SERVICES_IMAGE
 
 
 def test_nothing_left_after_the_docker_tests() -> None:

@@ -13,7 +13,7 @@ def get_backend(name: str) -> Backend:
 
         return LocalBackend()
     if name == "docker":
-        from ipclab.backends.docker import DockerBackend
+        from ipclab.backends.docker.backend import DockerBackend
 
         return DockerBackend()
     raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")

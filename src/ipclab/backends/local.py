@@ -25,7 +25,7 @@ from typing import Any
 import psutil
 
 from ipclab.backends.base import StackOptions
-from ipclab.broker import RabbitNode
+from ipclab.backends.broker import RabbitNode
 from ipclab.procs import free_port, kill_group, spawn, stop_group, tail
 from ipclab.stacks import StackSpec, resolve
 
@@ -284,7 +284,7 @@ def down(stack_name: str) -> bool:
     if broker:
         if broker.get("pid"):
             stop_group(broker["pid"], grace=10)
-        from ipclab.broker import stop_private_epmd
+        from ipclab.backends.broker import stop_private_epmd
 
         stop_private_epmd(broker["epmd_port"])
     shutil.rmtree(state["workdir"], ignore_errors=True)

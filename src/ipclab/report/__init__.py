@@ -1,7 +1,7 @@
 """The report PDF: every study's results folder rendered to HTML, printed by headless Chromium.
 
 :func:`build_report` takes results folders (``study.json`` and its CSVs, see
-:mod:`ipclab.studies.results`) and, optionally, the run log of ``ipclab reproduce``. The
+:mod:`ipclab.results`) and, optionally, the run log of ``ipclab reproduce``. The
 PDF has a title page with the environment manifest; per study its parameters, deviations,
 figures, in-report tables and claims with verdicts, and what was skipped; then one table of
 all claims with counts per verdict, and how the report was made. The HTML (images embedded)
@@ -27,10 +27,10 @@ from typing import Any
 
 import pandas as pd
 
-from ipclab import report_html as rh
 from ipclab.claims import RULES, VERDICTS
+from ipclab.report import html as rh
+from ipclab.results import read_results
 from ipclab.runs import utcnow
-from ipclab.studies.results import read_results
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 KEY_LIBRARIES = (

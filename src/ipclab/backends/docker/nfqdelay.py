@@ -1,6 +1,6 @@
 """A constant egress delay without netem: hold each packet in an NFQUEUE for D ms.
 
-Used by ``ipclab.backends.netem`` inside a container when the kernel has no ``sch_netem``
+Used by ``ipclab.backends.docker.netem`` inside a container when the kernel has no ``sch_netem``
 (as on this project's machines). An iptables rule sends every packet leaving ``eth0`` to
 queue 0 (``--queue-bypass``: if this program is gone, packets pass undelayed, never dropped);
 this program receives each packet's id (metadata only, no payload copy), and accepts it

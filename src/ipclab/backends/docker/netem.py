@@ -9,7 +9,7 @@ broker -> gateway, then gateway -> client).
 
 Where the kernel has no netem (``CONFIG_NET_SCH_NETEM`` unset, as on this project's
 machines), the same constant egress delay is made with an iptables NFQUEUE rule on eth0 and a
-small delayer in the container (``ipclab.backends.nfqdelay``); ``set_delay`` returns which
+small delayer in the container (``ipclab.backends.docker.nfqdelay``); ``set_delay`` returns which
 method it used. The delayer's CPU is charged to the container, like netem's is to the kernel.
 
 The delay is measured, not assumed: the minimum TCP connect time between two containers is

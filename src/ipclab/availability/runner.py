@@ -4,10 +4,10 @@
   until the probe's failure criteria fire or a cap is reached (censored), then every
   component is restarted through the backend and the recovery is timed.
 * :func:`run_fault_injection` (method 2): a steady load; components are killed on a seeded
-  exponential schedule (:func:`ipclab.faults.fault_schedule`) and restarted through the
+  exponential schedule (:func:`ipclab.availability.faults.fault_schedule`) and restarted through the
   backend after the failure is detected (or after a fixed downtime).
 * :func:`run_outage`: one service stopped for a fixed window under load; every request the
-  load generator issued is classed (:mod:`ipclab.outage`).
+  load generator issued is classed (:mod:`ipclab.availability.outage`).
 
 Each writes ``manifest.json`` (kind ``availability`` or ``outage``), ``events.jsonl`` (marks
 ``start``, ``kill`` with ``role``, ``restart`` with ``role``, ``end``), ``probe.csv``,
@@ -31,13 +31,13 @@ from typing import Any
 
 import pandas as pd
 
-from ipclab.availability import Criteria, CycleLog, CycleTracker, Mark, read_cycles
-from ipclab.availability_stats import availability_summary
+from ipclab.availability.estimators import availability_summary
+from ipclab.availability.faults import fault_schedule
+from ipclab.availability.outage import classify_requests, outage_table
+from ipclab.availability.probe import Probe, read_probe
+from ipclab.availability.tracker import Criteria, CycleLog, CycleTracker, Mark, read_cycles
 from ipclab.backends import RunningStack, StackOptions, get_backend
-from ipclab.faults import fault_schedule
 from ipclab.load.runner import LoadProfile, LoadSession
-from ipclab.outage import classify_requests, outage_table
-from ipclab.probe import Probe, read_probe
 from ipclab.runs import RunWriter, read_run
 from ipclab.stacks import StackSpec, resolve
 

@@ -9,7 +9,8 @@ no HTTP answer), ``latency_ms``, ``complete`` (all five parts present: product, 
 recommendations, shipping, cart; a null cart counts as present), ``error``.
 
 Use it in a thread (``Probe(url, out).start()`` ... ``.stop()``), inside a running event
-loop (``await probe.run(stop_event)``), or as a subprocess (``python -m ipclab.probe URL OUT``,
+loop (``await probe.run(stop_event)``), or as a subprocess
+(``python -m ipclab.availability.probe URL OUT``,
 stopped cleanly by SIGTERM or SIGINT; see :func:`spawn_probe`).
 """
 
@@ -235,7 +236,9 @@ def read_probe(path: str | Path) -> pd.DataFrame:
 
 # -- subprocess mode ---------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ipclab.probe", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m ipclab.availability.probe", description=__doc__.split("\n")[0]
+    )
     p.add_argument("url", help="gateway base URL, e.g. http://127.0.0.1:8080")
     p.add_argument("out", help="probe.csv path, or a run directory")
     p.add_argument("--period-ms", type=float, default=100.0)
@@ -278,7 +281,9 @@ def spawn_probe(url: str, out: str | Path, *args: str) -> subprocess.Popen[bytes
     src = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-    return subprocess.Popen([sys.executable, "-m", "ipclab.probe", url, str(out), *args], env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "ipclab.availability.probe", url, str(out), *args], env=env
+    )
 
 
 if __name__ == "__main__":

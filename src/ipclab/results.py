@@ -14,9 +14,9 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ipclab import figures as figs
 from ipclab.paths import from_repo
 from ipclab.runs import utcnow
+from ipclab.studies.shafabakhsh import figures as figs
 
 
 @dataclass

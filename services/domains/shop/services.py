@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipclab_services.domains.shop import data
 from ipclab_services.errors import BadRequest, NotFound
 from ipclab_services.proto import shop_pb2 as pb
-from ipclab_services.shop import data
 from ipclab_services.transports.base import Operation, ServiceDef
 
 

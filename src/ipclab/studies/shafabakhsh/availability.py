@@ -21,13 +21,9 @@ import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab import figures as figs
-from ipclab.availability import Criteria, Cycle, read_cycles
-from ipclab.availability_published import (
-    compare_published_availability,
-    load_published_availability,
-)
-from ipclab.availability_runner import (
+from ipclab.availability.estimators import availability_summary
+from ipclab.availability.outage import CLASSES, classify_requests, outage_table
+from ipclab.availability.runner import (
     Common,
     FaultInjection,
     Outage,
@@ -37,12 +33,16 @@ from ipclab.availability_runner import (
     run_until_failure,
     with_stack,
 )
-from ipclab.availability_stats import availability_summary
+from ipclab.availability.tracker import Criteria, Cycle, read_cycles
 from ipclab.backends import RunningStack, StackOptions
-from ipclab.outage import CLASSES, classify_requests, outage_table
 from ipclab.paths import from_repo
+from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run, read_run
-from ipclab.studies.results import StudyResults
+from ipclab.studies.shafabakhsh import figures as figs
+from ipclab.studies.shafabakhsh.availability_published import (
+    compare_published_availability,
+    load_published_availability,
+)
 
 STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
 STYLES = ("rest", "grpc", "amqp")
@@ -437,7 +437,7 @@ def classified_outage(run: Run) -> pd.DataFrame:
 
 def outage_summary(outage_runs: list[Run]) -> pd.DataFrame:
     """Requests per class, per style and phase, summed over repetitions; every request
-    issued is in exactly one class (asserted by :func:`ipclab.outage.outage_table`)."""
+    issued is in exactly one class (asserted by :func:`ipclab.availability.outage.outage_table`)."""
     if not outage_runs:
         return pd.DataFrame()
     frames = [classified_outage(r) for r in outage_runs]

@@ -1,8 +1,8 @@
 """Container images for the docker backend: a local base, the services image, the broker image.
 
-    python -m ipclab.images base      # Debian bookworm base via debootstrap + docker import
-    python -m ipclab.images build     # services + broker images (base: auto, official or local)
-    python -m ipclab.images status    # what exists, and whether it matches the working tree
+    python -m ipclab.backends.docker.images base  # Debian bookworm via debootstrap + docker import
+    python -m ipclab.backends.docker.images build  # services + broker images
+    python -m ipclab.backends.docker.images status  # what exists; does it match the tree
 
 One image (``ipclab-services``) serves every role of every stack; the role comes from the
 environment at run time. Its Python dependencies are downloaded as wheels *on the host*

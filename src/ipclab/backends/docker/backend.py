@@ -29,9 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ipclab.backends import netem
 from ipclab.backends.base import StackOptions
-from ipclab.backends.docker_stats import StatsSampler
+from ipclab.backends.docker import netem
+from ipclab.backends.docker.stats import StatsSampler
 from ipclab.stacks import StackSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -226,7 +226,7 @@ def leftovers() -> dict[str, list[str]]:
 
 
 class DockerBackend:
-    """Start stacks as compose projects. ``base``: image base for builds (see ipclab.images)."""
+    """Start stacks as compose projects. ``base``: image base for builds (see ``images``)."""
 
     name = "docker"
 
@@ -249,7 +249,7 @@ class DockerBackend:
         --detach``); ``down(stack)`` removes it later."""
         c = client()
         path = compose_file(spec.name)
-        from ipclab import images
+        from ipclab.backends.docker import images
 
         if self.build:
             imgs = images.ensure_images(base=self.base, broker=spec.needs_broker)
@@ -523,7 +523,7 @@ class DockerStack:
         return f"DockerStack({self.spec.name}, project={self.project}, url={self.gateway_url})"
 
 
-def _main() -> None:  # python -m ipclab.backends.docker cleanup | leftovers
+def _main() -> None:  # python -m ipclab.backends.docker.backend cleanup | leftovers
     import sys
 
     cmd = sys.argv[1] if len(sys.argv) > 1 else "leftovers"

@@ -10,7 +10,7 @@ request's completion time ``t + latency_ms / 1000``. The same state machine
 (:class:`CycleTracker`) runs online (fed by the probe, to drive restarts) and offline
 (:func:`detect_cycles`), so both give the same cycles.
 
-Estimators (MTTF, MTTR, A, intervals, censoring) live in :mod:`ipclab.availability_stats`
+Estimators (MTTF, MTTR, A, intervals, censoring) live in :mod:`ipclab.availability.estimators`
 and are re-exported here.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from ipclab.availability_stats import (
+from ipclab.availability.estimators import (
     AvailabilitySummary,
     Estimate,
     availability_summary,

@@ -16,13 +16,14 @@ import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab import complexity, published, stats
-from ipclab import figures as figs
+from ipclab import published, stats
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.paths import from_repo
+from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
-from ipclab.studies.results import StudyResults
+from ipclab.studies.shafabakhsh import complexity
+from ipclab.studies.shafabakhsh import figures as figs
 
 STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
 PUBLISHED_DURATION_S = 180.0

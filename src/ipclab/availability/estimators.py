@@ -27,7 +27,7 @@ import pandas as pd
 from scipy import stats
 
 if TYPE_CHECKING:
-    from ipclab.availability import Cycle
+    from ipclab.availability.tracker import Cycle
 
 MIN_CYCLES = 10  # fewer cycles than this get a note: the intervals are rough
 

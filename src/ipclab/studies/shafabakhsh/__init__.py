@@ -1,0 +1,1 @@
+"""src/ipclab/studies/shafabakhsh"""
