@@ -1,13 +1,17 @@
 """Start one component of a stack: ``python -m ipclab_services.serve``.
 
-Configured by environment only, so the local and docker backends start it the same way:
-- ``IPCLAB_STACK`` (e.g. ``shop-rest``) and ``IPCLAB_ROLE`` (``gateway`` or a service);
+Configured by environment only (the harness's ``StackSpec.role_env`` writes it), so the
+local and docker backends start every role the same way, and this package needs nothing
+from the harness:
+- ``IPCLAB_ROLE``: this component (the gateway or a service), ``IPCLAB_GATEWAY``: the
+  gateway's role name; ``IPCLAB_SERVICES``: the stack's services, comma-separated;
+- ``IPCLAB_DOMAIN``, ``IPCLAB_FRONT``, ``IPCLAB_TRANSPORT``: the packages under
+  ``domains/``, ``fronts/`` and ``transports/`` that make the stack;
 - ``IPCLAB_HOST``/``IPCLAB_PORT``: where to listen (amqp services listen on no port);
 - ``IPCLAB_ADDR_<ROLE>``: ``host:port`` of each service, for the gateway of rest/grpc
-  stacks (role upper-cased, ``-`` -> ``_``);
-- ``IPCLAB_AMQP_URL``: the broker, for amqp stacks;
-- ``IPCLAB_SEED``, ``IPCLAB_CATALOGUE_SIZE``, ``IPCLAB_CUSTOMERS``: the data;
-- ``IPCLAB_CALL_TIMEOUT_S``, ``IPCLAB_SEQUENTIAL``: the gateway's strategy.
+  stacks (role upper-cased, ``-`` -> ``_``); ``IPCLAB_AMQP_URL``: the broker;
+- the domain's data (e.g. ``IPCLAB_SEED``) and the gateway's strategy
+  (``IPCLAB_CALL_TIMEOUT_S``, ``IPCLAB_SEQUENTIAL``; see ``domains.GatewaySettings``).
 """
 
 from __future__ import annotations
@@ -19,12 +23,8 @@ import signal
 import sys
 
 import uvloop
-from ipclab_services import transports
-from ipclab_services.asgi import serve_http
-from ipclab_services.domains.shop import data, gateway, services
+from ipclab_services import domains, fronts, transports
 from ipclab_services.transports.base import ConnectConfig, ServeConfig
-
-from ipclab.stacks import resolve
 
 
 def addr_env(role: str) -> str:
@@ -32,36 +32,30 @@ def addr_env(role: str) -> str:
 
 
 async def main() -> None:
-    spec = resolve(os.environ["IPCLAB_STACK"])
-    role = os.environ["IPCLAB_ROLE"]
-    host = os.environ.get("IPCLAB_HOST", "127.0.0.1")
-    port = int(os.environ.get("IPCLAB_PORT", "0"))
-    amqp_url = os.environ.get("IPCLAB_AMQP_URL", "")
-    transport = transports.load(spec.style)
-    defs = services.build(data.ShopConfig.from_env())
+    env = os.environ
+    role = env["IPCLAB_ROLE"]
+    names = tuple(s for s in env["IPCLAB_SERVICES"].split(",") if s)
+    host = env.get("IPCLAB_HOST", "127.0.0.1")
+    port = int(env.get("IPCLAB_PORT", "0"))
+    amqp_url = env.get("IPCLAB_AMQP_URL", "")
+    domain = domains.load(env["IPCLAB_DOMAIN"])
+    transport = transports.load(env["IPCLAB_TRANSPORT"])
+    defs = domain.build_services()
 
-    if role == spec.gateway:
-        addresses = {} if spec.needs_broker else {s: os.environ[addr_env(s)] for s in spec.services}
+    if role == env.get("IPCLAB_GATEWAY", "gateway"):
+        addresses = {s: env[addr_env(s)] for s in names if addr_env(s) in env}
         clients = await transport.connect(
-            [defs[s] for s in spec.services], ConnectConfig(addresses, amqp_url)
+            [defs[s] for s in names], ConnectConfig(addresses, amqp_url)
         )
         try:
-            await serve_http(
-                gateway.app(
-                    clients,
-                    spec.services,
-                    timeout=float(os.environ.get("IPCLAB_CALL_TIMEOUT_S", "2.0")),
-                    sequential=os.environ.get("IPCLAB_SEQUENTIAL", "0") == "1",
-                ),
-                host,
-                port,
-            )
+            handler = domain.gateway_handler(clients, names, domains.GatewaySettings.from_env())
+            await fronts.load(env["IPCLAB_FRONT"]).serve(handler, host, port)
         finally:
             await clients.close()
         return
 
-    if role not in defs:
-        sys.exit(f"unknown role {role!r} for stack {spec.name}; roles: {', '.join(spec.roles)}")
+    if role not in names or role not in defs:
+        sys.exit(f"unknown role {role!r}; this stack's services: {', '.join(names)}")
     task = asyncio.create_task(transport.serve(defs[role], ServeConfig(host, port, amqp_url)))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -11,9 +11,10 @@ import pytest
 
 from ipclab.backends import StackOptions, get_backend
 from ipclab.backends.local import LocalStack
-from ipclab.stacks import resolve
+from ipclab.stacks import all_stacks, resolve
 
-SHOP_STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
+# Every stack of the shop domain, from the registry: a new one is tested with no edit here.
+SHOP_STACKS = tuple(name for name, s in all_stacks().items() if s.domain == "shop")
 
 # Every process this test session starts inherits this variable (directly or through the
 # CLI), so the leak checks see only this session's processes, not another user's.
@@ -34,7 +35,7 @@ def ipclab_processes() -> list[psutil.Process]:
             continue
         if (
             "ipclab_services.serve" in cmd
-            or "ipclab/load/" in cmd
+            or "-m locust" in cmd
             or env.get("RABBITMQ_NODENAME", "").startswith("ipclab")
         ):
             try:

@@ -22,7 +22,7 @@ from scipy import stats
 from ipclab.availability.estimators import summaries_frame
 from ipclab.availability.faults import fault_schedule
 from ipclab.availability.outage import CLASSES, classify_requests, outage_table
-from ipclab.availability.probe import FIVE_PARTS, Probe, read_probe, spawn_probe
+from ipclab.availability.probe import Probe, read_probe, spawn_probe
 from ipclab.availability.tracker import (
     Criteria,
     Cycle,
@@ -37,10 +37,13 @@ from ipclab.availability.tracker import (
     read_cycles,
 )
 from ipclab.runs import RunWriter, read_run
+from ipclab.stacks import resolve
 from ipclab.studies.shafabakhsh.availability_published import (
     compare_published_availability,
     load_published_availability,
 )
+
+SHOP = resolve("shop-rest")
 
 # ---------------------------------------------------------------------------------------
 # synthetic timelines
@@ -614,7 +617,7 @@ def gateway() -> Iterator[TinyGateway]:
 def test_probe_sees_a_real_outage_and_the_cycle_is_measured(
     gateway: TinyGateway, tmp_path: Path
 ) -> None:
-    probe = Probe(gateway.url, tmp_path, period_ms=20, timeout_s=0.3)
+    probe = Probe(gateway.url, tmp_path, SHOP.probe_paths, SHOP.probe_required, 20, 0.3)
     probe.start()
     t_start = time.time()
     time.sleep(0.6)
@@ -653,7 +656,8 @@ def test_probe_records_errors_timeouts_and_partial_pages(
     gateway: TinyGateway, tmp_path: Path
 ) -> None:
     out = tmp_path / "probe.csv"
-    with Probe(gateway.url, out, period_ms=25, timeout_s=0.25, product_ids=[1, 2, 3]) as probe:
+    paths = [f"/product/{i}?customer_id=1" for i in (1, 2, 3)]
+    with Probe(gateway.url, out, paths, SHOP.probe_required, 25, 0.25) as probe:
         for mode in ("503", "hang", "partial", "ok"):
             gateway.mode = mode
             time.sleep(0.5)
@@ -667,14 +671,21 @@ def test_probe_records_errors_timeouts_and_partial_pages(
     partial = df[df.ok & ~df.complete]
     assert len(partial) >= 5 and (partial.status == 200).all()
     assert (df.ok & df.complete).iloc[-5:].all()
-    assert set(FIVE_PARTS) == set(PAGE)
+    assert set(SHOP.probe_required) == set(PAGE)
     # a hung request does not delay the next ones: fixed rate
     hang = df[df.error == "timeout"].t
     assert hang.diff().dropna().median() == pytest.approx(0.025, abs=0.01)
 
 
 def test_probe_as_a_subprocess_stops_cleanly(gateway: TinyGateway, tmp_path: Path) -> None:
-    proc = spawn_probe(gateway.url, tmp_path / "probe.csv", "--period-ms", "20")
+    proc = spawn_probe(
+        gateway.url,
+        tmp_path / "probe.csv",
+        "--path",
+        "/product/1?customer_id=1",
+        "--period-ms",
+        "20",
+    )
     try:
         deadline = time.time() + 10
         while time.time() < deadline and gateway.hits < 20:

@@ -14,7 +14,7 @@ import pytest
 
 from ipclab.backends import broker
 from ipclab.cli import duration
-from ipclab.stacks import STACKS
+from ipclab.stacks import all_stacks
 from tests.conftest import ipclab_processes
 
 
@@ -27,7 +27,7 @@ def ipclab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
 def test_stacks_lists_one_name_per_line() -> None:
     r = ipclab("stacks")
     assert r.returncode == 0
-    assert r.stdout.split() == list(STACKS)
+    assert r.stdout.split() == list(all_stacks())
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from ipclab.paths import REPO_ROOT, from_repo
-from ipclab.reproduce import NOTEBOOK_DIR, NOTEBOOKS
+from ipclab.reproduce import NOTEBOOK_DIR, notebooks
 
 REPRODUCE_PARAMETERS = {"profile", "backend", "runs_root", "results_dir", "figures_dir"}
 
 
-@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda nb: nb.file)
+@pytest.mark.parametrize("nb", notebooks(), ids=lambda nb: nb.file)
 def test_notebook_is_clean_and_parameterised(nb: object) -> None:
     doc = json.loads((NOTEBOOK_DIR / nb.file).read_text())  # type: ignore[attr-defined]
     code = [c for c in doc["cells"] if c["cell_type"] == "code"]

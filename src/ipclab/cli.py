@@ -1,4 +1,4 @@
-"""The ``ipclab`` command: stacks, up, down, run (and the helpers the studies need)."""
+"""The ``ipclab`` command: studies, stacks, up, down, run, reproduce (and helpers)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ipclab.backends import BACKENDS, StackOptions, get_backend
-from ipclab.stacks import STACKS, UnknownStack, resolve
+from ipclab.stacks import UnknownStack, all_stacks, resolve
+from ipclab.studies import UnknownStudy, all_studies
 
 
 def duration(text: str) -> float:
@@ -63,8 +64,22 @@ def _add_stack_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_stacks(a: argparse.Namespace) -> int:
-    for name, spec in STACKS.items():
+    for name, spec in all_stacks().items():
         print(f"{name}\t{spec.description}" if a.verbose else name)
+    return 0
+
+
+def cmd_studies(a: argparse.Namespace) -> int:
+    for name, study in all_studies().items():
+        notebooks = ", ".join(nb.file for nb in study.notebooks)
+        print(f"{name}\t{study.title}\t{notebooks}" if a.verbose else name)
+    return 0
+
+
+def cmd_compose(a: argparse.Namespace) -> int:
+    from ipclab.backends.docker.compose import compose_text
+
+    print(compose_text(resolve(a.stack)), end="")
     return 0
 
 
@@ -159,6 +174,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         runs_root=a.runs_root,
         figures_dir=a.figures,
         only=a.only,
+        studies=a.study,
     )
 
 
@@ -179,6 +195,10 @@ def cmd_images(a: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ipclab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("studies", help="list the registered studies, one per line")
+    p.add_argument("-v", "--verbose", action="store_true", help="also title and notebooks")
+    p.set_defaults(func=cmd_studies)
 
     p = sub.add_parser("stacks", help="list the stacks, one per line")
     p.add_argument("-v", "--verbose", action="store_true", help="also describe each stack")
@@ -238,12 +258,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("out"))
     p.add_argument("--runs-root", type=Path, default=Path("data/runs"))
     p.add_argument("--figures", type=Path, default=Path("figures"))
+    p.add_argument("--study", action="append", help="run only this study (see `ipclab studies`)")
     p.add_argument("--only", action="append", help="run only notebooks whose name contains this")
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("report", help="build the report PDF from existing results")
     p.add_argument("--out", type=Path, default=Path("out"))
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("compose", help="print a stack's compose file (generated)")
+    p.add_argument("stack")
+    p.set_defaults(func=cmd_compose)
 
     p = sub.add_parser("images", help="build the docker images (see docs/docker.md)")
     p.add_argument("args", nargs=argparse.REMAINDER)
@@ -264,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; everything this command started was stopped", file=sys.stderr)
         return 130
-    except (UnknownStack, ValueError, FileExistsError) as e:
+    except (UnknownStack, UnknownStudy, ValueError, FileExistsError) as e:
         print(f"ipclab: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - the message matters more than the traceback

@@ -16,28 +16,21 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ipclab.environment import describe_environment
 from ipclab.paths import REPO_ROOT
 from ipclab.runs import utcnow
+from ipclab.studies import Notebook, all_studies, get_study
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 
 
-@dataclass(frozen=True)
-class Notebook:
-    file: str
-    results: str  # results folder name under <out>/results
-    needs: tuple[str, ...] = ("rabbitmq",)
-
-
-NOTEBOOKS = (
-    Notebook("01_shafabakhsh_performance.ipynb", "shafabakhsh"),
-    Notebook("02_shafabakhsh_availability.ipynb", "availability"),
-)
+def notebooks(studies: list[str] | None = None) -> list[Notebook]:
+    """The notebooks of every registered study (or of ``studies``), in notebook order."""
+    chosen = [get_study(s) for s in studies] if studies else list(all_studies().values())
+    return sorted((nb for s in chosen for nb in s.notebooks), key=lambda nb: nb.file)
 
 
 def why_not(nb: Notebook, backend: str) -> str | None:
@@ -107,6 +100,7 @@ def reproduce(
     runs_root: Path = Path("data/runs"),
     figures_dir: Path = Path("figures"),
     only: list[str] | None = None,
+    studies: list[str] | None = None,
     say: Callable[[str], None] = print,
 ) -> int:
     # the notebooks run in the repository; hand them absolute paths
@@ -122,7 +116,7 @@ def reproduce(
         "notebooks": [],
     }
     log_path = out / "run_log.json"
-    chosen = [nb for nb in NOTEBOOKS if not only or any(o in nb.file for o in only)]
+    chosen = [nb for nb in notebooks(studies) if not only or any(o in nb.file for o in only)]
     started = time.monotonic()
     parameters = {
         "profile": profile,

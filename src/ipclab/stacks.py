@@ -1,71 +1,132 @@
-"""The stack registry: a stack is a gateway plus services bound to one IPC style.
+"""What a stack is: a domain, a front, a transport and its infrastructure, declared once.
 
-Adding a style means one transport module in ``services/transports/``, one compose file
-and one entry here.
+A stack is a gateway plus the domain's services, bound to one transport (the IPC style
+under study) and served to clients through one front. Each study declares its stacks in
+its own folder (``ipclab/studies/<study>/stacks.py``); :func:`all_stacks` gathers them.
+Everything a backend needs to start a stack comes from its :class:`StackSpec`: the roles,
+how each role is started (:class:`Runtime`), the infrastructure (a broker), and the
+environment each role receives (:meth:`StackSpec.role_env`). The services read only that
+environment (``services/serve.py``); they import nothing from the harness.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
-SHOP_SERVICES = ("product-info", "reviews", "recommendations", "shipping", "cart")
+BROKER = "rabbitmq"  # infrastructure names a stack can declare
+INFRASTRUCTURE = (BROKER,)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How a stack's roles are built and started: the same command for every role, which
+    learns what to be from its environment (``IPCLAB_ROLE`` and the rest of ``role_env``)."""
+
+    name: str
+    module: str  # ``python -m <module>`` on the local backend; the image's command on docker
+    image: str  # the image every role runs on the docker backend
+
+
+PYTHON = Runtime("python", "ipclab_services.serve", "ipclab-services")
+RUNTIMES = {r.name: r for r in (PYTHON,)}
 
 
 @dataclass(frozen=True)
 class StackSpec:
-    """What a backend needs to start a stack."""
+    """One stack, declared once: everything else (processes, compose file, tests) follows."""
 
     name: str
-    style: str  # transport module name in ipclab_services.transports
-    domain: str  # business-logic package in ipclab_services (e.g. "shop")
+    domain: str  # business logic and data: services/domains/<domain>
+    front: str  # the gateway's client-facing protocol: services/fronts/<front>.py
+    transport: str  # gateway -> services: services/transports/<transport>.py (the style)
     services: tuple[str, ...]
-    needs_broker: bool = False
+    users: str  # Locust user module, e.g. "ipclab.studies.<study>.users"
+    probe_paths: tuple[str, ...]  # pages the availability probe asks for, in turn
+    probe_required: tuple[str, ...]  # keys a complete answer holds (the probe's "complete")
+    infrastructure: tuple[str, ...] = ()  # e.g. (BROKER,)
+    settings: Mapping[str, str] = field(default_factory=dict)  # fixed role environment
+    runtime: Runtime = PYTHON
     gateway: str = "gateway"
-    locustfile: str = "shop"  # module in ipclab.load
     description: str = ""
     roles: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
+        unknown = set(self.infrastructure) - set(INFRASTRUCTURE)
+        if unknown:
+            raise ValueError(f"{self.name}: unknown infrastructure {sorted(unknown)}")
         object.__setattr__(self, "roles", (*self.services, self.gateway))
+        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+
+    @property
+    def style(self) -> str:
+        """The IPC style under study (recorded in every run's manifest)."""
+        return self.transport
+
+    @property
+    def needs_broker(self) -> bool:
+        return BROKER in self.infrastructure
+
+    def role_env(
+        self,
+        role: str,
+        addresses: Mapping[str, str],
+        amqp_url: str = "",
+        options: Mapping[str, str] | None = None,
+    ) -> dict[str, str]:
+        """The environment of ``role``: what it is, where its peers are, and the knobs.
+
+        ``addresses``: service role -> ``host:port`` as the gateway reaches it; ``options``:
+        the run's knobs (``StackOptions.env()``), under the stack's fixed ``settings``.
+        """
+        if role not in self.roles:
+            raise ValueError(f"unknown role {role!r} for stack {self.name}; roles: {self.roles}")
+        env = {
+            **(options or {}),
+            **self.settings,
+            "IPCLAB_STACK": self.name,
+            "IPCLAB_ROLE": role,
+            "IPCLAB_DOMAIN": self.domain,
+            "IPCLAB_FRONT": self.front,
+            "IPCLAB_TRANSPORT": self.transport,
+            "IPCLAB_SERVICES": ",".join(self.services),
+            "IPCLAB_GATEWAY": self.gateway,
+        }
+        if amqp_url:
+            env["IPCLAB_AMQP_URL"] = amqp_url
+        if role == self.gateway and not self.needs_broker:
+            env.update({addr_env(s): addresses[s] for s in self.services})
+        return env
 
 
-STACKS: dict[str, StackSpec] = {
-    s.name: s
-    for s in (
-        StackSpec(
-            "shop-rest",
-            "rest",
-            "shop",
-            SHOP_SERVICES,
-            description="product page; gateway -> 5 services over HTTP/1.1 + JSON (keep-alive)",
-        ),
-        StackSpec(
-            "shop-grpc",
-            "grpc",
-            "shop",
-            SHOP_SERVICES,
-            description="product page; gateway -> 5 services over unary gRPC + Protocol Buffers",
-        ),
-        StackSpec(
-            "shop-amqp",
-            "amqp",
-            "shop",
-            SHOP_SERVICES,
-            needs_broker=True,
-            description="product page; gateway -> RabbitMQ -> 5 services, RPC with correlation ids",
-        ),
-    )
-}
+def addr_env(role: str) -> str:
+    """The variable that gives the gateway a service's address, e.g. ``IPCLAB_ADDR_CART``."""
+    return "IPCLAB_ADDR_" + role.upper().replace("-", "_")
 
 
 class UnknownStack(ValueError):
     pass
 
 
+def all_stacks() -> dict[str, StackSpec]:
+    """Every stack every registered study declares, by name."""
+    from ipclab.studies import all_studies
+
+    out: dict[str, StackSpec] = {}
+    for study in all_studies().values():
+        for spec in study.stacks:
+            if spec.name in out and out[spec.name] != spec:
+                raise ValueError(f"stack {spec.name!r} is declared twice, differently")
+            out[spec.name] = spec
+    return out
+
+
 def resolve(name: str) -> StackSpec:
+    stacks = all_stacks()
     try:
-        return STACKS[name]
+        return stacks[name]
     except KeyError:
         raise UnknownStack(
-            f"unknown stack {name!r}; known stacks: {', '.join(sorted(STACKS))}"
+            f"unknown stack {name!r}; known stacks: {', '.join(sorted(stacks))}"
         ) from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ipclab_services.asgi import json_app
+from ipclab_services.domains import GatewaySettings
 from ipclab_services.errors import (
     BadRequest,
     NotFound,
@@ -18,6 +18,7 @@ from ipclab_services.errors import (
     Timeout,
     Unavailable,
 )
+from ipclab_services.fronts import Handler, Request
 from ipclab_services.transports.base import Clients
 
 # When several calls fail, the answer reports the most telling error first.
@@ -75,7 +76,10 @@ def _parse_id(text: str | None, what: str) -> int:
     return int(text)
 
 
-def app(clients: Clients, services: tuple[str, ...], timeout: float, sequential: bool) -> Any:
+def handler(clients: Clients, services: tuple[str, ...], settings: GatewaySettings) -> Handler:
+    """The gateway's answers: the product page, /healthz and /stats (GET only)."""
+    timeout = settings.timeout_s
+
     async def health() -> tuple[int, Any]:
         results = await asyncio.gather(
             *(clients.call(s, "ping", {}, min(timeout, 1.0)) for s in services),
@@ -88,14 +92,17 @@ def app(clients: Clients, services: tuple[str, ...], timeout: float, sequential:
         ready = all(v == "ok" for v in status.values())
         return (200 if ready else 503), {"ready": ready, "services": status}
 
-    async def route(parts: list[str], query: dict[str, str]) -> tuple[int, Any]:
+    async def route(request: Request) -> tuple[int, Any]:
+        if request.method != "GET":
+            return 405, {"error": "method_not_allowed"}
+        parts, query = request.path, request.query
         try:
             if len(parts) == 2 and parts[0] == "product":
                 product_id = _parse_id(parts[1], "product_id")
                 customer = query.get("customer_id")
                 customer_id = _parse_id(customer, "customer_id") if customer else 0
                 return 200, await product_page(
-                    clients, product_id, customer_id, timeout, sequential
+                    clients, product_id, customer_id, timeout, settings.sequential
                 )
             if parts == ["healthz"]:
                 return await health()
@@ -107,4 +114,4 @@ def app(clients: Clients, services: tuple[str, ...], timeout: float, sequential:
         except Exception as e:  # noqa: BLE001 - a bug answers 500, it must not hang the client
             return 500, {"error": "internal", "message": repr(e)}
 
-    return json_app(route)
+    return route

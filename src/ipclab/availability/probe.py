@@ -1,12 +1,13 @@
 """A client-side availability probe, independent of the load generator.
 
-Every ``period_ms`` it issues ``GET {gateway_url}/product/{id}?customer_id={id}`` with a short
-timeout (fixed rate: a hung request does not delay the next one) and appends one flushed row
-per answered or failed request to ``probe.csv``:
+Every ``period_ms`` it issues ``GET {gateway_url}{path}``, the paths taken in turn (a stack
+declares them: ``StackSpec.probe_paths``), with a short timeout (fixed rate: a hung request
+does not delay the next one) and appends one flushed row per answered or failed request to
+``probe.csv``:
 
 ``seq``, ``t`` (issue time, Unix s), ``ok`` (HTTP 200 with a JSON object), ``status`` (0 when
-no HTTP answer), ``latency_ms``, ``complete`` (all five parts present: product, reviews,
-recommendations, shipping, cart; a null cart counts as present), ``error``.
+no HTTP answer), ``latency_ms``, ``complete`` (every ``required`` key present, e.g. the five
+parts of a product page; a null value counts as present), ``error``.
 
 Use it in a thread (``Probe(url, out).start()`` ... ``.stop()``), inside a running event
 loop (``await probe.run(stop_event)``), or as a subprocess
@@ -40,7 +41,6 @@ from ipclab.runs import CsvAppender
 log = logging.getLogger(__name__)
 
 PROBE_COLUMNS = ("seq", "t", "ok", "status", "latency_ms", "complete", "error")
-FIVE_PARTS = ("product", "reviews", "recommendations", "shipping", "cart")
 
 
 def probe_path(out: str | Path) -> Path:
@@ -50,29 +50,29 @@ def probe_path(out: str | Path) -> Path:
 
 
 class Probe:
-    """Requests the product page every ``period_ms`` and records each outcome."""
+    """Requests a page every ``period_ms`` and records each outcome."""
 
     def __init__(
         self,
         url: str,
         out_csv: str | Path,
+        paths: Sequence[str],
+        required: Sequence[str] = (),
         period_ms: float = 100.0,
         timeout_s: float = 1.0,
-        product_ids: Sequence[int | str] = (1,),
-        customer_ids: Sequence[int | str] = (1,),
         keepalive: bool = True,
         on_row: Callable[[dict[str, Any]], None] | None = None,
     ):
         if period_ms <= 0 or timeout_s <= 0:
             raise ValueError("period_ms and timeout_s must be > 0")
-        if not product_ids or not customer_ids:
-            raise ValueError("product_ids and customer_ids must not be empty")
+        if not paths:
+            raise ValueError("paths must not be empty")
         self.url = url.rstrip("/")
         self.path = probe_path(out_csv)
         self.period_ms = float(period_ms)
         self.timeout_s = float(timeout_s)
-        self.product_ids = list(product_ids)
-        self.customer_ids = list(customer_ids)
+        self.paths = [p if p.startswith("/") else "/" + p for p in paths]
+        self.required = tuple(required)
         self.keepalive = keepalive
         self.on_row = on_row
         self.sent = 0
@@ -86,9 +86,7 @@ class Probe:
         self._error: BaseException | None = None
 
     def target(self, seq: int) -> str:
-        pid = self.product_ids[seq % len(self.product_ids)]
-        cid = self.customer_ids[seq % len(self.customer_ids)]
-        return f"{self.url}/product/{pid}?customer_id={cid}"
+        return self.url + self.paths[seq % len(self.paths)]
 
     # -- the loop ----------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -141,7 +139,7 @@ class Probe:
                     error = "invalid JSON"
                 else:
                     ok = isinstance(doc, dict)
-                    complete = ok and all(k in doc for k in FIVE_PARTS)
+                    complete = ok and all(k in doc for k in self.required)
                     if not ok:
                         error = "not a JSON object"
             else:
@@ -243,8 +241,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="probe.csv path, or a run directory")
     p.add_argument("--period-ms", type=float, default=100.0)
     p.add_argument("--timeout-s", type=float, default=1.0)
-    p.add_argument("--product-ids", default="1", help="comma-separated")
-    p.add_argument("--customer-ids", default="1", help="comma-separated")
+    p.add_argument("--path", action="append", required=True, help="a page to ask for (repeat)")
+    p.add_argument("--require", default="", help="keys a complete answer has, comma-separated")
     p.add_argument("--no-keepalive", action="store_true")
     p.add_argument("--duration-s", type=float, default=None, help="stop after this long")
     return p
@@ -255,10 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     probe = Probe(
         a.url,
         a.out,
+        paths=a.path,
+        required=[k for k in a.require.split(",") if k],
         period_ms=a.period_ms,
         timeout_s=a.timeout_s,
-        product_ids=a.product_ids.split(","),
-        customer_ids=a.customer_ids.split(","),
         keepalive=not a.no_keepalive,
     )
 
@@ -278,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def spawn_probe(url: str, out: str | Path, *args: str) -> subprocess.Popen[bytes]:
     """Start the probe as a subprocess (extra CLI ``args`` such as ``--period-ms 50``).
     Stop it with ``proc.send_signal(signal.SIGTERM); proc.wait()``."""
-    src = str(Path(__file__).resolve().parents[1])
+    src = str(Path(__file__).resolve().parents[2])  # the folder that holds ipclab/
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     return subprocess.Popen(

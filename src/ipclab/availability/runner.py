@@ -72,6 +72,8 @@ class Monitor:
         self.probe = Probe(
             stack.gateway_url,
             writer.path,
+            paths=stack.spec.probe_paths,
+            required=stack.spec.probe_required,
             period_ms=period_ms,
             timeout_s=timeout_s,
             on_row=self.rows.put,

@@ -37,10 +37,6 @@ class StackStartError(RuntimeError):
     pass
 
 
-def addr_env(role: str) -> str:
-    return "IPCLAB_ADDR_" + role.upper().replace("-", "_")
-
-
 def wait_ready(url: str, timeout: float, is_alive: Any = None) -> dict[str, Any]:
     """Poll ``url/healthz`` until it answers 200; return its document."""
     deadline = time.monotonic() + timeout
@@ -79,23 +75,22 @@ class LocalStack:
 
     def _env(self, role: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
-        env.update(self.options.env())
         env.update(
-            IPCLAB_STACK=self.spec.name,
-            IPCLAB_ROLE=role,
+            self.spec.role_env(
+                role,
+                {s: f"127.0.0.1:{self.ports[s]}" for s in self.spec.services},
+                self.broker.url if self.broker is not None else "",
+                self.options.env(),
+            ),
             IPCLAB_HOST="127.0.0.1",
             IPCLAB_PORT=str(self.ports[role]),
             PYTHONUNBUFFERED="1",
         )
-        if self.broker is not None:
-            env["IPCLAB_AMQP_URL"] = self.broker.url
-        if role == self.spec.gateway:
-            env.update({addr_env(s): f"127.0.0.1:{self.ports[s]}" for s in self.spec.services})
         return env
 
     def _spawn(self, role: str) -> None:
         self.procs[role] = spawn(
-            [sys.executable, "-m", "ipclab_services.serve"],
+            [sys.executable, "-m", self.spec.runtime.module],
             self._env(role),
             self.logs_dir / f"{role}.log",
             detached=self.detached,

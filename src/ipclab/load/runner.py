@@ -6,6 +6,7 @@ already up), so every run directory has the same shape (docs/run-directory.md).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -122,8 +123,16 @@ class ResourceSampler(threading.Thread):
                 continue
 
 
-def _locust_argv(profile: LoadProfile, url: str, run_dir: Path, locustfile: str) -> list[str]:
-    path = Path(__file__).with_name(f"{locustfile}.py")
+def locustfile(users_module: str) -> Path:
+    """The file of a stack's Locust user module (``StackSpec.users``); Locust takes a path."""
+    found = importlib.util.find_spec(users_module)
+    if found is None or found.origin is None:
+        raise ValueError(f"no Locust user module {users_module!r}")
+    return Path(found.origin)
+
+
+def _locust_argv(profile: LoadProfile, url: str, run_dir: Path, users_module: str) -> list[str]:
+    path = locustfile(users_module)
     return [
         sys.executable,
         "-m",
@@ -188,7 +197,7 @@ class LoadSession:
         self._sampler.start()
         self.writer.event("load_start", users=p.users, duration_s=p.duration_s)
         self.started = time.monotonic()
-        argv = _locust_argv(p, self.stack.gateway_url, run_dir, self.stack.spec.locustfile)
+        argv = _locust_argv(p, self.stack.gateway_url, run_dir, self.stack.spec.users)
         self.proc = spawn(argv, env, run_dir / "logs" / "locust.log")
         return self
 

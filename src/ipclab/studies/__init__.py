@@ -1,5 +1,61 @@
-"""One module per published study: its experiments, its analysis and its results folder.
+"""The registry of studies: one folder per published study, found by looking.
 
-A study module is what a notebook calls; ``ipclab.report`` reads the results folder it
-writes (``results.StudyResults``).
+A study is a package ``ipclab/studies/<name>/`` whose ``__init__.py`` defines
+``STUDY = Study(...)``: its stacks, its notebooks and what they need. Nothing else has to
+know it exists: ``ipclab studies`` lists it, ``ipclab reproduce`` runs its notebooks, its
+stacks join ``ipclab stacks`` and the contract tests. The harness core never names a study.
 """
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the stacks module finds studies through this one
+    from ipclab.stacks import StackSpec
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """A notebook of a study, run by ``ipclab reproduce`` into ``<out>/results/<results>``."""
+
+    file: str  # under notebooks/
+    results: str  # results folder name
+    needs: tuple[str, ...] = ()  # what this machine must have, e.g. ("rabbitmq",)
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    title: str  # e.g. "Shafabakhsh 2020: REST vs gRPC vs RabbitMQ"
+    stacks: tuple[StackSpec, ...]
+    notebooks: tuple[Notebook, ...]
+
+
+@functools.cache
+def all_studies() -> dict[str, Study]:
+    """Every study package under ``ipclab/studies/``, in name order."""
+    out: dict[str, Study] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if not info.ispkg:
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        study = getattr(module, "STUDY", None)
+        if not isinstance(study, Study):
+            raise TypeError(f"{module.__name__} defines no STUDY = Study(...)")
+        out[study.name] = study
+    return out
+
+
+class UnknownStudy(ValueError):
+    pass
+
+
+def get_study(name: str) -> Study:
+    studies = all_studies()
+    if name not in studies:
+        raise UnknownStudy(f"unknown study {name!r}; known studies: {', '.join(studies)}")
+    return studies[name]

@@ -1,4 +1,5 @@
-"""The docker backend: a stack is a compose project (compose/<stack>.yml) on the local engine.
+"""The docker backend: a stack is a compose project (generated from its declaration, see
+``compose.py``) on the local engine.
 
 Compose (``docker compose`` v2 or ``docker-compose`` 1.29, whichever exists) creates and
 removes the project; docker-py does everything else: container lookup, stats, kill, restart,
@@ -31,11 +32,10 @@ from typing import Any
 
 from ipclab.backends.base import StackOptions
 from ipclab.backends.docker import netem
+from ipclab.backends.docker.compose import COMPOSE_DIR, write_compose
 from ipclab.backends.docker.stats import StatsSampler
 from ipclab.stacks import StackSpec
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-COMPOSE_DIR = REPO_ROOT / "compose"
 PROJECT_LABEL = "ipclab.project"
 COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
 COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
@@ -93,13 +93,6 @@ def compose_command() -> tuple[str, ...]:
     if shutil.which("docker-compose"):
         return ("docker-compose",)
     raise DockerUnavailable("neither `docker compose` nor `docker-compose` is installed")
-
-
-def compose_file(stack: str) -> Path:
-    path = COMPOSE_DIR / f"{stack}.yml"
-    if not path.exists():
-        raise DockerStackError(f"no compose file for stack {stack!r} ({path})")
-    return path
 
 
 def _free_port() -> int:
@@ -248,14 +241,13 @@ class DockerBackend:
         fails to start). ``detached``: leave it running when this process exits (``ipclab up
         --detach``); ``down(stack)`` removes it later."""
         c = client()
-        path = compose_file(spec.name)
         from ipclab.backends.docker import images
 
         if self.build:
             imgs = images.ensure_images(base=self.base, broker=spec.needs_broker)
         else:
             imgs = {"services": images.SERVICES_IMAGE, "broker": images.BROKER_IMAGE}
-        stack = DockerStack(c, spec, options, path, imgs, logs_dir)
+        stack = DockerStack(c, spec, options, imgs, logs_dir)
         if not detached:
             _install_exit_hooks()
             with _LIVE_LOCK:
@@ -286,7 +278,6 @@ class DockerStack:
         c: Any,
         spec: StackSpec,
         options: StackOptions,
-        path: Path,
         imgs: dict[str, str],
         logs_dir: Path | None = None,
     ):
@@ -294,7 +285,6 @@ class DockerStack:
         self.logs_dir = logs_dir
         self.spec = spec
         self.options = options
-        self.compose_path = path
         self.images = imgs
         self.project = f"ipclab-{spec.name}-{secrets.token_hex(3)}"
         self.port = _free_port()
@@ -303,6 +293,7 @@ class DockerStack:
         self.delay_method = "none"
         self.netem: dict[str, Any] | None = None
         self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.project}-"))
+        self.compose_path = write_compose(spec, self._tmp)
         self._containers: dict[str, Any] = {}
         self._sampler = StatsSampler(c.api)
         self._stopped = False
@@ -506,7 +497,7 @@ class DockerStack:
         return {
             "project": self.project,
             "compose": " ".join(compose_command()),
-            "compose_file": str(self.compose_path.relative_to(REPO_ROOT)),
+            "compose_file": f"generated from the {self.spec.name} declaration (ipclab compose)",
             "images": {k: {"name": v, "id": self._image_id(v)} for k, v in self.images.items()},
             "containers": {c: ctr.name for c, ctr in self._containers.items()},
             "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},

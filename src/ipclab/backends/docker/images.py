@@ -262,32 +262,9 @@ def _tree_hash(paths: Iterable[Path], extra: str = "") -> str:
     return h.hexdigest()[:16]
 
 
-_IPCLAB_IMPORT = re.compile(r"^\s*(?:from|import)\s+ipclab((?:\.\w+)*)", re.MULTILINE)
-
-
-def harness_modules() -> list[Path]:
-    """The files of the ``ipclab`` package that the services import (transitively), e.g.
-    ``ipclab/stacks.py``: only these go into the image, so editing the harness does not
-    rebuild it."""
-    src = REPO_ROOT / "src"
-    todo = sorted((REPO_ROOT / "services").rglob("*.py"))
-    seen: set[Path] = {src / "ipclab" / "__init__.py"}
-    while todo:
-        text = todo.pop().read_text(errors="replace")
-        for m in _IPCLAB_IMPORT.finditer(text):
-            parts = ["ipclab", *[p for p in m.group(1).split(".") if p]]
-            for i in range(2, len(parts) + 1):
-                base = src.joinpath(*parts[:i])
-                for cand in (base.with_suffix(".py"), base / "__init__.py"):
-                    if cand.exists() and cand not in seen:
-                        seen.add(cand)
-                        todo.append(cand)
-    return sorted(seen)
-
-
 def services_context_hash(base: str) -> str:
     return _tree_hash(
-        [REPO_ROOT / "services", *harness_modules()],
+        [REPO_ROOT / "services"],
         extra=base + "\n" + "\n".join(service_requirements()),
     )
 
@@ -297,10 +274,11 @@ def broker_context_hash(base: str) -> str:
 
 
 def prepare_services_context(dest: Path = BUILD_DIR / "services") -> Path:
-    """Assemble the build context: Dockerfile, requirements, wheels, the two packages."""
+    """Assemble the build context: Dockerfile, requirements, wheels, the services package
+    (which imports nothing from the harness)."""
     reqs = service_requirements()
     download_wheels(reqs, BUILD_DIR / "wheels")
-    for sub in ("ipclab_services", "ipclab"):
+    for sub in ("ipclab_services", "ipclab"):  # "ipclab": what older contexts also held
         shutil.rmtree(dest / sub, ignore_errors=True)
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO_ROOT / "services" / "Dockerfile", dest / "Dockerfile")
@@ -308,10 +286,6 @@ def prepare_services_context(dest: Path = BUILD_DIR / "services") -> Path:
     shutil.rmtree(dest / "wheels", ignore_errors=True)
     shutil.copytree(BUILD_DIR / "wheels", dest / "wheels")
     _copy_tree(REPO_ROOT / "services", dest / "ipclab_services")
-    for f in harness_modules():
-        target = dest / f.relative_to(REPO_ROOT / "src")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(f, target)
     return dest
 
 

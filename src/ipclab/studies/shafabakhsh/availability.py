@@ -43,9 +43,10 @@ from ipclab.studies.shafabakhsh.availability_published import (
     compare_published_availability,
     load_published_availability,
 )
+from ipclab.studies.shafabakhsh.stacks import COMPARED
 
-STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
-STYLES = ("rest", "grpc", "amqp")
+STACKS = tuple(s.name for s in COMPARED)
+STYLES = tuple(s.style for s in COMPARED)
 METHODS = ("until_failure", "fault_injection", "outage")
 Progress = Callable[[str], None]
 

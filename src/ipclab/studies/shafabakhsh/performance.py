@@ -24,8 +24,9 @@ from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.studies.shafabakhsh import complexity
 from ipclab.studies.shafabakhsh import figures as figs
+from ipclab.studies.shafabakhsh.stacks import COMPARED
 
-STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
+STACKS = tuple(s.name for s in COMPARED)
 PUBLISHED_DURATION_S = 180.0
 
 

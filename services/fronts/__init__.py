@@ -1,0 +1,41 @@
+"""The gateway's client-facing protocol, one module per front; ``load(name)`` returns it.
+
+A front turns what a client sends into a :class:`Request` for the domain's gateway handler
+and its ``(status, body)`` answer back into bytes on the wire. Each module provides
+
+    async def serve(handler: Handler, host: str, port: int, ready: asyncio.Event | None)
+
+so a new front (POST bodies, GraphQL, protobuf bodies, h2c, CoAP) is one module here, and
+a stack names it in its declaration.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str  # "GET", "POST", ...
+    path: list[str]  # the path split on "/", empty parts dropped
+    query: dict[str, str]  # the query string, blank values kept
+    body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)  # lower-case names
+
+
+Handler = Callable[[Request], Awaitable[tuple[int, Any]]]
+
+
+def available() -> tuple[str, ...]:
+    return tuple(m.name for m in pkgutil.iter_modules(__path__))
+
+
+def load(front: str) -> ModuleType:
+    if front not in available():
+        raise ValueError(f"unknown front {front!r}; known: {', '.join(available())}")
+    return importlib.import_module(f"{__name__}.{front}")

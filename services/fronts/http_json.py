@@ -1,0 +1,60 @@
+"""HTTP/1.1 with JSON answers (uvicorn + httptools): the front every shop stack uses.
+
+The request line, query and (for methods other than GET and HEAD) a body of at most
+``MAX_BODY`` bytes reach the domain's handler as a :class:`~ipclab_services.fronts.Request`;
+its ``(status, body)`` goes back as ``application/json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from urllib.parse import parse_qsl
+
+from ipclab_services.asgi import Receive, Scope, Send, respond, serve_http
+from ipclab_services.fronts import Handler, Request
+
+MAX_BODY = 1 << 20
+
+
+async def _body(receive: Receive) -> bytes | None:
+    """The request body, or None when it is longer than ``MAX_BODY``."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def asgi_app(handler: Handler) -> Any:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        if scope["method"] not in ("GET", "HEAD"):
+            read = await _body(receive)
+            if read is None:
+                await respond(send, 413, {"error": "too_large", "message": "body too large"})
+                return
+            body = read
+        request = Request(
+            method=scope["method"],
+            path=[p for p in scope["path"].split("/") if p],
+            query=dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)),
+            body=body,
+            headers={k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]},
+        )
+        status, answer = await handler(request)
+        await respond(send, status, answer)
+
+    return app
+
+
+async def serve(handler: Handler, host: str, port: int, ready: asyncio.Event | None = None) -> None:
+    await serve_http(asgi_app(handler), host, port, ready)

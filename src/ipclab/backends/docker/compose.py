@@ -1,0 +1,59 @@
+"""A stack's compose file, generated from its declaration (``StackSpec``).
+
+Every role runs the one services image with the environment ``StackSpec.role_env`` gives
+it; the parts every stack shares (image, limits, labels, logging, the broker's healthcheck)
+come from ``compose/common.yml`` through ``extends``. ``ipclab compose STACK`` prints the
+file, to run a stack by hand with ``docker-compose -p NAME -f FILE up -d``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ipclab.paths import REPO_ROOT
+from ipclab.stacks import StackSpec
+
+COMPOSE_DIR = REPO_ROOT / "compose"
+COMMON = COMPOSE_DIR / "common.yml"
+CONTAINER_PORT = 8000
+BROKER_URL = "amqp://guest:guest@broker:5672/"
+
+
+def _extends(service: str) -> dict[str, Any]:
+    return {"extends": {"file": str(COMMON), "service": service}}
+
+
+def compose_document(spec: StackSpec) -> dict[str, Any]:
+    """The compose document of ``spec``: its broker (if any), its services and its gateway."""
+    addresses = {s: f"{s}:{CONTAINER_PORT}" for s in spec.services}
+    amqp_url = BROKER_URL if spec.needs_broker else ""
+    services: dict[str, Any] = {}
+    if spec.needs_broker:
+        services["broker"] = _extends("broker")
+    for role in (spec.gateway, *spec.services):
+        svc = {**_extends("app"), "environment": spec.role_env(role, addresses, amqp_url)}
+        if spec.needs_broker:
+            svc["depends_on"] = {"broker": {"condition": "service_healthy"}}
+        elif role == spec.gateway:
+            svc["depends_on"] = list(spec.services)
+        if role == spec.gateway:
+            svc["ports"] = [f"127.0.0.1:${{IPCLAB_GATEWAY_PORT-8080}}:{CONTAINER_PORT}"]
+        services[role] = svc
+    return {
+        "services": services,
+        "networks": {"default": {"labels": {"ipclab.project": "${IPCLAB_PROJECT:-manual}"}}},
+    }
+
+
+def compose_text(spec: StackSpec) -> str:
+    """The document as text (JSON, which YAML 1.2 and every compose version read)."""
+    header = f"# {spec.name}: generated from its declaration by `ipclab compose {spec.name}`\n"
+    return header + json.dumps(compose_document(spec), indent=2) + "\n"
+
+
+def write_compose(spec: StackSpec, directory: Path) -> Path:
+    path = directory / f"{spec.name}.yml"
+    path.write_text(compose_text(spec))
+    return path
