@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from ipclab import claims as C
-from ipclab import published, stats
+from ipclab import stats
 from ipclab.runs import RunWriter, read_run
+from ipclab.studies.shafabakhsh import published
 
 ALL = {c.claim_id: c for c in published.claims()}
 
@@ -259,7 +260,7 @@ def test_full_table_and_statement_verdicts() -> None:
         for (s, u), (x, r) in cells.items()
         for k in range(5)
     ]
-    t = C.evaluate_claims(pd.DataFrame(rows))
+    t = C.evaluate_claims(pd.DataFrame(rows), published.claims())
     perf = [c for c in published.claims() if c.scope in ("performance", "complexity")]
     assert len(t) == len(perf)
     assert set(t["verdict"]) <= set(C.VERDICTS)

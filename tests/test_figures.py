@@ -13,9 +13,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from ipclab import published, stats  # noqa: E402
+from ipclab import stats  # noqa: E402
 from ipclab.runs import RunWriter, read_run  # noqa: E402
-from ipclab.studies.shafabakhsh import figures  # noqa: E402
+from ipclab.studies.shafabakhsh import (
+    figures,  # noqa: E402
+    published,  # noqa: E402
+)
 
 
 def summary() -> pd.DataFrame:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ipclab import published
+from ipclab.studies.shafabakhsh import published
 
 # The studies' full texts are not part of the repository; point IPCLAB_SEEDS at a folder
 # holding them to check every quote against its source.

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from ipclab import published, stats
+from ipclab import stats
 from ipclab.runs import RunWriter, read_run
+from ipclab.studies.shafabakhsh import published
 
 # --------------------------------------------------------------------------- bootstrap
 

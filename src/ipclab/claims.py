@@ -40,7 +40,6 @@ import numpy as np
 import pandas as pd
 
 from ipclab.published import Claim
-from ipclab.published import claims as load_claim_list
 from ipclab.stats import Interval, bootstrap_means, compare_samples, holm
 
 REPRODUCED = "reproduced"
@@ -295,7 +294,7 @@ def measure(
 
 def measure_compare(claim: Claim, complexity: pd.DataFrame | None) -> Effect:
     """A ``compare`` claim on a per-style table (index or column ``style``) of code measures,
-    e.g. :func:`ipclab.studies.shafabakhsh.complexity.style_totals`."""
+    e.g. a study's per-style code-size table."""
     nan = float("nan")
     if complexity is None or claim.metric not in complexity.columns:
         return Effect(
@@ -344,7 +343,7 @@ def measure_compare(claim: Claim, complexity: pd.DataFrame | None) -> Effect:
 
 def evaluate_claims(
     runs: pd.DataFrame,
-    claims: Sequence[Claim] | None = None,
+    claims: Sequence[Claim],
     *,
     rules: Rules | None = None,
     scope: str | Sequence[str] = ("performance", "complexity"),
@@ -364,7 +363,7 @@ def evaluate_claims(
     ``think_time_s``.
     """
     rules = rules or Rules()
-    cl = list(claims) if claims is not None else load_claim_list()
+    cl = list(claims)
     wanted = (scope,) if isinstance(scope, str) else tuple(scope)
     cl = [c for c in cl if c.scope in wanted]
     df = runs

@@ -1,14 +1,9 @@
-"""Published numbers and claims of Shafabakhsh 2020, read from ``data/published/``.
+"""Reading published numbers and claims from ``data/published/`` (described in its README).
 
-Three CSV files (described in ``data/published/README.md``):
-
-* ``shafabakhsh2020_performance.csv``: thesis Tables 5.1-5.3 (one row per method and load);
-* ``shafabakhsh2020_availability.csv``: thesis Table 5.4;
-* ``shafabakhsh2020_claims.csv``: every claim of thesis chapter 5 (and its conclusion) and
-  paper sections 4-6, one row per testable comparison, with a machine-readable test spec.
-
-Every loader validates columns, types and allowed values and raises
-:class:`PublishedDataError` naming the file, the row and the problem.
+Each study keeps its own CSV files there and its own loaders in its folder; this module
+holds what they share: validated CSV reading (:class:`PublishedDataError` names the file,
+the row and the problem) and the claims format (:class:`Claim`, one row per testable
+comparison, with a machine-readable test spec).
 """
 
 from __future__ import annotations
@@ -23,17 +18,11 @@ import pandas as pd
 from ipclab.paths import PUBLISHED_DIR
 
 DATA_DIR = PUBLISHED_DIR
-PERFORMANCE_CSV = DATA_DIR / "shafabakhsh2020_performance.csv"
-AVAILABILITY_CSV = DATA_DIR / "shafabakhsh2020_availability.csv"
-CLAIMS_CSV = DATA_DIR / "shafabakhsh2020_claims.csv"
 
-STYLES = ("rest", "grpc", "amqp")
 DOCUMENTS = ("thesis", "paper")
 SCOPES = ("performance", "availability", "complexity")
 TESTS = ("direction", "ratio", "equal", "differ", "interaction", "compare")
 RELATIONS = (">", "<", "=", "!=")
-#: The style names the documents print, mapped to ipclab's style names.
-METHOD_STYLE = {"rest api": "rest", "grpc": "grpc", "rabbitmq": "amqp"}
 
 _PAGE = re.compile(r"^\d+(-\d+)?$")
 
@@ -104,85 +93,6 @@ def _pages(df: pd.DataFrame, path: Path) -> None:
     for i, v in enumerate(df["page"].astype(str)):
         if not _PAGE.match(v):
             raise _fail(path, i, f"page={v!r} is not a page or a page range like 35-36")
-
-
-def _method_styles(df: pd.DataFrame, path: Path) -> None:
-    for i, (m, s) in enumerate(zip(df["method"], df["style"], strict=True)):
-        if METHOD_STYLE.get(m.strip().lower()) != s:
-            raise _fail(path, i, f"method {m!r} does not map to style {s!r}")
-
-
-def load_performance(path: str | Path | None = None) -> pd.DataFrame:
-    """Thesis Tables 5.1-5.3: ``document, table, page, method, style, users, duration_s,
-    mean_rt_s, total_requests, note`` (numbers exactly as printed)."""
-    p = Path(path) if path is not None else PERFORMANCE_CSV
-    cols = (
-        "document",
-        "table",
-        "page",
-        "method",
-        "style",
-        "users",
-        "duration_s",
-        "mean_rt_s",
-        "total_requests",
-        "note",
-    )
-    df = _read(p, cols)
-    _choice(df, p, "document", DOCUMENTS)
-    _choice(df, p, "style", STYLES)
-    _method_styles(df, p)
-    out = df.loc[:, list(cols)].copy()
-    out["page"] = _num(df, p, "page", int, positive=True)
-    out["users"] = _num(df, p, "users", int, positive=True)
-    out["duration_s"] = _num(df, p, "duration_s", float, positive=True)
-    out["mean_rt_s"] = _num(df, p, "mean_rt_s", float, positive=True)
-    out["total_requests"] = _num(df, p, "total_requests", int, positive=True)
-    dup = out.duplicated(["document", "style", "users"])
-    if dup.any():
-        raise _fail(p, int(dup.to_numpy().nonzero()[0][0]), "duplicate (document, style, users)")
-    return out
-
-
-def load_availability(path: str | Path | None = None) -> pd.DataFrame:
-    """Thesis Table 5.4: ``document, table, page, method, style, users, mttf_s, mttr_s,
-    availability, approximate, note``; ``approximate`` is True where the table prints "~"."""
-    p = Path(path) if path is not None else AVAILABILITY_CSV
-    cols = (
-        "document",
-        "table",
-        "page",
-        "method",
-        "style",
-        "users",
-        "mttf_s",
-        "mttr_s",
-        "availability",
-        "approximate",
-        "note",
-    )
-    df = _read(p, cols)
-    _choice(df, p, "document", DOCUMENTS)
-    _choice(df, p, "style", STYLES)
-    _choice(df, p, "approximate", ("true", "false"))
-    _method_styles(df, p)
-    out = df.loc[:, list(cols)].copy()
-    out["page"] = _num(df, p, "page", int, positive=True)
-    out["users"] = _num(df, p, "users", int, positive=True)
-    out["mttf_s"] = _num(df, p, "mttf_s", float, positive=True)
-    out["mttr_s"] = _num(df, p, "mttr_s", float, positive=True)
-    out["availability"] = _num(df, p, "availability", float, positive=True)
-    for i, a in enumerate(out["availability"]):
-        if a > 1:
-            raise _fail(p, i, f"availability={a} is above 1")
-    out["approximate"] = df["approximate"] == "true"
-    return out
-
-
-def availability() -> pd.DataFrame:
-    """Alias of :func:`load_availability`
-    (used by ``ipclab.studies.shafabakhsh.availability_published``)."""
-    return load_availability()
 
 
 CLAIM_COLUMNS = (
@@ -369,14 +279,14 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
     return c
 
 
-def _raw_claims(p: Path) -> pd.DataFrame:
+def _raw_claims(p: Path, styles: Sequence[str]) -> pd.DataFrame:
     df = _read(p, CLAIM_COLUMNS)
     _choice(df, p, "document", DOCUMENTS)
     _choice(df, p, "scope", SCOPES)
     _choice(df, p, "test", TESTS)
     _choice(df, p, "relation", RELATIONS)
-    _choice(df, p, "a_style", STYLES)
-    _choice(df, p, "b_style", STYLES)
+    _choice(df, p, "a_style", styles)
+    _choice(df, p, "b_style", styles)
     _pages(df, p)
     dup = df["claim_id"].duplicated()
     if dup.any():
@@ -387,10 +297,11 @@ def _raw_claims(p: Path) -> pd.DataFrame:
     return df.loc[:, list(CLAIM_COLUMNS)].copy()
 
 
-def load_claims(path: str | Path | None = None) -> pd.DataFrame:
-    """The claims CSV as a DataFrame (one row per testable comparison), validated."""
-    p = Path(path) if path is not None else CLAIMS_CSV
-    out = _raw_claims(p)
+def load_claims(path: str | Path, styles: Sequence[str]) -> pd.DataFrame:
+    """A claims CSV as a DataFrame (one row per testable comparison), validated; ``styles``:
+    the style names its comparisons may name."""
+    p = Path(path)
+    out = _raw_claims(p, styles)
     for col in ("published_ratio", "band_low", "band_high"):
         out[col] = pd.to_numeric(out[col].replace("", None), errors="raise").astype("Float64")
     for col in ("from_users", "to_users"):
@@ -398,27 +309,14 @@ def load_claims(path: str | Path | None = None) -> pd.DataFrame:
     return out
 
 
-def claims(path: str | Path | None = None, scope: str | Sequence[str] | None = None) -> list[Claim]:
-    """The claims as typed :class:`Claim` objects, optionally only those of ``scope``."""
-    p = Path(path) if path is not None else CLAIMS_CSV
-    df = _raw_claims(p)
+def claims(
+    path: str | Path, styles: Sequence[str], scope: str | Sequence[str] | None = None
+) -> list[Claim]:
+    """A claims CSV as typed :class:`Claim` objects, optionally only those of ``scope``."""
+    p = Path(path)
+    df = _raw_claims(p, styles)
     out = [_claim(p, i, r) for i, r in enumerate(df.to_dict("records"))]
     if scope is not None:
         wanted = (scope,) if isinstance(scope, str) else tuple(scope)
         out = [c for c in out if c.scope in wanted]
     return out
-
-
-def published_cells() -> pd.DataFrame:
-    """The performance tables in the shape of :func:`ipclab.stats.describe_cells`'s input:
-    ``style, users, rps, mean_ms, total_requests`` (rps = total / duration, derived)."""
-    perf = load_performance()
-    return pd.DataFrame(
-        {
-            "style": perf["style"],
-            "users": perf["users"].astype(int),
-            "rps": perf["total_requests"].astype(float) / perf["duration_s"].astype(float),
-            "mean_ms": perf["mean_rt_s"].astype(float) * 1000.0,
-            "total_requests": perf["total_requests"].astype(int),
-        }
-    )

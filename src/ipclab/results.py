@@ -14,9 +14,9 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ipclab import plotting
 from ipclab.paths import from_repo
 from ipclab.runs import utcnow
-from ipclab.studies.shafabakhsh import figures as figs
 
 
 @dataclass
@@ -30,7 +30,7 @@ class StudyResults:
     figures: list[dict[str, str]] = field(default_factory=list)
     tables: list[dict[str, str]] = field(default_factory=list)
     claims: str | None = None
-    figures_dir: Path = figs.FIGURES_DIR
+    figures_dir: Path = plotting.FIGURES_DIR
 
     def __post_init__(self) -> None:
         self.directory = from_repo(self.directory)
@@ -38,7 +38,7 @@ class StudyResults:
         self.figures_dir = from_repo(self.figures_dir)
 
     def figure(self, fig: Figure, name: str, caption: str) -> list[Path]:
-        paths = figs.save(fig, name, self.figures_dir)
+        paths = plotting.save(fig, name, self.figures_dir)
         png = next(p for p in paths if p.suffix == ".png")
         self.figures = [f for f in self.figures if f["name"] != name]
         self.figures.append({"name": name, "png": str(png.resolve()), "caption": caption})

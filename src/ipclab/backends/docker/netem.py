@@ -1,6 +1,6 @@
 """Network delay for the docker backend: netem on every container's egress, then measured.
 
-As in Nyfløtt's setup (shared/reference/000_nyflott.md, section 10): a constant
+A constant
 ``tc qdisc ... root netem delay Xms`` on ``eth0`` of every container, so a hop between two
 containers costs X ms each way. The host (where the load generator runs) is not delayed, so a
 REST/gRPC product page crosses 3 delayed egresses on its critical path (gateway -> service,

@@ -39,6 +39,7 @@ from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run, read_run
 from ipclab.studies.shafabakhsh import figures as figs
+from ipclab.studies.shafabakhsh import published
 from ipclab.studies.shafabakhsh.availability_published import (
     compare_published_availability,
     load_published_availability,
@@ -558,7 +559,9 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
     formula = published_table()
     umap = _users_map(p.until_failure_users)
     crow = claims_rows(runs.until_failure, runs.outage)
-    claims = claims_mod.evaluate_claims(crow, scope="availability", users_map=umap)
+    claims = claims_mod.evaluate_claims(
+        crow, published.claims(), scope="availability", users_map=umap
+    )
     fi = cyc[(cyc["method"] == "fault_injection")] if len(cyc) else cyc
     fi_rows = pd.DataFrame(
         {
@@ -568,7 +571,7 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
         }
     )
     claims_fi = claims_mod.evaluate_claims(
-        fi_rows[["style", "users", "mttr_s"]], scope="availability"
+        fi_rows[["style", "users", "mttr_s"]], published.claims(), scope="availability"
     )
     claims_fi = claims_fi[claims_fi["claim_id"].str.startswith("P15")].reset_index(drop=True)
     return Analysis(

@@ -87,7 +87,7 @@ def load_published_availability(path: str | Path | None = None) -> list[dict[str
     """The published availability rows, from ``ipclab.published`` if it offers them, else
     from ``data/published/shafabakhsh2020_availability.csv``; None when neither exists."""
     try:
-        from ipclab import published  # type: ignore[attr-defined]
+        from ipclab.studies.shafabakhsh import published
     except ImportError:
         published = None
     loader = getattr(published, "availability", None) if published is not None else None

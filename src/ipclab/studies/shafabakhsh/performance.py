@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab import published, stats
+from ipclab import stats
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
-from ipclab.studies.shafabakhsh import complexity
+from ipclab.studies.shafabakhsh import complexity, published
 from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
@@ -208,7 +208,7 @@ def analyse(
     means = runs.groupby(["style", "users"], as_index=False)[["rps", "mean_ms"]].mean()
     saturation = stats.detect_saturation(means)
     code = complexity.complexity_table()
-    claims = claims_mod.evaluate_claims(runs, complexity=code, think_time_s=0.0)
+    claims = claims_mod.evaluate_claims(runs, published.claims(), complexity=code, think_time_s=0.0)
     return Analysis(
         profile=profile_name,
         runs=runs,
