@@ -41,4 +41,13 @@ AMQP = StackSpec(
 # The styles the study compares, in the thesis's order.
 COMPARED = (REST, GRPC, AMQP)
 
-STACKS = COMPARED
+# The gateway strategy as a stack of its own: the five calls one after another.
+REST_SEQUENTIAL = StackSpec(
+    "shop-rest-seq",
+    transport="rest",
+    settings={"IPCLAB_SEQUENTIAL": "1"},
+    description="product page; as shop-rest, the gateway calling the 5 services one by one",
+    **_SHOP,
+)
+
+STACKS = (*COMPARED, REST_SEQUENTIAL)
