@@ -70,6 +70,8 @@ def test_delay_raises_min_latency_by_hops_times_delay(stack: DockerStack) -> Non
     )
     # The delay itself, measured between containers (TCP connect RTT = 2 delayed egresses).
     assert netem["measured_delay_ms"] == pytest.approx(DELAY_MS, rel=0.25), netem
+    # ... and over UDP too (datagram out, ICMP port-unreachable back): the same delay.
+    assert netem["udp_measured_delay_ms"] == pytest.approx(DELAY_MS, rel=0.25), netem
     assert rise == pytest.approx(expected, rel=0.25), (name, base, delayed, netem)
     # Removing it brings the floor back.
     stack.set_delay(0)

@@ -27,26 +27,49 @@ from typing import Any
 DEV = "eth0"
 
 # Runs inside a container with its own python3 (python on PATH in the services image).
+# Round trips from inside a container, over TCP and UDP alike. TCP: the connect time (SYN out,
+# SYN-ACK back). UDP: a datagram to the same port number, where nothing listens on UDP, and
+# the ICMP "port unreachable" it draws back (a connected UDP socket sees it as a refused
+# recv), so no responder is needed. The minimum over the tries is kept for each.
 _PROBE = r"""
 import json, socket, sys, time
-out = {}
+def tcp(host, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        t0 = time.perf_counter()
+        s.connect((host, port))
+        return (time.perf_counter() - t0) * 1000
+    finally:
+        s.close()
+def udp(host, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(0.5)
+    try:
+        s.connect((host, port))
+        t0 = time.perf_counter()
+        s.send(b"ipclab-rtt")
+        try:
+            s.recv(64)
+        except ConnectionRefusedError:
+            return (time.perf_counter() - t0) * 1000
+        return None
+    finally:
+        s.close()
+out = {"tcp": {}, "udp": {}}
 for target in sys.argv[2:]:
     host, port = target.rsplit(":", 1)
-    best = None
-    for _ in range(int(sys.argv[1])):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.settimeout(5)
-        t0 = time.perf_counter()
-        try:
-            s.connect((host, int(port)))
-            dt = (time.perf_counter() - t0) * 1000
-            best = dt if best is None else min(best, dt)
-        except OSError:
-            pass
-        finally:
-            s.close()
-        time.sleep(0.01)
-    out[target] = best
+    for proto, fn in (("tcp", tcp), ("udp", udp)):
+        best = None
+        for _ in range(int(sys.argv[1])):
+            try:
+                dt = fn(host, int(port))
+            except OSError:
+                dt = None
+            if dt is not None:
+                best = dt if best is None else min(best, dt)
+            time.sleep(0.01)
+        out[proto][target] = best
 print(json.dumps(out))
 """
 
@@ -133,26 +156,40 @@ def show(container: Any) -> str:
     return _exec(container, ["tc", "qdisc", "show", "dev", DEV]).strip()
 
 
+def rtt_ms(container: Any, targets: list[str], tries: int = 20) -> dict[str, dict[str, Any]]:
+    """Minimum round trip (ms) from ``container`` to each ``host:port``, per protocol:
+    ``{"tcp": {target: ms}, "udp": {target: ms}}`` (None where no try got an answer)."""
+    out = _exec(container, ["python3", "-c", _PROBE, str(tries), *targets])
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
 def connect_rtt_ms(container: Any, targets: list[str], tries: int = 20) -> dict[str, float | None]:
     """Minimum TCP connect time (ms) from ``container`` to each ``host:port``."""
-    out = _exec(container, ["python3", "-c", _PROBE, str(tries), *targets])
-    return json.loads(out.strip().splitlines()[-1])
+    return dict(rtt_ms(container, targets, tries)["tcp"])
+
+
+def _median(values: dict[str, float | None]) -> float | None:
+    good = [v for v in values.values() if v is not None]
+    return statistics.median(good) if good else None
 
 
 def measure(
     prober: Any, targets: list[str], delay_ms: float, method: str, tries: int = 20
 ) -> dict[str, Any]:
-    """Connect RTTs from one container to others, and the per-egress delay they imply."""
-    rtts = connect_rtt_ms(prober, targets, tries)
-    good = [v for v in rtts.values() if v is not None]
-    median_rtt = statistics.median(good) if good else None
+    """Round trips from one container to others over TCP and UDP, and the per-egress delay
+    they imply (``measured_delay_ms`` from TCP, ``udp_measured_delay_ms`` from UDP)."""
+    rtts = rtt_ms(prober, targets, tries)
+    tcp, udp = _median(rtts["tcp"]), _median(rtts["udp"])
     return {
         "delay_ms": delay_ms,
         "method": method,
         "device": DEV,
-        "measurement": f"min TCP connect time over {tries} tries from {prober.name}; "
-        "RTT = 2 egress delays + base",
-        "rtt_ms": rtts,
-        "rtt_median_ms": median_rtt,
-        "measured_delay_ms": None if median_rtt is None else median_rtt / 2,
+        "measurement": f"min over {tries} tries from {prober.name}: TCP connect time, and UDP "
+        "datagram to a closed port until its ICMP port-unreachable; RTT = 2 egress delays + base",
+        "rtt_ms": rtts["tcp"],
+        "rtt_median_ms": tcp,
+        "measured_delay_ms": None if tcp is None else tcp / 2,
+        "udp_rtt_ms": rtts["udp"],
+        "udp_rtt_median_ms": udp,
+        "udp_measured_delay_ms": None if udp is None else udp / 2,
     }
