@@ -63,14 +63,14 @@ DESCRIPTOR = _descriptor
 def make_tree(root: Path) -> Path:
     (root / "services" / "transports").mkdir(parents=True)
     (root / "services" / "proto").mkdir()
-    (root / "services" / "shop").mkdir()
+    (root / "services" / "domains" / "shop").mkdir(parents=True)
     (root / "services" / "transports" / "rest.py").write_text(REST)
     (root / "services" / "transports" / "grpc.py").write_text("def a():\n    pass\n")
     (root / "services" / "transports" / "base.py").write_text("X = 1\n")
     (root / "services" / "transports" / "coap.py").write_text("def c():\n    return 2\n")
     (root / "services" / "proto" / "shop.proto").write_text(PROTO)
     (root / "services" / "proto" / "shop_pb2.py").write_text(GENERATED)
-    (root / "services" / "shop" / "data.py").write_text("\n\nY = 2\n")
+    (root / "services" / "domains" / "shop" / "data.py").write_text("\n\nY = 2\n")
     return root
 
 
