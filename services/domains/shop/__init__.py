@@ -3,8 +3,7 @@ recommendations, shipping, cart) over seeded data. See ``data.py`` for sizes."""
 
 from __future__ import annotations
 
-from ipclab_services.domains.shop import data
-from ipclab_services.domains.shop import services
+from ipclab_services.domains.shop import data, services
 from ipclab_services.domains.shop.gateway import handler as gateway_handler
 from ipclab_services.transports.base import ServiceDef
 
