@@ -114,13 +114,31 @@ def run_metrics(
     """
     if latency_of not in ("all", "ok"):
         raise ValueError("latency_of must be 'all' or 'ok'")
+    row = _run_identity(run)
+    row.update(warmup_s=float(warmup_s), cooldown_s=float(cooldown_s))
+    summary = run.summary
+    row["loadgen_saturated"] = summary.get("loadgen_saturated")
+    for key in MACHINE_COLUMNS:  # runs written before these existed give None
+        row[key] = summary.get(key)
+    req = run.requests()
+    if len(req):
+        row.update(_window_metrics(run, req, warmup_s, cooldown_s, latency_of))
+    else:
+        row.update(_summary_metrics(summary, run.parameters))
+    reqs, fails = row.get("requests"), row.get("failures")
+    row["failure_rate"] = fails / reqs if reqs and fails is not None else np.nan
+    return row
+
+
+def _run_identity(run: Run) -> dict[str, Any]:
+    """What a run was: its stack, style, load, think time, repetition, variant."""
     params = run.parameters
     man = run.manifest
     stack = man.get("stack") or params.get("stack")
     think_raw = next((params[k] for k in _THINK_KEYS if k in params), None)
     rep = next((params[k] for k in _REP_KEYS if k in params), None)
     users = params.get("users", params.get("num_users"))
-    row: dict[str, Any] = {
+    return {
         "run": run.path.name,
         "path": str(run.path),
         "status": run.status,
@@ -133,72 +151,71 @@ def run_metrics(
         "variant": params.get("variant"),
         "experiment": params.get("experiment"),
         "started_at": man.get("started_at"),
-        "warmup_s": float(warmup_s),
-        "cooldown_s": float(cooldown_s),
     }
-    summary = run.summary
-    row["loadgen_saturated"] = summary.get("loadgen_saturated")
-    for key in MACHINE_COLUMNS:  # runs written before these existed give None
-        row[key] = summary.get(key)
-    req = run.requests()
-    if len(req):
-        t = req["t"].astype(float).to_numpy()
-        lat = req["latency_ms"].astype(float).to_numpy()
-        ok = req["ok"].astype(bool).to_numpy()
-        start = float(t.min()) + warmup_s
-        end = float(np.max(t + lat / 1000.0)) - cooldown_s
-        if end <= start:
-            raise ValueError(
-                f"{run.path}: warm-up {warmup_s} s + cool-down {cooldown_s} s leave no window "
-                f"(run spans {float(np.max(t + lat / 1000.0) - t.min()):.1f} s)"
-            )
-        keep = (t >= start) & (t <= end)
-        lat_w, ok_w = lat[keep], ok[keep]
-        sel = lat_w if latency_of == "all" else lat_w[ok_w]
-        n = int(keep.sum())
-        window = end - start
-        row.update(
-            source="requests",
-            duration_s=window,
-            requests=n,
-            failures=int((~ok_w).sum()),
-            rps=n / window,
-            ok_rps=int(ok_w.sum()) / window,
+
+
+def _window_metrics(
+    run: Run, req: pd.DataFrame, warmup_s: float, cooldown_s: float, latency_of: str
+) -> dict[str, Any]:
+    """Throughput and latency over the analysed window, from the per-request records."""
+    t = req["t"].astype(float).to_numpy()
+    lat = req["latency_ms"].astype(float).to_numpy()
+    ok = req["ok"].astype(bool).to_numpy()
+    start = float(t.min()) + warmup_s
+    end = float(np.max(t + lat / 1000.0)) - cooldown_s
+    if end <= start:
+        raise ValueError(
+            f"{run.path}: warm-up {warmup_s} s + cool-down {cooldown_s} s leave no window "
+            f"(run spans {float(np.max(t + lat / 1000.0) - t.min()):.1f} s)"
         )
-        if len(sel):
-            row.update(
-                mean_ms=float(sel.mean()),
-                p50_ms=float(np.percentile(sel, 50)),
-                p95_ms=float(np.percentile(sel, 95)),
-                p99_ms=float(np.percentile(sel, 99)),
-                max_ms=float(sel.max()),
-            )
-        else:
-            row.update(mean_ms=np.nan, p50_ms=np.nan, p95_ms=np.nan, p99_ms=np.nan, max_ms=np.nan)
+    keep = (t >= start) & (t <= end)
+    lat_w, ok_w = lat[keep], ok[keep]
+    sel = lat_w if latency_of == "all" else lat_w[ok_w]
+    n = int(keep.sum())
+    window = end - start
+    out: dict[str, Any] = {
+        "source": "requests",
+        "duration_s": window,
+        "requests": n,
+        "failures": int((~ok_w).sum()),
+        "rps": n / window,
+        "ok_rps": int(ok_w.sum()) / window,
+    }
+    if len(sel):
+        out.update(
+            mean_ms=float(sel.mean()),
+            p50_ms=float(np.percentile(sel, 50)),
+            p95_ms=float(np.percentile(sel, 95)),
+            p99_ms=float(np.percentile(sel, 99)),
+            max_ms=float(sel.max()),
+        )
     else:
-        lat_s = summary.get("latency_ms", {}) or {}
-        reqs = summary.get("requests")
-        fails = summary.get("failures")
-        dur = summary.get("duration_s") or parse_seconds(params.get("duration"))
-        rps = summary.get("rps")
-        if rps is None and reqs is not None and dur:
-            rps = reqs / dur
-        row.update(
-            source="summary",
-            duration_s=dur,
-            requests=reqs,
-            failures=fails,
-            rps=rps,
-            ok_rps=(reqs - fails) / dur if reqs is not None and fails is not None and dur else None,
-            mean_ms=lat_s.get("mean"),
-            p50_ms=lat_s.get("p50"),
-            p95_ms=lat_s.get("p95"),
-            p99_ms=lat_s.get("p99"),
-            max_ms=lat_s.get("max"),
-        )
-    reqs, fails = row.get("requests"), row.get("failures")
-    row["failure_rate"] = fails / reqs if reqs and fails is not None else np.nan
-    return row
+        out.update(mean_ms=np.nan, p50_ms=np.nan, p95_ms=np.nan, p99_ms=np.nan, max_ms=np.nan)
+    return out
+
+
+def _summary_metrics(summary: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """The same numbers from ``summary.json`` (the warm-up already left out at run time)."""
+    lat_s = summary.get("latency_ms", {}) or {}
+    reqs = summary.get("requests")
+    fails = summary.get("failures")
+    dur = summary.get("duration_s") or parse_seconds(params.get("duration"))
+    rps = summary.get("rps")
+    if rps is None and reqs is not None and dur:
+        rps = reqs / dur
+    return {
+        "source": "summary",
+        "duration_s": dur,
+        "requests": reqs,
+        "failures": fails,
+        "rps": rps,
+        "ok_rps": (reqs - fails) / dur if reqs is not None and fails is not None and dur else None,
+        "mean_ms": lat_s.get("mean"),
+        "p50_ms": lat_s.get("p50"),
+        "p95_ms": lat_s.get("p95"),
+        "p99_ms": lat_s.get("p99"),
+        "max_ms": lat_s.get("max"),
+    }
 
 
 def runs_table(
