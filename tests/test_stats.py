@@ -198,10 +198,10 @@ def test_saturation_detection_on_synthetic_data() -> None:
 
 
 def test_saturation_thresholds_are_parameters() -> None:
-    strict = stats.detect_saturation(_synthetic_cells(), max_throughput_gain=0.01)
+    strict = stats.detect_saturation(_synthetic_cells(), stats.Saturation(max_throughput_gain=0.01))
     flat = strict.set_index("style").loc["flat"]
     assert flat["onset_users"] == 100  # +2% from 50 to 100 is no longer "flat"
-    lax = stats.detect_saturation(_synthetic_cells(), min_latency_growth=2.0)
+    lax = stats.detect_saturation(_synthetic_cells(), stats.Saturation(min_latency_growth=2.0))
     assert not lax["saturated"].any()
 
 
