@@ -15,9 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from ipclab.paths import PUBLISHED_DIR
-
-PUBLISHED_CSV = PUBLISHED_DIR / "shafabakhsh2020_availability.csv"
+from ipclab.studies.shafabakhsh import published
 
 _ALIASES = {
     "method": ("method", "ipc", "ipc_method", "style", "stack"),
@@ -84,17 +82,10 @@ def compare_published_availability(
 
 
 def load_published_availability(path: str | Path | None = None) -> list[dict[str, Any]] | None:
-    """The published availability rows, from ``ipclab.published`` if it offers them, else
-    from ``data/published/shafabakhsh2020_availability.csv``; None when neither exists."""
-    try:
-        from ipclab.studies.shafabakhsh import published
-    except ImportError:
-        published = None
-    loader = getattr(published, "availability", None) if published is not None else None
-    if callable(loader) and path is None:
-        data = loader()
-        return data.to_dict("records") if isinstance(data, pd.DataFrame) else list(data)
-    csv = Path(path) if path is not None else PUBLISHED_CSV
+    """The published availability rows (``data/published/shafabakhsh2020_availability.csv``,
+    validated by :func:`published.load_availability`), or those of ``path``; None when the
+    file does not exist."""
+    csv = Path(path) if path is not None else published.AVAILABILITY_CSV
     if not csv.exists():
         return None
-    return pd.read_csv(csv, comment="#").to_dict("records")
+    return published.load_availability(csv).to_dict("records")

@@ -47,32 +47,29 @@ def _method_styles(df: pd.DataFrame, path: Path) -> None:
             raise _fail(path, i, f"method {m!r} does not map to style {s!r}")
 
 
-def load_performance(path: str | Path | None = None) -> pd.DataFrame:
-    """Thesis Tables 5.1-5.3: ``document, table, page, method, style, users, duration_s,
-    mean_rt_s, total_requests, note`` (numbers exactly as printed)."""
-    p = Path(path) if path is not None else PERFORMANCE_CSV
-    cols = (
-        "document",
-        "table",
-        "page",
-        "method",
-        "style",
-        "users",
-        "duration_s",
-        "mean_rt_s",
-        "total_requests",
-        "note",
-    )
+_TABLE_KEYS = ("document", "table", "page", "method", "style", "users")
+
+
+def _table(p: Path, numbers: dict[str, type], extra: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A thesis table: the key columns (document, table, page, method, style, users),
+    ``numbers`` (column -> int or float, each positive) and ``extra`` text columns, then
+    ``note``; validated, numbers parsed."""
+    cols = (*_TABLE_KEYS, *numbers, *extra, "note")
     df = _read(p, cols)
     _choice(df, p, "document", DOCUMENTS)
     _choice(df, p, "style", STYLES)
     _method_styles(df, p)
     out = df.loc[:, list(cols)].copy()
-    out["page"] = _num(df, p, "page", int, positive=True)
-    out["users"] = _num(df, p, "users", int, positive=True)
-    out["duration_s"] = _num(df, p, "duration_s", float, positive=True)
-    out["mean_rt_s"] = _num(df, p, "mean_rt_s", float, positive=True)
-    out["total_requests"] = _num(df, p, "total_requests", int, positive=True)
+    for col, kind in {"page": int, "users": int, **numbers}.items():
+        out[col] = _num(df, p, col, kind, positive=True)
+    return out
+
+
+def load_performance(path: str | Path | None = None) -> pd.DataFrame:
+    """Thesis Tables 5.1-5.3: ``document, table, page, method, style, users, duration_s,
+    mean_rt_s, total_requests, note`` (numbers exactly as printed)."""
+    p = Path(path) if path is not None else PERFORMANCE_CSV
+    out = _table(p, {"duration_s": float, "mean_rt_s": float, "total_requests": int})
     dup = out.duplicated(["document", "style", "users"])
     if dup.any():
         raise _fail(p, int(dup.to_numpy().nonzero()[0][0]), "duplicate (document, style, users)")
@@ -83,41 +80,15 @@ def load_availability(path: str | Path | None = None) -> pd.DataFrame:
     """Thesis Table 5.4: ``document, table, page, method, style, users, mttf_s, mttr_s,
     availability, approximate, note``; ``approximate`` is True where the table prints "~"."""
     p = Path(path) if path is not None else AVAILABILITY_CSV
-    cols = (
-        "document",
-        "table",
-        "page",
-        "method",
-        "style",
-        "users",
-        "mttf_s",
-        "mttr_s",
-        "availability",
-        "approximate",
-        "note",
+    out = _table(
+        p, {"mttf_s": float, "mttr_s": float, "availability": float}, extra=("approximate",)
     )
-    df = _read(p, cols)
-    _choice(df, p, "document", DOCUMENTS)
-    _choice(df, p, "style", STYLES)
-    _choice(df, p, "approximate", ("true", "false"))
-    _method_styles(df, p)
-    out = df.loc[:, list(cols)].copy()
-    out["page"] = _num(df, p, "page", int, positive=True)
-    out["users"] = _num(df, p, "users", int, positive=True)
-    out["mttf_s"] = _num(df, p, "mttf_s", float, positive=True)
-    out["mttr_s"] = _num(df, p, "mttr_s", float, positive=True)
-    out["availability"] = _num(df, p, "availability", float, positive=True)
+    _choice(out, p, "approximate", ("true", "false"))
     for i, a in enumerate(out["availability"]):
         if a > 1:
             raise _fail(p, i, f"availability={a} is above 1")
-    out["approximate"] = df["approximate"] == "true"
+    out["approximate"] = out["approximate"] == "true"
     return out
-
-
-def availability() -> pd.DataFrame:
-    """Alias of :func:`load_availability`
-    (used by ``ipclab.studies.shafabakhsh.availability_published``)."""
-    return load_availability()
 
 
 def load_claims(path: str | Path | None = None) -> pd.DataFrame:
