@@ -125,25 +125,8 @@ def reproduce(
         "figures_dir": str(figures_dir),
     }
     for i, nb in enumerate(chosen, 1):
-        entry: dict[str, Any] = {"notebook": nb.file, "results": nb.results}
-        log["notebooks"].append(entry)
-        if not (NOTEBOOK_DIR / nb.file).exists():
-            entry.update(status="skipped", reason="notebook not in this checkout yet")
-        elif reason := why_not(nb, backend):
-            entry.update(status="skipped", reason=reason)
-        else:
-            say(f"[{i}/{len(chosen)}] {nb.file} (profile {profile}, backend {backend}) ...")
-            t0 = time.monotonic()
-            try:
-                run_notebook(nb, out, parameters)
-                entry["status"] = "ok"
-            except Exception as e:  # noqa: BLE001 - recorded, reported, and the exit code says it
-                entry.update(status="failed", reason=f"{type(e).__name__}: {str(e)[-2000:]}")
-            entry["seconds"] = round(time.monotonic() - t0, 1)
-        if entry["status"] == "skipped":
-            say(f"[{i}/{len(chosen)}] {nb.file}: SKIPPED: {entry['reason']}")
-        else:
-            say(f"[{i}/{len(chosen)}] {nb.file}: {entry['status']} in {entry['seconds']:.0f}s")
+        tag = f"[{i}/{len(chosen)}] {nb.file}"
+        log["notebooks"].append(_run_one(nb, out, parameters, lambda m, tag=tag: say(tag + m)))
         log_path.write_text(json.dumps(log, indent=2))
 
     report = out / "report.pdf"
@@ -163,9 +146,47 @@ def reproduce(
     log["ended_at"] = utcnow()
     log["seconds"] = round(time.monotonic() - started, 1)
     log_path.write_text(json.dumps(log, indent=2))
+    _say_summary(log, out, figures_dir, runs_root, report, say)
+    failed = [e for e in log["notebooks"] if e["status"] == "failed"]
+    return 1 if failed or "report" not in log else 0
 
+
+def _run_one(
+    nb: Notebook, out: Path, parameters: dict[str, Any], say: Callable[[str], None]
+) -> dict[str, Any]:
+    """Run one notebook (or say why not); its entry in the run log."""
+    entry: dict[str, Any] = {"notebook": nb.file, "results": nb.results}
+    if not (NOTEBOOK_DIR / nb.file).exists():
+        entry.update(status="skipped", reason="notebook not in this checkout yet")
+    elif reason := why_not(nb, parameters["backend"]):
+        entry.update(status="skipped", reason=reason)
+    else:
+        say(f" (profile {parameters['profile']}, backend {parameters['backend']}) ...")
+        t0 = time.monotonic()
+        try:
+            run_notebook(nb, out, parameters)
+            entry["status"] = "ok"
+        except Exception as e:  # noqa: BLE001 - recorded, reported, and the exit code says it
+            entry.update(status="failed", reason=f"{type(e).__name__}: {str(e)[-2000:]}")
+        entry["seconds"] = round(time.monotonic() - t0, 1)
+    if entry["status"] == "skipped":
+        say(f": SKIPPED: {entry['reason']}")
+    else:
+        say(f": {entry['status']} in {entry['seconds']:.0f}s")
+    return entry
+
+
+def _say_summary(
+    log: dict[str, Any],
+    out: Path,
+    figures_dir: Path,
+    runs_root: Path,
+    report: Path,
+    say: Callable[[str], None],
+) -> None:
     say("")
-    say(f"== ipclab reproduce: profile {profile}, backend {backend}, {log['seconds'] / 60:.1f} min")
+    what = f"profile {log['profile']}, backend {log['backend']}"
+    say(f"== ipclab reproduce: {what}, {log['seconds'] / 60:.1f} min")
     for e in log["notebooks"]:
         extra = f" {e['seconds']:.0f}s" if "seconds" in e else ""
         why = f": {e['reason'][:300]}" if e.get("reason") else ""
@@ -176,5 +197,3 @@ def reproduce(
     say(f"  executed notebooks: {out / 'notebooks'}")
     say(f"  results: {out / 'results'};  figures: {figures_dir};  runs: {runs_root}")
     say(f"  report: {report}" if "report" in log else f"  report FAILED: {log['report_error']}")
-    failed = [e for e in log["notebooks"] if e["status"] == "failed"]
-    return 1 if failed or "report" not in log else 0
