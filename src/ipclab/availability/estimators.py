@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-if TYPE_CHECKING:
-    from ipclab.availability.tracker import Cycle
+from ipclab.availability.model import Cycle
 
 MIN_CYCLES = 10  # fewer cycles than this get a note: the intervals are rough
 

@@ -32,6 +32,17 @@ from ipclab.availability.estimators import (
     availability_summary,
     mttf_chi2_interval,
 )
+from ipclab.availability.model import (
+    CYCLE_COLUMNS,
+    END,
+    EVENT_ALIASES,
+    FAULT,
+    RESTART,
+    START,
+    Cycle,
+    CycleStatus,
+    Mark,
+)
 from ipclab.runs import CsvAppender
 
 __all__ = [
@@ -50,24 +61,6 @@ __all__ = [
     "mttf_chi2_interval",
     "read_cycles",
 ]
-
-# Event names the tracker understands (``kind`` of a Mark).
-START, FAULT, RESTART, END = "start", "fault", "restart", "end"
-
-#: Names found in a run's events.jsonl mapped onto the four kinds above.
-EVENT_ALIASES: dict[str, str] = {
-    "start": START,
-    "load_start": START,
-    "probe_start": START,
-    "fault": FAULT,
-    "kill": FAULT,
-    "fault_injected": FAULT,
-    "restart": RESTART,
-    "restart_issued": RESTART,
-    "end": END,
-    "load_stop": END,
-    "probe_stop": END,
-}
 
 
 class Recovery(StrEnum):
@@ -129,64 +122,6 @@ class Criteria:
         d = asdict(self)
         d["recovery"] = str(self.recovery)
         return d
-
-
-@dataclass(frozen=True, order=True)
-class Mark:
-    """An event on the timeline: ``kind`` is start, fault, restart or end."""
-
-    t: float
-    kind: str
-    component: str | None = None
-
-
-class CycleStatus(StrEnum):
-    RECOVERED = "recovered"  # failed and recovered: both times observed
-    UNRECOVERED = "unrecovered"  # failed, not recovered by the end: repair time censored
-    CENSORED = "censored"  # no failure by the cap or the end: time to failure censored
-
-
-@dataclass
-class Cycle:
-    """One up period and the down period that follows it (if any).
-
-    ``ttf_s`` is the up time (a lower bound when censored); ``ttr_s`` the down time from the
-    failure onset to recovery (a lower bound when unrecovered, None when censored).
-    ``restart_to_recovery_s`` is the thesis's MTTR (from the restart to the recovery).
-    """
-
-    index: int
-    status: CycleStatus
-    t_up: float
-    ttf_s: float
-    ttr_s: float | None = None
-    t_fail: float | None = None
-    t_fail_detected: float | None = None
-    rule: str | None = None  # "error_rate" or "silence"
-    t_fault: float | None = None
-    component: str | None = None
-    faults: int = 0  # fault marks in the up period (more than one: earlier ones were masked)
-    t_restart: float | None = None
-    t_recovered: float | None = None
-    t_recovery_detected: float | None = None
-    restart_to_recovery_s: float | None = None
-    t_end: float | None = None  # end of the cycle (recovery, cap or end of observation)
-
-    @property
-    def failed(self) -> bool:
-        return self.status != CycleStatus.CENSORED
-
-    @property
-    def recovered(self) -> bool:
-        return self.status == CycleStatus.RECOVERED
-
-    def as_row(self) -> dict[str, Any]:
-        row = asdict(self)
-        row["status"] = str(self.status)
-        return row
-
-
-CYCLE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Cycle))
 
 
 @dataclass
@@ -359,14 +294,14 @@ class CycleTracker:
         assert down.streak_start is not None
         return self._recover(down, t_recovered=down.streak_start, t_detected=obs.at)
 
-    def _recover(self, down: _Down, t_recovered: float, t_detected: float) -> Cycle:
+    def _down_cycle(self, down: _Down, status: CycleStatus, **end: Any) -> Cycle:
+        """The cycle of ``down`` and the up period before it; ``end``: how it ended."""
         up = down.up
-        cycle = Cycle(
+        return Cycle(
             index=len(self.cycles),
-            status=CycleStatus.RECOVERED,
+            status=status,
             t_up=up.t_up,
             ttf_s=down.t_fail - up.t_up,
-            ttr_s=t_recovered - down.t_fail,
             t_fail=down.t_fail,
             t_fail_detected=down.t_detected,
             rule=down.rule,
@@ -374,6 +309,14 @@ class CycleTracker:
             component=up.component,
             faults=up.faults,
             t_restart=down.t_restart,
+            **end,
+        )
+
+    def _recover(self, down: _Down, t_recovered: float, t_detected: float) -> Cycle:
+        cycle = self._down_cycle(
+            down,
+            CycleStatus.RECOVERED,
+            ttr_s=t_recovered - down.t_fail,
             t_recovered=t_recovered,
             t_recovery_detected=t_detected,
             restart_to_recovery_s=(
@@ -423,22 +366,9 @@ class CycleTracker:
             return self._censor(cur, t_end)
         self._done = True
         self._cur = None
-        up = cur.up
         return self._emit(
-            Cycle(
-                index=len(self.cycles),
-                status=CycleStatus.UNRECOVERED,
-                t_up=up.t_up,
-                ttf_s=cur.t_fail - up.t_up,
-                ttr_s=max(0.0, t_end - cur.t_fail),
-                t_fail=cur.t_fail,
-                t_fail_detected=cur.t_detected,
-                rule=cur.rule,
-                t_fault=up.t_fault,
-                component=up.component,
-                faults=up.faults,
-                t_restart=cur.t_restart,
-                t_end=t_end,
+            self._down_cycle(
+                cur, CycleStatus.UNRECOVERED, ttr_s=max(0.0, t_end - cur.t_fail), t_end=t_end
             )
         )
 
