@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ipclab.backends import BACKENDS, StackOptions, get_backend
 from ipclab.stacks import UnknownStack, all_stacks, resolve
@@ -192,28 +193,7 @@ def cmd_images(a: argparse.Namespace) -> int:
     return int(images_main(a.args))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ipclab", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("studies", help="list the registered studies, one per line")
-    p.add_argument("-v", "--verbose", action="store_true", help="also title and notebooks")
-    p.set_defaults(func=cmd_studies)
-
-    p = sub.add_parser("stacks", help="list the stacks, one per line")
-    p.add_argument("-v", "--verbose", action="store_true", help="also describe each stack")
-    p.set_defaults(func=cmd_stacks)
-
-    p = sub.add_parser("up", help="start a stack and print its gateway URL")
-    _add_stack_args(p)
-    p.add_argument("--detach", action="store_true", help="return once up; stop with `down`")
-    p.set_defaults(func=cmd_up)
-
-    p = sub.add_parser("down", help="stop a detached stack")
-    p.add_argument("stack")
-    p.add_argument("--backend", choices=BACKENDS, default="local")
-    p.set_defaults(func=cmd_down)
-
+def _add_run_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="start a stack, run a Locust load, stop it; print the run dir")
     _add_stack_args(p)
     p.add_argument("--users", type=int, default=10)
@@ -251,6 +231,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--runs-root", type=Path, help="where new run directories go")
     p.set_defaults(func=cmd_run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ipclab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("studies", help="list the registered studies, one per line")
+    p.add_argument("-v", "--verbose", action="store_true", help="also title and notebooks")
+    p.set_defaults(func=cmd_studies)
+
+    p = sub.add_parser("stacks", help="list the stacks, one per line")
+    p.add_argument("-v", "--verbose", action="store_true", help="also describe each stack")
+    p.set_defaults(func=cmd_stacks)
+
+    p = sub.add_parser("up", help="start a stack and print its gateway URL")
+    _add_stack_args(p)
+    p.add_argument("--detach", action="store_true", help="return once up; stop with `down`")
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("down", help="stop a detached stack")
+    p.add_argument("stack")
+    p.add_argument("--backend", choices=BACKENDS, default="local")
+    p.set_defaults(func=cmd_down)
+
+    _add_run_parser(sub)
 
     p = sub.add_parser("reproduce", help="run every notebook and build the report PDF")
     p.add_argument("--profile", choices=("quick", "full"), default="quick")
