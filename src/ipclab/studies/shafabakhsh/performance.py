@@ -251,6 +251,37 @@ def _pair(
 
 def write_results(a: Analysis, perf_runs: list[Run], results: StudyResults) -> None:
     """Every figure and table of the study into ``results`` (and figures/)."""
+    _write_tables(a, results)
+    results.claims_table(a.claims)
+    results.figure(
+        _pair("mean_ms", a.cells, "thesis Fig. 5.1", figs.grouped_bars),
+        "shafabakhsh_fig5_1_latency",
+        "Mean response time per style and load (thesis Fig. 5.1): published "
+        "(left) and measured (right).",
+    )
+    results.figure(
+        _pair("rps", a.cells, "thesis Fig. 5.2 / paper Fig. 3", figs.grouped_bars),
+        "shafabakhsh_fig5_2_throughput",
+        "Throughput per style and load (thesis Fig. 5.2, paper Fig. 3): published "
+        "requests per 180 s as req/s (left) and measured (right).",
+    )
+    results.figure(
+        _pair("mean_ms", a.cells, "thesis Fig. 5.3", figs.latency_growth, normalize=True),
+        "shafabakhsh_fig5_3_latency_growth",
+        "Growth of mean response time with load, normalised to 50 users (thesis "
+        "Fig. 5.3): published (left) and measured (right).",
+    )
+    _timeseries_figures(a, perf_runs, results)
+    results.figure(
+        _complexity_figure(a.complexity),
+        "shafabakhsh_complexity",
+        "Code per IPC style (thesis section 5.2.2): transport code and schema, "
+        "hand-written and generated.",
+    )
+    plt.close("all")
+
+
+def _write_tables(a: Analysis, results: StudyResults) -> None:
     results.deviations = DEVIATIONS
     results.table(
         a.side_by_side,
@@ -338,26 +369,10 @@ def write_results(a: Analysis, perf_runs: list[Run], results: StudyResults) -> N
             "think_time_sensitivity",
             "Sensitivity: 1-2 s of think time per user (the published 50-user figures imply one).",
         )
-    results.claims_table(a.claims)
 
-    results.figure(
-        _pair("mean_ms", a.cells, "thesis Fig. 5.1", figs.grouped_bars),
-        "shafabakhsh_fig5_1_latency",
-        "Mean response time per style and load (thesis Fig. 5.1): published "
-        "(left) and measured (right).",
-    )
-    results.figure(
-        _pair("rps", a.cells, "thesis Fig. 5.2 / paper Fig. 3", figs.grouped_bars),
-        "shafabakhsh_fig5_2_throughput",
-        "Throughput per style and load (thesis Fig. 5.2, paper Fig. 3): published "
-        "requests per 180 s as req/s (left) and measured (right).",
-    )
-    results.figure(
-        _pair("mean_ms", a.cells, "thesis Fig. 5.3", figs.latency_growth, normalize=True),
-        "shafabakhsh_fig5_3_latency_growth",
-        "Growth of mean response time with load, normalised to 50 users (thesis "
-        "Fig. 5.3): published (left) and measured (right).",
-    )
+
+def _timeseries_figures(a: Analysis, perf_runs: list[Run], results: StudyResults) -> None:
+    """Per-second throughput and median latency at each load, first repetition."""
     by_cell: dict[int, dict[str, Run]] = {}
     for run in perf_runs:
         if run.parameters.get("repetition", 1) == 1:
@@ -383,7 +398,10 @@ def write_results(a: Analysis, perf_runs: list[Run], results: StudyResults) -> N
             f"Per-second throughput and median response time at {users} users, "
             f"first repetition (thesis Figs. {names.get(users, '')}).",
         )
-    code = a.complexity[a.complexity["style"].isin(["rest", "grpc", "amqp"])]
+
+
+def _complexity_figure(complexity: pd.DataFrame) -> plt.Figure:
+    code = complexity[complexity["style"].isin(["rest", "grpc", "amqp"])]
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
     for ax, col, label in zip(
         axes, ("loc", "files", "functions"), ("Lines of code", "Files", "Functions"), strict=True
@@ -405,10 +423,4 @@ def write_results(a: Analysis, perf_runs: list[Run], results: StudyResults) -> N
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(frameon=False)
     fig.tight_layout()
-    results.figure(
-        fig,
-        "shafabakhsh_complexity",
-        "Code per IPC style (thesis section 5.2.2): transport code and schema, "
-        "hand-written and generated.",
-    )
-    plt.close("all")
+    return fig
