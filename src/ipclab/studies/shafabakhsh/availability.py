@@ -828,32 +828,7 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
         "MTTF and MTTR: the printed 0.95 for RabbitMQ follows from no inputs within "
         "the table's rounding.",
     )
-    if len(a.fault_injection):
-        results.table(
-            readable(a.fault_injection),
-            "availability_fault_injection",
-            "Method 2, fault injection: MTTF (chi-square interval, exponential "
-            "model), MTTR and A (bootstrap over cycles) per style.",
-        )
-        results.table(
-            a.fault_injection.reindex(columns=_SUMMARY_COLS),
-            "summary_fault_injection",
-            "Method 2, every estimator column.",
-            in_report=False,
-        )
-    if len(a.until_failure):
-        results.table(
-            readable(a.until_failure),
-            "availability_until_failure",
-            "Method 1, until failure (the thesis's): per style and load; a stack "
-            "that did not fail within the cap is censored, never given a number.",
-        )
-        results.table(
-            a.until_failure.reindex(columns=_SUMMARY_COLS),
-            "summary_until_failure",
-            "Method 1, every estimator column.",
-            in_report=False,
-        )
+    _method_tables(a, results)
     if len(a.outage):
         results.table(
             a.outage,
@@ -891,3 +866,34 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
             "one service stopped for 10 s (shaded).",
         )
     plt.close("all")
+
+
+# (method, summary attribute, caption of its readable table)
+_METHOD_TABLES = (
+    (
+        "fault_injection",
+        "Method 2, fault injection: MTTF (chi-square interval, exponential "
+        "model), MTTR and A (bootstrap over cycles) per style.",
+    ),
+    (
+        "until_failure",
+        "Method 1, until failure (the thesis's): per style and load; a stack "
+        "that did not fail within the cap is censored, never given a number.",
+    ),
+)
+
+
+def _method_tables(a: Analysis, results: StudyResults) -> None:
+    """Per method that ran: its readable estimates, and every estimator column."""
+    for method, caption in _METHOD_TABLES:
+        summary = getattr(a, method)
+        if not len(summary):
+            continue
+        number = 2 if method == "fault_injection" else 1
+        results.table(readable(summary), f"availability_{method}", caption)
+        results.table(
+            summary.reindex(columns=_SUMMARY_COLS),
+            f"summary_{method}",
+            f"Method {number}, every estimator column.",
+            in_report=False,
+        )
