@@ -200,33 +200,39 @@ def _values(df: pd.DataFrame, metric: str, style: str, users: int | None) -> np.
     return x[np.isfinite(x)]
 
 
-def measure(
-    claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None = None
-) -> Effect:
-    """The measured effect of one (non-``compare``) claim on a per-run table."""
-    nan = float("nan")
+def _cells(
+    claim: Claim, users_map: Mapping[int, int] | None
+) -> tuple[list[tuple[str, int | None]], str, int]:
+    """The (style, load) cells a claim compares, how to print its loads, and how many of the
+    cells belong to its ``a`` side (the rest are ``b``)."""
     um = dict(users_map or {})
 
     def m(u: int) -> int:
         return um.get(u, u)
 
-    def missing(msg: str) -> Effect:
-        return Effect(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "", missing=msg)
-
-    if claim.metric not in runs.columns:
-        return missing(f"metric {claim.metric!r} not measured")
     if claim.test == "interaction":
         assert claim.from_users is not None and claim.to_users is not None
         f, t = m(claim.from_users), m(claim.to_users)
         cells = [(claim.a_style, f), (claim.a_style, t), (claim.b_style, f), (claim.b_style, t)]
-        users_txt = f"{f}->{t}"
-    else:
-        ua = [m(u) for u in claim.a_users] or [None]
-        ub = [m(u) for u in claim.b_users] or [None]
-        cells = [(claim.a_style, u) for u in ua] + [(claim.b_style, u) for u in ub]
-        users_txt = "+".join(str(u) for u in ua) if ua != [None] else "all"
-        if ub != ua:
-            users_txt += " vs " + ("+".join(str(u) for u in ub) if ub != [None] else "all")
+        return cells, f"{f}->{t}", 2
+    ua: list[int | None] = [m(u) for u in claim.a_users] or [None]
+    ub: list[int | None] = [m(u) for u in claim.b_users] or [None]
+    cells = [(claim.a_style, u) for u in ua] + [(claim.b_style, u) for u in ub]
+    users_txt = "+".join(str(u) for u in ua) if ua != [None] else "all"
+    if ub != ua:
+        users_txt += " vs " + ("+".join(str(u) for u in ub) if ub != [None] else "all")
+    return cells, users_txt, len(ua)
+
+
+def measure(
+    claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None = None
+) -> Effect:
+    """The measured effect of one (non-``compare``) claim on a per-run table."""
+    nan = float("nan")
+    if claim.metric not in runs.columns:
+        missing = f"metric {claim.metric!r} not measured"
+        return Effect(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "", missing=missing)
+    cells, users_txt, k = _cells(claim, users_map)
     samples = [_values(runs, claim.metric, s, u) for s, u in cells]
     empty = [
         f"{s}@{u}" if u is not None else s
@@ -234,28 +240,21 @@ def measure(
         if len(x) == 0
     ]
     if empty:
-        return missing(f"no runs for {', '.join(empty)} ({claim.metric})")
-    n_min = min(len(x) for x in samples)
+        missing = f"no runs for {', '.join(empty)} ({claim.metric})"
+        return Effect(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "", missing=missing)
     kw: dict[str, Any] = dict(
         confidence=rules.confidence, n_resamples=rules.n_resamples, seed=rules.seed
     )
+    a, b = samples[:k], samples[k:]
+    n_min = min(len(x) for x in samples)
     if claim.test == "interaction":
         ci = bootstrap_means(samples, lambda v: (v[1] / v[0]) / (v[3] / v[2]), null=1.0, **kw)
         ga = samples[1].mean() / samples[0].mean()
         gb = samples[3].mean() / samples[2].mean()
-        return Effect(
-            ci,
-            float(ga),
-            float(gb),
-            n_min,
-            min(len(samples[0]), len(samples[1])),
-            min(len(samples[2]), len(samples[3])),
-            ci.p_value,
-            "bootstrap",
-            users=users_txt,
-        )
-    k = len(ua)
-    if k == 1 and len(ub) == 1:
+        n_a, n_b = min(len(x) for x in a), min(len(x) for x in b)
+        return Effect(ci, float(ga), float(gb), n_min, n_a, n_b, ci.p_value, "bootstrap",
+                      users=users_txt)  # fmt: skip
+    if k == 1 and len(b) == 1:
         c = compare_samples(samples[0], samples[1], **kw)
         p = c.welch_p if rules.test == "welch" else c.mannwhitney_p
         return Effect(
@@ -277,19 +276,10 @@ def measure(
         return np.mean(v[:k], axis=0) / np.mean(v[k:], axis=0)
 
     ci = bootstrap_means(samples, avg_ratio, null=1.0, **kw)
-    ma = float(np.mean([x.mean() for x in samples[:k]]))
-    mb = float(np.mean([x.mean() for x in samples[k:]]))
-    return Effect(
-        ci,
-        ma,
-        mb,
-        n_min,
-        min(len(x) for x in samples[:k]),
-        min(len(x) for x in samples[k:]),
-        ci.p_value,
-        "bootstrap",
-        users=users_txt,
-    )
+    ma = float(np.mean([x.mean() for x in a]))
+    mb = float(np.mean([x.mean() for x in b]))
+    n_a, n_b = min(len(x) for x in a), min(len(x) for x in b)
+    return Effect(ci, ma, mb, n_min, n_a, n_b, ci.p_value, "bootstrap", users=users_txt)
 
 
 def measure_compare(claim: Claim, complexity: pd.DataFrame | None) -> Effect:
