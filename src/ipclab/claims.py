@@ -371,51 +371,52 @@ def evaluate_claims(
     ]
     raw_p = np.array([e.p_value for e in effects], dtype=float)
     adj = holm(raw_p) if rules.p_adjust == "holm" else raw_p
-    rows = []
-    for c, e, p in zip(cl, effects, adj, strict=True):
-        v, reason = verdict(c, e, float(p), rules)
-        cd = e.cliffs_delta
-        rows.append(
-            {
-                "claim_id": c.claim_id,
-                "statement_id": c.statement_id,
-                "source": c.source,
-                "document": c.document,
-                "section": c.section,
-                "page": c.page,
-                "quote": c.quote,
-                "scope": c.scope,
-                "test": c.test,
-                "comparison": c.describe(),
-                "measured_users": e.users,
-                "published_value": c.published_value,
-                "published_unit": c.published_unit,
-                "published_ratio": c.published_ratio if c.published_ratio is not None else math.nan,
-                "published_consistent": published_consistent(c),
-                "band_low": c.band_low if c.band_low is not None else math.nan,
-                "band_high": c.band_high if c.band_high is not None else math.nan,
-                "measured_a": e.measured_a,
-                "measured_b": e.measured_b,
-                "n_a": e.n_a,
-                "n_b": e.n_b,
-                "measured_ratio": e.ratio.estimate,
-                "ci_low": e.ratio.low,
-                "ci_high": e.ratio.high,
-                "measured": "" if e.missing else _ci(e.ratio),
-                "p_value": float(p),
-                "p_raw": e.p_value,
-                "p_method": e.p_method,
-                "p_welch": e.p_welch,
-                "p_mannwhitney": e.p_mannwhitney,
-                "cliffs_delta": cd.estimate if cd else math.nan,
-                "cliffs_low": cd.low if cd else math.nan,
-                "cliffs_high": cd.high if cd else math.nan,
-                "verdict": v,
-                "reason": reason,
-                "note": c.note,
-            }
-        )
+    rows = [_claim_row(c, e, float(p), rules) for c, e, p in zip(cl, effects, adj, strict=True)]
     return pd.DataFrame(rows)
+
+
+def _claim_row(c: Claim, e: Effect, p: float, rules: Rules) -> dict[str, Any]:
+    """One claim's row of the claims table: the claim, its measured effect, its verdict."""
+    v, reason = verdict(c, e, p, rules)
+    cd = e.cliffs_delta
+    return {
+        "claim_id": c.claim_id,
+        "statement_id": c.statement_id,
+        "source": c.source,
+        "document": c.document,
+        "section": c.section,
+        "page": c.page,
+        "quote": c.quote,
+        "scope": c.scope,
+        "test": c.test,
+        "comparison": c.describe(),
+        "measured_users": e.users,
+        "published_value": c.published_value,
+        "published_unit": c.published_unit,
+        "published_ratio": c.published_ratio if c.published_ratio is not None else math.nan,
+        "published_consistent": published_consistent(c),
+        "band_low": c.band_low if c.band_low is not None else math.nan,
+        "band_high": c.band_high if c.band_high is not None else math.nan,
+        "measured_a": e.measured_a,
+        "measured_b": e.measured_b,
+        "n_a": e.n_a,
+        "n_b": e.n_b,
+        "measured_ratio": e.ratio.estimate,
+        "ci_low": e.ratio.low,
+        "ci_high": e.ratio.high,
+        "measured": "" if e.missing else _ci(e.ratio),
+        "p_value": p,
+        "p_raw": e.p_value,
+        "p_method": e.p_method,
+        "p_welch": e.p_welch,
+        "p_mannwhitney": e.p_mannwhitney,
+        "cliffs_delta": cd.estimate if cd else math.nan,
+        "cliffs_low": cd.low if cd else math.nan,
+        "cliffs_high": cd.high if cd else math.nan,
+        "verdict": v,
+        "reason": reason,
+        "note": c.note,
+    }
 
 
 def statement_verdicts(table: pd.DataFrame) -> pd.DataFrame:
