@@ -89,6 +89,12 @@ class Effect:
     users: str = ""
     missing: str = ""  # why the effect could not be measured, if it could not
 
+    @classmethod
+    def unmeasured(cls, why: str) -> Effect:
+        """No effect: nothing to compare, for the reason ``why``."""
+        nan = float("nan")
+        return cls(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "", missing=why)
+
 
 # --------------------------------------------------------------------------- verdict rules
 
@@ -228,10 +234,8 @@ def measure(
     claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None = None
 ) -> Effect:
     """The measured effect of one (non-``compare``) claim on a per-run table."""
-    nan = float("nan")
     if claim.metric not in runs.columns:
-        missing = f"metric {claim.metric!r} not measured"
-        return Effect(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "", missing=missing)
+        return Effect.unmeasured(f"metric {claim.metric!r} not measured")
     cells, users_txt, k = _cells(claim, users_map)
     samples = [_values(runs, claim.metric, s, u) for s, u in cells]
     empty = [
@@ -240,8 +244,7 @@ def measure(
         if len(x) == 0
     ]
     if empty:
-        missing = f"no runs for {', '.join(empty)} ({claim.metric})"
-        return Effect(Interval(nan, nan, nan, 0), nan, nan, 0, 0, 0, nan, "", missing=missing)
+        return Effect.unmeasured(f"no runs for {', '.join(empty)} ({claim.metric})")
     kw: dict[str, Any] = dict(
         confidence=rules.confidence, n_resamples=rules.n_resamples, seed=rules.seed
     )
@@ -287,30 +290,10 @@ def measure_compare(claim: Claim, complexity: pd.DataFrame | None) -> Effect:
     e.g. a study's per-style code-size table."""
     nan = float("nan")
     if complexity is None or claim.metric not in complexity.columns:
-        return Effect(
-            Interval(nan, nan, nan, 0),
-            nan,
-            nan,
-            0,
-            0,
-            0,
-            nan,
-            "",
-            missing=f"{claim.metric!r} not measured (no complexity table)",
-        )
+        return Effect.unmeasured(f"{claim.metric!r} not measured (no complexity table)")
     t = complexity.set_index("style") if "style" in complexity.columns else complexity
     if claim.a_style not in t.index or claim.b_style not in t.index:
-        return Effect(
-            Interval(nan, nan, nan, 0),
-            nan,
-            nan,
-            0,
-            0,
-            0,
-            nan,
-            "",
-            missing=f"no code measured for {claim.a_style} or {claim.b_style}",
-        )
+        return Effect.unmeasured(f"no code measured for {claim.a_style} or {claim.b_style}")
     a, b = float(t.loc[claim.a_style, claim.metric]), float(t.loc[claim.b_style, claim.metric])
     if b == 0:
         return Effect(

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from ipclab.availability.estimators import availability_summary
-from ipclab.availability.faults import fault_schedule
+from ipclab.availability.faults import Fault, fault_schedule
 from ipclab.availability.outage import classify_requests, outage_table
 from ipclab.availability.probe import Probe, read_probe
 from ipclab.availability.tracker import Criteria, CycleLog, CycleTracker, Mark, read_cycles
@@ -399,30 +399,10 @@ def run_fault_injection(
                     progress(f"{stack.spec.name}: not recovered; stopping")
                     break
                 mon.sleep(fault.gap_s)
-                before = mon.n_cycles
-                mon.mark("kill", fault.component, fault=fault.index)
-                stack.kill(fault.component)
-                if plan.restart_after == "detection":
-                    mon.wait_until(lambda: mon.state == "down", plan.downtime_s)
-                else:
-                    mon.sleep(plan.downtime_s)
-                masked = mon.state == "up"
-                wait_dead(stack, fault.component)
-                mon.mark("restart", fault.component, fault=fault.index)
-                stack.restart(fault.component)
-                if not masked:
-                    mon.wait_until(lambda b=before: mon.n_cycles > b, common.recover_timeout_s)
-                c = mon.tracker.cycles[-1] if mon.n_cycles > before else None
+                outcome = _inject(stack, mon, plan, fault, common.recover_timeout_s)
                 progress(
                     f"{stack.spec.name}: fault {fault.index + 1}/{len(schedule)} "
-                    f"{fault.component}: "
-                    + (
-                        f"up {c.ttf_s:.1f} s, down {c.ttr_s:.1f} s"
-                        if c and c.ttr_s
-                        else "masked"
-                        if masked
-                        else "no recovery yet"
-                    )
+                    f"{fault.component}: {outcome}"
                 )
             mon.sleep(1.0)
         finally:
@@ -432,6 +412,30 @@ def run_fault_injection(
     summary["load"] = load_summary
     _finish(writer, "complete", summary)
     return writer.path
+
+
+def _inject(
+    stack: RunningStack, mon: Monitor, plan: FaultInjection, fault: Fault, recover_timeout_s: float
+) -> str:
+    """Kill ``fault.component``, restart it after detection (or the fixed downtime), wait
+    for the recovery; what happened, in words."""
+    before = mon.n_cycles
+    mon.mark("kill", fault.component, fault=fault.index)
+    stack.kill(fault.component)
+    if plan.restart_after == "detection":
+        mon.wait_until(lambda: mon.state == "down", plan.downtime_s)
+    else:
+        mon.sleep(plan.downtime_s)
+    masked = mon.state == "up"
+    wait_dead(stack, fault.component)
+    mon.mark("restart", fault.component, fault=fault.index)
+    stack.restart(fault.component)
+    if not masked:
+        mon.wait_until(lambda: mon.n_cycles > before, recover_timeout_s)
+    c = mon.tracker.cycles[-1] if mon.n_cycles > before else None
+    if c and c.ttr_s:
+        return f"up {c.ttf_s:.1f} s, down {c.ttr_s:.1f} s"
+    return "masked" if masked else "no recovery yet"
 
 
 # --------------------------------------------------------------------------- outage

@@ -281,6 +281,20 @@ def write_results(a: Analysis, perf_runs: list[Run], results: StudyResults) -> N
     plt.close("all")
 
 
+_PAIRWISE_COLUMNS = (
+    "metric", "users", "a", "b", "mean_a", "mean_b", "ratio", "mannwhitney_p", "welch_p",
+    "cliffs_delta",
+)  # fmt: skip
+_LITTLE_COLUMNS = (
+    "style", "users", "repetition", "rps", "mean_ms", "think_time_s", "implied_users",
+    "relative_error", "implied_think_s",
+)  # fmt: skip
+_COMPLEXITY_COLUMNS = (
+    "style", "files", "loc", "functions", "files_with_generated", "loc_with_generated",
+    "functions_with_generated",
+)  # fmt: skip
+
+
 def _write_tables(a: Analysis, results: StudyResults) -> None:
     results.deviations = DEVIATIONS
     results.table(
@@ -290,38 +304,13 @@ def _write_tables(a: Analysis, results: StudyResults) -> None:
         "requests per 180 s (measured rps x 180), mean and 95% bootstrap CI over runs.",
     )
     results.table(
-        a.comparisons[
-            [
-                "metric",
-                "users",
-                "a",
-                "b",
-                "mean_a",
-                "mean_b",
-                "ratio",
-                "mannwhitney_p",
-                "welch_p",
-                "cliffs_delta",
-            ]
-        ],
+        a.comparisons[list(_PAIRWISE_COLUMNS)],
         "pairwise_tests",
         "Pairwise tests between styles at each load (per-run "
         "values): Mann-Whitney U and Welch p-values, Cliff's delta.",
     )
     results.table(
-        a.little[
-            [
-                "style",
-                "users",
-                "repetition",
-                "rps",
-                "mean_ms",
-                "think_time_s",
-                "implied_users",
-                "relative_error",
-                "implied_think_s",
-            ]
-        ],
+        a.little[list(_LITTLE_COLUMNS)],
         "littles_law",
         "Little's law N = X(R+Z) on every run: the users implied "
         "by measured throughput and response time.",
@@ -344,17 +333,7 @@ def _write_tables(a: Analysis, results: StudyResults) -> None:
         in_report=False,
     )
     results.table(
-        a.complexity[
-            [
-                "style",
-                "files",
-                "loc",
-                "functions",
-                "files_with_generated",
-                "loc_with_generated",
-                "functions_with_generated",
-            ]
-        ],
+        a.complexity[list(_COMPLEXITY_COLUMNS)],
         "complexity",
         "Thesis section 5.2.2 computed from this repository: files, "
         "lines of code and functions per style, without and with generated code.",
