@@ -1,0 +1,303 @@
+"""Analysis: cycles, estimators per style and load, thesis table 5.4 beside the measured
+values, the outage table and the claims."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ipclab import claims as claims_mod
+from ipclab.availability.estimators import availability_summary
+from ipclab.availability.outage import CLASSES, classify_requests, outage_table
+from ipclab.availability.tracker import Cycle, read_cycles
+from ipclab.runs import Run
+from ipclab.studies.shafabakhsh import published
+from ipclab.studies.shafabakhsh.availability.profiles import STYLES, AvailabilityRuns, profile
+from ipclab.studies.shafabakhsh.availability_published import (
+    compare_published_availability,
+    load_published_availability,
+)
+
+
+def _run_info(run: Run) -> dict[str, Any]:
+    p = run.parameters
+    return {
+        "style": run.manifest.get("style"),
+        "stack": run.manifest.get("stack"),
+        "method": p.get("method"),
+        "users": int(p.get("users", 0)),
+        "repetition": int(p.get("repetition", 1)),
+        "run": run.path.name,
+    }
+
+
+def cycles_frame(runs: list[Run]) -> pd.DataFrame:
+    """Every cycle of every run, with the run's style, method, users and repetition."""
+    rows = [{**_run_info(r), **c.as_row()} for r in runs for c in read_cycles(r.path)]
+    return pd.DataFrame(rows)
+
+
+def _cycles(runs: list[Run]) -> dict[tuple[str, int], list[Cycle]]:
+    out: dict[tuple[str, int], list[Cycle]] = {}
+    for r in runs:
+        info = _run_info(r)
+        out.setdefault((info["style"], info["users"]), []).extend(read_cycles(r.path))
+    return out
+
+
+def summary_table(runs: list[Run], confidence: float = 0.95) -> pd.DataFrame:
+    """MTTF, MTTR and A with intervals per style and users, cycles pooled over runs."""
+    rows = []
+    for (style, users), cycles in sorted(_cycles(runs).items()):
+        s = availability_summary(cycles, confidence=confidence)
+        rows.append({"style": style, "users": users, "runs": 0, **s.as_row()})
+    df = pd.DataFrame(rows)
+    if len(df):
+        n = pd.Series([_run_info(r)["style"] for r in runs]).value_counts()
+        df["runs"] = df["style"].map(n).fillna(0).astype(int)
+        df["masked_faults"] = df["faults_injected"] - df["failures"].where(
+            df["faults_injected"] > 0, 0
+        )
+        df = df.sort_values(["users", "style"], key=_style_key).reset_index(drop=True)
+    return df
+
+
+def _style_key(col: pd.Series) -> pd.Series:
+    return col.map({s: i for i, s in enumerate(STYLES)}) if col.name == "style" else col
+
+
+def _fmt_est(v: Any, lo: Any, hi: Any, digits: int, censored: bool = False) -> str:
+    def f(x: Any) -> str:
+        return "-" if x is None or pd.isna(x) else f"{float(x):.{digits}f}"
+
+    if censored or v is None or pd.isna(v):
+        return f"censored, > {f(lo)}" if lo is not None and not pd.isna(lo) else "no value"
+    return f"{f(v)} [{f(lo)}, {f(hi)}]"
+
+
+def readable(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary as text: estimate [interval] per column, censoring spelled out."""
+    if summary.empty:
+        return summary
+    out = pd.DataFrame(
+        {
+            "style": summary["style"],
+            "users": summary["users"],
+            "cycles": summary["n_cycles"],
+            "failures": summary["failures"],
+            "censored": summary["censored"],
+            "MTTF s (chi2 CI)": [
+                _fmt_est(r.mttf_s, r.mttf_s_lo, r.mttf_s_hi, 1, bool(r.mttf_s_censored))
+                for r in summary.itertuples()
+            ],
+            "MTTR s (bootstrap CI)": [
+                _fmt_est(r.mttr_s, r.mttr_s_lo, r.mttr_s_hi, 2) for r in summary.itertuples()
+            ],
+            "A (bootstrap CI)": [
+                _fmt_est(r.availability, r.availability_lo, r.availability_hi, 4)
+                for r in summary.itertuples()
+            ],
+            "restart to recovery s": pd.to_numeric(
+                summary["restart_to_recovery_s"], errors="coerce"
+            )
+            .fillna(
+                pd.to_numeric(
+                    summary.get("full_restart_to_first_good_s", pd.Series(np.nan)),
+                    errors="coerce",
+                )
+            )
+            .round(2),
+            "notes": summary["notes"],
+        }
+    )
+    return out
+
+
+def claims_rows(until_failure: list[Run], outage: list[Run]) -> pd.DataFrame:
+    """Per-run values for :func:`ipclab.claims.evaluate_claims`: method 1 runs give
+    ``mttf_s`` (none when censored), ``mttr_s`` (the thesis's: restart to recovery) and
+    ``availability``; outage runs give ``outage_failure_fraction``."""
+    rows = []
+    for r in until_failure:
+        info = _run_info(r)
+        cyc = [c for c in read_cycles(r.path) if c.failed]
+        c = cyc[0] if cyc else None
+        rec = c is not None and c.recovered and c.ttr_s is not None
+        rows.append(
+            {
+                **info,
+                "mttf_s": c.ttf_s if c is not None else np.nan,
+                "mttr_s": c.restart_to_recovery_s if rec and c is not None else np.nan,
+                "availability": (
+                    c.ttf_s / (c.ttf_s + c.ttr_s) if rec and c is not None and c.ttr_s else np.nan
+                ),
+            }
+        )
+    for r in outage:
+        frac = r.summary.get("outage_failure_fraction")
+        rows.append({**_run_info(r), "outage_failure_fraction": np.nan if frac is None else frac})
+    return pd.DataFrame(rows)
+
+
+def classified_outage(run: Run) -> pd.DataFrame:
+    """Every request of an outage run, classed (from the run directory alone)."""
+    s = run.summary
+    late = float(run.parameters.get("plan", {}).get("late_ms", 1000.0))
+    df = classify_requests(run.requests(), s["t_outage_start"], s["t_outage_end"], late)
+    info = _run_info(run)
+    return df.assign(style=info["style"], repetition=info["repetition"])
+
+
+def outage_summary(outage_runs: list[Run]) -> pd.DataFrame:
+    """Requests per class, per style and phase, summed over repetitions; every request
+    issued is in exactly one class (asserted by :func:`ipclab.availability.outage.outage_table`)."""
+    if not outage_runs:
+        return pd.DataFrame()
+    frames = [classified_outage(r) for r in outage_runs]
+    allreq = pd.concat(frames, ignore_index=True)
+    table = outage_table(allreq, by=["style", "phase"]).reset_index()
+    total = outage_table(allreq, by=["style"]).reset_index().assign(phase="all")
+    table = pd.concat([table, total], ignore_index=True)
+    order = {p: i for i, p in enumerate(("before", "during", "after", "all"))}
+    table = table.sort_values(
+        ["style", "phase"],
+        key=lambda c: c.map(order) if c.name == "phase" else _style_key(c),
+    ).reset_index(drop=True)
+    unmatched = {}
+    for r in outage_runs:
+        u = r.summary.get("gateway_unmatched_replies")
+        st = _run_info(r)["style"]
+        if u is not None:
+            unmatched[st] = unmatched.get(st, 0) + int(u)
+    table["gateway_unmatched_replies"] = table["style"].map(unmatched)
+    table["runs"] = table["style"].map(
+        pd.Series([_run_info(r)["style"] for r in outage_runs]).value_counts()
+    )
+    return table[["style", "phase", "runs", *CLASSES, "issued", "gateway_unmatched_replies"]]
+
+
+def published_table() -> pd.DataFrame:
+    rows = load_published_availability()
+    return compare_published_availability(rows or [])
+
+
+def _rows(table: pd.DataFrame, **match: Any) -> pd.DataFrame:
+    """The rows of ``table`` whose columns equal ``match`` (none when a method did not run)."""
+    if table.empty or not set(match) <= set(table.columns):
+        return table.iloc[0:0]
+    keep = pd.Series(True, index=table.index)
+    for col, value in match.items():
+        keep &= table[col] == value
+    return table[keep]
+
+
+def side_by_side(
+    formula: pd.DataFrame, until_failure: pd.DataFrame, fault_injection: pd.DataFrame, users: int
+) -> pd.DataFrame:
+    """Thesis table 5.4 (printed and recomputed A) beside method 1 (at ``users``, the load
+    standing in for 200) and method 2."""
+    rows = []
+    for style in STYLES:
+        pub = formula[formula["style"] == style]
+        m1 = _rows(until_failure, style=style, users=users)
+        m2 = _rows(fault_injection, style=style)
+        row: dict[str, Any] = {"style": style}
+        if len(pub):
+            p = pub.iloc[0]
+            row.update(
+                published_mttf_s=p["mttf_s"],
+                published_mttr_s=p["mttr_s"],
+                published_a_printed=p["printed_a"],
+                published_a_formula=round(float(p["computed_a"]), 4),
+            )
+        for prefix, m in (("until_failure", m1), ("fault_injection", m2)):
+            if len(m):
+                r = m.iloc[0]
+                row[f"{prefix}_mttf_s"] = _fmt_est(
+                    r["mttf_s"], r["mttf_s_lo"], r["mttf_s_hi"], 1, bool(r["mttf_s_censored"])
+                )
+                row[f"{prefix}_mttr_s"] = _fmt_est(r["mttr_s"], r["mttr_s_lo"], r["mttr_s_hi"], 2)
+                r2r = r["restart_to_recovery_s"]
+                if (r2r is None or pd.isna(r2r)) and "full_restart_to_first_good_s" in r:
+                    r2r = r["full_restart_to_first_good_s"]  # censored: the restart still timed
+                row[f"{prefix}_restart_to_recovery_s"] = r2r
+                row[f"{prefix}_a"] = _fmt_est(
+                    r["availability"], r["availability_lo"], r["availability_hi"], 4
+                )
+            else:
+                row[f"{prefix}_a"] = "not run"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class Analysis:
+    profile: str
+    until_failure: pd.DataFrame  # summary per style and users
+    fault_injection: pd.DataFrame  # summary per style
+    cycles: pd.DataFrame  # every cycle
+    formula: pd.DataFrame  # compare_published_availability
+    side_by_side: pd.DataFrame
+    outage: pd.DataFrame
+    claims_runs: pd.DataFrame
+    claims: pd.DataFrame
+    claims_fault_injection: pd.DataFrame
+    users_map: dict[int, int]
+
+
+def _users_map(users: tuple[int, ...]) -> dict[int, int]:
+    return {pub: u for pub, u in zip((200, 300, 400), users, strict=False) if pub != u}
+
+
+def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
+    p = profile(profile_name)
+    conf = p.common.confidence
+    m1 = summary_table(runs.until_failure, conf)
+    if len(m1):  # a full restart's recovery, timed even when no failure came (censored)
+        full = pd.DataFrame(
+            [
+                {**_run_info(r), "s": r.summary.get("restart_to_first_good_s")}
+                for r in runs.until_failure
+            ]
+        )
+        full["s"] = pd.to_numeric(full["s"], errors="coerce")
+        mean = full.groupby(["style", "users"])["s"].mean()
+        m1["full_restart_to_first_good_s"] = [
+            mean.get((st, u), np.nan) for st, u in zip(m1["style"], m1["users"], strict=True)
+        ]
+    m2 = summary_table(runs.fault_injection, conf)
+    cyc = cycles_frame(runs.all())
+    formula = published_table()
+    umap = _users_map(p.until_failure_users)
+    crow = claims_rows(runs.until_failure, runs.outage)
+    claims = claims_mod.evaluate_claims(
+        crow, published.claims(), scope="availability", users_map=umap
+    )
+    fi = cyc[(cyc["method"] == "fault_injection")] if len(cyc) else cyc
+    fi_rows = pd.DataFrame(
+        {
+            "style": fi.get("style", pd.Series(dtype=str)),
+            "users": 200,
+            "mttr_s": fi.get("restart_to_recovery_s", pd.Series(dtype=float)),
+        }
+    )
+    claims_fi = claims_mod.evaluate_claims(
+        fi_rows[["style", "users", "mttr_s"]], published.claims(), scope="availability"
+    )
+    claims_fi = claims_fi[claims_fi["claim_id"].str.startswith("P15")].reset_index(drop=True)
+    return Analysis(
+        profile=profile_name,
+        until_failure=m1,
+        fault_injection=m2,
+        cycles=cyc,
+        formula=formula,
+        side_by_side=side_by_side(formula, m1, m2, p.until_failure_users[0]),
+        outage=outage_summary(runs.outage),
+        claims_runs=crow,
+        claims=claims,
+        claims_fault_injection=claims_fi,
+        users_map=umap,
+    )

@@ -1,0 +1,286 @@
+"""Profiles (durations, loads, limits per method), the experiment that runs them, and the
+deviations from the thesis."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ipclab.availability.runner import (
+    Common,
+    FaultInjection,
+    Outage,
+    UntilFailure,
+    run_fault_injection,
+    run_outage,
+    run_until_failure,
+    with_stack,
+)
+from ipclab.availability.tracker import Criteria
+from ipclab.backends import RunningStack, StackOptions
+from ipclab.paths import from_repo
+from ipclab.runs import DEFAULT_ROOT, Run, read_run
+from ipclab.studies.shafabakhsh.stacks import COMPARED
+
+STACKS = tuple(s.name for s in COMPARED)
+STYLES = tuple(s.style for s in COMPARED)
+METHODS = ("until_failure", "fault_injection", "outage")
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Profile:
+    until_failure: UntilFailure
+    until_failure_users: tuple[int, ...]
+    until_failure_repetitions: int
+    fault_injection: FaultInjection
+    outage: Outage
+    outage_repetitions: int
+    common: Common
+    call_timeout_s: float = 15.0  # every style, so that queued AMQP requests can be served late
+    cpus: float | None = None  # method 1 resource limits (docker backend only)
+    memory_mb: int | None = None
+    share_stack: bool = False  # one stack per style for all runs (quick) or one per run
+
+
+PROFILES: dict[str, Profile] = {
+    # a few minutes for the three styles on the local backend: short cycles, small loads
+    "quick": Profile(
+        until_failure=UntilFailure(cap_s=5.0),
+        until_failure_users=(20,),
+        until_failure_repetitions=1,
+        fault_injection=FaultInjection(
+            users=10, cycles=3, mean_gap_s=3.0, min_gap_s=2.0, include_broker=False
+        ),
+        outage=Outage(users=10, before_s=3.0, outage_s=10.0, after_s=8.0),
+        outage_repetitions=1,
+        common=Common(criteria=Criteria(window_s=2.0, silence_s=4.0), recover_timeout_s=30.0),
+        share_stack=True,
+    ),
+    # the thesis's loads under limits with a cap; >= 10 injected cycles; 3 outage repetitions
+    "full": Profile(
+        until_failure=UntilFailure(cap_s=900.0),
+        until_failure_users=(200, 300, 400),
+        until_failure_repetitions=3,
+        fault_injection=FaultInjection(users=50, cycles=12, mean_gap_s=15.0, min_gap_s=5.0),
+        outage=Outage(users=50, before_s=20.0, outage_s=10.0, after_s=25.0),
+        outage_repetitions=3,
+        common=Common(),
+        cpus=0.5,
+        memory_mb=256,
+    ),
+}
+
+DEVIATIONS = [
+    "Failure and recovery are explicit criteria observed by a client-side probe (one product "
+    "page every 100 ms, 1 s timeout), not an unstated judgement: failure when more than half "
+    "of the probe's answers in a window are bad, or no good answer for a while (window and "
+    "silence in the run's parameters); recovery at the first complete five-part page after "
+    "the restart.",
+    "MTTR in A runs from the failure onset to the recovery (so that up and down times tile "
+    "the timeline); the thesis's MTTR, from the restart to the recovery, is reported beside "
+    "it and used for the MTTR claims.",
+    "Method 1 (the thesis's): the local backend applies no resource limits, so a local stack "
+    "is unlikely to fail under load within the cap; such runs are reported as censored "
+    "(MTTF greater than the time on test), never given a number. The docker backend applies "
+    "per-container cpus and memory limits (full profile: 0.5 CPU, 256 MB) to the gateway and "
+    "the five services, the same in every style; the RabbitMQ broker, shared infrastructure "
+    "(in the thesis it ran beside the services on 7 GB nodes), is not limited.",
+    "Method 2 (fault injection) adds what the thesis lacks: many failure-recovery cycles, "
+    "killed components (a service, the gateway or the broker) on a seeded exponential "
+    "schedule, restarted through the backend once the probe detected the failure.",
+    "Every style runs with a 15 s gateway call timeout (the performance study uses 2 s), so "
+    "AMQP requests queued during an outage can be served late; a synchronous call to a dead "
+    "service fails at once whatever the timeout.",
+    "Components are restarted by the harness through the backend (a process restart for the "
+    "local backend, docker restart for docker) instead of a manual Kubernetes cluster "
+    "restart; the load keeps running through the restart.",
+    "Client-side duplicates cannot occur (the AMQP gateway drops replies that match no "
+    "waiting request); the gateway's count of such unmatched replies is reported instead.",
+]
+
+
+def profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; choose {', '.join(PROFILES)}") from None
+
+
+# --------------------------------------------------------------------------- experiments
+@dataclass(frozen=True)
+class Job:
+    method: str
+    stack: str
+    users: int
+    repetition: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.method}-{self.stack}-u{self.users}-r{self.repetition}"
+
+
+def _limits(options: dict[str, Any]) -> tuple[Any, Any]:
+    return options.get("cpus"), options.get("memory_mb")
+
+
+@dataclass
+class AvailabilityRuns:
+    until_failure: list[Run] = field(default_factory=list)
+    fault_injection: list[Run] = field(default_factory=list)
+    outage: list[Run] = field(default_factory=list)
+
+    def all(self) -> list[Run]:
+        return [*self.until_failure, *self.fault_injection, *self.outage]
+
+
+@dataclass
+class AvailabilityExperiment:
+    """Every availability run of one profile and backend, under ``root/name``."""
+
+    profile_name: str
+    backend: str = "local"
+    root: Path = DEFAULT_ROOT
+    stacks: tuple[str, ...] = STACKS
+    methods: tuple[str, ...] = METHODS  # a subset runs (and loads) only those methods
+
+    @property
+    def profile(self) -> Profile:
+        return profile(self.profile_name)
+
+    @property
+    def name(self) -> str:
+        return f"availability-{self.profile_name}-{self.backend}"
+
+    @property
+    def directory(self) -> Path:
+        return Path(self.root) / self.name
+
+    def jobs(self, stack: str) -> list[Job]:
+        """One style's runs: outage, fault injection, then until failure (which restarts
+        every component, so it goes last on a shared stack)."""
+        p = self.profile
+        out = [Job("outage", stack, p.outage.users, r) for r in range(1, p.outage_repetitions + 1)]
+        out.append(Job("fault_injection", stack, p.fault_injection.users, 1))
+        out += [
+            Job("until_failure", stack, u, r)
+            for r in range(1, p.until_failure_repetitions + 1)
+            for u in p.until_failure_users
+        ]
+        return [j for j in out if j.method in self.methods]
+
+    def options(self, job: Job) -> StackOptions:
+        p = self.profile
+        limits = job.method == "until_failure" and not p.share_stack
+        return StackOptions(
+            call_timeout_s=p.call_timeout_s,
+            cpus=p.cpus if limits else None,
+            memory_mb=p.memory_mb if limits else None,
+        )
+
+    def plan(self, job: Job) -> UntilFailure | FaultInjection | Outage:
+        p = self.profile
+        if job.method == "until_failure":
+            return replace(p.until_failure, users=job.users, seed=job.repetition)
+        if job.method == "fault_injection":
+            return p.fault_injection
+        return replace(p.outage, seed=job.repetition)
+
+    def _reusable(self, job: Job) -> bool:
+        try:
+            r = read_run(self.directory / job.key)
+        except ValueError:
+            return False
+        return (
+            r.complete
+            and r.parameters.get("plan") == asdict(self.plan(job))
+            and r.manifest.get("backend") == self.backend
+            and _limits(r.parameters.get("options") or {}) == _limits(self.options(job).as_dict())
+        )
+
+    def run(self, progress: Progress = print) -> AvailabilityRuns:
+        """Run every job not yet done (finished runs are reused); stacks always stopped."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        outer = progress
+
+        def progress(message: str) -> None:  # "[...]" marks progress lines for reproduce
+            outer(f"[availability] {message}")
+
+        for stack in self.stacks:
+            todo = [j for j in self.jobs(stack) if not self._reusable(j)]
+            if not todo:
+                progress(f"{stack}: every run reused")
+                continue
+            if self.profile.share_stack:
+                with self._stack(stack, self.options(todo[0])) as st:
+                    for job in todo:
+                        self._run_job(job, st, progress)
+            else:
+                for job in todo:
+                    with self._stack(stack, self.options(job)) as st:
+                        self._run_job(job, st, progress)
+        return self.load()
+
+    @contextlib.contextmanager
+    def _stack(self, stack: str, options: StackOptions) -> Iterator[RunningStack]:
+        logs = self.directory / "logs" / stack
+        with with_stack(stack, self.backend, options, logs_dir=logs) as st:
+            yield st
+
+    def _run_job(self, job: Job, stack: RunningStack, progress: Progress) -> None:
+        import shutil
+
+        from ipclab.backends.local import wait_ready
+
+        path = self.directory / job.key
+        if path.exists():
+            shutil.rmtree(path)  # unfinished or different: redo it
+        wait_ready(stack.gateway_url, 60.0)  # a shared stack is healthy before each run
+        progress(f"{job.key}: running")
+        extra = {"experiment": self.name, "repetition": job.repetition}
+        p, plan, opts = self.profile, self.plan(job), self.options(job)
+        if isinstance(plan, UntilFailure):
+            run_until_failure(stack, path, plan, p.common, opts, progress, extra)
+        elif isinstance(plan, FaultInjection):
+            run_fault_injection(stack, path, plan, p.common, opts, progress, extra)
+        else:
+            run_outage(stack, path, plan, p.common, opts, progress, extra)
+
+    def load(self) -> AvailabilityRuns:
+        """Every complete run of this experiment, by method."""
+        out = AvailabilityRuns()
+        for stack in self.stacks:
+            for job in self.jobs(stack):
+                try:
+                    r = read_run(self.directory / job.key)
+                except ValueError:
+                    continue
+                if r.complete:
+                    getattr(out, job.method).append(r)
+        return out
+
+
+def experiments(
+    profile_name: str,
+    backend: str = "local",
+    root: Path = DEFAULT_ROOT,
+    methods: tuple[str, ...] = METHODS,
+) -> AvailabilityExperiment:
+    """Every availability run of a profile; ``methods`` picks a subset of :data:`METHODS`."""
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
+    return AvailabilityExperiment(profile_name, backend, from_repo(root), methods=tuple(methods))
+
+
+def run_experiments(
+    profile_name: str,
+    backend: str = "local",
+    root: Path = DEFAULT_ROOT,
+    progress: Progress = print,
+    methods: tuple[str, ...] = METHODS,
+) -> AvailabilityRuns:
+    return experiments(profile_name, backend, root, methods).run(progress)
