@@ -197,6 +197,32 @@ def _summarise_cycles(run_dir: Path, confidence: float) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def _observed(
+    stack: RunningStack,
+    writer: RunWriter,
+    profile: LoadProfile,
+    options: StackOptions,
+    criteria: Criteria,
+    common: Common,
+) -> Iterator[tuple[Monitor, LoadSession, dict[str, Any]]]:
+    """The load, then after the warm-up the probe, for the body's experiment; both stopped
+    at the end whatever happens (the run marked failed on an error). The dict yielded gets
+    the load's summary under ``load`` once stopped."""
+    load = LoadSession(stack, profile, writer, options)
+    mon = Monitor(stack, writer, criteria, common.probe_period_ms, common.probe_timeout_s)
+    out: dict[str, Any] = {}
+    with writer.guard():
+        try:
+            load.start()
+            time.sleep(common.warmup_s)
+            mon.start()
+            yield mon, load, out
+        finally:
+            mon.close()
+            out["load"] = load.stop()
+
+
 def _finish(writer: RunWriter, status: str, summary: dict[str, Any]) -> None:
     summary["status"] = status
     writer.write_json("summary.json", summary)
@@ -257,30 +283,21 @@ def run_until_failure(
         duration_s=plan.cap_s + common.warmup_s + common.recover_timeout_s + 120,
         seed=plan.seed,
     )
-    load = LoadSession(stack, profile, writer, options)
-    mon = Monitor(stack, writer, criteria, common.probe_period_ms, common.probe_timeout_s)
     t_restart: float | None = None
-    with writer.guard():
-        try:
-            load.start()
-            time.sleep(common.warmup_s)
-            mon.start()
-            progress(f"{stack.spec.name}: {plan.users} users until failure (cap {plan.cap_s:g} s)")
-            mon.wait_until(lambda: mon.state != "up", plan.cap_s + 5)
-            failed = mon.state == "down"
-            if failed or plan.restart_when_censored:
-                progress(f"{stack.spec.name}: {'failed' if failed else 'censored'}; restarting")
-                t_restart = restart_all(stack, mon)
-                if failed:
-                    mon.wait_until(lambda: mon.n_cycles > 0, common.recover_timeout_s)
-                else:
-                    t_r = t_restart
-                    mon.wait_until(lambda: mon.last_good_at > t_r, common.recover_timeout_s)
-        finally:
-            mon.close()
-            load_summary = load.stop()
+    with _observed(stack, writer, profile, options, criteria, common) as (mon, _, stopped):
+        progress(f"{stack.spec.name}: {plan.users} users until failure (cap {plan.cap_s:g} s)")
+        mon.wait_until(lambda: mon.state != "up", plan.cap_s + 5)
+        failed = mon.state == "down"
+        if failed or plan.restart_when_censored:
+            progress(f"{stack.spec.name}: {'failed' if failed else 'censored'}; restarting")
+            t_restart = restart_all(stack, mon)
+            if failed:
+                mon.wait_until(lambda: mon.n_cycles > 0, common.recover_timeout_s)
+            else:
+                t_r = t_restart
+                mon.wait_until(lambda: mon.last_good_at > t_r, common.recover_timeout_s)
     summary = _summarise_cycles(writer.path, common.confidence)
-    summary["load"] = load_summary
+    summary["load"] = stopped["load"]
     summary["restart_to_first_good_s"] = (
         first_good_after(writer.path, t_restart) if t_restart is not None else None
     )
@@ -387,29 +404,21 @@ def run_fault_injection(
         seed=plan.seed,
         think_time_s=plan.think_time_s,
     )
-    load = LoadSession(stack, profile, writer, options)
-    mon = Monitor(stack, writer, common.criteria, common.probe_period_ms, common.probe_timeout_s)
-    with writer.guard():
-        try:
-            load.start()
-            time.sleep(common.warmup_s)
-            mon.start()
-            for fault in schedule:
-                if not mon.wait_until(lambda: mon.state == "up", common.recover_timeout_s):
-                    progress(f"{stack.spec.name}: not recovered; stopping")
-                    break
-                mon.sleep(fault.gap_s)
-                outcome = _inject(stack, mon, plan, fault, common.recover_timeout_s)
-                progress(
-                    f"{stack.spec.name}: fault {fault.index + 1}/{len(schedule)} "
-                    f"{fault.component}: {outcome}"
-                )
-            mon.sleep(1.0)
-        finally:
-            mon.close()
-            load_summary = load.stop()
+    observed = _observed(stack, writer, profile, options, common.criteria, common)
+    with observed as (mon, _, stopped):
+        for fault in schedule:
+            if not mon.wait_until(lambda: mon.state == "up", common.recover_timeout_s):
+                progress(f"{stack.spec.name}: not recovered; stopping")
+                break
+            mon.sleep(fault.gap_s)
+            outcome = _inject(stack, mon, plan, fault, common.recover_timeout_s)
+            progress(
+                f"{stack.spec.name}: fault {fault.index + 1}/{len(schedule)} "
+                f"{fault.component}: {outcome}"
+            )
+        mon.sleep(1.0)
     summary = _summarise_cycles(writer.path, common.confidence)
-    summary["load"] = load_summary
+    summary["load"] = stopped["load"]
     _finish(writer, "complete", summary)
     return writer.path
 
@@ -502,27 +511,19 @@ def run_outage(
         duration_s=common.warmup_s + plan.before_s + plan.outage_s + plan.after_s,
         seed=plan.seed,
     )
-    load = LoadSession(stack, profile, writer, options)
-    mon = Monitor(stack, writer, common.criteria, common.probe_period_ms, common.probe_timeout_s)
     stats_before = gateway_stats(stack)
     t0 = t1 = math.nan
-    with writer.guard():
-        try:
-            load.start()
-            time.sleep(common.warmup_s)
-            mon.start()
-            mon.sleep(plan.before_s)
-            progress(f"{stack.spec.name}: {plan.role} down for {plan.outage_s:g} s")
-            t0 = mon.mark("kill", plan.role)
-            stack.kill(plan.role)
-            mon.sleep(plan.outage_s)
-            wait_dead(stack, plan.role)
-            t1 = mon.mark("restart", plan.role)
-            stack.restart(plan.role)
-            mon.wait_until(lambda: not load.running, plan.after_s + 30)
-        finally:
-            mon.close()
-            load_summary = load.stop()
+    observed = _observed(stack, writer, profile, options, common.criteria, common)
+    with observed as (mon, load, stopped):
+        mon.sleep(plan.before_s)
+        progress(f"{stack.spec.name}: {plan.role} down for {plan.outage_s:g} s")
+        t0 = mon.mark("kill", plan.role)
+        stack.kill(plan.role)
+        mon.sleep(plan.outage_s)
+        wait_dead(stack, plan.role)
+        t1 = mon.mark("restart", plan.role)
+        stack.restart(plan.role)
+        mon.wait_until(lambda: not load.running, plan.after_s + 30)
     stats_after = gateway_stats(stack)
     requests = read_run(writer.path).requests()
     classified = classify_requests(requests, t0, t1, plan.late_ms)
@@ -539,7 +540,7 @@ def run_outage(
         "outage": table.rename_axis("phase").reset_index().to_dict("records"),
         "outage_failure_fraction": outage_failure_fraction(table),
         "gateway_unmatched_replies": unmatched,
-        "load": load_summary,
+        "load": stopped["load"],
     }
     _finish(writer, "complete", summary)
     return writer.path
