@@ -144,7 +144,11 @@ def test_outage_table_accounts_for_every_request(study_run: tuple[Path, object])
         assert int(table.loc[["before", "during", "after"], "issued"].sum()) == len(req)
         classed = study.classified_outage(r)
         assert classed["outcome"].isin(CLASSES).all() and len(classed) == len(req)
-        assert int(table.loc["during", "issued"]) > 0
+        # Synchronous styles fail fast, so their users keep issuing requests during the outage;
+        # AMQP's users wait on requests queued for the stopped service (served late after the
+        # restart), so few or none of their requests start inside the window.
+        if r.manifest["style"] != "amqp":
+            assert int(table.loc["during", "issued"]) > 0
     frac = {r.manifest["style"]: r.summary["outage_failure_fraction"] for r in runs.outage}  # type: ignore[attr-defined]
     assert frac["rest"] > 0.5 and frac["grpc"] > 0.5, frac  # sync: a dead service fails calls
 
