@@ -68,6 +68,18 @@ class StackSpec:
     def needs_broker(self) -> bool:
         return BROKER in self.infrastructure
 
+    def declaration(self) -> dict[str, object]:
+        """What the stack is made of, as recorded in every run's manifest (``stack_spec``)."""
+        return {
+            "domain": self.domain,
+            "front": self.front,
+            "transport": self.transport,
+            "services": list(self.services),
+            "infrastructure": list(self.infrastructure),
+            "settings": dict(self.settings),
+            "runtime": self.runtime.name,
+        }
+
     def role_env(
         self,
         role: str,

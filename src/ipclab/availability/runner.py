@@ -183,6 +183,7 @@ def _writer(
         parameters,
         stack=stack.spec.name,
         style=stack.spec.style,
+        stack_spec=stack.spec.declaration(),
         backend=stack.backend,
         **fields,
     )

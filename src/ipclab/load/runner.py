@@ -323,6 +323,7 @@ def run(
         parameters,
         stack=spec.name,
         style=spec.style,
+        stack_spec=spec.declaration(),
         backend=backend,
         users=profile.users,
     )
