@@ -149,6 +149,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         out=a.out,
         root=a.runs_root,
         faults=faults,
+        workers=a.workers,
     )
     from ipclab.runs import read_run
 
@@ -163,6 +164,16 @@ def cmd_run(a: argparse.Namespace) -> int:
     )
     print(run_dir)
     return 0
+
+
+def cmd_worker(a: argparse.Namespace) -> int:
+    """A Locust worker for a master on another machine; runs until the master ends the test."""
+    import subprocess
+
+    from ipclab.load.runner import worker_argv
+
+    spec = resolve(a.stack)
+    return subprocess.call(worker_argv(spec.users, a.master))
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
@@ -230,6 +241,13 @@ def _add_run_parser(sub: Any) -> None:
         "--out", type=Path, help="the run directory to write (default: a new one under data/runs)"
     )
     p.add_argument("--runs-root", type=Path, help="where new run directories go")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="Locust master and N workers on this machine (default: one Locust process)",
+    )
     p.set_defaults(func=cmd_run)
 
 
@@ -256,6 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_down)
 
     _add_run_parser(sub)
+
+    p = sub.add_parser("worker", help="a Locust worker for `ipclab run --workers` elsewhere")
+    p.add_argument("stack", help="the stack the master's run loads (its users module)")
+    p.add_argument("--master", required=True, metavar="HOST:PORT", help="the Locust master")
+    p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("reproduce", help="run every notebook and build the report PDF")
     p.add_argument("--profile", choices=("quick", "full"), default="quick")

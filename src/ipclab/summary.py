@@ -48,7 +48,7 @@ def machine_load(window: pd.DataFrame, rps: float) -> dict[str, Any]:
     }
     if "host" in cpu:
         host = window[window["component"] == "host"]
-        ours = stack + float(cpu.get("loadgen", 0.0))
+        ours = stack + float(sum(v for k, v in cpu.items() if kinds.get(k) == "loadgen"))
         out["host_cpu_percent"] = round(float(cpu["host"]), 1)
         out["other_cpu_percent"] = round(max(float(cpu["host"]) - ours, 0.0), 1)
         if "steal_percent" in host:
@@ -91,13 +91,20 @@ def summarize(run_dir: Path, warmup_s: float = 0.0) -> dict[str, Any]:
     res = run.resources()
     if not res.empty and "kind" in res:
         window = res[(res["t"] >= start) & (res["t"] <= end)]
-        gen = window[window["kind"] == "loadgen"]["cpu_percent"].dropna()
+        rows = window[window["kind"] == "loadgen"].dropna(subset=["cpu_percent"])
+        gen = rows["cpu_percent"]
         if not gen.empty:
             out["loadgen_cpu_percent"] = {
                 "mean": round(float(gen.mean()), 1),
                 "p95": round(float(gen.quantile(0.95)), 1),
             }
-            out["loadgen_saturated"] = bool(gen.mean() >= SATURATION_CPU_PERCENT)
+            # per process (one, or the master and each worker): any one saturated counts
+            by_process = rows.groupby("component")["cpu_percent"].mean()
+            out["loadgen_saturated"] = bool(by_process.max() >= SATURATION_CPU_PERCENT)
+            if len(by_process) > 1:
+                out["loadgen_cpu_percent_by_process"] = {
+                    str(k): round(float(v), 1) for k, v in by_process.items()
+                }
         out.update(machine_load(window, out["rps"]))
     out.setdefault("loadgen_cpu_percent", None)
     out.setdefault("loadgen_saturated", None)

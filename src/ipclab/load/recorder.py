@@ -2,6 +2,11 @@
 
 Each part is a complete Parquet file (``requests/part-NNNNN.parquet``), so killing the run
 loses at most the last second of records. Columns: see docs/run-directory.md.
+
+With distributed load (Locust's master and workers, docs/distributed.md) each worker ships
+its records to the master once a second over Locust's own messaging (message
+``ipclab_records``), and the master writes them: every request of every worker lands in
+the one run directory, wherever the worker runs.
 """
 
 from __future__ import annotations
@@ -54,16 +59,47 @@ class Recorder:
         self.part += 1
 
 
-_recorder: Recorder | None = None
+class Shipper:
+    """A worker's recorder: the same rows, sent to the master instead of written."""
+
+    def __init__(self, runner: Any):
+        self.runner = runner
+        self.rows: list[tuple[Any, ...]] = []
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        self.rows.append(row)
+
+    def flush(self) -> None:
+        rows, self.rows = self.rows, []
+        if rows:
+            self.runner.send_message(MESSAGE, [list(r) for r in rows])
+
+
+MESSAGE = "ipclab_records"
+_recorder: Recorder | Shipper | None = None
 _flusher: gevent.Greenlet | None = None
 
 
 @events.init.add_listener
 def _on_init(environment: Any, **_: Any) -> None:
     global _recorder
+    from locust.runners import MasterRunner, WorkerRunner
+
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        _recorder = Shipper(runner)
+        return
     target = os.environ.get("IPCLAB_REQUESTS_DIR")
     if target:
         _recorder = Recorder(Path(target))
+    if isinstance(runner, MasterRunner) and _recorder is not None:
+        recorder = _recorder
+
+        def receive(msg: Any, **_: Any) -> None:
+            for row in msg.data:
+                recorder.add(tuple(row))
+
+        runner.register_message(MESSAGE, receive)
 
 
 @events.request.add_listener
@@ -97,6 +133,12 @@ def _flush_forever() -> None:
         gevent.sleep(FLUSH_EVERY_S)
         if _recorder is not None:
             _recorder.flush()
+
+
+@events.test_stop.add_listener
+def _on_stop(**_: Any) -> None:
+    if isinstance(_recorder, Shipper):  # before the worker tells the master it stopped
+        _recorder.flush()
 
 
 @events.test_start.add_listener

@@ -6,6 +6,7 @@ already up), so every run directory has the same shape (docs/run-directory.md).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import subprocess
@@ -21,7 +22,7 @@ import psutil
 
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.backends.local import process_tree_usage
-from ipclab.procs import spawn, stop_group
+from ipclab.procs import free_port, spawn, stop_group
 from ipclab.runs import DEFAULT_ROOT, RESOURCE_COLUMNS, CsvAppender, RunWriter, new_run_dir
 from ipclab.stacks import resolve
 from ipclab.summary import summarize
@@ -131,14 +132,37 @@ def locustfile(users_module: str) -> Path:
     return Path(found.origin)
 
 
-def _locust_argv(profile: LoadProfile, url: str, run_dir: Path, users_module: str) -> list[str]:
+def worker_argv(users_module: str, master: str) -> list[str]:
+    """A Locust worker of ``master`` (``host:port``), running the stack's user module."""
+    host, port = master.rsplit(":", 1)
+    return [
+        sys.executable, "-m", "locust", "-f", str(locustfile(users_module)), "--worker",
+        "--master-host", host, "--master-port", port, "--loglevel", "WARNING",
+    ]  # fmt: skip
+
+
+def _locust_argv(
+    profile: LoadProfile,
+    url: str,
+    run_dir: Path,
+    users_module: str,
+    master: tuple[int, int] = (0, 0),
+) -> list[str]:
+    """Locust on its own (the default), or the master of ``master = (port, workers)``."""
     path = locustfile(users_module)
+    port, workers = master
+    distributed = (
+        ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+         "--expect-workers", str(workers), "--expect-workers-max-wait", "60"]
+        if workers else []
+    )  # fmt: skip
     return [
         sys.executable,
         "-m",
         "locust",
         "-f",
         str(path),
+        *distributed,
         "--headless",
         "--host",
         url,
@@ -169,9 +193,21 @@ class LoadSession:
     """
 
     def __init__(
-        self, stack: RunningStack, profile: LoadProfile, writer: RunWriter, options: StackOptions
+        self,
+        stack: RunningStack,
+        profile: LoadProfile,
+        writer: RunWriter,
+        options: StackOptions,
+        workers: int = 0,
     ):
+        """``workers``: 0 runs Locust as one process; N runs a master and N worker processes
+        on this machine (Locust's master/worker protocol; docs/distributed.md)."""
+        if workers < 0:
+            raise ValueError("workers must be 0 (one process) or more")
         self.stack, self.profile, self.writer, self.options = stack, profile, writer, options
+        self.workers = workers
+        self.worker_procs: list[subprocess.Popen[bytes]] = []
+        self.lost_workers: list[int] = []
         self.proc: subprocess.Popen[bytes] | None = None
         self._resources: CsvAppender | None = None
         self._sampler: ResourceSampler | None = None
@@ -191,15 +227,45 @@ class LoadSession:
             PYTHONUNBUFFERED="1",
         )
         self._resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
-        self._sampler = ResourceSampler(
-            self.stack, self._resources, lambda: {"loadgen": self.proc.pid} if self.proc else {}
-        )
+        self._sampler = ResourceSampler(self.stack, self._resources, self._loadgen_pids)
         self._sampler.start()
-        self.writer.event("load_start", users=p.users, duration_s=p.duration_s)
+        self.writer.event(
+            "load_start", users=p.users, duration_s=p.duration_s, workers=self.workers
+        )
         self.started = time.monotonic()
-        argv = _locust_argv(p, self.stack.gateway_url, run_dir, self.stack.spec.users)
+        port = free_port() if self.workers else 0
+        users = self.stack.spec.users
+        argv = _locust_argv(p, self.stack.gateway_url, run_dir, users, (port, self.workers))
         self.proc = spawn(argv, env, run_dir / "logs" / "locust.log")
+        for i in range(1, self.workers + 1):
+            # each worker's users draw their own ids: seed + 1000 x worker number
+            worker_env = {**env, "IPCLAB_LOAD_SEED": str(p.seed + 1000 * i)}
+            log = run_dir / "logs" / f"locust-worker{i}.log"
+            self.worker_procs.append(
+                spawn(worker_argv(users, f"127.0.0.1:{port}"), worker_env, log)
+            )
         return self
+
+    def _loadgen_pids(self) -> dict[str, int]:
+        """The load generator's processes to sample: ``loadgen`` (alone, or the master) and
+        ``loadgen-worker<i>``."""
+        out = {"loadgen": self.proc.pid} if self.proc else {}
+        for i, w in enumerate(self.worker_procs, 1):
+            if w.poll() is None:
+                out[f"loadgen-worker{i}"] = w.pid
+        return out
+
+    def check_workers(self) -> list[int]:
+        """Workers that died before the load's run time was over (recorded once each, as
+        ``worker_lost`` events); the run is then degraded, never silently complete. At the
+        end the master tells every worker to quit: those exits are not losses."""
+        if not self.running or self.elapsed >= self.profile.duration_s:
+            return self.lost_workers
+        for i, w in enumerate(self.worker_procs, 1):
+            if w.poll() is not None and i not in self.lost_workers:
+                self.lost_workers.append(i)
+                self.writer.event("worker_lost", worker=i, exit_code=w.poll())
+        return self.lost_workers
 
     @property
     def running(self) -> bool:
@@ -213,6 +279,7 @@ class LoadSession:
         """Wait for Locust to end by itself (its run time); True if it did."""
         deadline = time.monotonic() + timeout
         while self.running and time.monotonic() < deadline:
+            self.check_workers()
             time.sleep(0.05)
         return not self.running
 
@@ -224,6 +291,11 @@ class LoadSession:
                 stop_group(self.proc, grace=10)
             self.writer.event("load_stop", exit_code=self.proc.poll(), ended_itself=ended_itself)
             self.proc = None
+        for w in self.worker_procs:  # the master told them to quit; stop any that did not
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                w.wait(timeout=10)
+            if w.poll() is None:
+                stop_group(w, grace=5)
         if self._sampler is not None:
             self._sampler.halt.set()
             self._sampler.join(timeout=5)
@@ -232,6 +304,9 @@ class LoadSession:
             self._resources.close()
             self._resources = None
             self.summary = summarize(self.writer.path, warmup_s=self.profile.warmup_s)
+            if self.workers:
+                self.summary["workers"] = self.workers
+                self.summary["workers_lost"] = list(self.lost_workers)
         return self.summary
 
 
@@ -241,9 +316,11 @@ def run_on(
     writer: RunWriter,
     options: StackOptions,
     faults: Sequence[Fault] = (),
+    workers: int = 0,
 ) -> dict[str, Any]:
-    """Put the load on a running stack, recording into ``writer``'s directory."""
-    session = LoadSession(stack, profile, writer, options)
+    """Put the load on a running stack, recording into ``writer``'s directory. A run whose
+    Locust workers did not all last ends ``degraded``."""
+    session = LoadSession(stack, profile, writer, options, workers)
     pending = sorted(faults, key=lambda f: f.at_s)
     status = "failed"
     try:
@@ -257,7 +334,7 @@ def run_on(
                 writer.event("load_overrun", note="Locust did not stop in time; stopped")
                 break
             session.wait(0.05)
-        status = "complete"
+        status = "degraded" if session.check_workers() else "complete"
     except KeyboardInterrupt:
         status = "interrupted"
         writer.event("interrupted")
@@ -281,8 +358,10 @@ def run(
     faults: Sequence[Fault] = (),
     label: str = "",
     extra: dict[str, Any] | None = None,
+    workers: int = 0,
 ) -> Path:
     """Start ``stack_name``, run ``profile`` against it, stop it; return the run directory.
+    ``workers``: Locust as one process (0) or a master with that many workers.
 
     ``out`` is the run directory itself (must not hold a run yet); otherwise a new one is
     made under ``root`` (default data/runs).
@@ -315,6 +394,7 @@ def run(
         "profile": asdict(profile),
         "options": options.as_dict(),
         "faults": [asdict(f) for f in faults],
+        **({"workers": workers} if workers else {}),
         **(extra or {}),
     }
     writer = RunWriter(
@@ -336,7 +416,7 @@ def run(
             info = getattr(stack, "info", None)
             if callable(info):
                 writer.update_manifest(stack_info=info())
-            summary = run_on(stack, profile, writer, options, faults)
+            summary = run_on(stack, profile, writer, options, faults, workers)
         finally:
             if stack is not None:
                 stack.stop()
