@@ -345,9 +345,6 @@ def run(sizes: list[int], queries: int, rounds: int, only: set[str] | None) -> d
                     "cpu_us": spread(cpu[name]),
                     "wall_us": spread(wall[name]),
                     "qps": spread([1e6 / w for w in wall[name]]),
-                    "cpu_ratio_to_rest": spread(
-                        [a / b for a, b in zip(cpu[name], cpu["rest"], strict=True)]
-                    ),
                     "samples_cpu_us": cpu[name],
                     "samples_wall_us": wall[name],
                 }
@@ -355,31 +352,40 @@ def run(sizes: list[int], queries: int, rounds: int, only: set[str] | None) -> d
     return {"results": results, "missing": missing}
 
 
-def engine_spread(results: list[dict[str, Any]]) -> dict[int, float]:
-    """Per size, slowest engine / fastest engine, by median CPU per query."""
-    out = {}
-    for n in sorted({r["rows"] for r in results}):
-        cpu = [
-            r["cpu_us"]["median"] for r in results if r["rows"] == n and r["candidate"] in ENGINES
-        ]
+def derive(doc: dict[str, Any]) -> dict[str, Any]:
+    """Ratios within each round, from the samples: CPU per query over ``rest``'s and over
+    ``graphql-core``'s (the engines' common base); per size, the slowest engine over the
+    fastest, by median CPU per query."""
+    by = {(r["rows"], r["candidate"]): r for r in doc["results"]}
+    for (n, _name), r in by.items():
+        for base, key in (("rest", "cpu_ratio_to_rest"), ("graphql-core", "cpu_ratio_to_core")):
+            if (n, base) in by and not (base == "graphql-core" and _name == "rest"):
+                b = by[(n, base)]["samples_cpu_us"]
+                r[key] = spread([x / y for x, y in zip(r["samples_cpu_us"], b, strict=True)])
+    doc["engine_spread"] = {}
+    for n in sorted({r["rows"] for r in doc["results"]}):
+        cpu = [by[(n, e)]["cpu_us"]["median"] for e in ENGINES if (n, e) in by]
         if len(cpu) >= 2:
-            out[n] = max(cpu) / min(cpu)
-    return out
+            doc["engine_spread"][str(n)] = max(cpu) / min(cpu)
+    return doc
 
 
 def print_table(doc: dict[str, Any]) -> None:
     head = (
         f"{'rows':>4} {'candidate':20} {'version':9} {'bytes':>6} {'cpu us/q':>9} "
-        f"{'(min-max)':>13} {'q/s':>7} {'x rest cpu':>10} {'(min-max)':>11}"
+        f"{'(min-max)':>13} {'q/s':>7} {'x rest':>7} {'x core':>6} {'(min-max)':>11}"
     )
     print(head)
     print("-" * len(head))
     for r in doc["results"]:
-        c, q, x = r["cpu_us"], r["qps"], r["cpu_ratio_to_rest"]
+        c, q, x = r["cpu_us"], r["qps"], r.get("cpu_ratio_to_rest")
+        k = r.get("cpu_ratio_to_core")
+        rest = f"{x['median']:7.0f}" if x else f"{'':7}"
+        core = f"{k['median']:6.2f} {k['min']:5.2f}-{k['max']:<5.2f}" if k else ""
         print(
             f"{r['rows']:>4} {r['candidate']:20} {r['version']:9} {r['response_bytes']:>6} "
             f"{c['median']:9.1f} {c['min']:6.0f}-{c['max']:<6.0f} {q['median']:7.0f} "
-            f"{x['median']:10.2f} {x['min']:5.2f}-{x['max']:<5.2f}"
+            f"{rest} {core}"
         )
     for n, ratio in doc["engine_spread"].items():
         verdict = "MORE than 2x: the library is a factor" if ratio > 2 else "within 2x"
@@ -395,11 +401,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--only", default="", help="candidates besides rest, comma-separated")
     ap.add_argument("--json", type=Path, default=RESULTS / "graphql.json")
+    ap.add_argument("--report", type=Path, help="reprint a saved result; measure nothing")
     args = ap.parse_args()
+    if args.report:
+        saved = derive(json.loads(args.report.read_text()))
+        a = saved["args"]
+        print(f"{args.report}: {a['queries']} requests per batch, {a['rounds']} rounds")
+        print_table(saved)
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     only = set(args.only.split(",")) if args.only else None
-    doc = run(sizes, args.queries, args.rounds, only)
-    doc["engine_spread"] = engine_spread(doc["results"])
+    doc = derive(run(sizes, args.queries, args.rounds, only))
     doc["args"] = vars(args) | {"json": str(args.json)}
     doc["environment"] = {
         "python": platform.python_version(),
