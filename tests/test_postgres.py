@@ -24,6 +24,7 @@ from ipclab_services.domains.bundle import data
 from ipclab.backends import postgres
 from ipclab.backends.postgres import PidFile, PostgresCluster, PostgresUnavailable
 from ipclab.procs import port_open
+from tests.conftest import ipclab_processes
 
 HARNESS = """
 import json, sys, time
@@ -119,6 +120,7 @@ def test_start_seed_query_stop_leaves_nothing(root: Path) -> None:
         pidfile = PidFile.read(pg.data_dir)
         assert pidfile is not None and pidfile.status == "ready"
         assert len(pids) >= 3  # postmaster, checkpointer, writers...
+        assert {p.pid for p in ipclab_processes()} >= set(pids)  # the leak check sees them
         assert (pg.data_dir / f".s.PGSQL.{port}").is_socket()  # the socket is in the data dir
         assert pg.execute("SHOW listen_addresses; SHOW fsync").split() == ["127.0.0.1", "off"]
         pg.execute(data.seed_sql(25) + "ANALYZE;")
@@ -161,6 +163,7 @@ def test_kill_9_of_the_harness_leaves_nothing_running_and_the_next_start_sweeps(
     while (left := _gone(started["pids"], started["port"], None)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert left == [], f"still there 10 s after kill -9 of the harness: {left}"
+    assert ipclab_processes() == []
 
     # what a dead harness cannot remove: its directory and System V segment; the next
     # start sweeps them and says so
