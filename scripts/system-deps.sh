@@ -3,12 +3,14 @@
 #
 #   rabbitmq-server  the AMQP stacks' broker (ipclab starts private nodes; the system one is
 #                    not used)
+#   postgresql       the SQL database of the data-bundle stacks (ipclab starts private
+#                    clusters with initdb; the system cluster is not used)
 #   chromium         turns the HTML report into PDF (headless)
 #   poppler-utils    pdftotext/pdftoppm: the report's tests read the PDF back
 #
 # Not root: prints the apt-get command instead. The Docker engine: scripts/docker-engine.sh.
 set -euo pipefail
-PACKAGES=(rabbitmq-server chromium poppler-utils fonts-dejavu-core)
+PACKAGES=(rabbitmq-server postgresql chromium poppler-utils fonts-dejavu-core)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -25,4 +27,5 @@ echo "system-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian starts a system RabbitMQ node where an init system runs; ipclab never uses it.
+# Debian starts a system RabbitMQ node and a system PostgreSQL cluster where an init system
+# runs; ipclab never uses them.

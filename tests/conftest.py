@@ -22,10 +22,18 @@ SESSION_MARK = "IPCLABTEST_SESSION"
 os.environ.setdefault(SESSION_MARK, uuid.uuid4().hex)
 
 
+def _postmaster(name: str, cmd: str) -> bool:
+    """A private cluster's postmaster (``postgres -D .../ipclab-postgres/...``). Its children
+    (``postgres: checkpointer`` ...) overwrite their environment with their process title,
+    so they lose the session mark: they are found as the postmaster's children."""
+    return name == "postgres" and "ipclab-postgres" in cmd
+
+
 def ipclab_processes() -> list[psutil.Process]:
-    """Processes a stack or run may have started: services, Locust, a private broker."""
+    """Processes a stack or run may have started: services, Locust, a private broker, a
+    private PostgreSQL cluster."""
     out = []
-    for p in psutil.process_iter(["pid", "cmdline", "environ"]):
+    for p in psutil.process_iter(["pid", "name", "cmdline", "environ"]):
         try:
             cmd = " ".join(p.info["cmdline"] or [])
             env = p.info["environ"] or {}
@@ -37,10 +45,11 @@ def ipclab_processes() -> list[psutil.Process]:
             "ipclab_services.serve" in cmd
             or "-m locust" in cmd
             or env.get("RABBITMQ_NODENAME", "").startswith("ipclab")
+            or _postmaster(p.info["name"] or "", cmd)
         ):
             try:
-                if p.status() != psutil.STATUS_ZOMBIE:
-                    out.append(p)
+                family = [p, *(p.children(recursive=True) if _postmaster(p.name(), cmd) else [])]
+                out.extend(c for c in family if c.status() != psutil.STATUS_ZOMBIE)
             except psutil.NoSuchProcess:
                 continue
     return out

@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import pwd
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 
@@ -43,13 +45,19 @@ def spawn(
     *,
     detached: bool = False,
     cwd: Path | None = None,
+    user: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a new session with output to ``log``.
 
     Unless ``detached``, the child is killed if the harness dies, so a crashed harness
-    leaves no service behind.
+    leaves no service behind. ``user`` (the harness must be root): run as that OS user,
+    with its primary group and no supplementary groups; the parent-death signal is set after
+    the switch (subprocess changes ids before ``preexec_fn``), so it survives it.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
+    ids: dict[str, Any] = {}
+    if user is not None:
+        ids = {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
     with open(log, "ab") as out:
         return subprocess.Popen(
             list(argv),
@@ -60,6 +68,7 @@ def spawn(
             start_new_session=True,
             cwd=cwd,
             preexec_fn=None if detached else _die_with_parent,
+            **ids,
         )
 
 
