@@ -11,6 +11,11 @@ byte-identical to REST's, or ``{"error": code, "message": ...}`` with the matchi
   (``Unavailable``) and the next call opens a new one. Calls beyond the server's
   ``MAX_CONCURRENT_STREAMS`` wait for a stream to close, within their deadline.
 - A call past its deadline resets its stream (RST_STREAM CANCEL) and raises ``Timeout``.
+- After a GOAWAY (a server may end a connection after so many requests, as hypercorn
+  does after 1,000), the calls the server took still get their answers; those it did not
+  take (stream ids above its last, or REFUSED_STREAM) are sent again on a new connection,
+  as are all unanswered calls after a GOAWAY with an error (calls are GETs, which may be
+  repeated); at most ``ATTEMPTS`` sends per call, within its deadline.
 - Flow control: the client opens its connection window and per-stream windows wide and
   returns what it reads at once; the server sends what the window allows and the rest
   when WINDOW_UPDATE arrives.
@@ -37,6 +42,7 @@ from ipclab_services.transports.base import ConnectConfig, ServeConfig, ServiceD
 
 MAX_STREAMS = 1000  # concurrent streams a server accepts on one connection
 WINDOW = 2**24  # the client's receive window, per stream and for the connection
+ATTEMPTS = 3  # sends of one call when connections end under it (GOAWAY)
 
 _FAST = {
     "header_encoding": None,  # header names and values stay bytes
@@ -207,6 +213,10 @@ async def serve(service: ServiceDef, config: ServeConfig) -> None:
 # --- client -------------------------------------------------------------------------------
 
 
+class _Retry(Exception):
+    """The server did not take the stream (GOAWAY, REFUSED_STREAM): safe to send again."""
+
+
 class _ClientConnection(_Peer):
     def __init__(self, authority: bytes) -> None:
         super().__init__(client_side=True)
@@ -240,6 +250,22 @@ class _ClientConnection(_Peer):
         self.replies.clear()
         self._wake()
 
+    def _goaway(self, event: h2.events.ConnectionTerminated) -> None:
+        """No new streams here. A graceful GOAWAY: the streams the server took still get
+        their answers, the others are sent again elsewhere. Any other: every unanswered
+        call is sent again (all calls are GETs, which may be repeated)."""
+        self.closed = True
+        last = event.last_stream_id if event.last_stream_id is not None else 2**31
+        if event.error_code != ErrorCodes.NO_ERROR:
+            last = 0
+        for stream in [s for s in self.replies if s > last]:
+            future, _ = self.replies.pop(stream)
+            if not future.done():
+                future.set_exception(_Retry())
+        if not self.replies and self.transport is not None:
+            self.transport.close()
+        self._wake()
+
     def _wake(self) -> None:
         while self.waiting and len(self.replies) < self._limit():
             future = self.waiting.pop(0)
@@ -262,25 +288,29 @@ class _ClientConnection(_Peer):
             elif isinstance(event, h2.events.StreamEnded):
                 self._done(event.stream_id, None)
             elif isinstance(event, h2.events.StreamReset):
-                self._done(event.stream_id, f"stream reset by the server ({event.error_code!r})")
+                self._done(
+                    event.stream_id,
+                    f"stream reset by the server ({event.error_code!r})",
+                    retry=event.error_code == ErrorCodes.REFUSED_STREAM,
+                )
             elif isinstance(event, h2.events.ConnectionTerminated):
-                self.flush()
-                self._fail(f"GOAWAY ({event.error_code!r})")
-                if self.transport is not None:
-                    self.transport.close()
-                return
+                self._goaway(event)
             elif isinstance(event, h2.events.RemoteSettingsChanged):
                 self._wake()
         self.flush()
 
-    def _done(self, stream: int, error: str | None) -> None:
+    def _done(self, stream: int, error: str | None, retry: bool = False) -> None:
         status = self.status.pop(stream, 0)
         reply = self.replies.pop(stream, None)
         if reply is not None and not reply[0].done():
-            if error is None:
+            if retry:
+                reply[0].set_exception(_Retry())
+            elif error is None:
                 reply[0].set_result((status, b"".join(reply[1])))
             else:
                 reply[0].set_exception(Unavailable(error))
+        if self.closed and not self.replies and self.transport is not None:
+            self.transport.close()  # after a GOAWAY, once the last answer is in
         self._wake()
 
     async def request(self, path: bytes) -> tuple[int, bytes]:
@@ -294,7 +324,7 @@ class _ClientConnection(_Peer):
                 if wait in self.waiting:
                     self.waiting.remove(wait)
         if self.closed:
-            raise Unavailable("connection closed")
+            raise _Retry()
         stream = self.h2.get_next_available_stream_id()
         self.h2.send_headers(
             stream,
@@ -363,8 +393,13 @@ class H2cClients:
         path = f"/{op}?{urlencode(wire.query_pairs(request))}".encode()
         try:
             async with asyncio.timeout(timeout):
-                connection = await self._connection(service)
-                status, body = await connection.request(path)
+                for _ in range(ATTEMPTS):
+                    connection = await self._connection(service)
+                    with contextlib.suppress(_Retry):
+                        status, body = await connection.request(path)
+                        break
+                else:
+                    raise Unavailable(f"{service}: connection ended {ATTEMPTS} times")
         except TimeoutError:
             raise Timeout(f"{service} did not answer within {timeout}s") from None
         except OSError as e:
