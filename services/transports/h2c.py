@@ -74,6 +74,14 @@ class _Peer(asyncio.Protocol):
             self._flush_soon = True
             asyncio.get_running_loop().call_soon(self.flush)
 
+    def goodbye(self) -> None:
+        """End the connection: GOAWAY, then close."""
+        if self.transport is not None:
+            with contextlib.suppress(h2.exceptions.H2Error):
+                self.h2.close_connection()
+            self.flush()
+            self.transport.close()
+
     def receive(self, data: bytes) -> list[h2.events.Event]:
         try:
             return self.h2.receive_data(data)
@@ -111,11 +119,8 @@ class _ServerConnection(_Peer):
             task.cancel()
 
     def close(self) -> None:
-        if not self.gone and self.transport is not None:
-            with contextlib.suppress(h2.exceptions.H2Error):
-                self.h2.close_connection()
-            self.flush()
-            self.transport.close()
+        if not self.gone:
+            self.goodbye()
 
     def data_received(self, data: bytes) -> None:
         for event in self.receive(data):
@@ -351,11 +356,8 @@ class _ClientConnection(_Peer):
             raise
 
     def close(self) -> None:
-        if not self.closed and self.transport is not None:
-            with contextlib.suppress(h2.exceptions.H2Error):
-                self.h2.close_connection()
-            self.flush()
-            self.transport.close()
+        if not self.closed:
+            self.goodbye()
         self.closed = True
 
 
