@@ -166,3 +166,41 @@ def test_h2c_calls_beyond_the_stream_limit_wait_for_a_free_stream(
             assert clients.stats()["connections_opened"] == 1
 
     run(main)
+
+
+def test_h2c_calls_a_leaving_server_did_not_answer_are_sent_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that takes 5 streams per connection, then says GOAWAY and hangs up (as
+    hypercorn does after 1,000 requests): every call still gets its own answer, each sent
+    at most ``h2c.ATTEMPTS`` (3) times."""
+
+    class Leaving(h2c._ServerConnection):
+        taken = 0
+
+        def _dispatch(self, stream: int) -> None:
+            self.taken += 1
+            if self.taken <= 5:
+                super()._dispatch(stream)
+            elif self.taken == 6:
+                asyncio.get_running_loop().create_task(self._leave(last=stream - 2))
+
+        async def _leave(self, last: int) -> None:
+            """Answer what was taken, then GOAWAY (h2 sends nothing after it) and hang up."""
+            await asyncio.gather(*self.tasks)
+            self.h2.close_connection(last_stream_id=last)
+            self.flush()
+            if self.transport is not None:
+                self.transport.close()
+
+    monkeypatch.setattr(h2c, "_ServerConnection", Leaving)
+
+    async def main() -> None:
+        async with served("h2c", TEST_SERVICE) as clients:
+            replies = await asyncio.gather(
+                *(clients.call("sized", "get", {"call": i, "size": 10}, 10) for i in range(12))
+            )
+            assert [r["call"] for r in replies] == [str(i) for i in range(12)]
+            assert clients.stats()["connections_opened"] > 1
+
+    run(main)

@@ -14,8 +14,9 @@ byte-identical to REST's, or ``{"error": code, "message": ...}`` with the matchi
 - After a GOAWAY (a server may end a connection after so many requests, as hypercorn
   does after 1,000), the calls the server took still get their answers; those it did not
   take (stream ids above its last, or REFUSED_STREAM) are sent again on a new connection,
-  as are all unanswered calls after a GOAWAY with an error (calls are GETs, which may be
-  repeated); at most ``ATTEMPTS`` sends per call, within its deadline.
+  as are all calls left unanswered by a GOAWAY with an error or by the connection's end
+  after a GOAWAY (calls are GETs, which may be repeated); at most ``ATTEMPTS`` sends per
+  call, within its deadline. A connection lost without GOAWAY fails its calls.
 - Flow control: the client opens its connection window and per-stream windows wide and
   returns what it reads at once; the server sends what the window allows and the rest
   when WINDOW_UPDATE arrives.
@@ -230,6 +231,7 @@ class _ClientConnection(_Peer):
         self.status: dict[int, int] = {}
         self.waiting: list[asyncio.Future[None]] = []  # calls waiting for a free stream
         self.closed = False
+        self.leaving = False  # the server sent GOAWAY
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -248,10 +250,12 @@ class _ClientConnection(_Peer):
         self._fail(f"connection lost: {exc!r}" if exc else "connection closed by the server")
 
     def _fail(self, why: str) -> None:
+        """The connection is gone: its unanswered calls fail, or, if the server had said
+        GOAWAY (it meant to close), are sent again elsewhere."""
         self.closed = True
         for future, _ in self.replies.values():
             if not future.done():
-                future.set_exception(Unavailable(why))
+                future.set_exception(_Retry() if self.leaving else Unavailable(why))
         self.replies.clear()
         self._wake()
 
@@ -259,7 +263,7 @@ class _ClientConnection(_Peer):
         """No new streams here. A graceful GOAWAY: the streams the server took still get
         their answers, the others are sent again elsewhere. Any other: every unanswered
         call is sent again (all calls are GETs, which may be repeated)."""
-        self.closed = True
+        self.closed = self.leaving = True
         last = event.last_stream_id if event.last_stream_id is not None else 2**31
         if event.error_code != ErrorCodes.NO_ERROR:
             last = 0
