@@ -12,7 +12,7 @@ the library directly with the same handler. Per candidate it prints:
   measured in the same run.
 
     python bench/transports.py [--requests 2000] [--inflight 32] [--seconds 3]
-                               [--only rest,grpc] [--json OUT]
+                               [--only rest,grpc] [--rounds 3] [--json OUT]
 
 Numbers move with the machine's load; compare rows of one run, not runs of two machines.
 """
@@ -29,7 +29,6 @@ import multiprocessing as mp
 import os
 import platform
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -45,6 +44,8 @@ import numpy as np
 import orjson
 import psutil
 import uvloop
+
+from ipclab.procs import free_port
 
 SERVICE = "product-info"
 REQUEST = {"product_id": 1}
@@ -63,7 +64,6 @@ class Candidate:
     client: str  # key of CLIENTS
     loop: str = "uvloop"  # or "asyncio", on both sides
     broker: bool = False
-    udp: bool = False
 
 
 CANDIDATES = (
@@ -71,7 +71,13 @@ CANDIDATES = (
     Candidate("rest", "HTTP/1.1: adapter (uvicorn+httptools, aiohttp client)", "rest", "rest"),
     Candidate("rest-httpx", "HTTP/1.1: same server, httpx.AsyncClient", "rest", "httpx"),
     Candidate("aiohttp-web", "HTTP/1.1: aiohttp.web server, aiohttp client", "aiohttp", "rest"),
-    Candidate("h2c", "HTTP/2 cleartext: hypercorn, httpx http2 client", "h2c", "h2c"),
+    Candidate("h2c", "h2c: adapter (own asyncio protocols on h2, both sides)", "h2c", "h2c"),
+    Candidate("h2c-granian", "h2c: granian server (RSGI), adapter client", "granian", "h2c"),
+    Candidate("h2c-hypercorn", "h2c: hypercorn server, adapter client", "hypercorn", "h2c"),
+    Candidate("h2c-httpx", "h2c: adapter server, httpx http2 client", "h2c", "httpx-h2"),
+    Candidate(
+        "h2c-hyp-httpx", "h2c: hypercorn server, httpx http2 client", "hypercorn", "httpx-h2"
+    ),
     Candidate("grpc", "gRPC unary: adapter (grpc.aio both sides), uvloop", "grpc", "grpc"),
     Candidate(
         "grpc-asyncio", "gRPC unary: adapter, default asyncio loop", "grpc", "grpc", "asyncio"
@@ -86,7 +92,7 @@ CANDIDATES = (
         "amqp-direct",
         broker=True,
     ),
-    Candidate("coap", "CoAP GET: aiocoap both sides", "coap", "coap", udp=True),
+    Candidate("coap", "CoAP GET: adapter (aiocoap both sides, CON)", "coap", "coap"),
 )
 BY_NAME = {c.name: c for c in CANDIDATES}
 
@@ -156,7 +162,18 @@ async def serve_aiohttp(port: int, _url: str, ready: Ready) -> None:
     await asyncio.Future()
 
 
-async def serve_h2c(port: int, _url: str, ready: Ready) -> None:
+async def _wait_listening(port: int) -> None:
+    """For servers without a "started" hook: wait until the port accepts a connection."""
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.02)
+
+
+async def serve_hypercorn(port: int, _url: str, ready: Ready) -> None:
     from hypercorn.asyncio import serve
     from hypercorn.config import Config
     from ipclab_services.asgi import json_app
@@ -171,34 +188,41 @@ async def serve_h2c(port: int, _url: str, ready: Ready) -> None:
     config.accesslog = None
     config.errorlog = None
     task = asyncio.create_task(serve(json_app(route), config))  # type: ignore[arg-type]
-    while True:  # hypercorn has no "started" hook: wait until the port answers
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            break
-        except OSError:
-            await asyncio.sleep(0.02)
+    await _wait_listening(port)
     ready()
     await task
 
 
-async def serve_coap(port: int, _url: str, ready: Ready) -> None:
-    import aiocoap
-    from aiocoap import resource
+async def serve_granian(port: int, _url: str, ready: Ready) -> None:
+    """granian (Rust, hyper) as an h2c server, embedded in this loop, RSGI interface."""
+    from urllib.parse import parse_qsl
+
+    from granian.constants import HTTPModes, Interfaces
+    from granian.server.embed import Server
+    from ipclab_services import wire
 
     service = _service()
+    headers = [("content-type", "application/json")]
 
-    class Get(resource.Resource):
-        async def render_get(self, request: aiocoap.Message) -> aiocoap.Message:
-            query = dict(q.split("=", 1) for q in request.opt.uri_query)
-            body = await service.invoke("get", query)
-            return aiocoap.Message(payload=orjson.dumps(body), content_format=50)
+    async def app(scope: Any, proto: Any) -> None:
+        query = dict(parse_qsl(scope.query_string, keep_blank_values=True))
+        status, body = await wire.answer(service, scope.path.strip("/"), query)
+        proto.response_bytes(status, headers, body)
 
-    site = resource.Site()
-    site.add_resource(["get"], Get())
-    await aiocoap.Context.create_server_context(site, bind=("127.0.0.1", port))
+    server = Server(
+        app,
+        address="127.0.0.1",
+        port=port,
+        interface=Interfaces.RSGI,
+        http=HTTPModes.http2,
+        websockets=False,
+        backlog=4096,
+        log_enabled=False,
+    )
+    task = asyncio.create_task(server.serve())
+    await _wait_listening(port)
     ready()
-    await asyncio.Future()
+    await task
 
 
 SERVERS: dict[str, Callable[[int, str, Ready], Awaitable[None]]] = {
@@ -207,8 +231,10 @@ SERVERS: dict[str, Callable[[int, str, Ready], Awaitable[None]]] = {
     "grpc": lambda p, u, r: serve_adapter("grpc", p, u, r),
     "amqp": lambda p, u, r: serve_adapter("amqp", p, u, r),
     "aiohttp": serve_aiohttp,
-    "h2c": serve_h2c,
-    "coap": serve_coap,
+    "h2c": lambda p, u, r: serve_adapter("h2c", p, u, r),
+    "coap": lambda p, u, r: serve_adapter("coap", p, u, r),
+    "hypercorn": serve_hypercorn,
+    "granian": serve_granian,
 }
 
 
@@ -316,30 +342,16 @@ async def client_amqp_direct(_addr: str, url: str) -> tuple[Call, Close]:
     return client.call, client.close
 
 
-async def client_coap(addr: str) -> tuple[Call, Close]:
-    import aiocoap
-
-    context = await aiocoap.Context.create_client_context()
-    uri = f"coap://{addr}/get?" + "&".join(f"{k}={v}" for k, v in REQUEST.items())
-
-    async def call() -> Any:
-        response = await context.request(aiocoap.Message(code=aiocoap.GET, uri=uri)).response
-        if not response.code.is_successful():
-            raise RuntimeError(f"CoAP {response.code}")
-        return orjson.loads(response.payload)
-
-    return call, context.shutdown
-
-
 CLIENTS: dict[str, Callable[[str, str, int], Awaitable[tuple[Call, Close]]]] = {
     "echo": client_echo,
     "rest": lambda a, u, _: client_adapter("rest", a, u),
     "grpc": lambda a, u, _: client_adapter("grpc", a, u),
     "amqp": lambda a, u, _: client_adapter("amqp", a, u),
     "httpx": lambda a, u, _: client_httpx(a),
-    "h2c": lambda a, u, _: client_httpx(a, http2=True),
+    "httpx-h2": lambda a, u, _: client_httpx(a, http2=True),
     "amqp-direct": lambda a, u, _: client_amqp_direct(a, u),
-    "coap": lambda a, u, _: client_coap(a),
+    "h2c": lambda a, u, _: client_adapter("h2c", a, u),
+    "coap": lambda a, u, _: client_adapter("coap", a, u),
 }
 
 
@@ -458,12 +470,6 @@ def client_main(
         conn.send({"error": traceback.format_exc(limit=3).strip().splitlines()[-1]})
 
 
-def free_port(udp: bool = False) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM if udp else socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _stop(proc: mp.process.BaseProcess) -> None:
     if proc.is_alive():
         proc.terminate()
@@ -476,7 +482,7 @@ def _stop(proc: mp.process.BaseProcess) -> None:
 def run_candidate(c: Candidate, args: argparse.Namespace, broker: Any) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     url = broker.url if c.broker else ""
-    port = free_port(c.udp)
+    port = free_port()  # free over TCP and UDP
     parent, child = ctx.Pipe()
     server = ctx.Process(target=server_main, args=(c.name, port, url, child), daemon=True)
     server.start()
@@ -519,6 +525,7 @@ VERSIONED = (
     "httpx",
     "h2",
     "hypercorn",
+    "granian",
     "grpcio",
     "protobuf",
     "aio-pika",
@@ -567,36 +574,104 @@ def format_row(r: dict[str, Any], floor: dict[str, Any] | None) -> str:
     )
 
 
-def measure_all(chosen: list[Candidate], args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Measure each candidate in turn, printing its row as soon as it is known."""
+def measure_round(
+    chosen: list[Candidate], args: argparse.Namespace, round_no: int, broker: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Measure each candidate once (the floor first), printing each row as soon as it is
+    known; ratios compare a row with the floor of its own round."""
     from ipclab.backends.broker import BrokerUnavailable, RabbitNode
 
-    print(header(args.inflight), flush=True)
     rows: list[dict[str, Any]] = []
     floor: dict[str, Any] | None = None
-    broker: RabbitNode | None = None
-    try:
-        for c in chosen:
-            result: dict[str, Any]
-            try:
-                if c.broker and broker is None:
-                    broker = RabbitNode(Path(tempfile.mkdtemp(prefix="ipclab-bench-")) / "broker")
-                    broker.start()
-                result = run_candidate(c, args, broker)
-            except (BrokerUnavailable, OSError, EOFError) as e:
-                result = {
-                    "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                }
-            rows.append({"name": c.name, "label": c.label, **result})
-            if c.name == "floor" and "error" not in result:
-                floor = rows[-1]
-            print(format_row(rows[-1], floor), flush=True)
-    finally:
-        if broker is not None:
-            broker.stop()
-            with contextlib.suppress(OSError):
-                broker.directory.parent.rmdir()
+    for c in chosen:
+        result: dict[str, Any]
+        try:
+            if c.broker and "node" not in broker:
+                broker["node"] = RabbitNode(
+                    Path(tempfile.mkdtemp(prefix="ipclab-bench-")) / "broker"
+                )
+                broker["node"].start()
+            result = run_candidate(c, args, broker.get("node"))
+        except (BrokerUnavailable, OSError, EOFError) as e:
+            result = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+        rows.append({"name": c.name, "label": c.label, "round": round_no, **result})
+        if c.name == "floor" and "error" not in result:
+            floor = rows[-1]
+        print(format_row(rows[-1], floor), flush=True)
     return rows
+
+
+def measure_all(chosen: list[Candidate], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """``args.rounds`` rounds of every candidate, interleaved, so that slow drifts of the
+    machine's load touch every candidate alike; after the floor, each round starts one
+    candidate further along the list."""
+    print(header(args.inflight), flush=True)
+    broker: dict[str, Any] = {}
+    floor, others = chosen[:1], chosen[1:]
+    rows: list[dict[str, Any]] = []
+    try:
+        for r in range(args.rounds):
+            if args.rounds > 1:
+                print(f"# round {r + 1} of {args.rounds}, load avg {os.getloadavg()[0]:.2f}")
+            k = r % len(others) if others else 0
+            rows += measure_round(floor + others[k:] + others[:k], args, r + 1, broker)
+    finally:
+        if "node" in broker:
+            broker["node"].stop()
+            with contextlib.suppress(OSError):
+                broker["node"].directory.parent.rmdir()
+    return rows
+
+
+def summarize(rows: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
+    """Per candidate over the rounds: medians of the figures, errors summed, and medians of
+    the per-round ratios to the floor and to grpc (the same round's rows)."""
+    ok = [r for r in rows if "error" not in r]
+    same_round = {(r["round"], r["name"]): r for r in ok}
+
+    def ratio(mine: list[dict[str, Any]], key: str, other: str) -> float | None:
+        values = [
+            r[key] / o[key]
+            for r in mine
+            if (o := same_round.get((r["round"], other))) is not None and r[key] and o[key]
+        ]
+        return round(float(np.median(values)), 3) if values else None
+
+    out: list[dict[str, Any]] = []
+    for name in names:
+        mine = [r for r in ok if r["name"] == name]
+        row: dict[str, Any] = {"name": name, "rounds": len(mine)}
+        if mine:
+            for k in ("seq_p50_us", "seq_p99_us", "rps", "cpu_us_per_call"):
+                values = [r[k] for r in mine if r[k] is not None]
+                row[k] = round(float(np.median(values)), 1) if values else None
+            row["errors"] = sum(r["errors"] for r in mine)
+            for other in ("floor", "grpc"):
+                row[f"rps_x_{other}"] = ratio(mine, "rps", other)
+                row[f"cpu_x_{other}"] = ratio(mine, "cpu_us_per_call", other)
+        out.append(row)
+    return out
+
+
+def print_summary(summary: list[dict[str, Any]], rounds: int) -> None:
+    head = (
+        f"{'candidate':<13} {'p50 us':>8} {'p99 us':>8} {'req/s':>8} {'cpu us/call':>11}"
+        f" {'errors':>6} {'rps x floor':>11} {'cpu x floor':>11} {'rps x grpc':>10}"
+        f" {'cpu x grpc':>10}"
+    )
+    print(f"\n# medians over {rounds} interleaved rounds; ratios: medians of per-round ratios")
+    print(head + "\n" + "-" * len(head))
+    for s in summary:
+        if not s["rounds"]:
+            print(f"{s['name']:<13} FAILED in every round")
+            continue
+        print(
+            f"{s['name']:<13} {_num(s['seq_p50_us'], '.0f'):>8} {_num(s['seq_p99_us'], '.0f'):>8}"
+            f" {_num(s['rps'], '.0f'):>8} {_num(s['cpu_us_per_call'], '.0f'):>11}"
+            f" {s['errors']:>6} {_num(s['rps_x_floor'], '.3f'):>11}"
+            f" {_num(s['cpu_x_floor'], '.1f'):>11} {_num(s['rps_x_grpc'], '.2f'):>10}"
+            f" {_num(s['cpu_x_grpc'], '.2f'):>10}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -605,6 +680,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inflight", type=int, default=32, help="calls in flight (default 32)")
     ap.add_argument("--seconds", type=float, default=3.0, help="throughput phase (default 3)")
     ap.add_argument("--only", default="", help=f"comma-separated: {', '.join(BY_NAME)}")
+    ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
@@ -621,6 +697,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     started = time.monotonic()
     rows = measure_all(chosen, args)
+    summary = summarize(rows, [c.name for c in chosen]) if args.rounds > 1 else []
+    if summary:
+        print_summary(summary, args.rounds)
     load_after = os.getloadavg()
     print(
         f"# load avg {load_before[0]:.2f} before, {load_after[0]:.2f} after;"
@@ -638,6 +717,7 @@ def main(argv: list[str] | None = None) -> int:
             "args": {k: v for k, v in vars(args).items() if k != "json"},
             "versions": versions(),
             "rows": rows,
+            "summary": summary,
         }
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
     return 0 if all("error" not in r for r in rows) else 1

@@ -18,10 +18,18 @@ _PR_SET_PDEATHSIG = 1
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nobody listens on now (the kernel's choice)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A port nobody uses now, over TCP nor UDP (the kernel's choice of a TCP port, kept
+    only if UDP can bind it too): a role may listen on either (CoAP services use UDP)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
+            tcp.bind((host, 0))
+            port = int(tcp.getsockname()[1])
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+                try:
+                    udp.bind((host, port))
+                except OSError:
+                    continue  # busy over UDP: ask again
+                return port
 
 
 def port_open(host: str, port: int, timeout: float = 0.2) -> bool:

@@ -1,0 +1,14 @@
+"""Nyfløtt 2017 (NTNU master thesis): HTTP/1.1 vs h2c vs CoAP between an API gateway and
+its services, under added network delay. So far: the shop over h2c and CoAP (issue 14)."""
+
+from __future__ import annotations
+
+from ipclab.studies import Study
+from ipclab.studies.nyflott.stacks import STACKS
+
+STUDY = Study(
+    name="nyflott",
+    title="Nyfløtt 2017: HTTP/1.1 vs h2c vs CoAP",
+    stacks=STACKS,
+    notebooks=(),
+)
