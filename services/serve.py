@@ -48,8 +48,9 @@ async def main() -> None:
             [defs[s] for s in names], ConnectConfig(addresses, amqp_url)
         )
         try:
-            handler = domain.gateway_handler(clients, names, domains.GatewaySettings.from_env())
-            await fronts.load(env["IPCLAB_FRONT"]).serve(handler, host, port)
+            front = fronts.load(env["IPCLAB_FRONT"])
+            settings = domains.GatewaySettings.from_env()
+            await front.serve(front.make_handler(domain, clients, names, settings), host, port)
         finally:
             await clients.close()
         return

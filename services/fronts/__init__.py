@@ -3,6 +3,8 @@
 A front turns what a client sends into a :class:`Request` for the domain's gateway handler
 and its ``(status, body)`` answer back into bytes on the wire. Each module provides
 
+    def make_handler(domain, clients, services, settings) -> Handler
+        # what the gateway answers: the domain's handler, or the front's own on top of it
     async def serve(handler: Handler, host: str, port: int, ready: asyncio.Event | None)
 
 so a new front (POST bodies, GraphQL, protobuf bodies, h2c, CoAP) is one module here, and

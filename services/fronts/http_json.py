@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from ipclab_services.asgi import Receive, Scope, Send, respond, serve_http
+from ipclab_services.domains import GatewaySettings
 from ipclab_services.fronts import Handler, Request
 
 MAX_BODY = 1 << 20
@@ -54,6 +55,14 @@ def asgi_app(handler: Handler) -> Any:
         await respond(send, status, answer)
 
     return app
+
+
+def make_handler(
+    domain: Any, clients: Any, services: tuple[str, ...], settings: GatewaySettings
+) -> Handler:
+    """The domain's own answers (its ``gateway_handler``), served as they are."""
+    handler: Handler = domain.gateway_handler(clients, services, settings)
+    return handler
 
 
 async def serve(handler: Handler, host: str, port: int, ready: asyncio.Event | None = None) -> None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 BROKER = "rabbitmq"  # infrastructure names a stack can declare
-INFRASTRUCTURE = (BROKER,)
+DATABASE = "postgres"
+INFRASTRUCTURE = (BROKER, DATABASE)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,12 @@ class StackSpec:
     def needs_broker(self) -> bool:
         return BROKER in self.infrastructure
 
+    @property
+    def needs_database(self) -> bool:
+        """A SQL database the harness starts, creates and fills (the domain's
+        ``database_sql``) before the services; they find it at ``IPCLAB_DATABASE_URL``."""
+        return DATABASE in self.infrastructure
+
     def declaration(self) -> dict[str, object]:
         """What the stack is made of, as recorded in every run's manifest (``stack_spec``)."""
         return {
@@ -86,6 +93,7 @@ class StackSpec:
         addresses: Mapping[str, str],
         amqp_url: str = "",
         options: Mapping[str, str] | None = None,
+        database_url: str = "",
     ) -> dict[str, str]:
         """The environment of ``role``: what it is, where its peers are, and the knobs.
 
@@ -107,6 +115,8 @@ class StackSpec:
         }
         if amqp_url:
             env["IPCLAB_AMQP_URL"] = amqp_url
+        if database_url and role != self.gateway:
+            env["IPCLAB_DATABASE_URL"] = database_url
         if role == self.gateway and not self.needs_broker:
             env.update({addr_env(s): addresses[s] for s in self.services})
         return env

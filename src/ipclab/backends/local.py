@@ -26,6 +26,7 @@ import psutil
 
 from ipclab.backends.base import StackOptions
 from ipclab.backends.broker import RabbitNode
+from ipclab.backends.postgres import PostgresCluster
 from ipclab.procs import free_port, kill_group, spawn, stop_group, tail
 from ipclab.stacks import StackSpec, resolve
 
@@ -66,6 +67,7 @@ class LocalStack:
     ports: dict[str, int] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     broker: RabbitNode | None = None
+    database: PostgresCluster | None = None
     _ps: dict[int, psutil.Process] = field(default_factory=dict)
     _stopped: bool = False
 
@@ -81,6 +83,7 @@ class LocalStack:
                 {s: f"127.0.0.1:{self.ports[s]}" for s in self.spec.services},
                 self.broker.url if self.broker is not None else "",
                 self.options.env(),
+                self.database.dsn if self.database is not None else "",
             ),
             IPCLAB_HOST="127.0.0.1",
             IPCLAB_PORT=str(self.ports[role]),
@@ -101,6 +104,8 @@ class LocalStack:
             if self.spec.needs_broker:
                 self.broker = RabbitNode(self.workdir / "broker")
                 self.broker.start(detached=self.detached)
+            if self.spec.needs_database:
+                self._start_database()
             self.ports = {role: free_port() for role in self.spec.roles}
             for role in self.spec.roles:
                 self._spawn(role)
@@ -116,6 +121,16 @@ class LocalStack:
                 raise StackStartError(f"{self.spec.name} did not start: {e}\n{logs}") from None
             raise
 
+    def _start_database(self) -> None:
+        """A private PostgreSQL cluster, created and filled by the domain's SQL for this
+        run's knobs (e.g. rows per table)."""
+        from ipclab_services import domains
+
+        self.database = PostgresCluster()
+        self.database.start(detached=self.detached)
+        env = {**os.environ, **self.options.env(), **self.spec.settings}
+        self.database.execute(domains.load(self.spec.domain).database_sql(env))
+
     # --- RunningStack -------------------------------------------------------------------
     def components(self) -> dict[str, tuple[str, int]]:
         """name -> (kind, pid) for every live component."""
@@ -126,6 +141,8 @@ class LocalStack:
         }
         if self.broker is not None and self.broker.process is not None:
             out["broker"] = ("broker", self.broker.process.pid)
+        if self.database is not None and self.database.process is not None:
+            out["database"] = ("database", self.database.process.pid)
         return out
 
     def sample(self) -> list[dict[str, Any]]:
@@ -180,6 +197,8 @@ class LocalStack:
             stop_group(proc)
         if self.broker is not None:
             self.broker.stop()
+        if self.database is not None:
+            self.database.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
         _LIVE.discard(self)
 
@@ -200,6 +219,12 @@ class LocalStack:
                 "pid": self.broker.process.pid if self.broker.process else None,
                 "epmd_port": self.broker.epmd_port,
                 "dir": str(self.broker.directory),
+            },
+            "database": None
+            if self.database is None
+            else {
+                "pid": self.database.process.pid if self.database.process else None,
+                "dir": str(self.database.directory),
             },
         }
 
@@ -282,6 +307,11 @@ def down(stack_name: str) -> bool:
         from ipclab.backends.broker import stop_private_epmd
 
         stop_private_epmd(broker["epmd_port"])
+    database = state.get("database")
+    if database:
+        if database.get("pid"):
+            stop_group(database["pid"], grace=10)
+        shutil.rmtree(database["dir"], ignore_errors=True)
     shutil.rmtree(state["workdir"], ignore_errors=True)
     path.unlink()
     return True

@@ -27,6 +27,11 @@ def _extends(service: str) -> dict[str, Any]:
 
 def compose_document(spec: StackSpec) -> dict[str, Any]:
     """The compose document of ``spec``: its broker (if any), its services and its gateway."""
+    if spec.needs_database:
+        raise ValueError(
+            f"{spec.name} needs a database, which the docker backend does not run yet; "
+            "use the local backend"
+        )
     addresses = {s: f"{s}:{CONTAINER_PORT}" for s in spec.services}
     amqp_url = BROKER_URL if spec.needs_broker else ""
     services: dict[str, Any] = {}
