@@ -88,11 +88,7 @@ def test_malformed_graphql_gets_an_error_in_time_and_the_gateway_keeps_serving(
     cases: dict[str, tuple[bytes, int | None, str | None]] = {
         "syntax error": (b'{"query": "{ person { id "}', 400, None),
         "unknown field": (b'{"query": "{ nosuch }"}', 400, None),
-        "aliases that multiply the calls": (
-            json.dumps({"query": f"{{ {aliases} }}"}).encode(),
-            400,
-            None,
-        ),
+        "aliases that multiply the calls": (blow_up, 400, None),
         "query too long": (json.dumps({"query": "{" + " " * 20_000 + "}"}).encode(), 413, None),
         "body too large": (b'{"query": "' + b" " * (2 << 20) + b'"}', 413, None),
         "not JSON": (b"not json", 400, None),

@@ -1,5 +1,5 @@
 """The bundle's gateway: the same calls to the four services behind a REST API and a
-GraphQL API, so that only the API layer differs (Johansson's "equal terms").
+GraphQL API, so that only the API layer differs (the two gateways on equal terms).
 
 REST: ``GET /api/Databundle/`` (every table), ``GET /api/<table>/`` (one), ``/healthz``,
 ``/stats``. GraphQL: one query type with one list field per table (:data:`SDL`), served by
