@@ -23,13 +23,19 @@ Route = Callable[[list[str], dict[str, str]], Awaitable[tuple[int, Any]]]
 _JSON = [(b"content-type", b"application/json")]
 
 
-async def respond(send: Send, status: int, body: Any) -> None:
+async def respond(
+    send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     payload = body if isinstance(body, bytes) else orjson.dumps(body)
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [*_JSON, (b"content-length", str(len(payload)).encode())],
+            "headers": [
+                *_JSON,
+                (b"content-length", str(len(payload)).encode()),
+                *(headers or ()),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": payload})

@@ -2,15 +2,19 @@
 
 The request line, query and (for methods other than GET and HEAD) a body of at most
 ``MAX_BODY`` bytes reach the domain's handler as a :class:`~ipclab_services.fronts.Request`;
-its ``(status, body)`` goes back as ``application/json``.
+its ``(status, body)`` goes back as ``application/json``, with the gateway's own time
+(handler and encoding) in a ``Server-Timing: app;dur=<ms>`` header, so server time is
+measured apart from what the client sees.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 from urllib.parse import parse_qsl
 
+import orjson
 from ipclab_services.asgi import Receive, Scope, Send, respond, serve_http
 from ipclab_services.domains import GatewaySettings
 from ipclab_services.fronts import Handler, Request
@@ -51,8 +55,11 @@ def asgi_app(handler: Handler) -> Any:
             body=body,
             headers={k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]},
         )
+        t0 = time.perf_counter()
         status, answer = await handler(request)
-        await respond(send, status, answer)
+        payload = orjson.dumps(answer)  # encoding is the server's work too
+        took = f"app;dur={(time.perf_counter() - t0) * 1000:.3f}".encode()
+        await respond(send, status, payload, [(b"server-timing", took)])
 
     return app
 

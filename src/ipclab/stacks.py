@@ -51,6 +51,9 @@ class StackSpec:
     runtime: Runtime = PYTHON
     gateway: str = "gateway"
     description: str = ""
+    # what the stack stands for in its study's comparison (recorded in every manifest);
+    # by default its transport, e.g. "rest"; a study that compares fronts names the front
+    style: str = ""
     roles: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -58,12 +61,9 @@ class StackSpec:
         if unknown:
             raise ValueError(f"{self.name}: unknown infrastructure {sorted(unknown)}")
         object.__setattr__(self, "roles", (*self.services, self.gateway))
+        if not self.style:
+            object.__setattr__(self, "style", self.transport)
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
-
-    @property
-    def style(self) -> str:
-        """The IPC style under study (recorded in every run's manifest)."""
-        return self.transport
 
     @property
     def needs_broker(self) -> bool:

@@ -30,6 +30,7 @@ SCHEMA = pa.schema(
         ("status", pa.int32()),
         ("ok", pa.bool_()),
         ("error", pa.string()),
+        ("server_ms", pa.float64()),  # the answer's Server-Timing app;dur, when it has one
     ]
 )
 FLUSH_EVERY_S = 1.0
@@ -124,8 +125,24 @@ def _on_request(
             int(status),
             exception is None,
             None if exception is None else f"{type(exception).__name__}: {exception}"[:300],
+            server_ms(response),
         )
     )
+
+
+def server_ms(response: Any) -> float | None:
+    """The server's own time from a ``Server-Timing: app;dur=<ms>`` header, if any."""
+    headers = getattr(response, "headers", None)
+    value = headers.get("server-timing") if headers is not None else None
+    if not value:
+        return None
+    for part in str(value).split(";"):
+        if part.strip().startswith("dur="):
+            try:
+                return float(part.strip()[4:])
+            except ValueError:
+                return None
+    return None
 
 
 def _flush_forever() -> None:

@@ -17,6 +17,7 @@ _BUNDLE = {
 REST = StackSpec(
     "bundle-rest",
     front="http_json",
+    style="rest",
     users="ipclab.studies.johansson.users_rest",
     probe_paths=("/api/Databundle/",),
     probe_required=SERVICES,
@@ -26,6 +27,7 @@ REST = StackSpec(
 GRAPHQL = StackSpec(
     "bundle-graphql",
     front="graphql",
+    style="graphql",
     users="ipclab.studies.johansson.users_graphql",
     probe_paths=("/api/graphql?query=%7Bperson%7Bid%7D%7D",),
     probe_required=("data",),
