@@ -103,10 +103,12 @@ def test_compare_samples_matches_scipy() -> None:
 
 
 def test_compare_samples_constant_samples() -> None:
+    # no variance, no t test: the exact permutation test decides, and it is never 0
     c = stats.compare_samples([5.0, 5.0, 5.0], [5.0, 5.0, 5.0])
-    assert c.welch_p == 1.0
-    d = stats.compare_samples([6.0, 6.0, 6.0], [5.0, 5.0, 5.0])
-    assert d.welch_p == 0.0
+    assert np.isnan(c.welch_p) and c.permutation_p == 1.0 and c.p == 1.0
+    d = stats.compare_samples([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])  # the outage claims' case
+    assert np.isnan(d.welch_p) and d.p == pytest.approx(2 / 20)  # 3 vs 3: 20 labellings
+    assert stats.permutation_p([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
 
 
 def test_compare_styles_every_pair_at_every_load() -> None:

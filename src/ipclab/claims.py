@@ -1,32 +1,31 @@
 """Published claims against measured runs: the effect, its CI and p-value, and a verdict.
 
-A verdict is computed from data by the rules below (:data:`RULES`), never written by hand.
-Effects are ratios (a / b of per-run means), so hardware that is faster overall does not
-change them; the published absolute numbers (43 requests, 200 ms) are shown beside them but
-are not judged.
+A verdict is computed from data by the rules of docs/statistics.md (the same for every
+study), never written by hand. Effects are ratios (a / b of per-run means), so hardware that
+is faster overall does not change them; the published absolute numbers (43 requests, 200 ms)
+are shown beside them but are not judged. In short:
 
-Rules (``alpha``, ``min_repetitions``, the test and the p-value adjustment are parameters of
-:class:`Rules`):
-
-* every claim: **inconclusive** when a compared cell has fewer than ``min_repetitions`` runs,
-  or the effect or its CI cannot be computed;
-* ``direction`` (a > b or a < b; also ``interaction``: growth of a over growth of b against
-  1): **reproduced** when the ratio has the claimed side of 1 and p < alpha; **not reproduced**
-  when p < alpha on the opposite side, or when the CI lies entirely short of the published
-  ratio (the data exclude an effect as large as printed, in the claimed direction, and show
-  none significant); otherwise inconclusive;
-* ``ratio`` (a claimed magnitude, e.g. +22%): **not reproduced** when the CI lies entirely
-  outside the claimed band; **reproduced** when it overlaps the band and the direction is
+* the run is the unit of replication; every compared cell needs ``min_repetitions`` runs,
+  else **inconclusive**;
+* p-values: Welch's t on per-run values for one load per side (the exact permutation test
+  where Welch's is undefined: constant samples); the t test of the log ratio for averages
+  over loads and interactions; Holm-adjusted over the family of distinct tests of one
+  claims table (a comparison that several sentences make is one test);
+* ``direction`` and ``interaction``: **reproduced** when the estimate is on the claimed side
+  of 1 and the adjusted p < alpha; **not reproduced** when significant on the other side;
+  otherwise **inconclusive** (a direction is judged on its direction, never on its size);
+  with the word "slightly" (``magnitude == "slight"``) the interval must also lie inside
+  the slight band [0.8, 1.25] (**not reproduced** when it lies entirely outside);
+* ``ratio`` (a stated size, e.g. +22%): **not reproduced** when the CI lies entirely outside
+  the claim's band; **reproduced** when it overlaps the band and the direction is
   significant; otherwise inconclusive;
-* ``equal``: **reproduced** when the CI lies inside the equivalence band; **not reproduced**
-  when it lies entirely outside; otherwise inconclusive;
-* ``differ``: **reproduced** when p < alpha and the CI lies entirely outside the band;
-  **not reproduced** when the CI lies inside it; otherwise inconclusive;
-* ``compare`` (deterministic code measures): **reproduced** when the relation holds,
-  **not reproduced** when it does not.
-
-p-values: for one load per side, Welch's t (default) or Mann-Whitney U over per-run values;
-for averages over loads and interactions, the bootstrap p-value of the ratio against 1.
+* ``equal``: **reproduced** when the CI lies inside the equivalence band, **not reproduced**
+  when entirely outside, otherwise inconclusive;
+* ``differ`` ("considerable difference": ``magnitude == "considerable"`` uses the band
+  [0.8, 1.25]): **reproduced** when significant and the CI lies entirely outside the band,
+  **not reproduced** when the CI lies inside it, otherwise inconclusive;
+* ``compare`` (deterministic code measures of ipclab's own code, reported in a section of
+  their own): **reproduced** when the relation holds, **not reproduced** when it does not.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ipclab.published import Claim
-from ipclab.stats import Interval, bootstrap_means, compare_samples, holm
+from ipclab.stats import Interval, compare_samples, holm, log_ratio_interval
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -57,7 +56,9 @@ class Rules:
     alpha: float = 0.05
     min_repetitions: int = 3
     test: str = "welch"  # "welch" or "mannwhitney": the p-value of single-load comparisons
-    p_adjust: str = "none"  # "none" or "holm" (over all claims evaluated together)
+    p_adjust: str = "holm"  # "holm" (over the distinct tests of one claims table) or "none"
+    slight: tuple[float, float] = (0.8, 1.25)  # "slightly": the ratio stays inside
+    considerable: tuple[float, float] = (0.8, 1.25)  # "considerable": the ratio leaves it
     confidence: float = 0.95
     n_resamples: int = 9999
     seed: int = 0
@@ -85,6 +86,7 @@ class Effect:
     p_method: str
     p_welch: float = float("nan")
     p_mannwhitney: float = float("nan")
+    p_permutation: float = float("nan")
     cliffs_delta: Interval | None = None
     users: str = ""
     missing: str = ""  # why the effect could not be measured, if it could not
@@ -150,19 +152,15 @@ def verdict(claim: Claim, effect: Effect, p: float, rules: Rules) -> tuple[str, 
                 f"ratio {_ci(r)} overlaps the claimed band but {ptxt} is not below {rules.alpha}"
             )
         if sig and sign_ok:
+            if claim.magnitude == "slight":
+                return _slight(r, ptxt, rules)
             return REPRODUCED, f"ratio {_ci(r)} on the claimed side of 1, {ptxt} < {rules.alpha}"
         if sig:
             return NOT_REPRODUCED, (f"ratio {_ci(r)} significant in the opposite direction, {ptxt}")
-        ref = claim.published_ratio
-        if ref is not None and np.isfinite(ref) and ((ref > 1) if up else (ref < 1)):
-            short = hi < ref if up else lo > ref
-            if short:
-                return NOT_REPRODUCED, (
-                    f"no significant effect ({ptxt}) and the CI "
-                    f"{_ci(r)} excludes the published ratio {_fmt(ref)}"
-                )
         return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: not significant at {rules.alpha}"
     bl, bh = float(claim.band_low or np.nan), float(claim.band_high or np.nan)
+    if claim.magnitude == "considerable":
+        bl, bh = rules.considerable
     inside = bl <= lo and hi <= bh
     outside = hi < bl or lo > bh
     band = f"[{_fmt(bl)}, {_fmt(bh)}]"
@@ -179,6 +177,19 @@ def verdict(claim: Claim, effect: Effect, p: float, rules: Rules) -> tuple[str, 
             return NOT_REPRODUCED, f"ratio {_ci(r)} inside the band {band}: no considerable gap"
         return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: neither outside nor inside {band}"
     raise ValueError(f"unknown test {claim.test!r} in claim {claim.claim_id}")
+
+
+def _slight(r: Interval, ptxt: str, rules: Rules) -> tuple[str, str]:
+    """A significant difference on the claimed side, said to be slight."""
+    bl, bh = rules.slight
+    band = f"[{_fmt(bl)}, {_fmt(bh)}]"
+    if bl <= r.low and r.high <= bh:
+        return REPRODUCED, f"ratio {_ci(r)} on the claimed side ({ptxt}) and slight: inside {band}"
+    if r.high < bl or r.low > bh:
+        return NOT_REPRODUCED, (
+            f"ratio {_ci(r)} on the claimed side ({ptxt}) but not slight: outside {band}"
+        )
+    return INCONCLUSIVE, f"ratio {_ci(r)} on the claimed side ({ptxt}); slight or not is open"
 
 
 def published_consistent(claim: Claim) -> bool | None:
@@ -245,21 +256,24 @@ def measure(
     ]
     if empty:
         return Effect.unmeasured(f"no runs for {', '.join(empty)} ({claim.metric})")
-    kw: dict[str, Any] = dict(
-        confidence=rules.confidence, n_resamples=rules.n_resamples, seed=rules.seed
-    )
     a, b = samples[:k], samples[k:]
     n_min = min(len(x) for x in samples)
-    if claim.test == "interaction":
-        ci = bootstrap_means(samples, lambda v: (v[1] / v[0]) / (v[3] / v[2]), null=1.0, **kw)
+    n_a, n_b = min(len(x) for x in a), min(len(x) for x in b)
+    if claim.test == "interaction":  # (a@to / a@from) / (b@to / b@from)
+        ci = log_ratio_interval(
+            [(1, [samples[1]]), (-1, [samples[0]]), (-1, [samples[3]]), (1, [samples[2]])],
+            rules.confidence,
+        )
         ga = samples[1].mean() / samples[0].mean()
         gb = samples[3].mean() / samples[2].mean()
-        n_a, n_b = min(len(x) for x in a), min(len(x) for x in b)
-        return Effect(ci, float(ga), float(gb), n_min, n_a, n_b, ci.p_value, "bootstrap",
+        return Effect(ci, float(ga), float(gb), n_min, n_a, n_b, ci.p_value, "t (log ratio)",
                       users=users_txt)  # fmt: skip
     if k == 1 and len(b) == 1:
-        c = compare_samples(samples[0], samples[1], **kw)
-        p = c.welch_p if rules.test == "welch" else c.mannwhitney_p
+        c = compare_samples(samples[0], samples[1], confidence=rules.confidence, seed=rules.seed)
+        primary = "welch" if np.isfinite(c.welch_p) else "permutation"
+        if rules.test == "mannwhitney":
+            primary = "mannwhitney"
+        p = {"welch": c.welch_p, "permutation": c.permutation_p}.get(primary, c.mannwhitney_p)
         return Effect(
             c.ratio,
             c.mean_a,
@@ -268,21 +282,17 @@ def measure(
             c.n_a,
             c.n_b,
             p,
-            rules.test,
+            primary,
             p_welch=c.welch_p,
             p_mannwhitney=c.mannwhitney_p,
+            p_permutation=c.permutation_p,
             cliffs_delta=c.cliffs_delta,
             users=users_txt,
         )
-
-    def avg_ratio(v: list[np.ndarray]) -> np.ndarray:
-        return np.mean(v[:k], axis=0) / np.mean(v[k:], axis=0)
-
-    ci = bootstrap_means(samples, avg_ratio, null=1.0, **kw)
+    ci = log_ratio_interval([(1, a), (-1, b)], rules.confidence)  # mean over loads, a / b
     ma = float(np.mean([x.mean() for x in a]))
     mb = float(np.mean([x.mean() for x in b]))
-    n_a, n_b = min(len(x) for x in a), min(len(x) for x in b)
-    return Effect(ci, ma, mb, n_min, n_a, n_b, ci.p_value, "bootstrap", users=users_txt)
+    return Effect(ci, ma, mb, n_min, n_a, n_b, ci.p_value, "t (log ratio)", users=users_txt)
 
 
 def measure_compare(claim: Claim, complexity: pd.DataFrame | None) -> Effect:
@@ -352,10 +362,32 @@ def evaluate_claims(
         measure_compare(c, complexity) if c.test == "compare" else measure(c, df, rules, users_map)
         for c in cl
     ]
-    raw_p = np.array([e.p_value for e in effects], dtype=float)
-    adj = holm(raw_p) if rules.p_adjust == "holm" else raw_p
+    adj = adjusted_p(cl, effects, rules)
     rows = [_claim_row(c, e, float(p), rules) for c, e, p in zip(cl, effects, adj, strict=True)]
     return pd.DataFrame(rows)
+
+
+def test_key(c: Claim) -> tuple[Any, ...]:
+    """What a claim tests, whatever the sentence: claims with the same key are one test
+    (the same comparison said in several places, or with its sides swapped)."""
+    sides = sorted([(c.a_style, tuple(c.a_users)), (c.b_style, tuple(c.b_users))])
+    kind = "interaction" if c.test == "interaction" else "compare" if c.test == "compare" else "ab"
+    return (c.scope, c.metric, kind, *sides, c.from_users, c.to_users)
+
+
+def adjusted_p(claims: Sequence[Claim], effects: Sequence[Effect], rules: Rules) -> np.ndarray:
+    """Each claim's p-value, Holm-adjusted over the family of distinct tests (``test_key``)
+    when ``rules.p_adjust == "holm"``."""
+    raw = np.array([e.p_value for e in effects], dtype=float)
+    if rules.p_adjust != "holm":
+        return raw
+    first: dict[tuple[Any, ...], int] = {}
+    for i, c in enumerate(claims):
+        first.setdefault(test_key(c), i)
+    keys = list(first)
+    family = holm(raw[[first[k] for k in keys]])
+    by_key = dict(zip(keys, family, strict=True))
+    return np.array([by_key[test_key(c)] for c in claims], dtype=float)
 
 
 def _claim_row(c: Claim, e: Effect, p: float, rules: Rules) -> dict[str, Any]:
@@ -393,6 +425,9 @@ def _claim_row(c: Claim, e: Effect, p: float, rules: Rules) -> dict[str, Any]:
         "p_method": e.p_method,
         "p_welch": e.p_welch,
         "p_mannwhitney": e.p_mannwhitney,
+        "p_permutation": e.p_permutation,
+        "magnitude": c.magnitude,
+        "test_key": "|".join(str(x) for x in test_key(c)),
         "cliffs_delta": cd.estimate if cd else math.nan,
         "cliffs_low": cd.low if cd else math.nan,
         "cliffs_high": cd.high if cd else math.nan,

@@ -158,6 +158,9 @@ class Claim:
     band_low: float | None
     band_high: float | None
     note: str
+    # a word of the sentence that sets a size as well as a direction (docs/statistics.md):
+    # "slight" (the difference is small) or "considerable" (it is large); "" for none
+    magnitude: str = ""
 
     @property
     def source(self) -> str:
@@ -242,6 +245,7 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
         band_low=_opt_float(path, i, "band_low", r["band_low"]),
         band_high=_opt_float(path, i, "band_high", r["band_high"]),
         note=r["note"],
+        magnitude=r.get("magnitude", ""),
     )
     if not c.claim_id.startswith(c.statement_id):
         raise _fail(path, i, f"claim_id {c.claim_id!r} does not start with {c.statement_id!r}")
@@ -279,8 +283,14 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
     return c
 
 
+MAGNITUDES = ("", "slight", "considerable")
+
+
 def _raw_claims(p: Path, styles: Sequence[str]) -> pd.DataFrame:
     df = _read(p, CLAIM_COLUMNS)
+    if "magnitude" not in df.columns:  # an optional column
+        df["magnitude"] = ""
+    _choice(df, p, "magnitude", MAGNITUDES)
     _choice(df, p, "document", DOCUMENTS)
     _choice(df, p, "scope", SCOPES)
     _choice(df, p, "test", TESTS)
@@ -294,7 +304,7 @@ def _raw_claims(p: Path, styles: Sequence[str]) -> pd.DataFrame:
         raise _fail(p, i, f"duplicate claim_id {df['claim_id'].iloc[i]!r}")
     for i, r in enumerate(df.to_dict("records")):
         _claim(p, i, r)
-    return df.loc[:, list(CLAIM_COLUMNS)].copy()
+    return df.loc[:, [*CLAIM_COLUMNS, "magnitude"]].copy()
 
 
 def load_claims(path: str | Path, styles: Sequence[str]) -> pd.DataFrame:

@@ -9,6 +9,7 @@ are not independent). Every random step takes a ``seed``.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import warnings
@@ -280,6 +281,12 @@ def runs_table(
     return df.reset_index(drop=True)
 
 
+# --------------------------------------------------------------------------- intervals
+# The interval methods of docs/statistics.md. Per-run values of a cell are means over
+# thousands of requests, so close to normal; the intervals below are Student-t based and
+# cover at the n used (tests/test_coverage.py simulates n = 3 and 5, normal and lognormal).
+
+
 # --------------------------------------------------------------------------- bootstrap
 
 
@@ -371,6 +378,88 @@ def bootstrap_means(
     return Interval(est, lo, hi, n, confidence, used, p)
 
 
+def t_interval(sample: ArrayLike, confidence: float = 0.95) -> Interval:
+    """Student-t interval of the mean of per-run values (n >= 2; a constant sample gives
+    the point itself)."""
+    x = _clean(sample)
+    nan = float("nan")
+    if len(x) == 0:
+        return Interval(nan, nan, nan, 0, confidence, "t")
+    m = float(x.mean())
+    if len(x) < 2:
+        return Interval(m, nan, nan, len(x), confidence, "t")
+    se = float(x.std(ddof=1)) / math.sqrt(len(x))
+    q = float(sps.t.ppf(0.5 + confidence / 2, len(x) - 1))
+    return Interval(m, m - q * se, m + q * se, len(x), confidence, "t")
+
+
+def log_ratio_interval(
+    terms: Sequence[tuple[int, Sequence[ArrayLike]]], confidence: float = 0.95
+) -> Interval:
+    """Interval and p-value (against 1) of a product of sums of means, on the log scale.
+
+    ``terms`` is ``[(sign, [samples...]), ...]``: the statistic is the product over terms of
+    (sum of the samples' means) ** sign, e.g. a ratio of two means ``[(1, [a]), (-1, [b])]``,
+    the ratio of averages over loads ``[(1, [a1, a2]), (-1, [b1, b2])]``, or an interaction
+    (growth of a over growth of b) ``[(1, [a2]), (-1, [a1]), (-1, [b2]), (1, [b1])]``.
+    Delta method: Var(log S) = sum Var(mean_i) / S**2 over the samples of a term; terms add;
+    degrees of freedom by Welch-Satterthwaite; the p-value is the t test of log(statistic)
+    = 0. Every sample needs n >= 2 (else NaN bounds); when every sample is constant the
+    interval is the point and the p-value NaN (an exact permutation test is the test then).
+    """
+    nan = float("nan")
+    groups = [[_clean(s) for s in samples] for _, samples in terms]
+    n = min((len(x) for g in groups for x in g), default=0)
+    if n == 0:
+        return Interval(nan, nan, nan, 0, confidence, "t (log scale)")
+    log_est, parts = 0.0, []
+    for (sign, _), g in zip(terms, groups, strict=True):
+        total = sum(float(x.mean()) for x in g)
+        if total <= 0:
+            return Interval(nan, nan, nan, n, confidence, "t (log scale)")
+        log_est += sign * math.log(total)
+        if n >= 2:
+            parts += [(float(x.var(ddof=1)) / len(x) / total**2, len(x)) for x in g]
+    est = math.exp(log_est)
+    if n < 2:
+        return Interval(est, nan, nan, n, confidence, "t (log scale)")
+    v = sum(c for c, _ in parts)
+    if v == 0:
+        return Interval(est, est, est, n, confidence, "t (log scale)")
+    df = v**2 / sum(c**2 / (k - 1) for c, k in parts if c > 0)
+    q = float(sps.t.ppf(0.5 + confidence / 2, df))
+    se = math.sqrt(v)
+    p = float(2 * sps.t.sf(abs(log_est) / se, df))
+    return Interval(
+        est, est * math.exp(-q * se), est * math.exp(q * se), n, confidence, "t (log scale)", p
+    )
+
+
+def permutation_p(a: ArrayLike, b: ArrayLike, max_exact: int = 20_000, seed: int = 0) -> float:
+    """Two-sided permutation p-value of the difference of means: the share of relabellings
+    whose |difference| is at least the observed one, the observed labelling included (so
+    never 0: 3 vs 3 gives at least 2/20 = 0.1). Exact when there are at most ``max_exact``
+    labellings, else ``max_exact`` random ones, counted as (k + 1) / (B + 1)."""
+    x, y = _clean(a), _clean(b)
+    if len(x) == 0 or len(y) == 0:
+        return float("nan")
+    pooled = np.concatenate([x, y])
+    n, k = len(pooled), len(x)
+    observed = abs(x.mean() - y.mean())
+    tol = 1e-12 * max(1.0, float(np.abs(pooled).max()))
+    total = pooled.sum()
+    if math.comb(n, k) <= max_exact:
+        idx = np.array(list(itertools.combinations(range(n), k)))
+        sa = pooled[idx].sum(axis=1)
+        diffs = np.abs(sa / k - (total - sa) / (n - k))
+        return float(np.mean(diffs >= observed - tol))
+    rng = np.random.default_rng(seed)
+    perm = np.argsort(rng.random((max_exact, n)), axis=1)[:, :k]
+    sa = pooled[perm].sum(axis=1)
+    diffs = np.abs(sa / k - (total - sa) / (n - k))
+    return float((np.sum(diffs >= observed - tol) + 1) / (max_exact + 1))
+
+
 def bootstrap_ci(
     sample: ArrayLike,
     statistic: Callable[..., Any] = np.mean,
@@ -425,12 +514,14 @@ def cell_summary(
     *,
     confidence: float = 0.95,
     n_resamples: int = 9999,
-    method: str = "percentile",
+    method: str = "t",
     seed: int = 0,
 ) -> pd.DataFrame:
     """Per cell and metric, over repetitions: ``n, mean, sd, median, min, max, ci_low,
-    ci_high`` (bootstrap CI of the mean of the per-run values). Long format: one row per
-    (cell, metric). Keys of ``by`` absent from ``runs`` are ignored."""
+    ci_high, ci_method`` (by default the Student-t interval of the mean of the per-run
+    values, docs/statistics.md; ``method`` "percentile" or "BCa" gives a bootstrap one, for
+    comparison). Long format: one row per (cell, metric). Keys of ``by`` absent from
+    ``runs`` are ignored."""
     keys = [k for k in by if k in runs.columns]
     out = []
     for cell, g in runs.groupby(keys, dropna=False, sort=True):
@@ -439,8 +530,12 @@ def cell_summary(
             if m not in g.columns:
                 continue
             x = _clean(g[m])
-            ci = bootstrap_ci(
-                x, confidence=confidence, n_resamples=n_resamples, method=method, seed=seed
+            ci = (
+                t_interval(x, confidence)
+                if method == "t"
+                else bootstrap_ci(
+                    x, confidence=confidence, n_resamples=n_resamples, method=method, seed=seed
+                )
             )
             out.append(
                 {
@@ -454,6 +549,7 @@ def cell_summary(
                     "max": float(x.max()) if len(x) else np.nan,
                     "ci_low": ci.low,
                     "ci_high": ci.high,
+                    "ci_method": ci.method,
                 }
             )
     return pd.DataFrame(out)
@@ -527,21 +623,29 @@ class Comparison:
     n_b: int
     mean_a: float
     mean_b: float
-    ratio: Interval  # mean_a / mean_b with a bootstrap CI
+    ratio: Interval  # mean_a / mean_b, t interval on the log scale (log_ratio_interval)
     diff: float  # mean_a - mean_b
     mannwhitney_u: float
     mannwhitney_p: float
     welch_t: float
-    welch_p: float
-    cliffs_delta: Interval
+    welch_p: float  # NaN when both samples are constant (no variance: no t test)
+    cliffs_delta: Interval  # the estimate; no interval (none covers at n = 3-5)
+    permutation_p: float = float("nan")  # exact permutation test of the means
+
+    @property
+    def p(self) -> float:
+        """The primary p-value (docs/statistics.md): Welch's t, or the exact permutation
+        test where Welch's is undefined (constant samples)."""
+        return self.welch_p if np.isfinite(self.welch_p) else self.permutation_p
 
 
 def compare_samples(
     a: ArrayLike, b: ArrayLike, *, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0
 ) -> Comparison:
-    """Mann-Whitney U (two-sided, scipy's default method: exact for small samples without
-    ties), Welch's t (two-sided), Cliff's delta with a bootstrap CI, and the ratio of means
-    with a bootstrap CI (and a bootstrap p-value against 1)."""
+    """Welch's t (two-sided; the primary test), the exact permutation test of the means,
+    Mann-Whitney U (two-sided, exact for small samples without ties), Cliff's delta, and
+    the ratio of means with its t interval on the log scale. Both samples constant: no t
+    test (NaN); the permutation test gives the p-value (never 0)."""
     x, y = _clean(a), _clean(b)
     nan = float("nan")
     u, pu, t, pt = nan, nan, nan, nan
@@ -551,17 +655,7 @@ def compare_samples(
     if len(x) > 1 and len(y) > 1 and (np.ptp(x) > 0 or np.ptp(y) > 0):
         r2 = sps.ttest_ind(x, y, equal_var=False)
         t, pt = float(r2.statistic), float(r2.pvalue)
-    elif len(x) > 1 and len(y) > 1:  # both constant: equal means -> p = 1, else p = 0
-        same = bool(x[0] == y[0])
-        t, pt = (0.0, 1.0) if same else (math.copysign(math.inf, x[0] - y[0]), 0.0)
-    ratio = bootstrap_means(
-        [x, y],
-        lambda m: m[0] / m[1],
-        confidence=confidence,
-        n_resamples=n_resamples,
-        seed=seed,
-        null=1.0,
-    )
+    ratio = log_ratio_interval([(1, [x]), (-1, [y])], confidence)
     return Comparison(
         n_a=len(x),
         n_b=len(y),
@@ -573,9 +667,8 @@ def compare_samples(
         mannwhitney_p=pu,
         welch_t=t,
         welch_p=pt,
-        cliffs_delta=cliffs_delta_ci(
-            x, y, confidence=confidence, n_resamples=n_resamples, seed=seed
-        ),
+        cliffs_delta=Interval(cliffs_delta(x, y), nan, nan, min(len(x), len(y)), confidence),
+        permutation_p=permutation_p(x, y, seed=seed),
     )
 
 
@@ -625,6 +718,8 @@ def compare_styles(
                         "mannwhitney_p": c.mannwhitney_p,
                         "welch_t": c.welch_t,
                         "welch_p": c.welch_p,
+                        "permutation_p": c.permutation_p,
+                        "p": c.p,
                         "cliffs_delta": c.cliffs_delta.estimate,
                         "cliffs_low": c.cliffs_delta.low,
                         "cliffs_high": c.cliffs_delta.high,
