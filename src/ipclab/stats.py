@@ -412,6 +412,11 @@ def log_ratio_interval(
     n = min((len(x) for g in groups for x in g), default=0)
     if n == 0:
         return Interval(nan, nan, nan, 0, confidence, "t (log scale)")
+    if all(np.ptp(x) == 0 for g in groups for x in g):  # no variance anywhere: the point
+        with np.errstate(divide="ignore", invalid="ignore"):
+            est = float(np.prod([np.float64(sum(float(x[0]) for x in g)) ** s for (s, _), g in
+                                 zip(terms, groups, strict=True)]))  # fmt: skip
+        return Interval(est, est, est, n, confidence, "t (log scale)")
     log_est, parts = 0.0, []
     for (sign, _), g in zip(terms, groups, strict=True):
         total = sum(float(x.mean()) for x in g)

@@ -200,6 +200,7 @@ def analyse(
         ],
         ignore_index=True,
     )
+    comparisons["p_holm"] = stats.holm(comparisons["p"])  # the table is one family
     srun = stats.runs_table(sensitivity_runs, warmup_s=p.warmup_s)
     # N = X(R + Z) on every run: the think-time runs' Z is their mean think time
     little = stats.littles_law_table(
@@ -282,8 +283,8 @@ def write_results(a: Analysis, perf_runs: list[Run], results: StudyResults) -> N
 
 
 _PAIRWISE_COLUMNS = (
-    "metric", "users", "a", "b", "mean_a", "mean_b", "ratio", "mannwhitney_p", "welch_p",
-    "cliffs_delta",
+    "metric", "users", "a", "b", "n_a", "n_b", "mean_a", "mean_b", "ratio", "ratio_low",
+    "ratio_high", "welch_p", "permutation_p", "mannwhitney_p", "p", "p_holm", "cliffs_delta",
 )  # fmt: skip
 _LITTLE_COLUMNS = (
     "style", "users", "repetition", "rps", "mean_ms", "think_time_s", "implied_users",
@@ -301,13 +302,15 @@ def _write_tables(a: Analysis, results: StudyResults) -> None:
         a.side_by_side,
         "published_vs_measured",
         "Thesis tables 5.1-5.3 beside the measured cells: mean response time (s) and "
-        "requests per 180 s (measured rps x 180), mean and 95% bootstrap CI over runs.",
+        "requests per 180 s (measured rps x 180), mean and 95% t interval over runs.",
     )
     results.table(
         a.comparisons[list(_PAIRWISE_COLUMNS)],
         "pairwise_tests",
-        "Pairwise tests between styles at each load (per-run "
-        "values): Mann-Whitney U and Welch p-values, Cliff's delta.",
+        "Pairwise tests between styles at each load (per-run values): the ratio of means "
+        "with its 95% t interval (log scale), Welch's t (primary), the exact permutation "
+        "test and Mann-Whitney U; p is the primary p-value, p_holm the same adjusted by "
+        "Holm over the table; Cliff's delta (estimate only).",
     )
     results.table(
         a.little[list(_LITTLE_COLUMNS)],

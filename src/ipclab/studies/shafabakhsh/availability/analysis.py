@@ -156,11 +156,13 @@ def outage_summary(outage_runs: list[Run]) -> pd.DataFrame:
     issued is in exactly one class (asserted by :func:`ipclab.availability.outage.outage_table`)."""
     if not outage_runs:
         return pd.DataFrame()
-    frames = [classified_outage(r) for r in outage_runs]
-    allreq = pd.concat(frames, ignore_index=True)
-    table = outage_table(allreq, by=["style", "phase"]).reset_index()
-    total = outage_table(allreq, by=["style"]).reset_index().assign(phase="all")
-    table = pd.concat([table, total], ignore_index=True)
+    if all(len(r.requests()) for r in outage_runs):
+        allreq = pd.concat([classified_outage(r) for r in outage_runs], ignore_index=True)
+        table = outage_table(allreq, by=["style", "phase"]).reset_index()
+        total = outage_table(allreq, by=["style"]).reset_index().assign(phase="all")
+        table = pd.concat([table, total], ignore_index=True)
+    else:  # a committed reference keeps each run's classed table, not its request records
+        table = _summed_outage_tables(outage_runs)
     order = {p: i for i, p in enumerate(("before", "during", "after", "all"))}
     table = table.sort_values(
         ["style", "phase"],
@@ -177,6 +179,15 @@ def outage_summary(outage_runs: list[Run]) -> pd.DataFrame:
         pd.Series([_run_info(r)["style"] for r in outage_runs]).value_counts()
     )
     return table[["style", "phase", "runs", *CLASSES, "issued", "gateway_unmatched_replies"]]
+
+
+def _summed_outage_tables(outage_runs: list[Run]) -> pd.DataFrame:
+    """The per-run ``outage.csv`` tables (classes per phase), summed per style and phase."""
+    frames = [
+        pd.read_csv(r.path / "outage.csv").assign(style=_run_info(r)["style"]) for r in outage_runs
+    ]
+    summed = pd.concat(frames, ignore_index=True).groupby(["style", "phase"], sort=False)
+    return summed[[*CLASSES, "issued"]].sum().reset_index()
 
 
 def published_table() -> pd.DataFrame:

@@ -97,7 +97,7 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
         "MTTF and MTTR per style: published, fault injection and until failure "
         "(log scale; hatched: censored MTTF, lower bound).",
     )
-    if runs.outage:
+    if runs.outage and all(len(r.requests()) for r in runs.outage):
         results.figure(
             figure_outage_timeline(runs.outage),
             "availability_outage_timeline",
