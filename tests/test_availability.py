@@ -706,3 +706,43 @@ def test_probe_as_a_subprocess_stops_cleanly(gateway: TinyGateway, tmp_path: Pat
     assert len(df) == len(lines) - 1 >= 30
     assert df.ok.any() and (~df.ok).any() and df.ok.iloc[-3:].all()
     assert sorted(df.seq) == list(range(len(df)))  # nothing issued went unrecorded
+
+
+def test_rows_after_the_end_of_observation_create_no_failure() -> None:
+    """A failure the probe saw only after the end of observation is censored at the end:
+    no negative or clamped repair time (docs/statistics.md section 6)."""
+    tracker = CycleTracker(Criteria())
+    tracker.mark(Mark(0.0, "start"))
+    t = 0.0
+    while t < 10.0:
+        tracker.observe(t, True, 5.0)
+        t += 0.1
+    while t < 30.0:  # bad from 10 s on: detected as a failure after the 12 s end
+        tracker.observe(t, False, 5.0)
+        t += 0.1
+    tracker.finish(12.0)
+    assert [c.status for c in tracker.cycles] == [CycleStatus.CENSORED]
+    assert tracker.cycles[0].ttf_s == pytest.approx(12.0)
+    assert all(c.ttr_s is None or c.ttr_s >= 0 for c in tracker.cycles)
+
+
+def test_no_bootstrap_interval_over_fewer_than_three_cycles() -> None:
+    one = [Cycle(0, CycleStatus.RECOVERED, 0.0, 100.0, ttr_s=5.0)]
+    two = one + [Cycle(1, CycleStatus.RECOVERED, 105.0, 50.0, ttr_s=7.0)]
+    for cycles in (one, two):
+        s = availability_summary(cycles)
+        assert s.mttr.lower is None and s.mttr.upper is None
+        assert s.availability.lower is None and s.availability.upper is None
+        assert any("no bootstrap interval" in n for n in s.notes)
+
+
+def test_mttf_interval_is_failure_terminated_when_observation_stops_at_a_failure() -> None:
+    failure = mttf_chi2_interval(300.0, 2, failure_terminated=True)
+    time = mttf_chi2_interval(300.0, 2)
+    assert failure.lower == pytest.approx(600.0 / stats.chi2.ppf(0.975, 4))  # 2n df
+    assert time.lower == pytest.approx(600.0 / stats.chi2.ppf(0.975, 6))  # 2n + 2 df
+    two_failures = [
+        Cycle(0, CycleStatus.RECOVERED, 0.0, 100.0, ttr_s=5.0),
+        Cycle(1, CycleStatus.UNRECOVERED, 105.0, 200.0, ttr_s=3.0),
+    ]
+    assert availability_summary(two_failures).mttf.method.endswith("(failure)")

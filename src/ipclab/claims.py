@@ -39,7 +39,13 @@ import numpy as np
 import pandas as pd
 
 from ipclab.published import Claim
-from ipclab.stats import Interval, compare_samples, holm, log_ratio_interval
+from ipclab.stats import (
+    Interval,
+    compare_samples,
+    holm,
+    log_ratio_interval,
+    repetitions_needed,
+)
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -435,6 +441,72 @@ def _claim_row(c: Claim, e: Effect, p: float, rules: Rules) -> dict[str, Any]:
         "reason": reason,
         "note": c.note,
     }
+
+
+def repetitions(
+    claims: Sequence[Claim],
+    runs: pd.DataFrame,
+    rules: Rules | None = None,
+    users_map: Mapping[int, int] | None = None,
+) -> pd.DataFrame:
+    """Per distinct single-load test with a published ratio: the runs per cell that Welch's
+    test needs to detect the published effect with 80% power at alpha / (family size), the
+    strictest Holm step (docs/statistics.md section 7), beside the runs there are."""
+    rules = rules or Rules()
+    single = [
+        c
+        for c in claims
+        if c.test in ("direction", "ratio")
+        and len(c.a_users) <= 1
+        and len(c.b_users) <= 1
+        and c.published_ratio is not None
+        and np.isfinite(c.published_ratio)
+        and c.metric in runs.columns
+    ]
+    family = len({test_key(c) for c in claims if c.test != "compare"}) or 1
+    rows, seen = [], set()
+    for c in single:
+        if test_key(c) in seen:
+            continue
+        seen.add(test_key(c))
+        cells, users_txt, _ = _cells(c, users_map)
+        xa, xb = (_values(runs, c.metric, s, u) for s, u in cells)
+        if len(xa) < 2 or len(xb) < 2:
+            continue
+        need = repetitions_needed(
+            float(xb.mean()), float(xa.std(ddof=1)), float(xb.std(ddof=1)),
+            float(c.published_ratio), rules.alpha / family,
+        )  # fmt: skip
+        rows.append(
+            {
+                "claim_id": c.claim_id,
+                "comparison": c.describe(),
+                "users": users_txt,
+                "published_ratio": c.published_ratio,
+                "measured_ratio": float(xa.mean() / xb.mean()),
+                "runs_per_cell": int(min(len(xa), len(xb))),
+                "runs_needed": need,
+                "alpha": rules.alpha / family,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def distinct_tests(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per distinct test of a claims table (docs/statistics.md section 5): claims with
+    the same test key, kind and size word count once."""
+    if table.empty or "test_key" not in table.columns:
+        return table
+    keys = ["test_key", "test"] + (["magnitude"] if "magnitude" in table.columns else [])
+    return table.drop_duplicates(keys)
+
+
+def tally(table: pd.DataFrame) -> dict[str, int]:
+    """Verdicts counted over distinct tests."""
+    d = distinct_tests(table)
+    if d.empty:
+        return {}
+    return {str(k): int(v) for k, v in d["verdict"].value_counts().items()}
 
 
 def statement_verdicts(table: pd.DataFrame) -> pd.DataFrame:

@@ -84,12 +84,15 @@ def _show_progress_only() -> None:
 
 
 def claim_counts(results: Path) -> dict[str, int]:
+    """Verdicts over every study's claims about the system, counted as distinct tests."""
     import pandas as pd
+
+    from ipclab.claims import tally
 
     counts: dict[str, int] = {}
     for f in sorted(results.glob("*/claims.csv")):
-        for verdict, n in pd.read_csv(f)["verdict"].value_counts().items():
-            counts[str(verdict)] = counts.get(str(verdict), 0) + int(n)
+        for verdict, n in tally(pd.read_csv(f, keep_default_na=False)).items():
+            counts[verdict] = counts.get(verdict, 0) + n
     return counts
 
 
@@ -193,7 +196,8 @@ def _say_summary(
         say(f"  {e['status']:8s}{extra:>6s}  {e['notebook']}{why}")
     counts = claim_counts(out / "results")
     if counts:
-        say("  claims: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+        counted = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        say(f"  claims (distinct tests): {counted}")
     say(f"  executed notebooks: {out / 'notebooks'}")
     say(f"  results: {out / 'results'};  figures: {figures_dir};  runs: {runs_root}")
     say(f"  report: {report}" if "report" in log else f"  report FAILED: {log['report_error']}")

@@ -56,7 +56,18 @@ class StudyResults:
         return path
 
     def claims_table(self, df: pd.DataFrame) -> Path:
-        path = self.table(df, "claims", "Published claims and computed verdicts", False)
+        """The claims about the system under test (``claims.csv``, what the report counts),
+        and apart from them those about ipclab's own code (``claims_code.csv``, the
+        ``compare`` claims: evidence about this repository, not about the thesis's system)."""
+        code = df["test"] == "compare" if "test" in df.columns else pd.Series(False, df.index)
+        if code.any():
+            self.table(
+                df[code],
+                "claims_code",
+                "Claims about code size, judged on ipclab's own code (not on the thesis's "
+                "system): a separate question from the claims about performance.",
+            )
+        path = self.table(df[~code], "claims", "Published claims and computed verdicts", False)
         self.claims = path.name
         self.save()
         return path

@@ -750,6 +750,34 @@ def holm(pvalues: ArrayLike) -> np.ndarray:
     return out
 
 
+def repetitions_needed(
+    mean_b: float,
+    sd_a: float,
+    sd_b: float,
+    ratio: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    n_max: int = 1000,
+) -> int | None:
+    """Runs per cell that a two-sided t test at ``alpha`` needs to detect a / b = ``ratio``
+    (a's mean ``ratio`` x ``mean_b``) with ``power``, given the cells' per-run standard
+    deviations (noncentral t, equal n, pooled sd); None when more than ``n_max``."""
+    diff = abs(mean_b * (ratio - 1.0))
+    s = math.sqrt((sd_a**2 + sd_b**2) / 2)
+    if diff == 0 or not np.isfinite(diff) or not np.isfinite(s):
+        return None
+    if s == 0:
+        return 2
+    for n in range(2, n_max + 1):
+        df = 2 * n - 2
+        q = sps.t.ppf(1 - alpha / 2, df)
+        ncp = diff / (s * math.sqrt(2 / n))
+        got = sps.nct.sf(q, df, ncp) + sps.nct.cdf(-q, df, ncp)
+        if got >= power:
+            return n
+    return None
+
+
 # --------------------------------------------------------------------------- Little's law
 
 

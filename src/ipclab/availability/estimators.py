@@ -29,6 +29,7 @@ from scipy import stats
 from ipclab.availability.model import Cycle
 
 MIN_CYCLES = 10  # fewer cycles than this get a note: the intervals are rough
+MIN_BOOTSTRAP = 3  # no bootstrap interval over fewer values (docs/statistics.md)
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,16 @@ class Estimate:
         }
 
 
-def mttf_chi2_interval(time_on_test: float, failures: int, confidence: float = 0.95) -> Estimate:
+def mttf_chi2_interval(
+    time_on_test: float, failures: int, confidence: float = 0.95, failure_terminated: bool = False
+) -> Estimate:
     """MTTF under an exponential model from the total time on test and the failure count.
 
-    Time-terminated (type I) test: lower bound with ``2r + 2`` degrees of freedom, upper
-    with ``2r``. With no failure the value is None, ``censored`` is True and ``lower`` is
-    the one-sided bound ``2T / chi2_c(2)``.
+    Time-terminated (type I: observation stopped at a time, the last up period censored):
+    lower bound with ``2r + 2`` degrees of freedom, upper with ``2r``. Failure-terminated
+    (type II: observation stopped at the r-th failure): ``2r`` for both. With no failure the
+    value is None, ``censored`` is True and ``lower`` is the one-sided bound
+    ``2T / chi2_c(2)``.
     """
     if not 0 < confidence < 1:
         raise ValueError("confidence must be in (0, 1)")
@@ -68,9 +73,11 @@ def mttf_chi2_interval(time_on_test: float, failures: int, confidence: float = 0
             None, float(t2 / stats.chi2.ppf(confidence, 2)), None, "chi2-exponential", censored=True
         )
     a = 1.0 - confidence
-    lo = t2 / stats.chi2.ppf(1.0 - a / 2, 2 * failures + 2)
+    lower_df = 2 * failures if failure_terminated else 2 * failures + 2
+    lo = t2 / stats.chi2.ppf(1.0 - a / 2, lower_df)
     hi = t2 / stats.chi2.ppf(a / 2, 2 * failures)
-    return Estimate(time_on_test / failures, float(lo), float(hi), "chi2-exponential")
+    kind = "failure" if failure_terminated else "time"
+    return Estimate(time_on_test / failures, float(lo), float(hi), f"chi2-exponential ({kind})")
 
 
 @dataclass
@@ -156,9 +163,10 @@ def availability_summary(
     u, d = float(up.sum()), float(down.sum())
     notes: list[str] = []
 
-    mttf = mttf_chi2_interval(u, f, confidence)
+    # observation stopped at a failure when no up period was censored (docs/statistics.md)
+    mttf = mttf_chi2_interval(u, f, confidence, failure_terminated=bool(n) and bool(failed.all()))
     mttf_pt, mttr_pt, a_pt = (float(x) for x in _point(up, failed, down, rec))
-    if n >= 2:
+    if n >= MIN_BOOTSTRAP:
         rng = np.random.default_rng(seed)
         idx = rng.integers(0, n, size=(n_boot, n))
         b_mttf, b_mttr, b_a = _point(up[idx], failed[idx], down[idx], rec[idx])
@@ -168,7 +176,7 @@ def availability_summary(
     else:
         none = (None, None)
         mttf_ci = mttr_ci = a_ci = none  # type: ignore[assignment]
-        notes.append("fewer than 2 cycles: no bootstrap interval")
+        notes.append(f"fewer than {MIN_BOOTSTRAP} cycles: no bootstrap interval")
 
     def est(value: float, ci: tuple[Any, Any], ok: bool) -> Estimate:
         lo, hi = ci

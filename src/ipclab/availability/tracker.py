@@ -364,12 +364,12 @@ class CycleTracker:
             return capped
         if isinstance(cur, _Up):
             return self._censor(cur, t_end)
+        if cur.t_detected > t_end:  # known only from rows after the end: up till the end
+            return self._censor(cur.up, t_end)
         self._done = True
         self._cur = None
         return self._emit(
-            self._down_cycle(
-                cur, CycleStatus.UNRECOVERED, ttr_s=max(0.0, t_end - cur.t_fail), t_end=t_end
-            )
+            self._down_cycle(cur, CycleStatus.UNRECOVERED, ttr_s=t_end - cur.t_fail, t_end=t_end)
         )
 
 
@@ -505,5 +505,31 @@ def read_cycles(path: str | Path) -> list[Cycle]:
                 kw[f.name] = float(v)
             else:
                 kw[f.name] = _opt(v, float)
-        out.append(Cycle(**kw))
+        out.append(censored_at_end(Cycle(**kw)))
     return out
+
+
+def censored_at_end(cycle: Cycle) -> Cycle:
+    """A cycle written before the tracker censored at the end of observation (its failure
+    known only from rows after the end: detected after ``t_end``) becomes what the tracker
+    now records: an up period censored at ``t_end``."""
+    late = (
+        cycle.failed
+        and cycle.t_end is not None
+        and cycle.t_fail_detected is not None
+        and cycle.t_fail_detected > cycle.t_end
+        and not cycle.recovered
+    )
+    if not late:
+        return cycle
+    assert cycle.t_end is not None
+    return Cycle(
+        index=cycle.index,
+        status=CycleStatus.CENSORED,
+        t_up=cycle.t_up,
+        ttf_s=max(cycle.t_end - cycle.t_up, 0.0),
+        t_fault=cycle.t_fault,
+        component=cycle.component,
+        faults=cycle.faults,
+        t_end=cycle.t_end,
+    )

@@ -140,6 +140,7 @@ class Analysis:
     runs: pd.DataFrame  # one row per run (no think time)
     cells: pd.DataFrame  # cell_summary, long format
     comparisons: pd.DataFrame  # pairwise tests per load, for rps and mean_ms
+    power: pd.DataFrame  # runs per cell each test needs to detect the published effect
     little: pd.DataFrame
     saturation: pd.DataFrame
     side_by_side: pd.DataFrame  # published vs measured
@@ -210,11 +211,14 @@ def analyse(
     saturation = stats.detect_saturation(means)
     code = complexity.complexity_table()
     claims = claims_mod.evaluate_claims(runs, published.claims(), complexity=code, think_time_s=0.0)
+    base = runs[np.isclose(runs["think_time_s"].astype(float), 0.0)] if len(runs) else runs
+    power = claims_mod.repetitions(published.claims(scope="performance"), base)
     return Analysis(
         profile=profile_name,
         runs=runs,
         cells=cells,
         comparisons=comparisons,
+        power=power,
         little=little,
         saturation=saturation,
         side_by_side=side_by_side(cells),
@@ -340,6 +344,13 @@ def _write_tables(a: Analysis, results: StudyResults) -> None:
         "complexity",
         "Thesis section 5.2.2 computed from this repository: files, "
         "lines of code and functions per style, without and with generated code.",
+    )
+    results.table(
+        a.power,
+        "power",
+        "Runs per cell that Welch's test needs to detect each published ratio with 80% power "
+        "at the strictest Holm level of the family (docs/statistics.md section 7); empty "
+        "runs_needed: more than 1,000.",
     )
     results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
     results.table(a.cells, "cells", "Per-cell statistics over runs.", in_report=False)

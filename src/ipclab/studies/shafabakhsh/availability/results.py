@@ -81,8 +81,9 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
     results.table(
         a.claims_fault_injection,
         "claims_mttr_fault_injection",
-        "Claim P15 (MTTR after the restart) on the fault-injection cycles, one "
-        "observation per cycle; verdicts computed by the same rules.",
+        "Claim P15 (MTTR after the restart) on the fault-injection runs: one value per run "
+        "(its mean over its cycles; the run is the unit of replication), at the load the "
+        "runs used (users_map); verdicts computed by the same rules.",
         in_report=False,
     )
     results.figure(
