@@ -187,3 +187,25 @@ def test_p_values_and_intervals() -> None:
     assert rh.fmt_ci(0.66712, 0.61234, 0.7012) == "0.667 [0.612, 0.701]"
     assert rh.fmt_ci(2.0, float("nan"), float("nan")) == "2 (no CI)"
     assert rh.fmt_text("0.6671 [nan, nan]") == "0.667 (no CI)"
+
+
+def test_the_report_leads_with_the_reference_and_sets_the_fresh_run_beside_it(
+    tmp_path: Path,
+) -> None:
+    """The committed reference comes first, counted as distinct tests, with its machine and
+    date; a fresh run's claims say how many agree in direction with it."""
+    import shutil
+
+    from ipclab.paths import REPO_ROOT
+
+    ref = REPO_ROOT / "data/runs/reference/shafabakhsh-full-local/results"
+    fresh = tmp_path / "shafabakhsh"
+    shutil.copytree(ref, fresh)
+    claims = pd.read_csv(fresh / "claims.csv")
+    claims.loc[0, "measured_ratio"] = 1 / claims.loc[0, "measured_ratio"]  # one disagrees
+    claims.to_csv(fresh / "claims.csv", index=False)
+    html = report.render_html([fresh], references={"shafabakhsh": ref})
+    assert html.index('study-title">R1. Reference') < html.index('study-title">1. ')
+    assert "distinct tests" in html and "cores)" in html
+    known = int((claims["measured_ratio"].notna()).sum())
+    assert f"on {known - 1} of {known} claims" in html

@@ -27,6 +27,16 @@ from ipclab.studies import Notebook, all_studies, get_study
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 
 
+def references(chosen: list[Notebook]) -> dict[str, Path]:
+    """Fresh results folder name -> the committed reference results it is compared with."""
+    out = {}
+    for nb in chosen:
+        ref = REPO_ROOT / "data" / "runs" / "reference" / nb.reference / "results"
+        if nb.reference and (ref / "study.json").exists():
+            out[nb.results] = ref
+    return out
+
+
 def notebooks(studies: list[str] | None = None) -> list[Notebook]:
     """The notebooks of every registered study (or of ``studies``), in notebook order."""
     chosen = [get_study(s) for s in studies] if studies else list(all_studies().values())
@@ -142,7 +152,7 @@ def reproduce(
             if (out / "results" / nb.results / "study.json").exists()
         ]
         log["seconds"] = round(time.monotonic() - started, 1)
-        build_report(dirs, report, run_log=log)
+        build_report(dirs, report, run_log=log, references=references(chosen))
         log["report"] = str(report)
     except Exception as e:  # noqa: BLE001
         log["report_error"] = f"{type(e).__name__}: {e}"

@@ -20,14 +20,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from ipclab.claims import RULES, VERDICTS
+from ipclab.claims import RULES, VERDICTS, tally
 from ipclab.report import html as rh
 from ipclab.results import read_results
 from ipclab.runs import utcnow
@@ -125,14 +126,17 @@ def study_section(
     claims: pd.DataFrame | None,
     not_run: Sequence[str],
     n: Counter,
+    prefix: str = "",
+    reference: pd.DataFrame | None = None,
 ) -> str:
-    """One study: title, parameters, deviations, skipped items, figures, tables, claims.
+    """One study: title, parameters, deviations, skipped items, figures, tables, claims, and
+    beside the committed reference's claims (``reference``) when there is one.
 
     ``not_run``: lines about this study's notebook from the run log (skipped or failed)."""
     title = meta.get("title") or meta.get("study") or directory.name
     problems_before = len(n.problems)
     out = [
-        f'<section class="study"><h1 class="study-title">{index}. {rh.esc(title)}</h1>',
+        f'<section class="study"><h1 class="study-title">{prefix}{index}. {rh.esc(title)}</h1>',
         f'<p class="quiet">Results folder <code>{rh.esc(directory)}</code>'
         f"{', updated ' + rh.esc(meta['updated_at']) if meta.get('updated_at') else ''}.</p>",
         "<h2>Parameters</h2>",
@@ -166,9 +170,7 @@ def study_section(
     if claims is None:
         out.append('<p class="missing">No claims table in this results folder.</p>')
     else:
-        counts = claims["verdict"].astype(str).value_counts() if "verdict" in claims else {}
-        summary = ", ".join(f"{int(c)} {v}" for v, c in counts.items())
-        out.append(f"<p>{len(claims)} claims: {rh.esc(summary)}.</p>")
+        out.append(f"<p>{rh.esc(_tally_text(claims))}.</p>")
         cap = rh.caption(
             "Table", n.table(), f"Claims of {title}: published statements (source and quote), "
             "the comparison tested, the published and measured effect (ratio a/b with 95% CI; "
@@ -176,6 +178,8 @@ def study_section(
             "and its reason.",
         )  # fmt: skip
         out.append(rh.claims_table(claims, cap))
+        if reference is not None and "measured_ratio" in claims:
+            out.append(agreement_html(claims, reference, n))
     hidden = [t for t in tables if not _in_report(t)]
     if hidden:
         out.append('<p class="quiet">Also in the results folder, not printed: ')
@@ -258,6 +262,85 @@ def not_run_items(run_log: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def _tally_text(claims: pd.DataFrame) -> str:
+    """'N distinct tests (a reproduced, b not reproduced, c inconclusive), from M claims'."""
+    if "verdict" not in claims:
+        return "no verdicts"
+    c = tally(claims)
+    n = sum(c.values())
+    parts = ", ".join(f"{c.get(v, 0)} {v}" for v in VERDICTS)
+    return f"{n} distinct tests ({parts}), from {len(claims)} claims"
+
+
+def _machine_and_date(results_dir: Path) -> str:
+    """Where and when a reference result was measured: its runs' host and first/last start."""
+    manifests = sorted(Path(results_dir).parent.glob("*/manifest.json"))
+    if not manifests:
+        return "machine and date not recorded"
+    docs = [json.loads(m.read_text()) for m in manifests]
+    env = docs[0].get("environment") or {}
+    starts = sorted(str(d.get("started_at", "")) for d in docs if d.get("started_at"))
+    cpu = env.get("cpu_model") or env.get("cpu") or "?"
+    cores = env.get("cpu_cores_logical") or env.get("cpu_count") or "?"
+    when = f"{starts[0][:16]} to {starts[-1][:16]} UTC" if starts else "date not recorded"
+    return f"{len(docs)} runs on {cpu} ({cores} cores), {when}"
+
+
+def reference_section(
+    pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame | None]], n: Counter
+) -> str:
+    """The committed full-profile results, first: what the suite found, and where and when."""
+    out = ['<section class="study"><h1 class="study-title">Reference results (committed)</h1>',
+           "<p>These are the full-profile results committed with the suite "
+           "(<code>data/runs/reference/</code>), analysed under docs/statistics.md. The "
+           "sections after them are this run's, placed beside these.</p><ul>"]  # fmt: skip
+    for d, meta, claims in pairs:
+        title = str(meta.get("title") or d.name)
+        tally_txt = _tally_text(claims) if claims is not None else "no claims table"
+        out.append(
+            f"<li><b>{rh.esc(title)}</b>: {rh.esc(tally_txt)}. "
+            f'<span class="quiet">{rh.esc(_machine_and_date(d))}.</span></li>'
+        )
+    out.append("</ul></section>")
+    for i, (d, meta, claims) in enumerate(pairs, 1):
+        meta = {**meta, "title": f"Reference: {meta.get('title') or d.name}"}
+        out.append(study_section(i, d, meta, claims, [], n, prefix="R"))
+    return "\n".join(out)
+
+
+def agreement(fresh: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """Per claim: the reference's and this run's estimate (ratio a/b) and whether they lie
+    on the same side of 1."""
+    cols = ["claim_id", "comparison", "measured_ratio", "verdict"]
+    m = reference[cols].merge(fresh[cols], on=["claim_id", "comparison"], suffixes=("_ref", ""))
+    side = np.sign(np.log(m["measured_ratio_ref"].astype(float)))
+    fresh_side = np.sign(np.log(m["measured_ratio"].astype(float)))
+    m["same_direction"] = np.where(
+        np.isfinite(side) & np.isfinite(fresh_side), side == fresh_side, np.nan
+    )
+    return m.rename(
+        columns={
+            "measured_ratio_ref": "reference ratio",
+            "verdict_ref": "reference verdict",
+            "measured_ratio": "this run's ratio",
+            "verdict": "this run's verdict",
+        }
+    )
+
+
+def agreement_html(fresh: pd.DataFrame, reference: pd.DataFrame, n: Counter) -> str:
+    a = agreement(fresh, reference)
+    known = a["same_direction"].dropna()
+    agree = int((known == True).sum())  # noqa: E712 - an object column of bools
+    head = (
+        f"<h2>Beside the reference</h2><p>This run's estimate agrees in direction with the "
+        f"committed reference on {agree} of {len(known)} claims with an estimate in both.</p>"
+    )
+    cap = rh.caption("Table", n.table(), "Each claim's ratio a/b in the committed reference "
+                     "and in this run, and whether both lie on the same side of 1.")  # fmt: skip
+    return head + rh.frame_table(a, cap)
+
+
 def title_page(
     studies: Sequence[tuple[str, pd.DataFrame | None]],
     env: dict[str, Any],
@@ -271,9 +354,7 @@ def title_page(
         if claims is None or "verdict" not in claims:
             rows.append(f"<li>{i}. {rh.esc(title)}: no claims table</li>")
             continue
-        c = claims["verdict"].astype(str).value_counts()
-        s = ", ".join(f"{int(c.get(v, 0))} {v}" for v in VERDICTS)
-        rows.append(f"<li>{i}. {rh.esc(title)}: {len(claims)} claims ({s})</li>")
+        rows.append(f"<li>{i}. {rh.esc(title)}: {_tally_text(claims)}</li>")
     missing = not_run_items(run_log)
     status = (
         '<ul class="skipped">' + "".join(f"<li>{rh.esc(m)}</li>" for m in missing) + "</ul>"
@@ -376,8 +457,10 @@ def render_html(
     results_dirs: Sequence[Path],
     run_log: dict[str, Any] | None = None,
     environment: dict[str, Any] | None = None,
+    references: Mapping[str, Path] | None = None,
 ) -> str:
-    """The whole report as one self-contained HTML document."""
+    """The whole report as one self-contained HTML document. ``references``: a fresh results
+    folder's name -> the committed reference results it is placed beside (they lead)."""
     from ipclab.environment import describe_environment
 
     dirs = [Path(d) for d in results_dirs]
@@ -390,20 +473,42 @@ def render_html(
     for e in _notebooks(run_log):
         if e.get("status") in ("skipped", "failed") and e.get("results"):
             by_results.setdefault(str(e["results"]), []).extend(not_run_items({"notebooks": [e]}))
+    refs = []
+    ref_claims: dict[str, pd.DataFrame | None] = {}
+    for name, ref in (references or {}).items():
+        rmeta = read_results(ref)
+        rc = _read_csv(ref, rmeta["claims"], f"reference claims of {name}", n) if rmeta.get(
+            "claims") else None  # fmt: skip
+        refs.append((Path(ref), rmeta, rc))
+        ref_claims[name] = rc
     sections, studies, frames = [], [], []
+    if refs:
+        sections.append(reference_section(refs, n))
     for i, (d, meta) in enumerate(zip(dirs, metas, strict=True), 1):
         title = str(meta.get("title") or meta.get("study") or d.name)
         claims = (
             _read_csv(d, meta["claims"], f"claims of {title}", n) if meta.get("claims") else None
         )
-        sections.append(study_section(i, d, meta, claims, by_results.get(d.name, []), n))
+        sections.append(
+            study_section(
+                i, d, meta, claims, by_results.get(d.name, []), n,
+                reference=ref_claims.get(d.name),
+            )
+        )  # fmt: skip
         studies.append((title, claims))
         if claims is not None:
             frames.append(claims.assign(study=title))
     all_claims = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     body = "\n".join(
         [
-            title_page(studies, env, profile, backend, run_log, built_at[:10]),
+            title_page(
+                [(f"Reference: {m.get('title') or d.name}", c) for d, m, c in refs] + studies,
+                env,
+                profile,
+                backend,
+                run_log,
+                built_at[:10],
+            ),  # fmt: skip
             *sections,
             summary_section(all_claims, n),
             made_section(run_log, n.problems, built_at),
@@ -459,7 +564,10 @@ def html_to_pdf(html_file: Path, out_pdf: Path, timeout_s: float = 180.0) -> Pat
 
 
 def build_report(
-    results_dirs: Sequence[Path], out_pdf: Path, run_log: dict[str, Any] | None = None
+    results_dirs: Sequence[Path],
+    out_pdf: Path,
+    run_log: dict[str, Any] | None = None,
+    references: Mapping[str, Path] | None = None,
 ) -> Path:
     """Render the results folders (and the run log) to ``out_pdf``; the HTML is kept beside it.
 
@@ -468,7 +576,7 @@ def build_report(
     out_pdf = Path(out_pdf)
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     html_file = out_pdf.with_suffix(".html")
-    html_file.write_text(render_html(results_dirs, run_log), encoding="utf-8")
+    html_file.write_text(render_html(results_dirs, run_log, references=references), "utf-8")
     return html_to_pdf(html_file, out_pdf)
 
 

@@ -25,6 +25,9 @@ class Notebook:
     file: str  # under notebooks/
     results: str  # results folder name
     needs: tuple[str, ...] = ()  # what this machine must have, e.g. ("rabbitmq",)
+    # the committed full-profile result of this notebook: a folder under data/runs/reference
+    # whose results/ the report leads with, the fresh run placed beside it
+    reference: str = ""
 
 
 @dataclass(frozen=True)

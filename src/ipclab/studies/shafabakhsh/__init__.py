@@ -11,7 +11,17 @@ STUDY = Study(
     title="Shafabakhsh 2020: REST vs gRPC vs RabbitMQ",
     stacks=STACKS,
     notebooks=(
-        Notebook("01_shafabakhsh_performance.ipynb", "shafabakhsh", needs=("rabbitmq",)),
-        Notebook("02_shafabakhsh_availability.ipynb", "availability", needs=("rabbitmq",)),
+        Notebook(
+            "01_shafabakhsh_performance.ipynb",
+            "shafabakhsh",
+            needs=("rabbitmq",),
+            reference="shafabakhsh-full-local",
+        ),
+        Notebook(
+            "02_shafabakhsh_availability.ipynb",
+            "availability",
+            needs=("rabbitmq",),
+            reference="availability-full-local",
+        ),
     ),
 )
