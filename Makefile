@@ -4,7 +4,7 @@ PROFILE ?= quick
 BACKEND ?= local
 OUT     ?= out
 
-.PHONY: help setup system-deps docker-engine test test-fast reproduce report lab bench lint \
+.PHONY: help setup system-deps docker-engine test test-fast fuzz reproduce report lab bench lint \
         format proto base-image images clean
 
 help:
@@ -24,11 +24,17 @@ setup: system-deps
 	$(PYTHON) -m pip install -q -e '.[dev,bench,notebooks]'
 	$(PYTHON) -m ipykernel install --user --name python3 >/dev/null
 
-test:
+# The suite installs what it needs first (a fresh clone has nothing). pytest runs in the
+# foreground with SIGINT restored: a shell's background job or nohup ignores it, and the
+# tests that send Ctrl-C to `ipclab up`/`run` rely on the CLI setting its own handlers.
+test: setup
 	$(PYTHON) -m pytest -q -ra
 
-test-fast:
+test-fast: setup
 	$(PYTHON) -m pytest -q -m "not slow and not docker"
+
+fuzz: setup
+	$(PYTHON) -m ipclab.fuzz --out docs/fuzzing.md
 
 reproduce: setup $(if $(filter docker,$(BACKEND)),docker-engine)
 	$(PYTHON) -m ipclab.cli reproduce --profile $(PROFILE) --backend $(BACKEND) --out $(OUT)
@@ -36,8 +42,12 @@ reproduce: setup $(if $(filter docker,$(BACKEND)),docker-engine)
 report:
 	$(PYTHON) -m ipclab.cli report --out $(OUT)
 
+# Loopback only, no browser (there may be none), root allowed (containers, CI); the URL
+# with its token is printed.
+LAB_PORT  ?= 8888
+LAB_FLAGS := --ip=127.0.0.1 --port=$(LAB_PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: setup
-	$(PYTHON) -m jupyterlab notebooks/
+	$(PYTHON) -m jupyterlab notebooks/ $(LAB_FLAGS)
 
 bench:
 	$(PYTHON) bench/transports.py

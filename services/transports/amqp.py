@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -32,6 +33,8 @@ from aio_pika.abc import AbstractIncomingMessage
 from aiormq.exceptions import ChannelInvalidStateError
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
 from ipclab_services.transports.base import ConnectConfig, ServeConfig, ServiceDef
+
+_log = logging.getLogger(__name__)
 
 PREFETCH = 64
 
@@ -60,8 +63,9 @@ async def serve(service: ServiceDef, config: ServeConfig) -> None:
                 reply: dict[str, Any] = {"result": await service.invoke(doc["op"], doc["request"])}
             except ServiceError as e:
                 reply = {"error": e.code, "message": str(e)}
-            except Exception as e:  # noqa: BLE001 - a bad message must not kill the consumer
-                reply = {"error": "internal", "message": repr(e)}
+            except Exception:  # noqa: BLE001 - a bad message must not kill the consumer
+                _log.exception("amqp %s: bad message", service.name)
+                reply = {"error": "internal", "message": "internal error"}
             if message.reply_to:
                 await exchange.publish(
                     aio_pika.Message(

@@ -15,19 +15,60 @@ from ipclab.backends import BACKENDS, StackOptions, get_backend
 from ipclab.stacks import UnknownStack, all_stacks, resolve
 from ipclab.studies import UnknownStudy, all_studies
 
+_NUM = r"(\d+(?:\.\d+)?)"
+
 
 def duration(text: str) -> float:
-    """'30s', '2m', '1m30s', '45' -> seconds."""
-    m = re.fullmatch(
-        r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", text.strip()
-    )
-    if not text.strip() or m is None or not any(m.groups()):
+    """'30s', '2m', '1m30s', '1h30m', '45' (plain seconds) -> seconds. Every part of a
+    compound duration carries its unit: '1h30' is refused, not read as 1 h 30 s."""
+    t = text.strip()
+    if re.fullmatch(_NUM, t):
+        return float(t)
+    m = re.fullmatch(rf"(?:{_NUM}h)?(?:{_NUM}m)?(?:{_NUM}s)?", t)
+    if not t or m is None or not any(m.groups()):
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 30s, 2m or 1m30s")
     h, mnt, s = (float(g) if g else 0.0 for g in m.groups())
     return h * 3600 + mnt * 60 + s
 
 
+def positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number >= 0")
+    return value
+
+
+def _check_stack_options(a: argparse.Namespace) -> None:
+    """Options a backend cannot honour are refused, not silently ignored."""
+    if a.backend == "local":
+        given = [
+            flag
+            for flag, value in (
+                ("--cpus", getattr(a, "cpus", None)),
+                ("--memory", getattr(a, "memory", None)),
+                ("--delay-ms", getattr(a, "delay_ms", 0.0) or None),
+            )
+            if value is not None
+        ]
+        if given:
+            raise ValueError(f"{', '.join(given)}: docker backend only (--backend docker)")
+
+
 def _stack_options(a: argparse.Namespace) -> StackOptions:
+    _check_stack_options(a)
     return StackOptions(
         seed=a.seed,
         sequential=a.sequential,
@@ -49,16 +90,16 @@ def _add_stack_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--call-timeout",
-        type=float,
+        type=positive,
         default=2.0,
         metavar="S",
         help="gateway -> service deadline in seconds (then 504)",
     )
-    p.add_argument("--cpus", type=float, help="CPU limit per container (docker backend)")
+    p.add_argument("--cpus", type=positive, help="CPU limit per container (docker backend)")
     p.add_argument("--memory", type=int, metavar="MB", help="memory limit per container (docker)")
     p.add_argument(
         "--delay-ms",
-        type=float,
+        type=non_negative,
         default=0.0,
         help="netem egress delay on every container (docker backend)",
     )
@@ -130,6 +171,11 @@ def cmd_down(a: argparse.Namespace) -> int:
 
 def cmd_run(a: argparse.Namespace) -> int:
     from ipclab.load.runner import Fault, LoadProfile, run
+
+    if a.think_time_max is not None and a.think_time_max < a.think_time:
+        raise ValueError(
+            f"--think-time-max {a.think_time_max:g} is below --think-time {a.think_time:g}"
+        )
 
     profile = LoadProfile(
         users=a.users,
@@ -212,14 +258,14 @@ def _add_run_parser(sub: Any) -> None:
     p.add_argument("--duration", type=duration, default=30.0, help="e.g. 30s, 3m")
     p.add_argument(
         "--think-time",
-        type=float,
+        type=non_negative,
         default=0.0,
         metavar="S",
         help="think time per user between requests (closed loop; default none)",
     )
     p.add_argument(
         "--think-time-max",
-        type=float,
+        type=non_negative,
         metavar="S",
         help="with --think-time: uniform think time in [think-time, this]",
     )
@@ -308,10 +354,17 @@ def _sigterm_as_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def install_signal_handlers() -> None:
+    """Ctrl-C and SIGTERM stop the command cleanly, whatever the shell did: a background job
+    or ``nohup`` starts us with SIGINT ignored, and Python then installs no handler."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    install_signal_handlers()
     parser = build_parser()
     a = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return int(a.func(a))
     except KeyboardInterrupt:

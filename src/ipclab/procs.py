@@ -32,6 +32,31 @@ def free_port(host: str = "127.0.0.1") -> int:
                 return port
 
 
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct free ports, by construction: each is held bound until all are chosen,
+    so the kernel cannot hand the same port back twice (as successive ``free_port()`` calls
+    may). Each is free over UDP too, as in :func:`free_port`."""
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < n:
+            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(tcp)
+            tcp.bind((host, 0))
+            port = int(tcp.getsockname()[1])
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            held.append(udp)
+            try:
+                udp.bind((host, port))
+            except OSError:
+                continue  # busy over UDP: keep the TCP socket held, ask again
+            ports.append(port)
+        return ports
+    finally:
+        for sock in held:
+            sock.close()
+
+
 def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):

@@ -8,6 +8,8 @@ document. ``GET /healthz`` pings every service; ``GET /stats`` shows transport c
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from typing import Any
 
 from ipclab_services.domains import GatewaySettings
@@ -20,6 +22,8 @@ from ipclab_services.errors import (
 )
 from ipclab_services.fronts import Handler, Request
 from ipclab_services.transports.base import Clients
+
+_log = logging.getLogger(__name__)
 
 # When several calls fail, the answer reports the most telling error first.
 _PRECEDENCE = (BadRequest, NotFound, Timeout, Unavailable, ServiceError)
@@ -43,23 +47,35 @@ async def product_page(
         ("shipping", {"product_id": product_id}),
         ("cart", {"customer_id": customer_id}),
     )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout  # the whole page's deadline, in both modes
     results: list[Any]
     if sequential:
         results = []
         for service, request in calls:
-            try:
-                results.append(await clients.call(service, "get", request, timeout))
-            except ServiceError as e:
-                results.append(e)
-                break
+            left = deadline - loop.time()
+            if left <= 0:
+                raise Timeout(f"page deadline of {timeout:g} s passed before {service}")
+            results.append(await clients.call(service, "get", request, left))
     else:
-        results = await asyncio.gather(
-            *(clients.call(service, "get", request, timeout) for service, request in calls),
-            return_exceptions=True,
-        )
-    errors = [r for r in results if isinstance(r, BaseException)]
-    if errors:
-        raise _worst(errors)
+        tasks = [
+            asyncio.ensure_future(clients.call(service, "get", request, timeout))
+            for service, request in calls
+        ]
+        try:
+            done, pending = await asyncio.wait(
+                tasks, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION
+            )
+        finally:
+            for t in tasks:
+                t.cancel()  # one failure (or the deadline) ends the page: stop waiting
+        errors = [t.exception() for t in done if t.exception() is not None]
+        if errors:
+            raise _worst([e for e in errors if e is not None])
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+            raise Timeout(f"page deadline of {timeout:g} s passed")
+        results = [t.result() for t in tasks]
     info, reviews, recommendations, shipping, cart = results
     return {
         "product": info,
@@ -70,9 +86,19 @@ async def product_page(
     }
 
 
-def _parse_id(text: str | None, what: str) -> int:
-    if text is None or not text.isdigit() or len(text) > 18:
-        raise BadRequest(f"{what} must be a non-negative integer, got {text!r}")
+INT64_MAX = (1 << 63) - 1
+MAX_QUERY_FIELDS = 16
+_ASCII_DIGITS = re.compile(r"[0-9]{1,19}")
+
+
+def parse_id(text: str | None, what: str) -> int:
+    """A non-negative int64 written in ASCII digits; anything else is a BadRequest.
+
+    ``str.isdigit`` is not enough: it accepts superscripts ('²', which ``int`` refuses)
+    and other scripts' digits ('٣', which ``int`` reads)."""
+    if text is None or _ASCII_DIGITS.fullmatch(text) is None or int(text) > INT64_MAX:
+        shown = text if text is None or len(text) <= 40 else text[:40] + "..."
+        raise BadRequest(f"{what} must be an integer from 0 to {INT64_MAX}, got {shown!r}")
     return int(text)
 
 
@@ -98,9 +124,11 @@ def handler(clients: Clients, services: tuple[str, ...], settings: GatewaySettin
         parts, query = request.path, request.query
         try:
             if len(parts) == 2 and parts[0] == "product":
-                product_id = _parse_id(parts[1], "product_id")
+                if len(query) > MAX_QUERY_FIELDS:
+                    raise BadRequest(f"at most {MAX_QUERY_FIELDS} query fields")
+                product_id = parse_id(parts[1], "product_id")
                 customer = query.get("customer_id")
-                customer_id = _parse_id(customer, "customer_id") if customer else 0
+                customer_id = 0 if customer is None else parse_id(customer, "customer_id")
                 return 200, await product_page(
                     clients, product_id, customer_id, timeout, settings.sequential
                 )
@@ -111,7 +139,8 @@ def handler(clients: Clients, services: tuple[str, ...], settings: GatewaySettin
             return 404, {"error": "not_found", "message": "no such path"}
         except ServiceError as e:
             return e.http_status, {"error": e.code, "message": str(e)}
-        except Exception as e:  # noqa: BLE001 - a bug answers 500, it must not hang the client
-            return 500, {"error": "internal", "message": repr(e)}
+        except Exception:  # noqa: BLE001 - a bug answers 500, it must not hang the client
+            _log.exception("gateway: internal error on %s", request.path)
+            return 500, {"error": "internal", "message": "internal error"}
 
     return route

@@ -13,10 +13,10 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from ipclab.procs import alive, free_port, kill_group, port_open, spawn, stop_group, tail
+from ipclab.procs import alive, free_ports, kill_group, port_open, spawn, stop_group, tail
 
 SERVER_CANDIDATES = ("/usr/lib/rabbitmq/bin/rabbitmq-server", "rabbitmq-server")
 START_TIMEOUT_S = 60.0
@@ -42,10 +42,19 @@ def find_server() -> str:
 class RabbitNode:
     directory: Path
     host: str = "127.0.0.1"
-    port: int = field(default_factory=free_port)
-    dist_port: int = field(default_factory=free_port)
-    epmd_port: int = field(default_factory=free_port)
+    port: int = 0  # AMQP, Erlang distribution, epmd: 0 = chosen together in __post_init__
+    dist_port: int = 0
+    epmd_port: int = 0
     process: subprocess.Popen[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        if not (self.port and self.dist_port and self.epmd_port):
+            self.port, self.dist_port, self.epmd_port = free_ports(3, self.host)
+        if len({self.port, self.dist_port, self.epmd_port}) != 3:
+            raise ValueError(
+                f"broker ports must differ: amqp {self.port}, "
+                f"distribution {self.dist_port}, epmd {self.epmd_port}"
+            )
 
     @property
     def url(self) -> str:
@@ -60,7 +69,6 @@ class RabbitNode:
         (d / "enabled_plugins").write_text("[].\n")
         (d / "rabbitmq.conf").write_text(
             f"listeners.tcp.default = {self.host}:{self.port}\n"
-            + "loopback_users = none\n"
             + "log.console = true\nlog.console.level = warning\nlog.file = false\n"
         )
         return {
@@ -71,13 +79,16 @@ class RabbitNode:
             "RABBITMQ_NODE_PORT": str(self.port),
             "RABBITMQ_DIST_PORT": str(self.dist_port),
             "ERL_EPMD_PORT": str(self.epmd_port),
+            "ERL_EPMD_ADDRESS": self.host,  # epmd on loopback only, not 0.0.0.0
             "RABBITMQ_MNESIA_BASE": str(d / "mnesia"),
             "RABBITMQ_LOG_BASE": str(d / "log"),
             "RABBITMQ_CONFIG_FILE": str(d / "rabbitmq.conf"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(d / "enabled_plugins"),
             "RABBITMQ_PID_FILE": str(d / "rabbit.pid"),
             # no scheduler busy-waiting: on 2 cores it would steal CPU from the services
-            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "+sbwt none +sbwtdcpu none +sbwtdio none",
+            # the distribution port on loopback only (it would listen on 0.0.0.0)
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "+sbwt none +sbwtdcpu none +sbwtdio none "
+            + f"-kernel inet_dist_use_interface {{{self.host.replace('.', ',')}}}",
         }
 
     def start(self, timeout: float = START_TIMEOUT_S, detached: bool = False) -> None:

@@ -27,7 +27,7 @@ import psutil
 from ipclab.backends.base import StackOptions
 from ipclab.backends.broker import RabbitNode
 from ipclab.backends.postgres import PostgresCluster
-from ipclab.procs import free_port, kill_group, spawn, stop_group, tail
+from ipclab.procs import free_ports, kill_group, spawn, stop_group, tail
 from ipclab.stacks import StackSpec, resolve
 
 READY_TIMEOUT_S = 60.0
@@ -101,12 +101,21 @@ class LocalStack:
 
     def start(self) -> None:
         try:
+            # every port of the stack, its broker and its database chosen at once: distinct
+            # by construction (ports chosen one at a time may come back twice)
+            roles = self.spec.roles
+            extra = (3 if self.spec.needs_broker else 0) + (1 if self.spec.needs_database else 0)
+            ports = free_ports(len(roles) + extra)
+            self.ports = dict(zip(roles, ports[: len(roles)], strict=True))
+            rest = ports[len(roles) :]
             if self.spec.needs_broker:
-                self.broker = RabbitNode(self.workdir / "broker")
+                amqp, dist, epmd, *rest = rest
+                self.broker = RabbitNode(
+                    self.workdir / "broker", port=amqp, dist_port=dist, epmd_port=epmd
+                )
                 self.broker.start(detached=self.detached)
             if self.spec.needs_database:
-                self._start_database()
-            self.ports = {role: free_port() for role in self.spec.roles}
+                self._start_database(rest[0])
             for role in self.spec.roles:
                 self._spawn(role)
             wait_ready(
@@ -121,12 +130,12 @@ class LocalStack:
                 raise StackStartError(f"{self.spec.name} did not start: {e}\n{logs}") from None
             raise
 
-    def _start_database(self) -> None:
+    def _start_database(self, port: int) -> None:
         """A private PostgreSQL cluster, created and filled by the domain's SQL for this
         run's knobs (e.g. rows per table)."""
         from ipclab_services import domains
 
-        self.database = PostgresCluster()
+        self.database = PostgresCluster(port=port)
         self.database.start(detached=self.detached)
         env = {**os.environ, **self.options.env(), **self.spec.settings}
         self.database.execute(domains.load(self.spec.domain).database_sql(env))

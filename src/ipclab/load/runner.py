@@ -368,13 +368,20 @@ def run(
     """
     spec = resolve(stack_name)
     options = options or StackOptions()
+    components = (*spec.roles, "broker") if spec.needs_broker else spec.roles
     for f in faults:
-        if f.role not in (*spec.roles, "broker"):
-            raise ValueError(f"fault names {f.role!r}, not a component of {spec.name}")
+        if f.role not in components:
+            raise ValueError(
+                f"fault names {f.role!r}, not a component of {spec.name} ({', '.join(components)})"
+            )
+    if root is not None and Path(root).exists() and not Path(root).is_dir():
+        raise ValueError(f"--runs-root {root} is a file, not a directory")
     if out is not None:
         out = Path(out)
-        if (out / "manifest.json").exists():
-            raise FileExistsError(f"{out} already holds a run; choose another --out")
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise FileExistsError(
+                f"{out} exists and is not an empty directory; --out names a new run directory"
+            )
         out.mkdir(parents=True, exist_ok=True)
         run_dir = out
     else:

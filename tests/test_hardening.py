@@ -1,0 +1,303 @@
+"""Issue 13: each security and reliability item, with a test named after what it proves."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ipclab_services.domains import GatewaySettings
+from ipclab_services.domains.shop.gateway import INT64_MAX, handler, parse_id
+from ipclab_services.errors import BadRequest, NotFound
+from ipclab_services.fronts import Request
+
+from ipclab.backends.broker import RabbitNode
+from ipclab.cli import duration
+from ipclab.procs import free_ports, kill_group
+from tests.conftest import ipclab_processes
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ipclab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ipclab.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+# --- ports -------------------------------------------------------------------------------
+
+
+def test_ports_asked_together_are_distinct_by_construction() -> None:
+    ports = free_ports(300)
+    assert len(set(ports)) == 300
+
+
+def test_broker_ports_are_distinct_and_refused_when_equal(tmp_path: Path) -> None:
+    node = RabbitNode(tmp_path)
+    assert len({node.port, node.dist_port, node.epmd_port}) == 3
+    with pytest.raises(ValueError, match="must differ"):
+        RabbitNode(tmp_path, port=60091, dist_port=60091, epmd_port=60092)
+
+
+def test_private_broker_listens_on_loopback_only_and_guest_stays_local(tmp_path: Path) -> None:
+    node = RabbitNode(tmp_path)
+    env = node._env()
+    assert env["ERL_EPMD_ADDRESS"] == "127.0.0.1"
+    assert "inet_dist_use_interface {127,0,0,1}" in env["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"]
+    assert "loopback_users = none" not in (tmp_path / "rabbitmq.conf").read_text()
+
+
+@pytest.mark.slow
+def test_private_broker_opens_no_port_beyond_loopback(tmp_path: Path) -> None:
+    node = RabbitNode(tmp_path / "broker")
+    node.start()
+    try:
+        pids = set(node.pids())
+        listening = [
+            c
+            for c in psutil.net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN and c.pid in pids
+        ]
+        ports = {c.laddr.port for c in listening}
+        assert {node.port, node.dist_port, node.epmd_port} <= ports, listening
+        assert all(c.laddr.ip in ("127.0.0.1", "::1") for c in listening), listening
+    finally:
+        node.stop()
+
+
+# --- gateway input ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("²", "superscript two: isdigit() but int() raises"),
+        ("٣", "Arabic-Indic three: int() reads it"),
+        ("", "blank"),
+        (str(INT64_MAX + 1), "beyond int64"),
+        ("+1", "sign"),
+        (" 1", "space"),
+        ("1_000", "underscore"),
+    ],
+)
+def test_ids_are_ascii_int64_only(text: str, why: str) -> None:
+    with pytest.raises(BadRequest):
+        parse_id(text, "product_id")
+
+
+def test_every_int64_id_is_accepted() -> None:
+    assert parse_id(str(INT64_MAX), "product_id") == INT64_MAX
+    assert parse_id("10" + "0" * 17, "product_id") == 10**18
+    assert parse_id("0", "product_id") == 0
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(max_size=30))
+def test_any_text_as_an_id_is_a_number_or_a_bad_request(text: str) -> None:
+    try:
+        value = parse_id(text, "product_id")
+    except BadRequest:
+        assert not (text.isascii() and text.isdigit() and int(text) <= INT64_MAX)
+    else:
+        assert text.isascii() and text.isdigit() and value == int(text) <= INT64_MAX
+
+
+class FakeClients:
+    """The five services, answering or failing as told (no network)."""
+
+    def __init__(self, behaviour: dict[str, Any], delay: float = 0.0) -> None:
+        self.behaviour, self.delay, self.calls = behaviour, delay, 0
+
+    async def call(self, service: str, op: str, request: dict[str, Any], timeout: float) -> Any:
+        self.calls += 1
+        what = self.behaviour.get(service, {})
+        if isinstance(what, float):
+            await asyncio.sleep(what)
+            return {}
+        await asyncio.sleep(self.delay)
+        if isinstance(what, BaseException):
+            raise what
+        return {
+            "reviews": [],
+            "recommendations": [],
+            "options": [],
+            "cart": None,
+            "name": "x",
+        }
+
+    def stats(self) -> dict[str, Any]:
+        return {}
+
+
+def _route(clients: FakeClients, timeout: float = 2.0, sequential: bool = False) -> Any:
+    settings_ = GatewaySettings(timeout_s=timeout, sequential=sequential)
+    services = ("product-info", "reviews", "recommendations", "shipping", "cart")
+    return handler(clients, services, settings_)  # type: ignore[arg-type]
+
+
+def _get(route: Any, path: str, query: dict[str, str] | None = None) -> tuple[int, Any]:
+    request = Request(
+        method="GET",
+        path=[p for p in path.split("/") if p],
+        query=query or {},
+        body=b"",
+        headers={},
+    )
+    return asyncio.run(route(request))
+
+
+def test_blank_customer_id_is_a_bad_request_not_no_customer() -> None:
+    status, body = _get(_route(FakeClients({})), "/product/1", {"customer_id": ""})
+    assert status == 400, body
+
+
+def test_unicode_digits_in_the_path_are_400_not_500_nor_200() -> None:
+    route = _route(FakeClients({}))
+    assert _get(route, "/product/²")[0] == 400
+    assert _get(route, "/product/٣")[0] == 400
+    assert _get(route, f"/product/{INT64_MAX}")[0] == 200
+
+
+def test_too_many_query_fields_are_refused() -> None:
+    query = {f"f{i}": "1" for i in range(100)}
+    assert _get(_route(FakeClients({})), "/product/1", query)[0] == 400
+
+
+def test_a_500_answer_reveals_no_exception_text() -> None:
+    clients = FakeClients({"reviews": RuntimeError("secret /etc/passwd detail")})
+    status, body = _get(_route(clients), "/product/1")
+    assert status == 500
+    assert "secret" not in orjson.dumps(body).decode() and "RuntimeError" not in str(body)
+
+
+def test_concurrent_page_fails_at_the_first_error_without_waiting_for_the_rest() -> None:
+    # four services would take 30 s; one says 404 at once: the page must not wait 30 s
+    clients = FakeClients({s: 30.0 for s in ("reviews", "recommendations", "shipping", "cart")})
+    clients.behaviour["product-info"] = NotFound("no product")
+    t0 = time.monotonic()
+    status, _ = _get(_route(clients, timeout=60.0), "/product/1")
+    assert status == 404
+    assert time.monotonic() - t0 < 20  # generous: the point is not 30 s
+
+
+def test_sequential_page_has_one_deadline_not_one_per_call() -> None:
+    # each call takes 0.5 s, well under the 1.5 s call timeout, but five of them do not fit
+    clients = FakeClients({}, delay=0.5)
+    status, body = _get(_route(clients, timeout=1.5, sequential=True), "/product/1")
+    assert status == 504, body
+    assert clients.calls < 5
+
+
+# --- CLI input ---------------------------------------------------------------------------
+
+
+def test_a_compound_duration_needs_every_unit() -> None:
+    import argparse
+
+    with pytest.raises(argparse.ArgumentTypeError):
+        duration("1h30")
+    assert duration("1h30m") == 5400
+    assert duration("90") == 90
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--call-timeout", "0"), "positive"),
+        (("--call-timeout", "-1"), "positive"),
+        (("--think-time", "2", "--think-time-max", "1"), "below --think-time"),
+        (("--cpus", "1"), "docker backend only"),
+        (("--delay-ms", "5"), "docker backend only"),
+        (("--memory", "256"), "docker backend only"),
+        (("--fault", "broker@3"), "not a component"),
+    ],
+)
+def test_run_refuses_options_it_cannot_honour(args: tuple[str, ...], says: str) -> None:
+    r = ipclab("run", "shop-rest", "--duration", "5s", *args)
+    assert r.returncode == 2, r.stderr
+    assert says in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not ipclab_processes()
+
+
+def test_runs_root_naming_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_text("keep me")
+    r = ipclab("run", "shop-rest", "--duration", "5s", "--runs-root", str(f))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f.read_text() == "keep me"
+
+
+def test_out_must_be_a_new_or_empty_directory(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    for out in (str(tmp_path), "."):
+        r = ipclab("run", "shop-rest", "--duration", "5s", "--out", out)
+        assert r.returncode == 2 and "not an empty directory" in r.stderr, r.stderr
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+# --- signals -----------------------------------------------------------------------------
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job or nohup starts us
+
+
+@pytest.mark.slow
+def test_up_stops_on_ctrl_c_even_when_started_with_sigint_ignored() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ipclab.cli", "up", "shop-rest"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ignore_sigint,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else ""
+        with urllib.request.urlopen(f"{url}/healthz", timeout=10) as resp:
+            assert resp.status == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) in (0, 130)
+        deadline = time.monotonic() + 10
+        while ipclab_processes() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not ipclab_processes()
+    finally:
+        if proc.poll() is None:
+            kill_group(proc.pid)
+            proc.wait(timeout=10)
+        for p in ipclab_processes():  # a failed test leaves nothing behind either
+            kill_group(p.pid)
+
+
+def test_make_lab_listens_on_loopback_without_a_browser_and_allows_root() -> None:
+    r = subprocess.run(
+        ["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True
+    )
+    line = next(ln for ln in r.stdout.splitlines() if "jupyterlab" in ln)
+    assert "--ip=127.0.0.1" in line and "--no-browser" in line
+    assert ("--allow-root" in line) == (os.getuid() == 0)
+
+
+def test_make_test_installs_what_it_needs_first() -> None:
+    r = subprocess.run(
+        ["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True
+    )
+    lines = r.stdout.splitlines()
+    install = next(i for i, ln in enumerate(lines) if "pip install" in ln and "[dev" in ln)
+    pytest_at = next(i for i, ln in enumerate(lines) if "-m pytest" in ln)
+    assert install < pytest_at
