@@ -64,14 +64,19 @@ def test_private_broker_opens_no_port_beyond_loopback(tmp_path: Path) -> None:
     node = RabbitNode(tmp_path / "broker")
     node.start()
     try:
-        pids = set(node.pids())
-        listening = [
-            c
-            for c in psutil.net_connections("tcp")
-            if c.status == psutil.CONN_LISTEN and c.pid in pids
-        ]
-        ports = {c.laddr.port for c in listening}
-        assert {node.port, node.dist_port, node.epmd_port} <= ports, listening
+        wanted = {node.port, node.dist_port, node.epmd_port}
+        deadline = time.monotonic() + 30
+        while True:  # the distribution listener may come up just after AMQP
+            listening = [
+                c
+                for c in psutil.net_connections("tcp")
+                if c.status == psutil.CONN_LISTEN
+                and (c.laddr.port in wanted or c.pid in set(node.pids()))
+            ]
+            if wanted <= {c.laddr.port for c in listening} or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert wanted <= {c.laddr.port for c in listening}, listening
         assert all(c.laddr.ip in ("127.0.0.1", "::1") for c in listening), listening
     finally:
         node.stop()
