@@ -306,3 +306,135 @@ def test_make_test_installs_what_it_needs_first() -> None:
     install = next(i for i, ln in enumerate(lines) if "pip install" in ln and "[dev" in ln)
     pytest_at = next(i for i, ln in enumerate(lines) if "-m pytest" in ln)
     assert install < pytest_at
+
+
+# --- the detached stack's state file ---------------------------------------------------
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from ipclab.backends import local
+
+    d = tmp_path / "state"
+    d.mkdir(mode=0o700)
+    monkeypatch.setattr(local, "STATE_DIR", d)
+    return d
+
+
+@pytest.fixture
+def bystander() -> Any:
+    """A process that is not ipclab's, in its own group: down() must not touch it."""
+    proc = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    yield proc
+    kill_group(proc.pid)
+    proc.wait(timeout=10)
+
+
+def _plant(state_dir: Path, doc: dict[str, Any], mode: int = 0o600) -> Path:
+    path = state_dir / "shop-rest.json"
+    path.write_text(orjson.dumps(doc).decode())
+    path.chmod(mode)
+    return path
+
+
+def _recorded(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    started = psutil.Process(proc.pid).create_time()
+    return {"pids": {"gateway": proc.pid}, "started": {str(proc.pid): started}}
+
+
+def test_down_kills_no_pid_and_deletes_no_directory_a_planted_state_file_names(
+    state_dir: Path, tmp_path: Path, bystander: subprocess.Popen[bytes]
+) -> None:
+    from ipclab.backends.local import down
+
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "data").write_text("keep")
+    doc = {
+        "stack": "shop-rest",
+        "workdir": str(precious),
+        "pids": {"gateway": bystander.pid, "reviews": 1},
+        "broker": {"pid": bystander.pid, "epmd_port": 4369, "dir": str(precious)},
+        "database": {"pid": bystander.pid, "dir": str(precious)},
+    }
+    _plant(state_dir, doc)
+    assert down("shop-rest") is True
+    time.sleep(0.3)
+    assert bystander.poll() is None, "a pid the file named but ipclab did not start was killed"
+    assert (precious / "data").read_text() == "keep"
+
+
+def test_down_kills_no_process_that_reuses_a_recorded_pid(
+    state_dir: Path, bystander: subprocess.Popen[bytes]
+) -> None:
+    from ipclab.backends.local import down
+
+    started = psutil.Process(bystander.pid).create_time() - 100  # the recorded one was older
+    doc = {"pids": {"gateway": bystander.pid}, "started": {str(bystander.pid): started}}
+    doc["workdir"] = "/"
+    _plant(state_dir, doc)
+    assert down("shop-rest") is True
+    time.sleep(0.3)
+    assert bystander.poll() is None
+
+
+def test_down_refuses_a_state_file_others_can_write(
+    state_dir: Path, bystander: subprocess.Popen[bytes]
+) -> None:
+    from ipclab.backends.local import UnsafeState, down
+
+    _plant(state_dir, _recorded(bystander), mode=0o666)
+    with pytest.raises(UnsafeState):
+        down("shop-rest")
+    assert bystander.poll() is None
+
+
+def test_down_refuses_a_state_directory_others_can_write(
+    state_dir: Path, bystander: subprocess.Popen[bytes]
+) -> None:
+    from ipclab.backends.local import UnsafeState, down
+
+    started = psutil.Process(bystander.pid).create_time()
+    _plant(
+        state_dir, {"pids": {"gateway": bystander.pid}, "started": {str(bystander.pid): started}}
+    )
+    state_dir.chmod(0o777)
+    with pytest.raises(UnsafeState):
+        down("shop-rest")
+    assert bystander.poll() is None
+
+
+def test_down_stops_the_process_it_recorded(
+    state_dir: Path, bystander: subprocess.Popen[bytes]
+) -> None:
+    # the same file, with the true start time: this one must be stopped (the checks above
+    # would pass vacuously if down() never killed anything)
+    from ipclab.backends.local import down
+
+    started = psutil.Process(bystander.pid).create_time()
+    _plant(
+        state_dir, {"pids": {"gateway": bystander.pid}, "started": {str(bystander.pid): started}}
+    )
+    assert down("shop-rest") is True
+    assert bystander.wait(timeout=15) is not None
+
+
+def test_state_and_study_files_are_written_atomically(tmp_path: Path) -> None:
+    from ipclab.atomic import write_json_atomic
+
+    target = tmp_path / "study.json"
+    write_json_atomic(target, {"a": 1})
+    write_json_atomic(target, {"a": 2}, mode=0o600)
+    assert orjson.loads(target.read_text()) == {"a": 2}
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["study.json"]  # no temp file left
+    src = (ROOT / "src" / "ipclab").rglob("*.py")
+    writers = [
+        p.relative_to(ROOT)
+        for p in src
+        if any(
+            f'"{name}").write_text' in p.read_text()
+            for name in ("study.json", "experiment.json", "run_log.json", "manifest.json")
+        )
+    ]
+    assert not writers, f"non-atomic writes of run records in {writers}"

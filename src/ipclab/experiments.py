@@ -8,7 +8,6 @@ starts a fresh stack.
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import time
@@ -17,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipclab.atomic import write_json_atomic
 from ipclab.backends import StackOptions
 from ipclab.load.runner import LoadProfile, run
 from ipclab.runs import DEFAULT_ROOT, Run, read_run, utcnow
@@ -106,8 +106,9 @@ class Experiment:
     def run(self, progress: Callable[[str], None] = print) -> list[Run]:
         """Run every cell not yet done; return all cells' runs in cell order."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        (self.directory / "experiment.json").write_text(
-            json.dumps({"name": self.name, "updated_at": utcnow(), **self.describe()}, indent=2)
+        write_json_atomic(
+            self.directory / "experiment.json",
+            {"name": self.name, "updated_at": utcnow(), **self.describe()},
         )
         cells = self.cells()
         runs = []

@@ -9,7 +9,6 @@ written as it goes.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ipclab.atomic import write_json_atomic
 from ipclab.environment import describe_environment
 from ipclab.paths import REPO_ROOT
 from ipclab.runs import utcnow
@@ -140,7 +140,7 @@ def reproduce(
     for i, nb in enumerate(chosen, 1):
         tag = f"[{i}/{len(chosen)}] {nb.file}"
         log["notebooks"].append(_run_one(nb, out, parameters, lambda m, tag=tag: say(tag + m)))
-        log_path.write_text(json.dumps(log, indent=2))
+        write_json_atomic(log_path, log)
 
     report = out / "report.pdf"
     try:
@@ -158,7 +158,7 @@ def reproduce(
         log["report_error"] = f"{type(e).__name__}: {e}"
     log["ended_at"] = utcnow()
     log["seconds"] = round(time.monotonic() - started, 1)
-    log_path.write_text(json.dumps(log, indent=2))
+    write_json_atomic(log_path, log)
     _say_summary(log, out, figures_dir, runs_root, report, say)
     failed = [e for e in log["notebooks"] if e["status"] == "failed"]
     return 1 if failed or "report" not in log else 0

@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ipclab import plotting
+from ipclab.atomic import write_json_atomic
 from ipclab.paths import from_repo
 from ipclab.runs import utcnow
 
@@ -77,7 +78,7 @@ class StudyResults:
         d["directory"] = str(self.directory)
         d["figures_dir"] = str(self.figures_dir)
         d["updated_at"] = utcnow()
-        (self.directory / "study.json").write_text(json.dumps(d, indent=2, default=str))
+        write_json_atomic(self.directory / "study.json", d)
 
 
 def read_results(directory: Path) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from ipclab.atomic import write_json_atomic
 from ipclab.environment import describe_environment
 
 SCHEMA = 1
@@ -52,10 +53,7 @@ def utcnow() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
-def _write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, path)
+_write_json_atomic = write_json_atomic
 
 
 def new_run_dir(root: Path | None, label: str) -> Path:

@@ -24,6 +24,7 @@ from typing import Any
 
 import psutil
 
+from ipclab.atomic import write_json_atomic
 from ipclab.backends.base import StackOptions
 from ipclab.backends.broker import RabbitNode
 from ipclab.backends.postgres import PostgresCluster
@@ -31,7 +32,10 @@ from ipclab.procs import free_ports, kill_group, spawn, stop_group, tail
 from ipclab.stacks import StackSpec, resolve
 
 READY_TIMEOUT_S = 60.0
-STATE_DIR = Path(os.environ.get("IPCLAB_STATE_DIR", Path(tempfile.gettempdir()) / "ipclab-state"))
+STATE_DIR = Path(
+    os.environ.get("IPCLAB_STATE_DIR", Path(tempfile.gettempdir()) / f"ipclab-state-{os.getuid()}")
+)
+WORKDIR_PREFIX = "ipclab-"  # every local stack's workdir: <tempdir>/ipclab-<stack>-<random>
 
 
 class StackStartError(RuntimeError):
@@ -211,6 +215,10 @@ class LocalStack:
         shutil.rmtree(self.workdir, ignore_errors=True)
         _LIVE.discard(self)
 
+    def _all_procs(self) -> list[subprocess.Popen[bytes]]:
+        extra = [x.process for x in (self.broker, self.database) if x is not None and x.process]
+        return [*self.procs.values(), *extra]
+
     def __hash__(self) -> int:
         return id(self)
 
@@ -222,6 +230,8 @@ class LocalStack:
             "workdir": str(self.workdir),
             "logs": str(self.logs_dir),
             "pids": {r: p.pid for r, p in self.procs.items()},
+            # a pid names this process only while it lives: its start time tells a reused pid
+            "started": {str(p.pid): _started(p.pid) for p in self._all_procs()},
             "broker": None
             if self.broker is None
             else {
@@ -290,37 +300,120 @@ def state_file(stack: str) -> Path:
     return STATE_DIR / f"{stack}.json"
 
 
-def save_state(stack: LocalStack) -> Path:
-    STATE_DIR.mkdir(parents=True, exist_ok=True)
-    path = state_file(stack.spec.name)
-    path.write_text(json.dumps(stack.state(), indent=2))
+class UnsafeState(ValueError):
+    """A state file or directory this user does not own alone: never acted upon."""
+
+
+def _private_dir(path: Path) -> Path:
+    """``path`` as a directory only this user can write (made so if new), or UnsafeState."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = path.lstat()
+    if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise UnsafeState(
+            f"{path} is not a directory owned by uid {os.getuid()} and writable only by it; "
+            "ipclab will not trust the stack state in it (remove it or set IPCLAB_STATE_DIR)"
+        )
     return path
 
 
+def _started(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def save_state(stack: LocalStack) -> Path:
+    _private_dir(STATE_DIR)
+    path = state_file(stack.spec.name)
+    write_json_atomic(path, stack.state(), mode=0o600)
+    return path
+
+
+def read_state(path: Path) -> dict[str, Any]:
+    _private_dir(path.parent)
+    st = path.lstat()
+    if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise UnsafeState(f"{path}: not a file owned by uid {os.getuid()} alone; not trusted")
+    state: dict[str, Any] = json.loads(path.read_text())
+    return state
+
+
+def _same_process(pid: Any, started: dict[str, Any]) -> bool:
+    """The pid still names the process the state file recorded (same start time)."""
+    if not isinstance(pid, int) or pid <= 1 or pid == os.getpid():
+        return False
+    recorded = started.get(str(pid))
+    now = _started(pid)
+    return recorded is not None and now is not None and abs(now - recorded) < 0.01
+
+
+def _is_our_workdir(path: Any, stack: str) -> bool:
+    """A directory this module made for ``stack`` (<tempdir>/ipclab-<stack>-...), ours."""
+    if not isinstance(path, str):
+        return False
+    p = Path(path)
+    try:
+        st = p.lstat()
+    except OSError:
+        return False
+    return (
+        p.parent.resolve() == Path(tempfile.gettempdir()).resolve()
+        and p.name.startswith(f"{WORKDIR_PREFIX}{stack}-")
+        and not p.is_symlink()
+        and p.is_dir()
+        and st.st_uid == os.getuid()
+    )
+
+
+def _is_cluster_dir(p: Path) -> bool:
+    from ipclab.backends import postgres
+
+    return (
+        p.parent.resolve() == Path(postgres.ROOT).resolve()
+        and p.name.startswith(postgres.PREFIX)
+        and not p.is_symlink()
+    )
+
+
 def down(stack_name: str) -> bool:
-    """Stop a detached stack from its state file; False if none was up."""
+    """Stop a detached stack from its state file; False if none was up.
+
+    The file is trusted only when this user alone can write it and its directory; a pid is
+    signalled only while it names the process recorded (same start time), and only the
+    stack's own temporary workdir is removed: a stale or planted file kills or deletes
+    nothing else."""
     resolve(stack_name)
     path = state_file(stack_name)
     if not path.exists():
         return False
-    state = json.loads(path.read_text())
-    gateway_pid = state["pids"].get("gateway")
-    if gateway_pid:
+    state = read_state(path)
+    started = state.get("started") or {}
+    pids = state.get("pids") or {}
+    gateway_pid = pids.get("gateway")
+    if _same_process(gateway_pid, started):
         stop_group(gateway_pid)
-    for pid in state["pids"].values():
-        stop_group(pid)
+    for pid in pids.values():
+        if _same_process(pid, started):
+            stop_group(pid)
+    workdir = state.get("workdir")
+    ours = _is_our_workdir(workdir, stack_name)
     broker = state.get("broker")
     if broker:
-        if broker.get("pid"):
+        if _same_process(broker.get("pid"), started):
             stop_group(broker["pid"], grace=10)
-        from ipclab.backends.broker import stop_private_epmd
+        if ours and isinstance(broker.get("epmd_port"), int):
+            from ipclab.backends.broker import stop_private_epmd
 
-        stop_private_epmd(broker["epmd_port"])
+            stop_private_epmd(broker["epmd_port"])
     database = state.get("database")
     if database:
-        if database.get("pid"):
+        if _same_process(database.get("pid"), started):
             stop_group(database["pid"], grace=10)
-        shutil.rmtree(database["dir"], ignore_errors=True)
-    shutil.rmtree(state["workdir"], ignore_errors=True)
+        directory = database.get("dir")
+        if isinstance(directory, str) and _is_cluster_dir(Path(directory)):
+            shutil.rmtree(directory, ignore_errors=True)
+    if ours:
+        shutil.rmtree(workdir, ignore_errors=True)
     path.unlink()
     return True

@@ -378,6 +378,8 @@ def run(
         raise ValueError(f"--runs-root {root} is a file, not a directory")
     if out is not None:
         out = Path(out)
+        if (out / "manifest.json").exists():
+            raise FileExistsError(f"{out} already holds a run; choose another --out")
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise FileExistsError(
                 f"{out} exists and is not an empty directory; --out names a new run directory"
