@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -438,3 +439,118 @@ def test_state_and_study_files_are_written_atomically(tmp_path: Path) -> None:
         )
     ]
     assert not writers, f"non-atomic writes of run records in {writers}"
+
+
+# --- a killed harness ------------------------------------------------------------------
+
+
+def test_sweep_removes_only_what_a_dead_harness_left(tmp_path: Path) -> None:
+    import tempfile
+
+    from ipclab import orphans
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    dead_mark = f"{dead.pid}:1.00"  # a harness that is gone
+    alive_mark = orphans.this_harness()
+    env = {**os.environ}
+    left = subprocess.Popen(["sleep", "120"], env={**env, orphans.MARK: dead_mark})
+    kept = subprocess.Popen(["sleep", "120"], env={**env, orphans.MARK: alive_mark})
+    dirs = {}
+    for name, mark in (("dead", dead_mark), ("alive", alive_mark)):
+        d = Path(tempfile.mkdtemp(prefix=f"{orphans.WORKDIR_PREFIX}sweeptest-{name}-"))
+        (d / orphans.MARK_FILE).write_text(mark)
+        dirs[name] = d
+    said: list[str] = []
+    try:
+        swept = orphans.sweep(said.append)
+        assert left.wait(timeout=10) is not None
+        assert kept.poll() is None
+        assert not dirs["dead"].exists() and dirs["alive"].exists()
+        assert any(str(left.pid) in s for s in swept) and said and "swept" in said[0]
+    finally:
+        for p in (left, kept):
+            p.kill()
+            p.wait()
+        for d in dirs.values():
+            import shutil
+
+            shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_kill_9_of_ipclab_run_leaves_nothing_or_the_next_start_sweeps_it(tmp_path: Path) -> None:
+    """Must-show 4 on the local backend: after kill -9 of `ipclab run` on an AMQP stack, the
+    services and Locust die with it within 10 s (parent-death signal); what cannot (the
+    broker node, epmd, the workdir) is removed by the next start, which says so."""
+    from ipclab import orphans
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ipclab.cli",
+            "run",
+            "shop-amqp",
+            "--duration",
+            "60s",
+            "--users",
+            "2",
+            "--runs-root",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until the load runs (Locust is up)
+            if any("-m locust" in " ".join(p.cmdline()) for p in ipclab_processes()):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("the run did not reach its load phase")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = [p for p in ipclab_processes() if not _broker_node(p)]
+            if not left:
+                break
+            time.sleep(0.5)
+        assert not left, [p.cmdline() for p in left]
+        said: list[str] = []
+        orphans.sweep(said.append)  # what the next start does first
+        assert said and "swept" in said[0], "the broker node should have been left to sweep"
+        deadline = time.monotonic() + 10
+        while ipclab_processes() and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert not ipclab_processes(), [p.cmdline() for p in ipclab_processes()]
+        assert not [
+            d
+            for d in Path(tempfile_dir()).glob("ipclab-shop-amqp-*")
+            if (d / orphans.MARK_FILE).exists()
+            and (d / orphans.MARK_FILE).read_text().startswith(f"{proc.pid}:")
+        ]
+    finally:
+        kill_group(proc.pid)
+        for p in ipclab_processes():
+            kill_group(p.pid)
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+
+
+def _broker_node(p: psutil.Process) -> bool:
+    """The private RabbitMQ node: its launcher script dies with the harness, but beam.smp
+    (a grandchild) and epmd (a daemon) do not get the parent-death signal."""
+    try:
+        return "RABBITMQ_NODENAME" in p.environ()
+    except psutil.Error:
+        return False
+
+
+def tempfile_dir() -> str:
+    import tempfile
+
+    return tempfile.gettempdir()

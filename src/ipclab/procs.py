@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import os
 import pwd
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
+_SETPRIV = shutil.which("setpriv")  # util-linux
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -89,6 +91,11 @@ def spawn(
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     ids: dict[str, Any] = {}
+    preexec = None if detached else _die_with_parent
+    if not detached and _SETPRIV:
+        # the parent-death signal set by setpriv(1) in the child, not by a preexec_fn: a
+        # preexec_fn is unsafe while other threads (samplers, probes) run in the harness
+        argv, preexec = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv], None
     if user is not None:
         ids = {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
     with open(log, "ab") as out:
@@ -100,7 +107,7 @@ def spawn(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             cwd=cwd,
-            preexec_fn=None if detached else _die_with_parent,
+            preexec_fn=preexec,
             **ids,
         )
 

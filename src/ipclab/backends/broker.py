@@ -13,7 +13,7 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipclab.procs import alive, free_ports, kill_group, port_open, spawn, stop_group, tail
@@ -46,6 +46,7 @@ class RabbitNode:
     dist_port: int = 0
     epmd_port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)  # e.g. the harness mark
 
     def __post_init__(self) -> None:
         if not (self.port and self.dist_port and self.epmd_port):
@@ -85,6 +86,7 @@ class RabbitNode:
             "RABBITMQ_CONFIG_FILE": str(d / "rabbitmq.conf"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(d / "enabled_plugins"),
             "RABBITMQ_PID_FILE": str(d / "rabbit.pid"),
+            **self.extra_env,
             # no scheduler busy-waiting: on 2 cores it would steal CPU from the services
             # the distribution port on loopback only (it would listen on 0.0.0.0)
             "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "+sbwt none +sbwtdcpu none +sbwtdio none "

@@ -24,6 +24,7 @@ from typing import Any
 
 import psutil
 
+from ipclab import orphans
 from ipclab.atomic import write_json_atomic
 from ipclab.backends.base import StackOptions
 from ipclab.backends.broker import RabbitNode
@@ -91,9 +92,14 @@ class LocalStack:
             ),
             IPCLAB_HOST="127.0.0.1",
             IPCLAB_PORT=str(self.ports[role]),
+            **self._mark(),
             PYTHONUNBUFFERED="1",
         )
         return env
+
+    def _mark(self) -> dict[str, str]:
+        """A detached stack outlives its harness on purpose: it carries no mark."""
+        return {} if self.detached else {orphans.MARK: orphans.this_harness()}
 
     def _spawn(self, role: str) -> None:
         self.procs[role] = spawn(
@@ -115,7 +121,11 @@ class LocalStack:
             if self.spec.needs_broker:
                 amqp, dist, epmd, *rest = rest
                 self.broker = RabbitNode(
-                    self.workdir / "broker", port=amqp, dist_port=dist, epmd_port=epmd
+                    self.workdir / "broker",
+                    port=amqp,
+                    dist_port=dist,
+                    epmd_port=epmd,
+                    extra_env=self._mark(),
                 )
                 self.broker.start(detached=self.detached)
             if self.spec.needs_database:
@@ -287,7 +297,10 @@ class LocalBackend:
         logs_dir: Path | None = None,
         detached: bool = False,
     ) -> LocalStack:
-        workdir = Path(tempfile.mkdtemp(prefix=f"ipclab-{spec.name}-"))
+        orphans.sweep()  # what a killed harness left (epmd, workdirs), saying so
+        workdir = Path(tempfile.mkdtemp(prefix=f"{orphans.WORKDIR_PREFIX}{spec.name}-"))
+        if not detached:
+            orphans.mark_workdir(workdir)
         stack = LocalStack(spec, options, workdir, logs_dir or workdir / "logs", detached)
         if not detached:
             _LIVE.add(stack)

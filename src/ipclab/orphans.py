@@ -1,0 +1,81 @@
+"""What a killed harness leaves behind, found and removed at the next start.
+
+Every process a stack starts (not detached) carries ``IPCLAB_HARNESS=<pid>:<start time>`` of
+the harness that started it, and its temporary workdir an ``.ipclab-harness`` file with the
+same mark. Service processes die with the harness (parent-death signal), but some things
+cannot: epmd daemonises out of the broker's process group, and a directory outlives
+everyone. ``sweep`` removes exactly those whose harness is gone, and says so; what a living
+harness (or a detached stack, which carries no mark) started is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+MARK = "IPCLAB_HARNESS"
+MARK_FILE = ".ipclab-harness"
+WORKDIR_PREFIX = "ipclab-"
+
+
+def _start_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def this_harness() -> str:
+    """This process's mark: its pid and start time (a reused pid is another harness)."""
+    return f"{os.getpid()}:{_start_time(os.getpid()):.2f}"
+
+
+def harness_alive(mark: str) -> bool:
+    try:
+        pid_text, started_text = mark.split(":")
+        pid, started = int(pid_text), float(started_text)
+    except ValueError:
+        return True  # not ours to judge: leave it
+    now = _start_time(pid)
+    return now is not None and abs(now - started) < 0.05
+
+
+def mark_workdir(workdir: Path) -> None:
+    (workdir / MARK_FILE).write_text(this_harness())
+
+
+def sweep(say: Callable[[str], None] = print) -> list[str]:
+    """Kill processes and remove workdirs left by harnesses that are no longer alive."""
+    swept: list[str] = []
+    me = os.getuid()
+    for p in psutil.process_iter(["pid", "name", "uids", "environ"]):
+        try:
+            env = p.info["environ"] or {}
+            mark = env.get(MARK)
+            if not mark or p.info["uids"] is None or p.info["uids"].real != me:
+                continue
+            if harness_alive(mark):
+                continue
+            p.kill()
+            swept.append(f"process {p.pid} ({p.info['name']})")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    for d in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*"):
+        marker = d / MARK_FILE
+        try:
+            if d.is_symlink() or not d.is_dir() or d.lstat().st_uid != me:
+                continue
+            mark = marker.read_text().strip()
+        except OSError:
+            continue
+        if not harness_alive(mark):
+            shutil.rmtree(d, ignore_errors=True)
+            swept.append(f"directory {d}")
+    if swept:
+        say(f"ipclab: swept what a killed run left behind: {', '.join(swept)}")
+    return swept
