@@ -554,3 +554,71 @@ def tempfile_dir() -> str:
     import tempfile
 
     return tempfile.gettempdir()
+
+
+# --- runs and their reuse --------------------------------------------------------------
+
+
+def test_reuse_requires_the_same_stack_options(tmp_path: Path) -> None:
+    from dataclasses import asdict
+
+    from ipclab.backends import StackOptions
+    from ipclab.experiments import Experiment
+    from ipclab.runs import RunWriter
+
+    base = Experiment("e", ["shop-rest"], [1], duration_s=30, root=tmp_path)
+    cell = base.cells()[0]
+    params = {"profile": asdict(base.profile(cell)), "options": base.options.as_dict()}
+    writer = RunWriter(base.directory / cell.key, "load", params, backend="local")
+    writer.finish("complete")
+    assert base.pending() == []  # the same experiment reuses the run (the check can pass)
+    for other in (
+        StackOptions(sequential=True),
+        StackOptions(call_timeout_s=5.0),
+        StackOptions(cpus=1.0),
+        StackOptions(delay_ms=2.0),
+    ):
+        changed = Experiment("e", ["shop-rest"], [1], duration_s=30, root=tmp_path, options=other)
+        assert changed.pending() == changed.cells(), other
+
+
+@pytest.mark.slow
+def test_a_run_whose_locust_dies_early_is_not_marked_complete(tmp_path: Path) -> None:
+    from ipclab.runs import read_run
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ipclab.cli",
+            "run",
+            "shop-rest",
+            "--duration",
+            "60s",
+            "--users",
+            "2",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        locust = None
+        while locust is None and time.monotonic() < deadline:
+            locust = next(
+                (p for p in ipclab_processes() if "-m locust" in " ".join(p.cmdline())), None
+            )
+            time.sleep(0.3)
+        assert locust is not None, "Locust never started"
+        locust.kill()  # Locust dies early
+        proc.wait(timeout=120)
+        run = read_run(out)
+        assert run.status != "complete"
+        assert not run.complete
+    finally:
+        if proc.poll() is None:
+            kill_group(proc.pid)

@@ -96,6 +96,8 @@ class Experiment:
         return (
             r.complete
             and r.parameters.get("profile") == asdict(self.profile(cell))
+            # other cpus, delay, sequential, timeout or seed: another experiment
+            and r.parameters.get("options") == self.options.as_dict()
             and (r.manifest.get("backend") == self.backend)
         )
 

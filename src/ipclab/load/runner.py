@@ -310,6 +310,9 @@ class LoadSession:
         return self.summary
 
 
+EARLY_TOLERANCE_S = 2.0  # Locust ending this much before its run time died early
+
+
 def run_on(
     stack: RunningStack,
     profile: LoadProfile,
@@ -334,7 +337,13 @@ def run_on(
                 writer.event("load_overrun", note="Locust did not stop in time; stopped")
                 break
             session.wait(0.05)
-        status = "degraded" if session.check_workers() else "complete"
+        ran = session.elapsed
+        if ran < profile.duration_s - EARLY_TOLERANCE_S:
+            # Locust ended by itself before its run time: a crash, not a measurement
+            writer.event("load_ended_early", after_s=round(ran, 3), wanted_s=profile.duration_s)
+            status = "failed"
+        else:
+            status = "degraded" if session.check_workers() else "complete"
     except KeyboardInterrupt:
         status = "interrupted"
         writer.event("interrupted")
