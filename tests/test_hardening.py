@@ -622,3 +622,30 @@ def test_a_run_whose_locust_dies_early_is_not_marked_complete(tmp_path: Path) ->
     finally:
         if proc.poll() is None:
             kill_group(proc.pid)
+
+
+# --- the report --------------------------------------------------------------------------
+
+
+def test_the_report_reads_no_file_outside_the_study_folders(tmp_path: Path) -> None:
+    from ipclab.report import _resolve
+
+    study = tmp_path / "results" / "s"
+    figures = tmp_path / "figures"
+    study.mkdir(parents=True)
+    figures.mkdir()
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"\x89PNG\r\n\x1a\nsecret")
+    (study / "inside.csv").write_text("a\n1\n")
+    (study / "link.png").symlink_to(secret)
+    (figures / "fig.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    assert _resolve(study, "inside.csv") == study / "inside.csv"  # the check can pass
+    assert _resolve(study, "fig.png", str(figures)) == figures / "fig.png"
+    assert _resolve(study, str(secret)) is None  # absolute
+    assert _resolve(study, "../../secret.png") is None  # leading out
+    assert _resolve(study, "link.png") is None  # a symlink out
+    from ipclab.report import Counter, _figure_html
+
+    n = Counter()
+    html = _figure_html(study, {"name": "x", "png": "passwd"}, "/etc", n)
+    assert "root:" not in html and "base64" not in html and n.problems

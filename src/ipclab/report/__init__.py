@@ -65,12 +65,24 @@ class Counter:
         return self.tables
 
 
+def _within(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
+
+
 def _resolve(directory: Path, path: str, fallback_dir: str | None = None) -> Path | None:
+    """A file a study names, found only inside its results folder (or, by its bare name, in
+    its figures folder): an absolute path or one leading out (``..``, a symlink) is never
+    read, so a planted study.json cannot put any other file into the report."""
     p = Path(path)
-    candidates = [p, directory / p, directory / p.name]
+    candidates = [directory / p.name] if p.is_absolute() else [directory / p, directory / p.name]
+    roots = [directory]
     if fallback_dir:
         candidates.append(Path(fallback_dir) / p.name)
-    return next((c for c in candidates if c.is_file()), None)
+        roots.append(Path(fallback_dir))
+    return next((c for c in candidates if c.is_file() and any(_within(c, r) for r in roots)), None)
+
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _figure_html(directory: Path, fig: dict[str, Any], fallback_dir: str | None, n: Counter) -> str:
@@ -81,7 +93,12 @@ def _figure_html(directory: Path, fig: dict[str, Any], fallback_dir: str | None,
         n.problems.append(f"Figure {num} ({fig.get('name')}): file {fig.get('png')} not found")
         return f'<div class="missing">Missing: figure file {rh.esc(fig.get("png"))} not found.'\
                f"<div>{cap}</div></div>"  # fmt: skip
-    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    raw = png.read_bytes()
+    if not raw.startswith(PNG_MAGIC):
+        n.problems.append(f"Figure {num} ({fig.get('name')}): {png.name} is not a PNG")
+        return f'<div class="missing">Missing: figure file {rh.esc(png.name)} is not a PNG.'\
+               f"<div>{cap}</div></div>"  # fmt: skip
+    data = base64.b64encode(raw).decode("ascii")
     return (
         f'<figure><img src="data:image/png;base64,{data}" alt="{rh.esc(fig.get("name", ""))}">'
         f"<figcaption>{cap}</figcaption></figure>"
