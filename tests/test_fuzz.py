@@ -102,3 +102,7 @@ def test_broker_restart_mid_amqp_run_answers_every_request_once_and_correctly() 
     finally:
         stop.set()
         stack.stop()
+    deadline = time.monotonic() + 10
+    while ipclab_processes() and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert not ipclab_processes(), "the restarted broker (or the first one) was left running"

@@ -24,6 +24,7 @@ from typing import Any
 
 import psutil
 
+import ipclab.backends.postgres as postgres
 from ipclab import orphans
 from ipclab.atomic import write_json_atomic
 from ipclab.backends.base import StackOptions
@@ -197,6 +198,8 @@ class LocalStack:
     def restart(self, role: str) -> None:
         if role == "broker":
             assert self.broker is not None
+            if self.broker.process is not None and self.broker.process.poll() is None:
+                self.broker.stop()  # a restart of a running node: never leave the old one
             self.broker.start(detached=self.detached)
             return
         if self.procs[role].poll() is None:
@@ -380,8 +383,6 @@ def _is_our_workdir(path: Any, stack: str) -> bool:
 
 
 def _is_cluster_dir(p: Path) -> bool:
-    from ipclab.backends import postgres
-
     return (
         p.parent.resolve() == Path(postgres.ROOT).resolve()
         and p.name.startswith(postgres.PREFIX)
