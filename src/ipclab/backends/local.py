@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -70,6 +69,8 @@ class LocalStack:
     database: PostgresCluster | None = None
     _ps: dict[int, psutil.Process] = field(default_factory=dict)
     _stopped: bool = False
+    _command: list[str] = field(default_factory=list)
+    _fixture: Path | None = None
 
     @property
     def gateway_url(self) -> str:
@@ -89,11 +90,13 @@ class LocalStack:
             IPCLAB_PORT=str(self.ports[role]),
             PYTHONUNBUFFERED="1",
         )
+        if self._fixture is not None:
+            env["IPCLAB_FIXTURE"] = str(self._fixture)
         return env
 
     def _spawn(self, role: str) -> None:
         self.procs[role] = spawn(
-            [sys.executable, "-m", self.spec.runtime.module],
+            self._command,
             self._env(role),
             self.logs_dir / f"{role}.log",
             detached=self.detached,
@@ -101,6 +104,9 @@ class LocalStack:
 
     def start(self) -> None:
         try:
+            self._command = self.spec.runtime.command()  # builds a compiled runtime's binary
+            if self.spec.runtime.fixture:
+                self._write_fixture()
             if self.spec.needs_broker:
                 self.broker = RabbitNode(self.workdir / "broker")
                 self.broker.start(detached=self.detached)
@@ -120,6 +126,14 @@ class LocalStack:
             if isinstance(e, StackStartError):
                 raise StackStartError(f"{self.spec.name} did not start: {e}\n{logs}") from None
             raise
+
+    def _write_fixture(self) -> None:
+        """The domain's data for this run's knobs, as the file ``IPCLAB_FIXTURE`` names."""
+        from ipclab_services import domains
+
+        self._fixture = self.workdir / "fixture.json"
+        env = {**self.options.env(), **self.spec.settings}
+        domains.load(self.spec.domain).write_fixture(self._fixture, env)
 
     def _start_database(self) -> None:
         """A private PostgreSQL cluster, created and filled by the domain's SQL for this
