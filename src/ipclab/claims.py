@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -112,6 +112,8 @@ def _fmt(x: float) -> str:
 
 
 def _ci(r: Interval) -> str:
+    if np.isnan(r.low) and np.isnan(r.high) and np.isfinite(r.estimate):
+        return _fmt(r.estimate)  # the estimate alone (too few runs for an interval)
     return f"{_fmt(r.estimate)} [{_fmt(r.low)}, {_fmt(r.high)}]"
 
 
@@ -250,7 +252,23 @@ def _cells(
 def measure(
     claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None = None
 ) -> Effect:
-    """The measured effect of one (non-``compare``) claim on a per-run table."""
+    """The measured effect of one (non-``compare``) claim on a per-run table. With fewer than
+    ``rules.min_repetitions`` runs in a compared cell the estimate stands alone: no interval
+    and no p-value (docs/statistics.md sections 2-3), so none enters the Holm family."""
+    e = _measure(claim, runs, rules, users_map)
+    if e.missing or e.n_min >= rules.min_repetitions:
+        return e
+    nan = float("nan")
+    alone = Interval(e.ratio.estimate, nan, nan, e.ratio.n, e.ratio.confidence, "none")
+    return replace(
+        e, ratio=alone, p_value=nan, p_welch=nan, p_mannwhitney=nan, p_permutation=nan,
+        cliffs_delta=None,
+    )  # fmt: skip
+
+
+def _measure(
+    claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None
+) -> Effect:
     if claim.metric not in runs.columns:
         return Effect.unmeasured(f"metric {claim.metric!r} not measured")
     cells, users_txt, k = _cells(claim, users_map)
