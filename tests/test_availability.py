@@ -746,3 +746,38 @@ def test_mttf_interval_is_failure_terminated_when_observation_stops_at_a_failure
         Cycle(1, CycleStatus.UNRECOVERED, 105.0, 200.0, ttr_s=3.0),
     ]
     assert availability_summary(two_failures).mttf.method.endswith("(failure)")
+
+
+def test_fault_injection_claims_carry_the_runs_own_users_and_the_run_is_the_unit() -> None:
+    """The fault-injection claims are labelled with the load the runs ran at (not a fixed
+    200), and a run's cycles give one MTTR value (the run is the unit of replication)."""
+    from ipclab import claims as claims_mod
+    from ipclab.studies.shafabakhsh import published
+    from ipclab.studies.shafabakhsh.availability.analysis import (
+        _fi_users_map,
+        fault_injection_rows,
+    )
+
+    rows = [
+        {
+            "method": "fault_injection",
+            "style": s,
+            "users": 50,
+            "run": f"{s}-r1",
+            "cycle": i,
+            "restart_to_recovery_s": v + 0.1 * i,
+        }  # fmt: skip
+        for s, v in (("rest", 0.7), ("grpc", 2.4), ("amqp", 0.5))
+        for i in range(12)
+    ]
+    cycles = pd.DataFrame(rows)
+    per_run = fault_injection_rows(cycles)
+    assert len(per_run) == 3 and set(per_run["users"]) == {50}
+    assert _fi_users_map(cycles) == {200: 50}
+    table = claims_mod.evaluate_claims(
+        per_run, published.claims(), scope="availability", users_map=_fi_users_map(cycles)
+    )
+    p15 = table[table["claim_id"].str.startswith("P15")]
+    assert len(p15) and set(p15["measured_users"].astype(str)) == {"50"}
+    assert set(p15["n_a"]) == {1} and set(p15["verdict"]) == {claims_mod.INCONCLUSIVE}
+    assert p15["p_value"].isna().all()  # one run per style: no test, no interval
