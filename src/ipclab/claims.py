@@ -261,7 +261,8 @@ def measure(
     nan = float("nan")
     alone = Interval(e.ratio.estimate, nan, nan, e.ratio.n, e.ratio.confidence, "none")
     return replace(
-        e, ratio=alone, p_value=nan, p_welch=nan, p_mannwhitney=nan, p_permutation=nan,
+        e, ratio=alone, p_value=nan, p_method="none", p_welch=nan, p_mannwhitney=nan,
+        p_permutation=nan,
         cliffs_delta=None,
     )  # fmt: skip
 
