@@ -749,7 +749,28 @@ def test_mttf_interval_is_failure_terminated_when_observation_stops_at_a_failure
     assert availability_summary(two_failures).mttf.method.endswith("(failure)")
 
 
-def test_fault_injection_claims_carry_the_runs_own_users_and_the_run_is_the_unit() -> None:
+def test_fault_injection_claims_take_the_runs_own_load_and_one_value_per_run() -> None:
+    from ipclab.studies.shafabakhsh.availability.analysis import (
+        _fi_users_map,
+        fault_injection_rows,
+    )
+
+    cycles = pd.DataFrame(
+        [
+            {"style": s, "users": 50, "run": f"{s}-r1", "method": "fault_injection",
+             "restart_to_recovery_s": v}
+            for s, vals in (("rest", (1.0, 3.0)), ("amqp", (2.0, 2.0, 5.0)))
+            for v in vals
+        ]
+    )  # fmt: skip
+    rows = fault_injection_rows(cycles).set_index("style")
+    assert len(rows) == 2  # one row per run, not per cycle
+    assert rows.loc["rest", "users"] == 50 and rows.loc["rest", "mttr_s"] == 2.0
+    assert rows.loc["amqp", "mttr_s"] == 3.0
+    assert _fi_users_map(cycles) == {200: 50}  # the thesis's 200 stands for the 50 run
+
+
+def test_fault_injection_claims_table_says_the_runs_users_and_no_p_over_one_run() -> None:
     """The fault-injection claims are labelled with the load the runs ran at (not a fixed
     200), and a run's cycles give one MTTR value (the run is the unit of replication)."""
     from ipclab import claims as claims_mod
