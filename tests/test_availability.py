@@ -803,3 +803,19 @@ def test_fault_injection_claims_table_says_the_runs_users_and_no_p_over_one_run(
     assert len(p15) and set(p15["measured_users"].astype(str)) == {"50"}
     assert set(p15["n_a"]) == {1} and set(p15["verdict"]) == {claims_mod.INCONCLUSIVE}
     assert p15["p_value"].isna().all()  # one run per style: no test, no interval
+
+
+def test_summary_counts_runs_per_cell_not_per_style() -> None:
+    """The committed docker reference has one run per style and load: each summary row says
+    1 run (it said 2, counting both loads of the style)."""
+    from ipclab.studies.shafabakhsh.availability.analysis import summary_table
+
+    root = Path(__file__).resolve().parents[1] / "data/runs/reference/availability-full-docker"
+    runs = [read_run(d) for d in sorted(root.glob("until_failure-*")) if d.is_dir()]
+    if not runs:
+        pytest.skip("no committed docker reference runs")
+    table = summary_table(runs)
+    assert len(table) == 6 and set(table["runs"]) == {1}
+    grpc400 = table[(table["style"] == "grpc") & (table["users"] == 400)].iloc[0]
+    assert grpc400["failures"] == 1 and grpc400["mttf_s"] == pytest.approx(150.2, abs=0.05)
+    assert grpc400["availability"] == pytest.approx(0.9306, abs=5e-5)
