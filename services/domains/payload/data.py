@@ -60,7 +60,7 @@ _FIRST = (
     "jonas", "fatima", "diego", "hannah", "kwame", "ingrid", "mateo", "aisha", "oskar", "lena",
 )  # fmt: skip
 _LAST = (
-    "balistreri", "hammes", "johansson", "okafor", "rossi", "nakamura", "kowalski", "garcia",
+    "balistreri", "hammes", "eriksson", "okafor", "rossi", "nakamura", "kowalski", "garcia",
     "lindqvist", "haddad", "schmidt", "moreau", "andersen", "petersen", "novak", "silva",
 )  # fmt: skip
 _PROVIDERS = ("yahoo.com", "gmail.com", "hotmail.com", "outlook.com", "proton.me")
