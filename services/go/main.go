@@ -57,6 +57,12 @@ func main() {
 		os.Exit(0)
 	}()
 
+	if role == "bench" {
+		if err := runBench(transport, amqpURL); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if role == env("IPCLAB_GATEWAY", "gateway") {
 		seconds, err := strconv.ParseFloat(env("IPCLAB_CALL_TIMEOUT_S", "2.0"), 64)
 		if err != nil {
