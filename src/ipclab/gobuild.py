@@ -21,7 +21,7 @@ GO_MODULE = REPO_ROOT / "services" / "go"
 BUILD_DIR = Path(os.environ.get("IPCLAB_GO_BUILD_DIR", REPO_ROOT / "build" / "go"))
 BINARY = "ipclab-services-go"
 INSTALL_HINT = (
-    "the Go toolchain (`go`, 1.22 or later) is not on PATH: install it from "
+    "the Go toolchain (`go`, 1.23 or later) is not on PATH: install it from "
     "https://go.dev/doc/install (or `apt-get install golang-go`) to build and run the Go stacks"
 )
 
