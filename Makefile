@@ -5,7 +5,7 @@ BACKEND ?= local
 OUT     ?= out
 
 .PHONY: help setup system-deps docker-engine test test-fast fuzz reproduce report lab bench lint \
-        format proto base-image images clean
+        format proto go-proto go-lint base-image images clean
 
 help:
 	@echo "make reproduce [PROFILE=quick|full] [BACKEND=local|docker]  rerun everything, build $(OUT)/report.pdf"
@@ -62,6 +62,13 @@ format:
 
 proto:
 	cd services/proto && $(PYTHON) -m grpc_tools.protoc -I. --python_out=. --pyi_out=. *.proto
+
+# the Go stacks' generated code (committed; see services/go/gen.sh for the plugins it needs)
+go-proto:
+	services/go/gen.sh
+
+go-lint:
+	cd services/go && test -z "$$(gofmt -l .)" && go vet ./...
 
 base-image: docker-engine
 	$(PYTHON) -m ipclab.backends.docker.images base

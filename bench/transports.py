@@ -682,6 +682,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help=f"comma-separated: {', '.join(BY_NAME)}")
     ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    ap.add_argument(
+        "--go", action="store_true", help="also the Go styles (bench/transports_go.py), same run"
+    )
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     if unknown := [n for n in names if n not in BY_NAME]:
@@ -700,6 +703,16 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(rows, [c.name for c in chosen]) if args.rounds > 1 else []
     if summary:
         print_summary(summary, args.rounds)
+    go_rows: list[dict[str, Any]] = []
+    if args.go:
+        import transports_go  # beside this file: bench/ is on sys.path when run as a script
+
+        go_args = argparse.Namespace(
+            requests=args.requests, inflight=args.inflight, seconds=args.seconds, only=""
+        )
+        go_rows = transports_go.run(go_args)
+        print()
+        transports_go.print_rows(go_rows)
     load_after = os.getloadavg()
     print(
         f"# load avg {load_before[0]:.2f} before, {load_after[0]:.2f} after;"
@@ -718,6 +731,7 @@ def main(argv: list[str] | None = None) -> int:
             "versions": versions(),
             "rows": rows,
             "summary": summary,
+            "go_rows": go_rows,
         }
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
     return 0 if all("error" not in r for r in rows) else 1

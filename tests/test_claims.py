@@ -100,6 +100,12 @@ def test_too_few_repetitions_is_inconclusive() -> None:
     runs = table({("grpc", 50): (200.0, 0.01), ("rest", 50): (100.0, 0.01)}, reps=2)
     r = one("T01a", runs)
     assert r["verdict"] == C.INCONCLUSIVE and "too few repetitions" in r["reason"]
+    # n < 3: the estimate alone, no interval and no p-value (none enters the Holm family)
+    assert r["measured_ratio"] == pytest.approx(2.0, rel=0.05)
+    assert all(np.isnan(r[k]) for k in ("ci_low", "ci_high", "p_value", "p_raw", "p_welch"))
+    one_run = table({("grpc", 50): (200.0, 0.0), ("rest", 50): (100.0, 0.0)}, reps=1)
+    r = one("T01a", one_run)
+    assert np.isnan(r["p_value"]) and np.isnan(r["ci_low"]) and "[" not in r["measured"]
     r1 = one("T01a", runs, rules=C.Rules(min_repetitions=2))
     assert r1["verdict"] == C.REPRODUCED
 

@@ -63,11 +63,33 @@ def imports(path: Path) -> set[str]:
 
 
 def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules it imports. ``from pkg import sub`` of a submodule is an edge
+    to ``pkg.sub`` only (Python finds ``pkg`` already imported: it is the importer's own
+    package, or a parent of it), ``from pkg import name`` of anything else one to ``pkg``."""
     files = {module_name(p): p for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
-        graph[name] = {d for d in imports(path) if d in files and d != name}
+        deps = {d for d in imports(path) if d in files and d != name}
+        # a package named only because a submodule of it is imported by name
+        deps -= {d for d in deps if any(x.startswith(d + ".") for x in deps)
+                 and not _imports_names_of(path, d, files)}  # fmt: skip
+        graph[name] = deps
     return graph
+
+
+def _imports_names_of(path: Path, package: str, files: dict[str, Path]) -> bool:
+    """Whether ``path`` imports from ``package`` a name that is not one of its submodules."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == package
+            and node.level == 0
+            and any(f"{package}.{a.name}" not in files for a in node.names)
+        ):
+            return True
+        if isinstance(node, ast.Import) and any(a.name == package for a in node.names):
+            return True
+    return False
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ipclab.runs import read_run
+from ipclab.stacks import resolve
 from tests.conftest import SHOP_STACKS, ipclab_processes
 
 pytestmark = pytest.mark.slow
@@ -67,7 +68,7 @@ def test_short_run_has_no_failures_and_a_complete_directory(stack: str, tmp_path
         "cart",
         "loadgen",
     } <= components
-    assert ("broker" in components) == (stack == "shop-amqp")
+    assert ("broker" in components) == resolve(stack).needs_broker
     m = run.manifest
     assert m["parameters"]["profile"]["users"] == 20
     env = m["environment"]

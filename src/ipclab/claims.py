@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,7 @@ from ipclab.stats import (
     holm,
     log_ratio_interval,
     repetitions_needed,
+    repetitions_needed_log_ratio,
 )
 
 REPRODUCED = "reproduced"
@@ -112,6 +113,8 @@ def _fmt(x: float) -> str:
 
 
 def _ci(r: Interval) -> str:
+    if np.isnan(r.low) and np.isnan(r.high) and np.isfinite(r.estimate):
+        return _fmt(r.estimate)  # the estimate alone (too few runs for an interval)
     return f"{_fmt(r.estimate)} [{_fmt(r.low)}, {_fmt(r.high)}]"
 
 
@@ -250,7 +253,24 @@ def _cells(
 def measure(
     claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None = None
 ) -> Effect:
-    """The measured effect of one (non-``compare``) claim on a per-run table."""
+    """The measured effect of one (non-``compare``) claim on a per-run table. With fewer than
+    ``rules.min_repetitions`` runs in a compared cell the estimate stands alone: no interval
+    and no p-value (docs/statistics.md sections 2-3), so none enters the Holm family."""
+    e = _measure(claim, runs, rules, users_map)
+    if e.missing or e.n_min >= rules.min_repetitions:
+        return e
+    nan = float("nan")
+    alone = Interval(e.ratio.estimate, nan, nan, e.ratio.n, e.ratio.confidence, "none")
+    return replace(
+        e, ratio=alone, p_value=nan, p_method="none", p_welch=nan, p_mannwhitney=nan,
+        p_permutation=nan,
+        cliffs_delta=None,
+    )  # fmt: skip
+
+
+def _measure(
+    claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None
+) -> Effect:
     if claim.metric not in runs.columns:
         return Effect.unmeasured(f"metric {claim.metric!r} not measured")
     cells, users_txt, k = _cells(claim, users_map)
@@ -449,16 +469,18 @@ def repetitions(
     rules: Rules | None = None,
     users_map: Mapping[int, int] | None = None,
 ) -> pd.DataFrame:
-    """Per distinct single-load test with a published ratio: the runs per cell that Welch's
-    test needs to detect the published effect with 80% power at alpha / (family size), the
+    """Per distinct single-load test or interaction with a published ratio: the runs per cell
+    that its primary test (Welch's t; the t test of the log interaction) needs to detect the
+    published effect with 80% power at alpha / (family size), the
     strictest Holm step (docs/statistics.md section 7), beside the runs there are."""
     rules = rules or Rules()
     single = [
         c
         for c in claims
-        if c.test in ("direction", "ratio")
-        and len(c.a_users) <= 1
-        and len(c.b_users) <= 1
+        if (
+            c.test == "interaction"
+            or (c.test in ("direction", "ratio") and len(c.a_users) <= 1 and len(c.b_users) <= 1)
+        )
         and c.published_ratio is not None
         and np.isfinite(c.published_ratio)
         and c.metric in runs.columns
@@ -470,21 +492,31 @@ def repetitions(
             continue
         seen.add(test_key(c))
         cells, users_txt, _ = _cells(c, users_map)
-        xa, xb = (_values(runs, c.metric, s, u) for s, u in cells)
-        if len(xa) < 2 or len(xb) < 2:
+        xs = [_values(runs, c.metric, s, u) for s, u in cells]
+        if min(len(x) for x in xs) < 2:
             continue
-        need = repetitions_needed(
-            float(xb.mean()), float(xa.std(ddof=1)), float(xb.std(ddof=1)),
-            float(c.published_ratio), rules.alpha / family,
-        )  # fmt: skip
+        if c.test == "interaction":  # the t test of the log interaction (section 7)
+            need = repetitions_needed_log_ratio(
+                [float(x.std(ddof=1) / x.mean()) for x in xs],
+                float(c.published_ratio), rules.alpha / family,
+            )  # fmt: skip
+            g = [float(x.mean()) for x in xs]
+            measured = (g[1] / g[0]) / (g[3] / g[2])
+        else:
+            xa, xb = xs
+            need = repetitions_needed(
+                float(xb.mean()), float(xa.std(ddof=1)), float(xb.std(ddof=1)),
+                float(c.published_ratio), rules.alpha / family,
+            )  # fmt: skip
+            measured = float(xa.mean() / xb.mean())
         rows.append(
             {
                 "claim_id": c.claim_id,
                 "comparison": c.describe(),
                 "users": users_txt,
                 "published_ratio": c.published_ratio,
-                "measured_ratio": float(xa.mean() / xb.mean()),
-                "runs_per_cell": int(min(len(xa), len(xb))),
+                "measured_ratio": measured,
+                "runs_per_cell": int(min(len(x) for x in xs)),
                 "runs_needed": need,
                 "alpha": rules.alpha / family,
             }

@@ -11,9 +11,13 @@ environment (``services/serve.py``); they import nothing from the harness.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
+
+from ipclab import gobuild
 
 BROKER = "rabbitmq"  # infrastructure names a stack can declare
 DATABASE = "postgres"
@@ -23,15 +27,42 @@ INFRASTRUCTURE = (BROKER, DATABASE)
 @dataclass(frozen=True)
 class Runtime:
     """How a stack's roles are built and started: the same command for every role, which
-    learns what to be from its environment (``IPCLAB_ROLE`` and the rest of ``role_env``)."""
+    learns what to be from its environment (``IPCLAB_ROLE`` and the rest of ``role_env``).
+
+    A Python runtime runs ``python -m <module>``; a built one (``build`` set) runs the
+    binary ``build()`` returns, building it first when its sources changed. ``fixture``:
+    the roles load the domain's data from the file ``IPCLAB_FIXTURE`` names, which the
+    backend writes with the domain's ``write_fixture`` before the roles start (so roles
+    in another language serve the very records the Python generator makes)."""
 
     name: str
     module: str  # ``python -m <module>`` on the local backend; the image's command on docker
     image: str  # the image every role runs on the docker backend
+    build: Callable[[], Path] | None = None  # returns the binary to run, built if needed
+    fixture: bool = False
+    missing: Callable[[], str | None] | None = None  # why it cannot be built here, or None
+
+    def command(self) -> list[str]:
+        """The command line that starts a role on the local backend."""
+        if self.build is None:
+            return [sys.executable, "-m", self.module]
+        return [str(self.build())]
+
+    def unavailable(self) -> str | None:
+        """Why this runtime's roles cannot run on this machine (a missing toolchain)."""
+        return self.missing() if self.missing is not None else None
 
 
 PYTHON = Runtime("python", "ipclab_services.serve", "ipclab-services")
-RUNTIMES = {r.name: r for r in (PYTHON,)}
+GO = Runtime(
+    "go",
+    "",
+    "",  # no image yet: Go stacks run on the local backend only
+    build=gobuild.go_binary,
+    fixture=True,
+    missing=gobuild.toolchain_missing,
+)
+RUNTIMES = {r.name: r for r in (PYTHON, GO)}
 
 
 @dataclass(frozen=True)

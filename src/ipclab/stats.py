@@ -778,6 +778,33 @@ def repetitions_needed(
     return None
 
 
+def repetitions_needed_log_ratio(
+    cvs: Sequence[float],
+    ratio: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    n_max: int = 1000,
+) -> int | None:
+    """Runs per cell that the t test of a log ratio (:func:`log_ratio_interval`: a ratio of
+    means, or an interaction over four cells) needs to detect ``ratio`` with ``power`` at
+    two-sided ``alpha``, given each cell's per-run coefficient of variation ``cvs`` (equal n;
+    Var(log mean_i) = cv_i^2 / n by the delta method; Welch-Satterthwaite degrees of freedom;
+    noncentral t). None when more than ``n_max`` or not computable."""
+    c = np.asarray(cvs, dtype=float) ** 2
+    effect = abs(math.log(ratio)) if ratio > 0 else float("nan")
+    if not (np.isfinite(effect) and np.all(np.isfinite(c))) or effect == 0 or not len(c):
+        return None
+    if c.sum() == 0:
+        return 2
+    for n in range(2, n_max + 1):
+        df = (n - 1) * c.sum() ** 2 / (c**2).sum()
+        q = sps.t.ppf(1 - alpha / 2, df)
+        ncp = effect / math.sqrt(c.sum() / n)
+        if sps.nct.sf(q, df, ncp) + sps.nct.cdf(-q, df, ncp) >= power:
+            return n
+    return None
+
+
 # --------------------------------------------------------------------------- Little's law
 
 

@@ -20,7 +20,10 @@ from ipclab.stacks import all_stacks, resolve
 
 HERE = Path(__file__).resolve().parent
 # Every stack of the shop domain, from the registry: a new one is tested with no edit here.
-SHOP_STACKS = tuple(name for name, s in all_stacks().items() if s.domain == "shop")
+# Stacks of runtimes without an image (Go, local backend only for now) are left out.
+SHOP_STACKS = tuple(
+    name for name, s in all_stacks().items() if s.domain == "shop" and s.runtime.image
+)
 
 _ENGINE: list[str | None] = []
 

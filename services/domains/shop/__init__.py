@@ -3,14 +3,28 @@ recommendations, shipping, cart) over seeded data. See ``data.py`` for sizes."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
 from ipclab_services.domains.shop import data, services
 from ipclab_services.domains.shop.gateway import handler as gateway_handler
 from ipclab_services.transports.base import ServiceDef
 
 SERVICES = ("product-info", "reviews", "recommendations", "shipping", "cart")
-__all__ = ["SERVICES", "build_services", "gateway_handler"]
+__all__ = ["SERVICES", "build_services", "gateway_handler", "write_fixture"]
 
 
 def build_services() -> dict[str, ServiceDef]:
     """The five services, on the data the environment's seed and sizes give."""
     return services.build(data.ShopConfig.from_env())
+
+
+def write_fixture(path: Path, env: Mapping[str, str]) -> None:
+    """Write the data the environment's seed and sizes give as one JSON file, for roles
+    built in other languages (``IPCLAB_FIXTURE``); deterministic: same knobs, same bytes."""
+    cfg = data.ShopConfig.from_env(env)
+    text = json.dumps(data.fixture(cfg), separators=(",", ":"), ensure_ascii=False)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,11 +84,12 @@ class ShopConfig:
     max_cart_items: int = 5
 
     @classmethod
-    def from_env(cls) -> ShopConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ShopConfig:
+        env = os.environ if env is None else env
         return cls(
-            seed=int(os.environ.get("IPCLAB_SEED", "42")),
-            catalogue_size=int(os.environ.get("IPCLAB_CATALOGUE_SIZE", "1000")),
-            customers=int(os.environ.get("IPCLAB_CUSTOMERS", "500")),
+            seed=int(env.get("IPCLAB_SEED", "42")),
+            catalogue_size=int(env.get("IPCLAB_CATALOGUE_SIZE", "1000")),
+            customers=int(env.get("IPCLAB_CUSTOMERS", "500")),
         )
 
 
@@ -189,3 +191,20 @@ def cart(cfg: ShopConfig, customer_id: int) -> dict[str, Any]:
             )
     total = round(float(sum(i["quantity"] * i["unit_price"] for i in items)), 2)
     return {"customer_id": customer_id, "items": items, "total": total}
+
+
+def fixture(cfg: ShopConfig) -> dict[str, Any]:
+    """Every record for ``cfg``, for roles written in other languages (they load this instead
+    of reimplementing Python's RNG): lists indexed by id - 1; a customer beyond ``customers``
+    has an empty cart, customer 0 none."""
+    ids = range(1, cfg.catalogue_size + 1)
+    return {
+        "seed": cfg.seed,
+        "catalogue_size": cfg.catalogue_size,
+        "customers": cfg.customers,
+        "products": [product(cfg, p) for p in ids],
+        "reviews": [reviews(cfg, p) for p in ids],
+        "recommendations": [recommendations(cfg, p) for p in ids],
+        "shipping": [shipping(cfg, p) for p in ids],
+        "carts": [cart(cfg, c) for c in range(1, cfg.customers + 1)],
+    }

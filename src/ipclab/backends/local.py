@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -76,6 +75,8 @@ class LocalStack:
     database: PostgresCluster | None = None
     _ps: dict[int, psutil.Process] = field(default_factory=dict)
     _stopped: bool = False
+    _command: list[str] = field(default_factory=list)
+    _fixture: Path | None = None
 
     @property
     def gateway_url(self) -> str:
@@ -96,6 +97,8 @@ class LocalStack:
             **self._mark(),
             PYTHONUNBUFFERED="1",
         )
+        if self._fixture is not None:
+            env["IPCLAB_FIXTURE"] = str(self._fixture)
         return env
 
     def _mark(self) -> dict[str, str]:
@@ -104,7 +107,7 @@ class LocalStack:
 
     def _spawn(self, role: str) -> None:
         self.procs[role] = spawn(
-            [sys.executable, "-m", self.spec.runtime.module],
+            self._command,
             self._env(role),
             self.logs_dir / f"{role}.log",
             detached=self.detached,
@@ -112,6 +115,9 @@ class LocalStack:
 
     def start(self) -> None:
         try:
+            self._command = self.spec.runtime.command()  # builds a compiled runtime's binary
+            if self.spec.runtime.fixture:
+                self._write_fixture()
             # every port of the stack, its broker and its database chosen at once: distinct
             # by construction (ports chosen one at a time may come back twice)
             roles = self.spec.roles
@@ -144,6 +150,14 @@ class LocalStack:
             if isinstance(e, StackStartError):
                 raise StackStartError(f"{self.spec.name} did not start: {e}\n{logs}") from None
             raise
+
+    def _write_fixture(self) -> None:
+        """The domain's data for this run's knobs, as the file ``IPCLAB_FIXTURE`` names."""
+        from ipclab_services import domains
+
+        self._fixture = self.workdir / "fixture.json"
+        env = {**self.options.env(), **self.spec.settings}
+        domains.load(self.spec.domain).write_fixture(self._fixture, env)
 
     def _start_database(self, port: int) -> None:
         """A private PostgreSQL cluster, created and filled by the domain's SQL for this

@@ -27,6 +27,11 @@ def _extends(service: str) -> dict[str, Any]:
 
 def compose_document(spec: StackSpec) -> dict[str, Any]:
     """The compose document of ``spec``: its broker (if any), its services and its gateway."""
+    if not spec.runtime.image:
+        raise ValueError(
+            f"{spec.name}: its {spec.runtime.name} roles have no image yet; "
+            "run it on the local backend"
+        )
     if spec.needs_database:
         raise ValueError(
             f"{spec.name} needs a database, which the docker backend does not run yet; "

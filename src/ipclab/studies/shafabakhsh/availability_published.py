@@ -47,7 +47,8 @@ def compare_published_availability(
       given the printed MTTF;
     * ``matches_rounded``: the printed A is the computed one rounded to the printed digits;
     * ``consistent``: some inputs within the printing step give the printed A (to its
-      digits); ``mismatch`` = not ``matches_rounded``.
+      digits); ``mismatch`` = not ``consistent`` (no rounding of the inputs gives the printed
+      A; a printed A that only differs from the rounded computed one is not a mismatch).
     """
     half_a = 0.5 * 10.0 ** (-printed_decimals)
     half_in = 0.5 * input_step_s
@@ -76,7 +77,7 @@ def compare_published_availability(
             rec["implied_mttr_s"] = mttf * (1.0 - p) / p
             rec["matches_rounded"] = abs(round(a, printed_decimals) - p) < 1e-9
             rec["consistent"] = a_max >= p - half_a and a_min < p + half_a
-            rec["mismatch"] = not rec["matches_rounded"]
+            rec["mismatch"] = not rec["consistent"]
         out.append(rec)
     return pd.DataFrame(out)
 

@@ -348,9 +348,10 @@ def _write_tables(a: Analysis, results: StudyResults) -> None:
     results.table(
         a.power,
         "power",
-        "Runs per cell that Welch's test needs to detect each published ratio with 80% power "
-        "at the strictest Holm level of the family (docs/statistics.md section 7); empty "
-        "runs_needed: more than 1,000.",
+        "Runs per cell that each primary test (Welch's t; for a growth claim the t test of "
+        "the log interaction) needs to detect the published ratio with 80% power at the "
+        "strictest Holm level of the family (docs/statistics.md section 7), from the runs' "
+        "own variance; empty runs_needed: more than 1,000.",
     )
     results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
     results.table(a.cells, "cells", "Per-cell statistics over runs.", in_report=False)

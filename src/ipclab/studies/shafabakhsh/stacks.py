@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ipclab_services.domains.shop import SERVICES as SHOP_SERVICES
 
-from ipclab.stacks import BROKER, StackSpec
+from ipclab.stacks import BROKER, GO, StackSpec
 
 _SHOP = {
     "domain": "shop",
@@ -50,4 +50,30 @@ REST_SEQUENTIAL = StackSpec(
     **_SHOP,
 )
 
-STACKS = (*COMPARED, REST_SEQUENTIAL)
+# The same shop in Go (services/go, issue 18): same data (the Python generator's fixture),
+# same contract; built by the harness with `go build`, local backend only for now.
+REST_GO = StackSpec(
+    "shop-rest-go",
+    transport="rest",
+    runtime=GO,
+    description="as shop-rest, in Go: net/http server and client, keep-alive pools",
+    **_SHOP,
+)
+GRPC_GO = StackSpec(
+    "shop-grpc-go",
+    transport="grpc",
+    runtime=GO,
+    description="as shop-grpc, in Go: grpc-go from the same shop.proto",
+    **_SHOP,
+)
+AMQP_GO = StackSpec(
+    "shop-amqp-go",
+    transport="amqp",
+    infrastructure=(BROKER,),
+    runtime=GO,
+    description="as shop-amqp, in Go: amqp091-go, the same queues, acks, prefetch, reply queue",
+    **_SHOP,
+)
+IN_GO = (REST_GO, GRPC_GO, AMQP_GO)
+
+STACKS = (*COMPARED, REST_SEQUENTIAL, *IN_GO)

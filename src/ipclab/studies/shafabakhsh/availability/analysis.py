@@ -56,8 +56,10 @@ def summary_table(runs: list[Run], confidence: float = 0.95) -> pd.DataFrame:
         rows.append({"style": style, "users": users, "runs": 0, **s.as_row()})
     df = pd.DataFrame(rows)
     if len(df):
-        n = pd.Series([_run_info(r)["style"] for r in runs]).value_counts()
-        df["runs"] = df["style"].map(n).fillna(0).astype(int)
+        info = pd.DataFrame([_run_info(r) for r in runs])  # runs per (style, users) cell
+        n = info.groupby(["style", "users"]).size()
+        keys = pd.MultiIndex.from_frame(df[["style", "users"]])
+        df["runs"] = n.reindex(keys).fillna(0).astype(int).to_numpy()
         df["masked_faults"] = df["faults_injected"] - df["failures"].where(
             df["faults_injected"] > 0, 0
         )
