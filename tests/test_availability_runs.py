@@ -157,7 +157,8 @@ def test_analysis_and_results(study_run: tuple[Path, object], tmp_path: Path) ->
     _, runs = study_run
     a = study.analyse(runs, "ci")  # type: ignore[arg-type]
     assert set(a.fault_injection["style"]) == set(study.STYLES)
-    assert a.formula["mismatch"].tolist() == [True, False, True]
+    # amqp, grpc, rest: only the printed 0.95 for RabbitMQ follows from no rounding of its inputs
+    assert a.formula["mismatch"].tolist() == [True, False, False]
     assert a.claims["verdict"].isin(VERDICTS).all() and len(a.claims) > 0
     res = StudyResults(tmp_path / "results", "availability", "t", figures_dir=tmp_path / "fig")
     study.write_results(a, runs, res)  # type: ignore[arg-type]
