@@ -96,5 +96,7 @@ def test_delay_survives_restart(stack: DockerStack) -> None:
         try:
             rtt = stack.measure_delay()["rtt_ms"][target]
         except Exception:  # noqa: BLE001 - the restarted container may not exec yet
+            rtt = None
+        if rtt is None:  # not up (or not listening) yet
             time.sleep(0.5)
     assert rtt == pytest.approx(2 * DELAY_MS, rel=0.25), (stack.spec.name, rtt)

@@ -44,7 +44,7 @@ def tcp(host, port):
         s.close()
 def udp(host, port):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.settimeout(0.5)
+    s.settimeout(0.2)
     try:
         s.connect((host, port))
         t0 = time.perf_counter()
@@ -60,7 +60,7 @@ out = {"tcp": {}, "udp": {}}
 for target in sys.argv[2:]:
     host, port = target.rsplit(":", 1)
     for proto, fn in (("tcp", tcp), ("udp", udp)):
-        best = None
+        best, misses = None, 0
         for _ in range(int(sys.argv[1])):
             try:
                 dt = fn(host, int(port))
@@ -68,6 +68,10 @@ for target in sys.argv[2:]:
                 dt = None
             if dt is not None:
                 best = dt if best is None else min(best, dt)
+            else:
+                misses += 1
+                if misses >= 3:  # not answering (yet): do not wait out every try
+                    break
             time.sleep(0.01)
         out[proto][target] = best
 print(json.dumps(out))
