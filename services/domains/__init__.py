@@ -12,11 +12,15 @@ A domain package provides
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 import pkgutil
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
+
+from ipclab_services.errors import BadRequest, NotFound, ServiceError, Timeout, Unavailable
 
 
 @dataclass(frozen=True)
@@ -42,3 +46,30 @@ def load(domain: str) -> ModuleType:
     if domain not in available():
         raise ValueError(f"unknown domain {domain!r}; known: {', '.join(available())}")
     return importlib.import_module(f"{__name__}.{domain}")
+
+
+# When several calls fail, a gateway reports the most telling error first.
+_PRECEDENCE = (BadRequest, NotFound, Timeout, Unavailable, ServiceError)
+
+
+def worst_error(errors: list[BaseException]) -> BaseException:
+    """Of several failed calls, the most telling error (every domain's gateway)."""
+    for cls in _PRECEDENCE:
+        for e in errors:
+            if isinstance(e, cls):
+                return e
+    return errors[0]
+
+
+async def health(clients: Any, services: tuple[str, ...], timeout_s: float) -> tuple[int, Any]:
+    """``/healthz``: 200 once every service answers a ping (within 1 s at most), else 503."""
+    results = await asyncio.gather(
+        *(clients.call(s, "ping", {}, min(timeout_s, 1.0)) for s in services),
+        return_exceptions=True,
+    )
+    status = {
+        s: "ok" if not isinstance(r, BaseException) else type(r).__name__
+        for s, r in zip(services, results, strict=True)
+    }
+    ready = all(v == "ok" for v in status.values())
+    return (200 if ready else 503), {"ready": ready, "services": status}

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 
+from ipclab_services.domains import worst_error
 from ipclab_services.domains.bundle import data
 from ipclab_services.domains.bundle.gateway import graphql_schema
 from ipclab_services.domains.bundle.gateway import handler as gateway_handler
-from ipclab_services.domains.bundle.gateway import worst as worst_error
 from ipclab_services.domains.bundle.services import build_services
 
 SERVICES = tuple(data.TABLES)

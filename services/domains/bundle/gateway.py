@@ -12,13 +12,11 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ipclab_services.domains import GatewaySettings
+from ipclab_services.domains import GatewaySettings, health, worst_error
 from ipclab_services.domains.bundle import data
-from ipclab_services.errors import BadRequest, NotFound, ServiceError, Timeout, Unavailable
+from ipclab_services.errors import ServiceError
 from ipclab_services.fronts import Handler, Request
 from ipclab_services.transports.base import Clients
-
-_PRECEDENCE = (BadRequest, NotFound, Timeout, Unavailable, ServiceError)
 
 SDL = """
 type Person { id: String! name: String! }
@@ -37,15 +35,6 @@ BUNDLE_QUERY = (
     "{ person { id name } animal { type name } car { model color } "
     "building { address department } }"
 )
-
-
-def worst(errors: list[BaseException]) -> BaseException:
-    """Of several failed calls, the most telling error."""
-    for cls in _PRECEDENCE:
-        for e in errors:
-            if isinstance(e, cls):
-                return e
-    return errors[0]
 
 
 def _fetcher(
@@ -74,20 +63,8 @@ def handler(clients: Clients, services: tuple[str, ...], settings: GatewaySettin
         results = await asyncio.gather(*(fetch(t) for t in services), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
-            raise worst(errors)
+            raise worst_error(errors)
         return dict(zip(services, results, strict=True))
-
-    async def health() -> tuple[int, Any]:
-        results = await asyncio.gather(
-            *(clients.call(s, "ping", {}, min(settings.timeout_s, 1.0)) for s in services),
-            return_exceptions=True,
-        )
-        status = {
-            s: "ok" if not isinstance(r, BaseException) else type(r).__name__
-            for s, r in zip(services, results, strict=True)
-        }
-        ready = all(v == "ok" for v in status.values())
-        return (200 if ready else 503), {"ready": ready, "services": status}
 
     async def route(request: Request) -> tuple[int, Any]:
         if request.method != "GET":
@@ -99,7 +76,7 @@ def handler(clients: Clients, services: tuple[str, ...], settings: GatewaySettin
             if len(parts) == 2 and parts[0] == "api" and parts[1] in routes:
                 return 200, await fetch(routes[parts[1]])
             if parts == ["healthz"]:
-                return await health()
+                return await health(clients, services, settings.timeout_s)
             if parts == ["stats"]:
                 return 200, clients.stats()
             return 404, {"error": "not_found", "message": "no such path"}
@@ -124,4 +101,4 @@ def graphql_schema(clients: Clients, services: tuple[str, ...], settings: Gatewa
     return make_executable_schema(SDL, query)
 
 
-__all__ = ["BUNDLE_QUERY", "SDL", "data", "graphql_schema", "handler", "worst"]
+__all__ = ["BUNDLE_QUERY", "SDL", "data", "graphql_schema", "handler"]

@@ -12,31 +12,19 @@ import logging
 import re
 from typing import Any
 
-from ipclab_services.domains import GatewaySettings
+from ipclab_services.domains import GatewaySettings, health, worst_error
 from ipclab_services.errors import (
     BadRequest,
-    NotFound,
     ServiceError,
     Timeout,
-    Unavailable,
 )
 from ipclab_services.fronts import Handler, Request
 from ipclab_services.transports.base import Clients
 
 _log = logging.getLogger(__name__)
 
+
 # When several calls fail, the answer reports the most telling error first.
-_PRECEDENCE = (BadRequest, NotFound, Timeout, Unavailable, ServiceError)
-
-
-def _worst(errors: list[BaseException]) -> BaseException:
-    for cls in _PRECEDENCE:
-        for e in errors:
-            if isinstance(e, cls):
-                return e
-    return errors[0]
-
-
 async def product_page(
     clients: Clients, product_id: int, customer_id: int, timeout: float, sequential: bool = False
 ) -> dict[str, Any]:
@@ -71,7 +59,7 @@ async def product_page(
                 t.cancel()  # one failure (or the deadline) ends the page: stop waiting
         errors = [t.exception() for t in done if t.exception() is not None]
         if errors:
-            raise _worst([e for e in errors if e is not None])
+            raise worst_error([e for e in errors if e is not None])
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
             raise Timeout(f"page deadline of {timeout:g} s passed")
@@ -106,18 +94,6 @@ def handler(clients: Clients, services: tuple[str, ...], settings: GatewaySettin
     """The gateway's answers: the product page, /healthz and /stats (GET only)."""
     timeout = settings.timeout_s
 
-    async def health() -> tuple[int, Any]:
-        results = await asyncio.gather(
-            *(clients.call(s, "ping", {}, min(timeout, 1.0)) for s in services),
-            return_exceptions=True,
-        )
-        status = {
-            s: "ok" if not isinstance(r, BaseException) else type(r).__name__
-            for s, r in zip(services, results, strict=True)
-        }
-        ready = all(v == "ok" for v in status.values())
-        return (200 if ready else 503), {"ready": ready, "services": status}
-
     async def route(request: Request) -> tuple[int, Any]:
         if request.method != "GET":
             return 405, {"error": "method_not_allowed"}
@@ -133,7 +109,7 @@ def handler(clients: Clients, services: tuple[str, ...], settings: GatewaySettin
                     clients, product_id, customer_id, timeout, settings.sequential
                 )
             if parts == ["healthz"]:
-                return await health()
+                return await health(clients, services, timeout)
             if parts == ["stats"]:
                 return 200, clients.stats()
             return 404, {"error": "not_found", "message": "no such path"}
