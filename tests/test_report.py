@@ -24,6 +24,7 @@ import pytest  # noqa: E402
 
 from ipclab import report  # noqa: E402
 from ipclab.report import html as rh  # noqa: E402
+from ipclab.report import pdf  # noqa: E402
 from ipclab.results import StudyResults  # noqa: E402
 
 CLAIM_COLUMNS = [
@@ -154,9 +155,23 @@ def test_pages_render_and_wide_tables_turn_landscape(
 
 def test_missing_chromium_names_the_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("IPCLAB_CHROMIUM", raising=False)
-    monkeypatch.setattr(report.shutil, "which", lambda name: None)
+    monkeypatch.setattr(pdf.shutil, "which", lambda name: None)
     with pytest.raises(report.ChromiumMissing, match=r"apt-get install chromium"):
         report.build_report([], Path("unused.pdf"))
+
+
+def test_chromium_prints_with_its_sandbox_on_and_never_as_root(
+    built: tuple[Path, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report printed above ran this command: no --no-sandbox; as root, run as nobody."""
+    monkeypatch.delenv("IPCLAB_CHROMIUM_NO_SANDBOX", raising=False)
+    work, html, out = Path("/w"), Path("/w/report.html"), Path("/w/report.pdf")
+    cmd = pdf.chromium_command("chromium", work, html, out, as_root=True)
+    assert "--no-sandbox" not in cmd
+    assert cmd[1:4] == [f"--reuid={pdf.NOBODY}", f"--regid={pdf.NOBODY}", "--clear-groups"]
+    assert "--no-sandbox" not in pdf.chromium_command("chromium", work, html, out, False)
+    monkeypatch.setenv("IPCLAB_CHROMIUM_NO_SANDBOX", "1")  # only when asked
+    assert "--no-sandbox" in pdf.chromium_command("chromium", work, html, out, False)
 
 
 def test_main_without_results_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -158,7 +158,7 @@ def cmd_up(a: argparse.Namespace) -> int:
 def cmd_down(a: argparse.Namespace) -> int:
     spec = resolve(a.stack)
     if a.backend == "docker":
-        from ipclab.backends.docker.backend import down as docker_down
+        from ipclab.backends.docker.ownership import down as docker_down
 
         stopped = docker_down(spec.name)
     else:

@@ -2,7 +2,9 @@
 
 Every test here is marked ``docker`` and skipped, with the reason, when no Docker engine
 answers (start one with ``scripts/docker-engine.sh``). Stacks are module-scoped so that no
-container outlives its module; the session ends with ``cleanup_all()`` whatever happened.
+container outlives its module. The session ends by checking that nothing this session started
+is left (a leftover fails the session, named), then removes it whatever happened; stacks of
+other harnesses on the same engine are never touched.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from ipclab import orphans
 from ipclab.backends import StackOptions
 from ipclab.backends.docker.backend import DockerBackend, DockerStack, cleanup_all, engine_status
+from ipclab.backends.docker.ownership import leftovers
 from ipclab.stacks import all_stacks, resolve
 
 HERE = Path(__file__).resolve().parent
@@ -47,6 +51,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _ENGINE and _ENGINE[0] is None:
         try:
+            left = leftovers(mark=orphans.this_harness())
+            if any(left.values()):
+                print(f"\ndocker: the tests left behind {left}", file=sys.stderr)
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
             cleanup_all()
         except Exception as e:  # noqa: BLE001 - report, never mask the tests' own result
             print(f"docker cleanup_all failed: {e}", file=sys.stderr)

@@ -4,11 +4,15 @@ docker backend does: container samples, logs, kill and restart of the broker."""
 from __future__ import annotations
 
 import time
+import urllib.error
 import urllib.request
 
 import orjson
+import pytest
 
-from ipclab.backends.docker.backend import PROJECT_LABEL, DockerStack
+from ipclab import orphans
+from ipclab.backends.docker.backend import DockerStack, DockerStackError
+from ipclab.backends.docker.ownership import HARNESS_LABEL, PROJECT_LABEL
 
 from .local_tests import load_local_tests
 
@@ -33,12 +37,39 @@ def test_product_page_and_labels(shop_stacks: dict[str, DockerStack]) -> None:
         for comp in stack.components:
             ctr = stack._container(comp)
             assert ctr.labels[PROJECT_LABEL] == stack.project
+            assert ctr.labels[HARNESS_LABEL] == orphans.this_harness()
             # Published ports: the gateway's only, and on 127.0.0.1 only.
             ports = ctr.attrs["HostConfig"]["PortBindings"] or {}
             for bindings in ports.values():
                 assert all(b["HostIp"] == "127.0.0.1" for b in bindings), (name, comp, ports)
             assert bool(ports) == (comp == "gateway"), (name, comp, ports)
-            assert "NET_ADMIN" in (ctr.attrs["HostConfig"]["CapAdd"] or [])
+
+
+def test_containers_get_no_capability_without_a_delay_and_services_run_unprivileged(
+    shop_stacks: dict[str, DockerStack],
+) -> None:
+    for name, stack in shop_stacks.items():
+        for comp in stack.components:
+            host = stack._container(comp).attrs["HostConfig"]
+            assert not host["CapAdd"], (name, comp, host["CapAdd"])
+            assert not host["Privileged"], (name, comp)
+            if comp == "broker":
+                continue  # RabbitMQ's own entrypoint drops to the rabbitmq user
+            ctr = stack._container(comp)
+            assert host["CapDrop"] and "ALL" in host["CapDrop"], (name, comp, host["CapDrop"])
+            code, out = ctr.exec_run(["id", "-u"])
+            assert code == 0 and out.decode().strip() == "10001", (name, comp, out)
+            # every process, the service's included (pid 1 is docker's init)
+            code, out = ctr.exec_run(["sh", "-c", "stat -c %u /proc/[0-9]*"])
+            assert code == 0 and set(out.decode().split()) == {"10001"}, (name, comp, out)
+
+
+def test_setting_a_delay_on_a_stack_started_without_one_is_a_clear_error(
+    shop_stacks: dict[str, DockerStack],
+) -> None:
+    stack = shop_stacks["shop-rest"]
+    with pytest.raises(DockerStackError, match="NET_ADMIN"):
+        stack.set_delay(2.0)
 
 
 def test_samples_cover_every_container(shop_stacks: dict[str, DockerStack]) -> None:
@@ -64,13 +95,32 @@ def test_logs_name_every_container(shop_stacks: dict[str, DockerStack]) -> None:
         assert set(logs) == set(stack.components), name
 
 
-def test_broker_kill_and_restart(shop_stacks: dict[str, DockerStack]) -> None:
+def page_status(stack: DockerStack) -> int:
+    try:
+        with urllib.request.urlopen(f"{stack.gateway_url}/product/3?customer_id=1", timeout=5) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def test_broker_kill_and_restart_serves_pages_again(shop_stacks: dict[str, DockerStack]) -> None:
     stack = shop_stacks["shop-amqp"]
+    assert page_status(stack) == 200
     stack.kill("broker")
-    rows = {r["component"]: r for r in stack.sample()}
-    time.sleep(3.5)
-    rows = {r["component"]: r for r in stack.sample()}
+    deadline = time.monotonic() + 15
+    while stack.sample() and time.monotonic() < deadline:
+        rows = {r["component"]: r for r in stack.sample()}
+        if rows["broker"]["status"] != "running":
+            break
+        time.sleep(0.5)
     assert rows["broker"]["status"] != "running"
+    assert page_status(stack) in (503, 504), "no broker, no page"
     stack.restart("broker")
-    stack._container("broker").reload()
-    assert stack._container("broker").status == "running"
+    # The gateway and the services reconnect: a product page is served again.
+    deadline = time.monotonic() + 60
+    status = 0
+    while status != 200 and time.monotonic() < deadline:
+        status = page_status(stack)
+        if status != 200:
+            time.sleep(0.5)
+    assert status == 200, "no page served within 60 s of the broker's restart"

@@ -50,7 +50,8 @@ def min_latency_ms(stack: DockerStack, n: int = 100, warmup: int = 20) -> float:
 
 @pytest.fixture(scope="module", params=list(HOPS))
 def stack(request: pytest.FixtureRequest, docker_images: dict[str, str]) -> Iterator[DockerStack]:
-    s = DockerBackend().start(resolve(request.param), StackOptions())
+    # Started without a delay, set later: the stack needs NET_ADMIN from the start.
+    s = DockerBackend(net_admin=True).start(resolve(request.param), StackOptions())
     try:
         yield s
     finally:

@@ -15,14 +15,23 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ipclab.backends.docker.backend import leftovers
+from ipclab.backends.docker.ownership import leftovers
 from ipclab.runs import read_run
 
 CLI = [sys.executable, "-m", "ipclab.cli"]
 
 
+NOTHING: dict[str, list[str]] = {"containers": [], "networks": [], "volumes": []}
+
+
 def ipclab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def run_leftovers(out: Path) -> dict[str, list[str]]:
+    """What is left of the run's own compose project (other runs on the engine don't count)."""
+    project = json.loads((out / "manifest.json").read_text())["stack_info"]["project"]
+    return leftovers(project=project)
 
 
 @pytest.mark.parametrize("stack", ["shop-rest", "shop-grpc", "shop-amqp"])
@@ -64,7 +73,7 @@ def test_short_run_has_no_failures(
     assert len(gw) >= 5, "about 1 Hz over an 8 s run"
     assert pd.to_numeric(gw["net_tx_packets"]).is_monotonic_increasing
     assert (out / "logs" / "gateway.log").exists()
-    assert leftovers() == {"containers": [], "networks": [], "volumes": []}
+    assert run_leftovers(out) == NOTHING
 
 
 def test_fault_run_records_failures_and_recovers(
@@ -97,7 +106,7 @@ def test_fault_run_records_failures_and_recovers(
     late = reqs[reqs["t"] > reqs["t"].max() - 2]
     assert late["ok"].all(), "requests succeed again after the restart"
     assert "stack_down" in events
-    assert leftovers() == {"containers": [], "networks": [], "volumes": []}
+    assert run_leftovers(out) == NOTHING
 
 
 def test_ctrl_c_mid_run_leaves_nothing(tmp_path: Path, docker_images: dict[str, str]) -> None:
@@ -131,7 +140,7 @@ def test_ctrl_c_mid_run_leaves_nothing(tmp_path: Path, docker_images: dict[str, 
             assert time.monotonic() < deadline, "the run never started its load"
             time.sleep(0.5)
         time.sleep(3)
-        assert leftovers()["containers"], "the stack runs while the load runs"
+        assert run_leftovers(out)["containers"], "the stack runs while the load runs"
         os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
         p.wait(timeout=120)
     finally:
@@ -140,4 +149,41 @@ def test_ctrl_c_mid_run_leaves_nothing(tmp_path: Path, docker_images: dict[str, 
             p.wait()
     assert p.returncode != 0
     assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
-    assert leftovers() == {"containers": [], "networks": [], "volumes": []}
+    assert run_leftovers(out) == NOTHING
+
+
+def test_kill_9_of_ipclab_run_leaves_nothing_within_10_s(
+    tmp_path: Path, docker_images: dict[str, str]
+) -> None:
+    """A `kill -9` of the harness cannot run its cleanup; its watchdog removes the project."""
+    out = tmp_path / "run"
+    p = subprocess.Popen(
+        [*CLI, "run", "shop-rest", "--backend", "docker", "--users", "5", "--spawn-rate", "5",
+         "--duration", "120s", "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        events = out / "events.jsonl"
+        while not (events.exists() and '"load_start' in events.read_text()):
+            assert p.poll() is None, p.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the run never started its load"
+            time.sleep(0.5)
+        assert run_leftovers(out)["containers"], "the stack runs while the load runs"
+        t0 = time.monotonic()
+        os.kill(p.pid, signal.SIGKILL)  # the harness only, as `kill -9 PID` does
+        p.wait(timeout=10)
+        while run_leftovers(out) != NOTHING and time.monotonic() - t0 < 15:
+            time.sleep(0.5)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    print(f"kill -9 of ipclab run (docker): its project was gone {took:.1f} s later")
+    assert run_leftovers(out) == NOTHING
+    assert took < 10
+    assert json.loads((out / "manifest.json").read_text())["status"] in ("running", "incomplete")

@@ -15,11 +15,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,19 +26,15 @@ import pandas as pd
 
 from ipclab.claims import RULES, VERDICTS, tally
 from ipclab.report import html as rh
+from ipclab.report.pdf import ChromiumMissing, find_chromium, html_to_pdf
 from ipclab.results import read_results
 from ipclab.runs import utcnow
 
-CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 KEY_LIBRARIES = (
     "ipclab", "aiohttp", "uvicorn", "grpcio", "protobuf", "aio-pika", "locust", "pandas",
     "numpy", "scipy", "matplotlib", "papermill", "docker",
 )  # fmt: skip
 STATUS_CLASSES = {"ok": "v-ok", "failed": "v-bad", "skipped": "v-unk"}
-
-
-class ChromiumMissing(RuntimeError):
-    """No Chromium binary: the report cannot be printed."""
 
 
 # --------------------------------------------------------------------------- one study
@@ -535,49 +527,6 @@ def render_html(
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>ipclab report</title><style>{CSS}</style></head><body>{body}</body></html>"
     )
-
-
-# --------------------------------------------------------------------------- PDF
-
-
-def find_chromium() -> str:
-    """The Chromium binary: ``$IPCLAB_CHROMIUM`` or the first on PATH."""
-    env = os.environ.get("IPCLAB_CHROMIUM")
-    for c in ([env] if env else []) + list(CHROMIUM_CANDIDATES):
-        path = shutil.which(c)
-        if path:
-            return path
-    raise ChromiumMissing(
-        "the report PDF is printed by headless Chromium, and none is installed: "
-        "install Debian's package with `apt-get install chromium` (as root), or set "
-        "IPCLAB_CHROMIUM to a Chromium or Chrome binary"
-    )
-
-
-def html_to_pdf(html_file: Path, out_pdf: Path, timeout_s: float = 180.0) -> Path:
-    exe = find_chromium()
-    out_pdf.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="ipclab-chromium-") as tmp:
-        tmp_pdf = Path(tmp) / "report.pdf"
-        cmd = [
-            exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-            "--no-first-run", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={Path(tmp) / 'profile'}",
-            f"--print-to-pdf={tmp_pdf}", "--no-pdf-header-footer",
-            html_file.resolve().as_uri(),
-        ]  # fmt: skip
-        try:
-            r = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL
-            )
-        except subprocess.TimeoutExpired as e:
-            raise RuntimeError(f"chromium did not print the report within {timeout_s:.0f} s") from e
-        if not tmp_pdf.is_file() or tmp_pdf.read_bytes()[:5] != b"%PDF-":
-            raise RuntimeError(
-                f"chromium exited {r.returncode} without a PDF: {r.stderr.strip()[-1500:]}"
-            )
-        shutil.move(str(tmp_pdf), out_pdf)
-    return out_pdf
 
 
 def build_report(

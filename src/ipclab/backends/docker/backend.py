@@ -3,9 +3,13 @@
 
 Compose (``docker compose`` v2 or ``docker-compose`` 1.29, whichever exists) creates and
 removes the project; docker-py does everything else: container lookup, stats, kill, restart,
-logs, netem exec. Every container and network carries the label ``ipclab.project=<project>``
-and each project has a unique name, so ``stop()`` and ``cleanup_all()`` find exactly what
-ipclab made. ``stop()`` is idempotent, shielded from a second Ctrl-C, and also runs at exit.
+logs, netem exec. Every container and network carries ``ipclab.project=<project>`` (unique
+per start) and ``ipclab.harness=<mark of the harness that started it>``, so ``stop()`` and
+``cleanup_all()`` remove exactly what this harness made and nothing another run made
+(``ownership.py``). ``stop()`` is idempotent, shielded from a second Ctrl-C, and also runs at
+exit; after a ``kill -9`` a watchdog removes the project within seconds, and the next start
+sweeps whatever is still left, saying so. Containers run as an unprivileged user and get
+NET_ADMIN/SYS_NICE only when a delay is asked for.
 """
 
 from __future__ import annotations
@@ -30,14 +34,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ipclab import orphans
 from ipclab.backends.base import StackOptions
 from ipclab.backends.docker import netem
 from ipclab.backends.docker.compose import COMPOSE_DIR, write_compose
+from ipclab.backends.docker.ownership import (
+    COMPOSE_PROJECT_LABEL,
+    DETACHED,
+    PROJECT_LABEL,
+    cleanup_own,
+    leftovers,
+    remove_labelled,
+    start_watchdog,
+    sweep_orphans,
+)
 from ipclab.backends.docker.stats import StatsSampler
 from ipclab.stacks import StackSpec
 
-PROJECT_LABEL = "ipclab.project"
-COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
 COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
 CONTAINER_PORT = 8000
 BROKER = "broker"
@@ -147,49 +160,11 @@ def _stop_live() -> None:
             stack.stop()
 
 
-def remove_labelled(c: Any, label: str) -> dict[str, int]:
-    """Remove containers (with their anonymous volumes), networks and volumes with ``label``
-    (``key`` or ``key=value``)."""
-    import docker.errors
-
-    counts = {"containers": 0, "networks": 0, "volumes": 0}
-    flt = {"label": label}
-    for ctr in c.containers.list(all=True, filters=flt):
-        with contextlib.suppress(docker.errors.NotFound):
-            ctr.remove(force=True, v=True)
-            counts["containers"] += 1
-    for net in c.networks.list(filters=flt):
-        with contextlib.suppress(docker.errors.NotFound):
-            net.remove()
-            counts["networks"] += 1
-    for vol in c.volumes.list(filters=flt):
-        with contextlib.suppress(docker.errors.NotFound):
-            vol.remove(force=True)
-            counts["volumes"] += 1
-    return counts
-
-
 def cleanup_all() -> dict[str, int]:
-    """Remove every container, network and volume that carries the ipclab project label."""
+    """Stop this process's live stacks and remove whatever else this harness started
+    (``ownership.cleanup_own``); stacks of other harnesses and detached ones are untouched."""
     _stop_live()
-    return remove_labelled(client(), PROJECT_LABEL)
-
-
-def down(stack: str | None = None) -> list[str]:
-    """Remove the compose projects of ``stack`` (every ipclab project when None), e.g. after
-    ``ipclab up --detach``; returns the project names removed."""
-    c = client()
-    prefix = f"ipclab-{stack}-" if stack else "ipclab-"
-    projects = sorted(
-        {
-            ctr.labels.get(COMPOSE_PROJECT_LABEL, "")
-            for ctr in c.containers.list(all=True, filters={"label": PROJECT_LABEL})
-        }
-    )
-    projects = [p for p in projects if p.startswith(prefix)]
-    for project in projects:
-        remove_labelled(c, f"{PROJECT_LABEL}={project}")
-    return projects
+    return cleanup_own()
 
 
 def find_running(stack: str) -> str | None:
@@ -204,17 +179,6 @@ def find_running(stack: str) -> str | None:
     return None
 
 
-def leftovers() -> dict[str, list[str]]:
-    """Names of labelled containers, networks and volumes that still exist."""
-    c = client()
-    flt = {"label": PROJECT_LABEL}
-    return {
-        "containers": [x.name for x in c.containers.list(all=True, filters=flt)],
-        "networks": [x.name for x in c.networks.list(filters=flt)],
-        "volumes": [x.name for x in c.volumes.list(filters=flt)],
-    }
-
-
 # --------------------------------------------------------------------------- backend
 
 
@@ -223,10 +187,20 @@ class DockerBackend:
 
     name = "docker"
 
-    def __init__(self, base: str = "auto", build: bool = True, health_timeout_s: float = 120.0):
+    def __init__(
+        self,
+        base: str = "auto",
+        build: bool = True,
+        health_timeout_s: float = 120.0,
+        net_admin: bool = False,
+    ):
+        """``net_admin``: give the containers NET_ADMIN and SYS_NICE so a delay can be set
+        later (``set_delay``); without it they get them only when ``options.delay_ms`` asks
+        for a delay at start."""
         self.base = base
         self.build = build
         self.health_timeout_s = health_timeout_s
+        self.net_admin = net_admin
 
     def start(
         self,
@@ -247,11 +221,14 @@ class DockerBackend:
             imgs = images.ensure_images(base=self.base, broker=spec.needs_broker)
         else:
             imgs = {"services": images.SERVICES_IMAGE, "broker": images.BROKER_IMAGE}
-        stack = DockerStack(c, spec, options, imgs, logs_dir)
+        sweep_orphans(c=c)  # what a killed harness left, saying so
+        net_admin = self.net_admin or options.delay_ms > 0
+        stack = DockerStack(c, spec, options, imgs, logs_dir, detached, net_admin)
         if not detached:
             _install_exit_hooks()
             with _LIVE_LOCK:
                 _LIVE.add(stack)
+            stack._watchdog = start_watchdog(stack.project)
         try:
             stack._up(self.health_timeout_s)
         except BaseException as e:
@@ -280,8 +257,12 @@ class DockerStack:
         options: StackOptions,
         imgs: dict[str, str],
         logs_dir: Path | None = None,
+        detached: bool = False,
+        net_admin: bool = False,
     ):
         self.client = c
+        self.net_admin = net_admin
+        self._watchdog: subprocess.Popen[bytes] | None = None
         self.logs_dir = logs_dir
         self.spec = spec
         self.options = options
@@ -293,7 +274,7 @@ class DockerStack:
         self.delay_method = "none"
         self.netem: dict[str, Any] | None = None
         self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.project}-"))
-        self.compose_path = write_compose(spec, self._tmp)
+        self.compose_path = write_compose(spec, self._tmp, net_admin=net_admin)
         self._containers: dict[str, Any] = {}
         self._sampler = StatsSampler(c.api)
         self._stopped = False
@@ -303,6 +284,7 @@ class DockerStack:
         self.env = {
             **os.environ,
             "IPCLAB_PROJECT": self.project,
+            "IPCLAB_HARNESS": DETACHED if detached else orphans.this_harness(),
             "IPCLAB_IMAGE": imgs["services"],
             "IPCLAB_BROKER_IMAGE": imgs.get("broker", ""),
             "IPCLAB_ENV_FILE": str(env_file),
@@ -467,6 +449,10 @@ class DockerStack:
             finally:
                 self._sampler.close()
                 shutil.rmtree(self._tmp, ignore_errors=True)
+                if self._watchdog is not None:  # it would exit by itself within a second
+                    with contextlib.suppress(OSError):
+                        self._watchdog.kill()
+                        self._watchdog.wait(5)
                 with _LIVE_LOCK:
                     _LIVE.discard(self)
 
@@ -474,6 +460,12 @@ class DockerStack:
 
     def set_delay(self, delay_ms: float) -> dict[str, Any]:
         """netem delay on every container's eth0, then measured between containers."""
+        if not self.net_admin:
+            raise DockerStackError(
+                f"{self.project} was started without NET_ADMIN, which setting a delay needs: "
+                "start it with a delay (StackOptions.delay_ms, --delay-ms) or "
+                "DockerBackend(net_admin=True)"
+            )
         ctrs = [self._container(c) for c in self.components]
         with ThreadPoolExecutor(max_workers=len(ctrs)) as pool:
             methods = set(pool.map(lambda ctr: netem.set_delay(ctr, delay_ms), ctrs))
@@ -502,6 +494,7 @@ class DockerStack:
             "containers": {c: ctr.name for c, ctr in self._containers.items()},
             "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},
             "netem": self.netem,
+            "capabilities": ["NET_ADMIN", "SYS_NICE"] if self.net_admin else [],
             "engine": self.client.version().get("Version"),
         }
 
@@ -519,7 +512,7 @@ def _main() -> None:  # python -m ipclab.backends.docker.backend cleanup | lefto
 
     cmd = sys.argv[1] if len(sys.argv) > 1 else "leftovers"
     if cmd == "cleanup":
-        print(json.dumps(cleanup_all()))
+        print(json.dumps(sweep_orphans()))
     else:
         print(json.dumps(leftovers()))
 

@@ -25,8 +25,14 @@ def _extends(service: str) -> dict[str, Any]:
     return {"extends": {"file": str(COMMON), "service": service}}
 
 
-def compose_document(spec: StackSpec) -> dict[str, Any]:
-    """The compose document of ``spec``: its broker (if any), its services and its gateway."""
+# What setting a network delay inside a container needs (netem.py): NET_ADMIN for tc netem
+# or iptables NFQUEUE, SYS_NICE for the NFQUEUE delayer's priority. Given only when asked.
+DELAY_CAPABILITIES = ["NET_ADMIN", "SYS_NICE"]
+
+
+def compose_document(spec: StackSpec, net_admin: bool = False) -> dict[str, Any]:
+    """The compose document of ``spec``: its broker (if any), its services and its gateway.
+    ``net_admin``: the containers get the capabilities a network delay needs."""
     if not spec.runtime.image:
         raise ValueError(
             f"{spec.name}: its {spec.runtime.name} roles have no image yet; "
@@ -42,8 +48,12 @@ def compose_document(spec: StackSpec) -> dict[str, Any]:
     services: dict[str, Any] = {}
     if spec.needs_broker:
         services["broker"] = _extends("broker")
+        if net_admin:
+            services["broker"]["cap_add"] = DELAY_CAPABILITIES
     for role in (spec.gateway, *spec.services):
         svc = {**_extends("app"), "environment": spec.role_env(role, addresses, amqp_url)}
+        if net_admin:
+            svc["cap_add"] = DELAY_CAPABILITIES
         if spec.needs_broker:
             svc["depends_on"] = {"broker": {"condition": "service_healthy"}}
         elif role == spec.gateway:
@@ -53,17 +63,24 @@ def compose_document(spec: StackSpec) -> dict[str, Any]:
         services[role] = svc
     return {
         "services": services,
-        "networks": {"default": {"labels": {"ipclab.project": "${IPCLAB_PROJECT:-manual}"}}},
+        "networks": {
+            "default": {
+                "labels": {
+                    "ipclab.project": "${IPCLAB_PROJECT:-manual}",
+                    "ipclab.harness": "${IPCLAB_HARNESS:-}",
+                }
+            }
+        },
     }
 
 
-def compose_text(spec: StackSpec) -> str:
+def compose_text(spec: StackSpec, net_admin: bool = False) -> str:
     """The document as text (JSON, which YAML 1.2 and every compose version read)."""
     header = f"# {spec.name}: generated from its declaration by `ipclab compose {spec.name}`\n"
-    return header + json.dumps(compose_document(spec), indent=2) + "\n"
+    return header + json.dumps(compose_document(spec, net_admin), indent=2) + "\n"
 
 
-def write_compose(spec: StackSpec, directory: Path) -> Path:
+def write_compose(spec: StackSpec, directory: Path, net_admin: bool = False) -> Path:
     path = directory / f"{spec.name}.yml"
-    path.write_text(compose_text(spec))
+    path.write_text(compose_text(spec, net_admin))
     return path

@@ -206,7 +206,7 @@ def download_wheels(requirements: list[str], dest: Path) -> None:
     """Wheels for the container's CPython 3.11 / x86_64, downloaded on the host."""
     stamp = dest / "requirements.txt"
     want = "\n".join(requirements) + "\n"
-    if stamp.exists() and stamp.read_text() == want:
+    if stamp.exists() and stamp.read_text() == want and (dest / HASHES).is_file():
         return
     if dest.exists():
         shutil.rmtree(dest)
@@ -238,7 +238,37 @@ def download_wheels(requirements: list[str], dest: Path) -> None:
         ],
         check=True,
     )
+    # pip checked each file against the index's hash as it downloaded it; record them now, so
+    # the image's offline install (--require-hashes) refuses a file changed afterwards.
+    (dest / HASHES).write_text(
+        "".join(f"{_sha256(w)}  {w.name}\n" for w in sorted(dest.glob("*.whl")))
+    )
     stamp.write_text(want)
+
+
+HASHES = "SHA256SUMS"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def hashed_requirements(wheels: Path) -> str:
+    """A requirements file pinning every downloaded wheel by name, version and the hash recorded
+    at download: what ``pip install --require-hashes`` in the image accepts and nothing else."""
+    sums = wheels / HASHES
+    if not sums.is_file():
+        raise ImageError(f"{sums} is missing: remove {wheels} and build again")
+    lines = []
+    for line in sums.read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        dist, version = name.split("-")[:2]
+        lines.append(f"{dist}=={version} --hash=sha256:{digest}")
+    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------- contexts
@@ -282,7 +312,7 @@ def prepare_services_context(dest: Path = BUILD_DIR / "services") -> Path:
         shutil.rmtree(dest / sub, ignore_errors=True)
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO_ROOT / "services" / "Dockerfile", dest / "Dockerfile")
-    (dest / "requirements.txt").write_text("\n".join(reqs) + "\n")
+    (dest / "requirements.txt").write_text(hashed_requirements(BUILD_DIR / "wheels"))
     shutil.rmtree(dest / "wheels", ignore_errors=True)
     shutil.copytree(BUILD_DIR / "wheels", dest / "wheels")
     _copy_tree(REPO_ROOT / "services", dest / "ipclab_services")

@@ -1,0 +1,188 @@
+"""Who started a container, and what each harness may remove.
+
+Every container and network of a stack carries two labels: ``ipclab.project=<project>``
+(unique per stack start) and ``ipclab.harness=<mark>``, the mark of the harness process that
+started it (``orphans.this_harness()``: pid and start time, so a reused pid is another
+harness), or ``detached`` for ``ipclab up --detach``. From these:
+
+- ``cleanup_own()`` removes what *this* harness started, nothing else: two test sessions or
+  two ``ipclab run`` on one engine never remove each other's stacks;
+- ``down(stack)`` removes detached projects (of ``stack``), never one a living harness runs;
+- ``sweep_orphans()`` removes projects whose harness is gone (``kill -9``) and says so; every
+  start calls it;
+- a watchdog started beside each non-detached stack (``python -m
+  ipclab.backends.docker.ownership watch MARK PROJECT``, in its own session so the Ctrl-C or
+  kill meant for the harness does not reach it) removes the project within seconds of the
+  harness dying, and exits when the project is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ipclab import orphans
+
+PROJECT_LABEL = "ipclab.project"
+HARNESS_LABEL = "ipclab.harness"
+COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
+DETACHED = "detached"  # the harness mark of a stack meant to outlive its starter
+WATCH_INTERVAL_S = 1.0
+
+
+def client() -> Any:
+    import docker
+
+    return docker.from_env(timeout=60)
+
+
+def remove_labelled(c: Any, label: str | list[str]) -> dict[str, int]:
+    """Remove containers (with their anonymous volumes), networks and volumes with ``label``
+    (``key`` or ``key=value``; a list means all of them)."""
+    import docker.errors
+
+    counts = {"containers": 0, "networks": 0, "volumes": 0}
+    flt = {"label": label}
+    for ctr in c.containers.list(all=True, filters=flt):
+        with contextlib.suppress(docker.errors.NotFound):
+            ctr.remove(force=True, v=True)
+            counts["containers"] += 1
+    for net in c.networks.list(filters=flt):
+        with contextlib.suppress(docker.errors.NotFound):
+            net.remove()
+            counts["networks"] += 1
+    for vol in c.volumes.list(filters=flt):
+        with contextlib.suppress(docker.errors.NotFound):
+            vol.remove(force=True)
+            counts["volumes"] += 1
+    return counts
+
+
+def projects(c: Any) -> dict[str, str]:
+    """Every ipclab project that has a container or a network -> its harness mark ("" for
+    projects made before the mark existed, or by hand with compose)."""
+    out: dict[str, str] = {}
+    flt = {"label": PROJECT_LABEL}
+    for obj in [*c.containers.list(all=True, filters=flt), *c.networks.list(filters=flt)]:
+        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
+        project = labels.get(PROJECT_LABEL, "")
+        if project:
+            out.setdefault(project, labels.get(HARNESS_LABEL, ""))
+    return out
+
+
+def remove_project(c: Any, project: str) -> dict[str, int]:
+    counts = remove_labelled(c, f"{PROJECT_LABEL}={project}")
+    more = remove_labelled(c, f"{COMPOSE_PROJECT_LABEL}={project}")
+    return {k: counts[k] + more[k] for k in counts}
+
+
+def _is_orphan(mark: str) -> bool:
+    return bool(mark) and mark != DETACHED and not orphans.harness_alive(mark)
+
+
+def sweep_orphans(say: Callable[[str], None] = print, c: Any = None) -> list[str]:
+    """Remove the projects of harnesses that are gone, naming them."""
+    c = c or client()
+    swept = [p for p, mark in sorted(projects(c).items()) if _is_orphan(mark)]
+    for project in swept:
+        remove_project(c, project)
+    if swept:
+        say(f"ipclab: removed docker projects a killed run left behind: {', '.join(swept)}")
+    return swept
+
+
+def cleanup_own(c: Any = None) -> dict[str, int]:
+    """Remove every container, network and volume this harness started (and nothing else)."""
+    c = c or client()
+    return remove_labelled(c, f"{HARNESS_LABEL}={orphans.this_harness()}")
+
+
+def down(stack: str | None = None, c: Any = None) -> list[str]:
+    """Remove the detached projects of ``stack`` (every stack when None), e.g. after ``ipclab
+    up --detach``, and sweep orphans; a project a living harness runs is never touched."""
+    c = c or client()
+    sweep_orphans(c=c)
+    prefix = f"ipclab-{stack}-" if stack else "ipclab-"
+    removed = [
+        p
+        for p, mark in sorted(projects(c).items())
+        if p.startswith(prefix) and mark in (DETACHED, "")
+    ]
+    for project in removed:
+        remove_project(c, project)
+    return removed
+
+
+def leftovers(
+    mark: str | None = None, project: str | None = None, c: Any = None
+) -> dict[str, list[str]]:
+    """Names of labelled containers, networks and volumes that still exist: of harness
+    ``mark`` or of ``project`` only, when given."""
+    c = c or client()
+    label = PROJECT_LABEL
+    if mark:
+        label = f"{HARNESS_LABEL}={mark}"
+    elif project:
+        label = f"{PROJECT_LABEL}={project}"
+    flt = {"label": label}
+    return {
+        "containers": [x.name for x in c.containers.list(all=True, filters=flt)],
+        "networks": [x.name for x in c.networks.list(filters=flt)],
+        "volumes": [x.name for x in c.volumes.list(filters=flt)],
+    }
+
+
+# --------------------------------------------------------------------------- watchdog
+
+
+def start_watchdog(project: str) -> subprocess.Popen[bytes]:
+    """A process that removes ``project`` once this harness is gone (kill -9 included)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", __name__, "watch", orphans.this_harness(), project],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def watch(mark: str, project: str) -> int:
+    """Wait until the harness ``mark`` dies, then remove ``project``; exit early once the
+    project is gone (the harness stopped it)."""
+    c = client()
+    misses = 0
+    while True:
+        time.sleep(WATCH_INTERVAL_S)
+        try:
+            if project not in projects(c):
+                return 0
+            if not orphans.harness_alive(mark):
+                remove_project(c, project)
+                return 0
+            misses = 0
+        except Exception:  # noqa: BLE001 - an engine restart; give up after a minute
+            misses += 1
+            if misses > 60:
+                return 1
+
+
+def _main(argv: list[str]) -> int:
+    import json
+
+    cmd = argv[0] if argv else "leftovers"
+    if cmd == "watch":
+        return watch(argv[1], argv[2])
+    if cmd == "sweep":
+        print(json.dumps(sweep_orphans()))
+        return 0
+    print(json.dumps(leftovers()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
