@@ -393,6 +393,14 @@ def test_online_tracker_writes_each_cycle_and_events_jsonl_round_trip(tmp_path: 
     ]
     offline = detect_cycles(probe, fixed, FAST)
     assert [c.as_row() for c in offline[:2]] == [c.as_row() for c in seen]
+    # A harness killed mid-write leaves a partial row (or an empty file): the complete
+    # cycles are still read, the partial one is not.
+    path = run.path / "cycles.csv"
+    with path.open("a") as f:
+        f.write("3,recov")
+    assert [c.as_row() for c in read_cycles(run.path)] == [c.as_row() for c in seen]
+    path.write_text("")
+    assert read_cycles(run.path) == []
 
 
 # ---------------------------------------------------------------------------------------
@@ -620,20 +628,22 @@ def test_probe_sees_a_real_outage_and_the_cycle_is_measured(
 ) -> None:
     probe = Probe(gateway.url, tmp_path, SHOP.probe_paths, SHOP.probe_required, 20, 0.3)
     probe.start()
+    # Phases of 1-1.5 s and tolerances of a detection window plus 0.25 s: a busy 2-core
+    # machine may hold the probe's thread back that long, and the test stays about detection.
     t_start = time.time()
-    time.sleep(0.6)
+    time.sleep(1.0)
     t_fault = time.time()
     gateway.down()  # connection refused from now on
-    time.sleep(0.8)
+    time.sleep(1.5)
     t_restart = time.time()
     gateway.up()
-    time.sleep(0.8)
+    time.sleep(1.5)
     probe.stop()
     assert probe.sent == probe.recorded  # every request issued has its row
 
     df = read_probe(tmp_path)
     assert (tmp_path / "probe.csv").exists() and len(df) == probe.sent
-    assert 60 <= len(df) <= 115  # 2.2 s at 50 Hz
+    assert 100 <= len(df) <= 205  # 4 s at 50 Hz, fewer if the machine is busy
     during = df[(df.t > t_fault + 0.05) & (df.t < t_restart - 0.05)]
     assert len(during) > 20 and not during.ok.any() and (during.status == 0).all()
     before = df[df.t < t_fault - 0.05]
@@ -648,9 +658,10 @@ def test_probe_sees_a_real_outage_and_the_cycle_is_measured(
     cycles = detect_cycles(df, events, crit)
     assert [c.status for c in cycles] == [CycleStatus.RECOVERED, CycleStatus.CENSORED]
     c = cycles[0]
-    assert c.ttf_s == pytest.approx(t_fault - t_start, abs=0.1)
-    assert c.ttr_s == pytest.approx(t_restart - t_fault, abs=0.15)
-    assert c.restart_to_recovery_s is not None and 0 <= c.restart_to_recovery_s < 0.15
+    slack = crit.window_s + 0.25
+    assert c.ttf_s == pytest.approx(t_fault - t_start, abs=slack)
+    assert c.ttr_s == pytest.approx(t_restart - t_fault, abs=slack)
+    assert c.restart_to_recovery_s is not None and 0 <= c.restart_to_recovery_s < slack
 
 
 def test_probe_records_errors_timeouts_and_partial_pages(
@@ -661,21 +672,22 @@ def test_probe_records_errors_timeouts_and_partial_pages(
     with Probe(gateway.url, out, paths, SHOP.probe_required, 25, 0.25) as probe:
         for mode in ("503", "hang", "partial", "ok"):
             gateway.mode = mode
-            time.sleep(0.5)
+            time.sleep(1.0)
     df = read_probe(out)
     assert len(df) == probe.sent == probe.recorded
     assert list(df.columns) == ["seq", "t", "ok", "status", "latency_ms", "complete", "error"]
     assert ((df.status == 503) & ~df.ok & (df.error == "HTTP 503")).any()
     timeouts = df[df.error == "timeout"]
     assert len(timeouts) >= 5 and (timeouts.status == 0).all()
-    assert timeouts.latency_ms.between(240, 600).all()  # bounded by the probe's timeout
+    # bounded by the probe's timeout (0.25 s), plus what a busy machine adds to a wake-up
+    assert timeouts.latency_ms.between(240, 1000).all()
     partial = df[df.ok & ~df.complete]
     assert len(partial) >= 5 and (partial.status == 200).all()
     assert (df.ok & df.complete).iloc[-5:].all()
     assert set(SHOP.probe_required) == set(PAGE)
     # a hung request does not delay the next ones: fixed rate
     hang = df[df.error == "timeout"].t
-    assert hang.diff().dropna().median() == pytest.approx(0.025, abs=0.01)
+    assert hang.diff().dropna().median() == pytest.approx(0.025, abs=0.015)
 
 
 def test_probe_as_a_subprocess_stops_cleanly(gateway: TinyGateway, tmp_path: Path) -> None:
@@ -692,9 +704,9 @@ def test_probe_as_a_subprocess_stops_cleanly(gateway: TinyGateway, tmp_path: Pat
         while time.time() < deadline and gateway.hits < 20:
             time.sleep(0.05)
         gateway.down()
-        time.sleep(0.3)
+        time.sleep(0.8)
         gateway.up()
-        time.sleep(0.3)
+        time.sleep(0.8)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
     finally:

@@ -173,8 +173,10 @@ class Crash(RuntimeError):
     pass
 
 
-def test_crash_keeps_finished_cycles(tmp_path: Path) -> None:
-    """The harness dies after the second cycle: both cycles are already on disk."""
+def test_an_exception_mid_run_keeps_finished_cycles_and_marks_the_run_failed(
+    tmp_path: Path,
+) -> None:
+    """The harness fails after the second cycle: both cycles are already on disk."""
     seen: list[int] = []
     out = tmp_path / "run"
 
@@ -199,3 +201,64 @@ def test_crash_keeps_finished_cycles(tmp_path: Path) -> None:
     events = [json.loads(x)["event"] for x in (out / "events.jsonl").read_text().splitlines()]
     assert events.count("kill") == 2 and "end" in events and "error" in events
     assert not _children(), "processes left behind"
+
+
+# The fault-injection run as its own harness process, for a real kill -9.
+HARNESS = """
+import sys
+from pathlib import Path
+from ipclab.availability.runner import Common, FaultInjection, run_fault_injection, with_stack
+from ipclab.availability.tracker import Criteria
+from ipclab.backends import StackOptions
+out = Path(sys.argv[1])
+common = Common(criteria=Criteria(window_s=2.0, silence_s=4.0), warmup_s=1.0,
+                recover_timeout_s=20.0)
+plan = FaultInjection(users=5, cycles=20, mean_gap_s=1.0, min_gap_s=1.0, components=("reviews",))
+opts = StackOptions(call_timeout_s=15.0)
+with with_stack("shop-rest", "local", opts, out.parent / "logs") as st:
+    run_fault_injection(st, out, plan, common, opts, lambda m: None)
+"""
+
+
+def test_kill_9_mid_run_keeps_finished_cycles_and_leaves_no_process(tmp_path: Path) -> None:
+    """kill -9 of the harness after its second cycle: the finished cycles are on disk and
+    readable, and the stack's processes die with the harness."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from ipclab import orphans
+
+    out = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, "-c", HARNESS, str(out)], stderr=subprocess.PIPE)
+    try:
+        mark = f"{p.pid}:{psutil.Process(p.pid).create_time():.2f}"
+        deadline = time.monotonic() + 180
+        while not ((out / "cycles.csv").exists() and len(read_cycles(out)) >= 2):
+            assert p.poll() is None, p.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "two cycles never finished"
+            time.sleep(0.2)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    cycles = read_cycles(out)
+    assert len(cycles) >= 2 and all(c.recovered for c in cycles[:2]), cycles
+    assert read_run(out).status == "running", "never finalised: the harness had no chance"
+
+    def stack_processes() -> list[int]:
+        left = []
+        for proc in psutil.process_iter(["pid", "environ"]):
+            with contextlib.suppress(psutil.Error):
+                if (proc.info["environ"] or {}).get(orphans.MARK) == mark:
+                    left.append(proc.info["pid"])
+        return left
+
+    deadline = time.monotonic() + 10
+    while stack_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert stack_processes() == [], "the stack's processes outlived the killed harness"

@@ -16,6 +16,7 @@ and are re-exported here.
 
 from __future__ import annotations
 
+import io
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -489,7 +490,13 @@ def read_cycles(path: str | Path) -> list[Cycle]:
         path = path / "cycles.csv"
     if not path.exists():
         return []
-    df = pd.read_csv(path)
+    # Complete lines only: a harness killed mid-write leaves an empty file or a partial row.
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    complete = "".join(line for line in lines if line.endswith("\n"))
+    if complete.count("\n") < 2:  # no header, or a header and no row yet
+        return []
+    df = pd.read_csv(io.StringIO(complete))
     out = []
     for r in df.to_dict("records"):
         kw: dict[str, Any] = {}
