@@ -64,7 +64,9 @@ def _check_stack_options(a: argparse.Namespace) -> None:
             if value is not None
         ]
         if given:
-            raise ValueError(f"{', '.join(given)}: docker backend only (--backend docker)")
+            raise ValueError(
+                f"{', '.join(given)}: docker and swarm backends only (--backend docker|swarm)"
+            )
 
 
 def _stack_options(a: argparse.Namespace) -> StackOptions:
@@ -141,7 +143,7 @@ def cmd_up(a: argparse.Namespace) -> int:
             save_state(stack)  # type: ignore[arg-type]
         print(
             f"{spec.name} is up in the background; stop it with: ipclab down {spec.name}"
-            + (" --backend docker" if a.backend == "docker" else "")
+            + (f" --backend {a.backend}" if a.backend != "local" else "")
         )
         return 0
     print(f"{spec.name} is up; Ctrl-C stops it", flush=True)
@@ -157,7 +159,7 @@ def cmd_up(a: argparse.Namespace) -> int:
 
 def cmd_down(a: argparse.Namespace) -> int:
     spec = resolve(a.stack)
-    if a.backend == "docker":
+    if a.backend in ("docker", "swarm"):
         from ipclab.backends.docker.ownership import down as docker_down
 
         stopped = docker_down(spec.name)
@@ -177,6 +179,7 @@ def cmd_run(a: argparse.Namespace) -> int:
             f"--think-time-max {a.think_time_max:g} is below --think-time {a.think_time:g}"
         )
 
+    stack_cpus, load_cpus = _pin(a.pin, a.backend)
     profile = LoadProfile(
         users=a.users,
         spawn_rate=a.spawn_rate,
@@ -185,13 +188,16 @@ def cmd_run(a: argparse.Namespace) -> int:
         think_time_max_s=a.think_time_max,
         warmup_s=a.warmup,
         seed=a.load_seed,
+        cpuset=load_cpus,
     )
     faults = [Fault.parse(f) for f in a.fault]
+    options = _stack_options(a)
+    options.cpuset = stack_cpus
     run_dir = run(
         a.stack,
         profile,
         backend=a.backend,
-        options=_stack_options(a),
+        options=options,
         out=a.out,
         root=a.runs_root,
         faults=faults,
@@ -210,6 +216,23 @@ def cmd_run(a: argparse.Namespace) -> int:
     )
     print(run_dir)
     return 0
+
+
+def _pin(text: str | None, backend: str) -> tuple[str | None, str | None]:
+    """``--pin STACK:LOAD`` -> the two CPU lists, checked: both exist here, none shared."""
+    if text is None:
+        return None, None
+    if backend != "local":
+        raise ValueError("--pin: local backend only (containers: --cpus)")
+    from ipclab.procs import format_cpus, parse_cpus
+
+    stack, sep, load = text.partition(":")
+    if not sep:
+        raise ValueError(f"--pin {text!r}: give STACK:LOAD CPU lists, e.g. 0:1")
+    s, g = parse_cpus(stack), parse_cpus(load)
+    if s & g:
+        raise ValueError(f"--pin {text!r}: the stack and the load share CPU {format_cpus(s & g)}")
+    return format_cpus(s), format_cpus(g)
 
 
 def cmd_worker(a: argparse.Namespace) -> int:
@@ -293,6 +316,11 @@ def _add_run_parser(sub: Any) -> None:
         default=0,
         metavar="N",
         help="Locust master and N workers on this machine (default: one Locust process)",
+    )
+    p.add_argument(
+        "--pin",
+        metavar="STACK:LOAD",
+        help="run the stack and the load generator on disjoint CPUs, e.g. 0:1 (local backend)",
     )
     p.set_defaults(func=cmd_run)
 

@@ -155,3 +155,46 @@ def tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+# --------------------------------------------------------------------------- CPU pinning
+
+
+def parse_cpus(text: str) -> frozenset[int]:
+    """``"0"``, ``"0,2"``, ``"0-3"`` -> the set of CPU numbers; each must be one this process
+    may run on (``os.sched_getaffinity``)."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.strip().partition("-")
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a CPU list such as 0, 0,2 or 0-3") from None
+    allowed = os.sched_getaffinity(0)
+    if not cpus or not cpus <= allowed:
+        raise ValueError(f"CPUs {text!r}: this machine offers {format_cpus(allowed)}")
+    return frozenset(cpus)
+
+
+def format_cpus(cpus: frozenset[int] | set[int]) -> str:
+    return ",".join(str(c) for c in sorted(cpus))
+
+
+def pin_tree(pid: int, cpus: frozenset[int]) -> int:
+    """Pin every thread of ``pid`` and of its descendants to ``cpus``; threads and processes
+    they start later inherit it. Returns the number of threads pinned."""
+    import psutil
+
+    n = 0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            for thread in proc.threads():
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(thread.id, cpus)
+                    n += 1
+    return n

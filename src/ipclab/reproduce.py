@@ -45,7 +45,7 @@ def notebooks(studies: list[str] | None = None) -> list[Notebook]:
 
 def why_not(nb: Notebook, backend: str) -> str | None:
     """Why this machine cannot run ``nb`` on ``backend`` (None when it can)."""
-    if backend == "docker":
+    if backend in ("docker", "swarm"):
         if shutil.which("docker") is None:
             return "the docker backend needs Docker; no docker client is installed"
         if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode:

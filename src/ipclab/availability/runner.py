@@ -264,7 +264,7 @@ def run_until_failure(
     common = common or Common()
     options = options or StackOptions()
     criteria = Criteria(**{**common.criteria.as_dict(), "cap_s": plan.cap_s})
-    limits = stack.backend == "docker" and (
+    limits = stack.backend in ("docker", "swarm") and (
         options.cpus is not None or options.memory_mb is not None
     )
     params = _parameters(

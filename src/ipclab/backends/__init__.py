@@ -1,10 +1,11 @@
-"""Backends run a stack: ``local`` (processes on this machine) or ``docker`` (compose)."""
+"""Backends run a stack: ``local`` (processes on this machine), ``docker`` (compose) or
+``swarm`` (``docker stack deploy`` on a Docker Swarm)."""
 
 from __future__ import annotations
 
 from ipclab.backends.base import Backend, RunningStack, StackOptions
 
-BACKENDS = ("local", "docker")
+BACKENDS = ("local", "docker", "swarm")
 
 
 def get_backend(name: str) -> Backend:
@@ -16,6 +17,10 @@ def get_backend(name: str) -> Backend:
         from ipclab.backends.docker.backend import DockerBackend
 
         return DockerBackend()
+    if name == "swarm":
+        from ipclab.backends.docker.swarm import SwarmBackend
+
+        return SwarmBackend()
     raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
 
 

@@ -21,6 +21,7 @@ class StackOptions:
     cpus: float | None = None  # per-service CPU limit (docker backend)
     memory_mb: int | None = None  # per-service memory limit (docker backend)
     delay_ms: float = 0.0  # netem egress delay per container (docker backend)
+    cpuset: str | None = None  # CPUs the stack runs on, e.g. "0" (the generator on others)
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def env(self) -> dict[str, str]:

@@ -29,7 +29,7 @@ from ipclab.atomic import write_json_atomic
 from ipclab.backends.base import StackOptions
 from ipclab.backends.broker import RabbitNode
 from ipclab.backends.postgres import PostgresCluster
-from ipclab.procs import free_ports, kill_group, spawn, stop_group, tail
+from ipclab.procs import free_ports, kill_group, parse_cpus, pin_tree, spawn, stop_group, tail
 from ipclab.stacks import StackSpec, resolve
 
 READY_TIMEOUT_S = 60.0
@@ -144,6 +144,7 @@ class LocalStack:
                 READY_TIMEOUT_S,
                 lambda: all(p.poll() is None for p in self.procs.values()),
             )
+            self._pin()
         except BaseException as e:
             logs = "\n".join(f"--- {r}:\n{tail(self.logs_dir / f'{r}.log', 8)}" for r in self.procs)
             self.stop()
@@ -215,10 +216,26 @@ class LocalStack:
             if self.broker.process is not None and self.broker.process.poll() is None:
                 self.broker.stop()  # a restart of a running node: never leave the old one
             self.broker.start(detached=self.detached)
+            self._pin()
             return
         if self.procs[role].poll() is None:
             stop_group(self.procs[role], grace=0)
         self._spawn(role)
+        self._pin()
+
+    def _pin(self) -> None:
+        """``options.cpuset``: every process of the stack (broker and database included) on
+        those CPUs only, so that a load generator pinned elsewhere does not compete."""
+        if not self.options.cpuset:
+            return
+        cpus = parse_cpus(self.options.cpuset)
+        pids = [p.pid for p in self.procs.values() if p.poll() is None]
+        for extra in (self.broker, self.database):
+            proc = getattr(extra, "process", None)
+            if proc is not None and proc.poll() is None:
+                pids.append(proc.pid)
+        for pid in pids:
+            pin_tree(pid, cpus)
 
     def logs(self) -> dict[str, str]:
         return {p.stem: p.read_text(errors="replace") for p in sorted(self.logs_dir.glob("*.log"))}

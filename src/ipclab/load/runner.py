@@ -22,7 +22,7 @@ import psutil
 
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.backends.local import process_tree_usage
-from ipclab.procs import free_port, spawn, stop_group
+from ipclab.procs import free_port, parse_cpus, pin_tree, spawn, stop_group
 from ipclab.runs import DEFAULT_ROOT, RESOURCE_COLUMNS, CsvAppender, RunWriter, new_run_dir
 from ipclab.stacks import resolve
 from ipclab.summary import summarize
@@ -39,6 +39,7 @@ class LoadProfile:
     think_time_max_s: float | None = None
     warmup_s: float = 0.0  # excluded from summary.json (raw records keep everything)
     seed: int = 1
+    cpuset: str | None = None  # CPUs Locust (master and workers) runs on, e.g. "1"
 
     def __post_init__(self) -> None:
         if self.users < 1:
@@ -51,6 +52,8 @@ class LoadProfile:
             raise ValueError("think time must not be negative")
         if self.warmup_s < 0 or self.warmup_s >= self.duration_s:
             raise ValueError("warm-up must be in [0, duration)")
+        if self.cpuset is not None:
+            parse_cpus(self.cpuset)  # a clear error now, not in the middle of a run
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,10 @@ class LoadSession:
             self.worker_procs.append(
                 spawn(worker_argv(users, f"127.0.0.1:{port}"), worker_env, log)
             )
+        if p.cpuset:  # before Locust starts its users: what it starts later inherits it
+            cpus = parse_cpus(p.cpuset)
+            for proc in (self.proc, *self.worker_procs):
+                pin_tree(proc.pid, cpus)
         return self
 
     def _loadgen_pids(self) -> dict[str, int]:

@@ -186,6 +186,7 @@ class DockerBackend:
     """Start stacks as compose projects. ``base``: image base for builds (see ``images``)."""
 
     name = "docker"
+    stack_class: type[DockerStack]  # DockerStack, set below (SwarmBackend: SwarmStack)
 
     def __init__(
         self,
@@ -223,7 +224,7 @@ class DockerBackend:
             imgs = {"services": images.SERVICES_IMAGE, "broker": images.BROKER_IMAGE}
         sweep_orphans(c=c)  # what a killed harness left, saying so
         net_admin = self.net_admin or options.delay_ms > 0
-        stack = DockerStack(c, spec, options, imgs, logs_dir, detached, net_admin)
+        stack = self.stack_class(c, spec, options, imgs, logs_dir, detached, net_admin)
         if not detached:
             _install_exit_hooks()
             with _LIVE_LOCK:
@@ -505,6 +506,9 @@ class DockerStack:
 
     def __repr__(self) -> str:
         return f"DockerStack({self.spec.name}, project={self.project}, url={self.gateway_url})"
+
+
+DockerBackend.stack_class = DockerStack
 
 
 def _main() -> None:  # python -m ipclab.backends.docker.backend cleanup | leftovers

@@ -47,6 +47,11 @@ def remove_labelled(c: Any, label: str | list[str]) -> dict[str, int]:
 
     counts = {"containers": 0, "networks": 0, "volumes": 0}
     flt = {"label": label}
+    # Swarm services first (a swarm would replace their containers as they are removed).
+    for svc in _services(c, flt):
+        with contextlib.suppress(docker.errors.NotFound):
+            svc.remove()
+            counts["services"] = counts.get("services", 0) + 1
     for ctr in c.containers.list(all=True, filters=flt):
         with contextlib.suppress(docker.errors.NotFound):
             ctr.remove(force=True, v=True)
@@ -62,13 +67,30 @@ def remove_labelled(c: Any, label: str | list[str]) -> dict[str, int]:
     return counts
 
 
+def _services(c: Any, filters: dict[str, Any]) -> list[Any]:
+    """Swarm services matching ``filters``; none when this engine is in no swarm."""
+    import docker.errors
+
+    try:
+        return list(c.services.list(filters=filters))
+    except docker.errors.APIError:  # "This node is not a swarm manager"
+        return []
+
+
 def projects(c: Any) -> dict[str, str]:
     """Every ipclab project that has a container or a network -> its harness mark ("" for
     projects made before the mark existed, or by hand with compose)."""
     out: dict[str, str] = {}
     flt = {"label": PROJECT_LABEL}
-    for obj in [*c.containers.list(all=True, filters=flt), *c.networks.list(filters=flt)]:
-        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
+    objs = [*c.containers.list(all=True, filters=flt), *c.networks.list(filters=flt)]
+    for obj in [*objs, *_services(c, flt)]:
+        attrs = obj.attrs
+        labels = (
+            attrs.get("Labels")
+            or (attrs.get("Config") or {}).get("Labels")
+            or (attrs.get("Spec") or {}).get("Labels")
+            or {}
+        )
         project = labels.get(PROJECT_LABEL, "")
         if project:
             out.setdefault(project, labels.get(HARNESS_LABEL, ""))
@@ -78,7 +100,7 @@ def projects(c: Any) -> dict[str, str]:
 def remove_project(c: Any, project: str) -> dict[str, int]:
     counts = remove_labelled(c, f"{PROJECT_LABEL}={project}")
     more = remove_labelled(c, f"{COMPOSE_PROJECT_LABEL}={project}")
-    return {k: counts[k] + more[k] for k in counts}
+    return {k: counts.get(k, 0) + more.get(k, 0) for k in {*counts, *more}}
 
 
 def _is_orphan(mark: str) -> bool:

@@ -1,0 +1,392 @@
+"""The swarm backend: a stack deployed with ``docker stack deploy`` on a Docker Swarm.
+
+The stack file is generated from the same declaration as the compose file (``StackSpec``,
+``role_env``), in the version-3 form ``docker stack deploy`` reads: limits under
+``deploy.resources``, a restart policy, and, when nodes carry the label
+``ipclab.role=<role>``, a placement constraint that puts each role (broker included) on its
+node; unlabelled, the swarm places tasks anywhere. Everything else is the docker backend's:
+the same images, ownership labels, sampling, logs, network delay (exec'd into each task's
+container) and watchdog; this module only deploys, finds task containers and tears down.
+
+Two things differ from compose, both forced by swarm on this kind of machine:
+
+- Services are reached by DNS round robin (``endpoint_mode: dnsrr``), not through a virtual
+  IP: the VIP load balancer needs IPVS, which this machine's kernel lacks (connections to a
+  VIP failed with "No route to host"). With one task per service the two are equivalent.
+- The gateway's port is published in ``host`` mode, which binds every interface (swarm has no
+  host address option); the ingress routing mesh, which would also bind every interface,
+  does not work here either. On a shared network, firewall the port.
+
+On one machine the harness makes a single-node swarm if the engine is in none
+(``docker swarm init``), marks the node as made by ipclab, and leaves it when the last ipclab
+stack on it stops; a swarm it did not make is never left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from ipclab.backends.base import StackOptions
+from ipclab.backends.docker.backend import (
+    BROKER,
+    CONTAINER_PORT,
+    DockerBackend,
+    DockerStack,
+    DockerStackError,
+)
+from ipclab.backends.docker.compose import BROKER_URL, DELAY_CAPABILITIES
+from ipclab.backends.docker.ownership import HARNESS_LABEL, PROJECT_LABEL, remove_project
+from ipclab.stacks import StackSpec
+
+STACK_LABEL = "com.docker.stack.namespace"
+SERVICE_NAME_LABEL = "com.docker.swarm.service.name"
+MADE_BY_IPCLAB = "ipclab.made-swarm"  # node label: this swarm was made by ipclab
+ROLE_LABEL = "ipclab.role"  # node label a user sets to place a role on that node
+RESTART_DELAY_S = 5.0  # the restart policy's delay: a killed task is back after about this
+
+
+def _docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["docker", *args], capture_output=True, text=True, timeout=timeout, start_new_session=True
+    )
+
+
+# --------------------------------------------------------------------------- the swarm
+
+
+def swarm_state(c: Any) -> str:
+    return str(c.info().get("Swarm", {}).get("LocalNodeState", "inactive"))
+
+
+def ensure_swarm(c: Any) -> bool:
+    """Make a single-node swarm if the engine is in none; True if this call made it."""
+    if swarm_state(c) == "active":
+        return False
+    r = _docker("swarm", "init", "--advertise-addr", "127.0.0.1")
+    if r.returncode != 0 and swarm_state(c) != "active":
+        raise DockerStackError(f"docker swarm init failed: {r.stderr.strip()}")
+    node = c.info()["Swarm"]["NodeID"]
+    _docker("node", "update", "--label-add", f"{MADE_BY_IPCLAB}=1", node)
+    return True
+
+
+def made_by_ipclab(c: Any) -> bool:
+    with contextlib.suppress(Exception):
+        node = c.nodes.get(c.info()["Swarm"]["NodeID"])
+        return MADE_BY_IPCLAB in (node.attrs["Spec"].get("Labels") or {})
+    return False
+
+
+def leave_if_ours_and_idle(c: Any) -> bool:
+    """Leave the swarm when ipclab made it and no ipclab service is left on it."""
+    if swarm_state(c) != "active" or not made_by_ipclab(c):
+        return False
+    if c.services.list(filters={"label": PROJECT_LABEL}):
+        return False
+    if len(c.nodes.list()) > 1:  # other machines joined: not a private swarm any more
+        return False
+    return _docker("swarm", "leave", "--force").returncode == 0
+
+
+def labelled_roles(c: Any) -> set[str]:
+    """Roles some node is labelled for (``docker node update --label-add ipclab.role=X``)."""
+    roles: set[str] = set()
+    for node in c.nodes.list():
+        role = (node.attrs["Spec"].get("Labels") or {}).get(ROLE_LABEL)
+        if role:
+            roles.add(role)
+    return roles
+
+
+# --------------------------------------------------------------------------- stack file
+
+
+def stack_document(
+    spec: StackSpec,
+    options: StackOptions,
+    images: dict[str, str],
+    project: str,
+    harness: str,
+    port: int,
+    net_admin: bool = False,
+    placed: set[str] | None = None,
+) -> dict[str, Any]:
+    """The ``docker stack deploy`` file of ``spec``: one service per role (and the broker)."""
+    if not spec.runtime.image:
+        raise ValueError(f"{spec.name}: its {spec.runtime.name} roles have no image yet")
+    if spec.needs_database:
+        raise ValueError(f"{spec.name} needs a database, which the swarm backend does not run")
+    placed = placed or set()
+    labels = {PROJECT_LABEL: project, HARNESS_LABEL: harness}
+    limits: dict[str, Any] = {}
+    if options.cpus:
+        limits["cpus"] = f"{options.cpus:g}"
+    if options.memory_mb:
+        limits["memory"] = f"{options.memory_mb}M"
+
+    def deploy(role: str) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "endpoint_mode": "dnsrr",
+            "labels": labels,
+            "restart_policy": {"condition": "any", "delay": f"{RESTART_DELAY_S:g}s"},
+        }
+        if limits:
+            d["resources"] = {"limits": limits}
+        if role in placed:
+            d["placement"] = {"constraints": [f"node.labels.{ROLE_LABEL} == {role}"]}
+        return d
+
+    addresses = {s: f"{s}:{CONTAINER_PORT}" for s in spec.services}
+    amqp_url = BROKER_URL if spec.needs_broker else ""
+    caps = {"cap_add": DELAY_CAPABILITIES} if net_admin else {}
+    services: dict[str, Any] = {}
+    if spec.needs_broker:
+        services[BROKER] = {
+            "image": images["broker"],
+            "hostname": BROKER,
+            "labels": labels,
+            "environment": {
+                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "+sbwt none +sbwtdcpu none +sbwtdio none"
+            },
+            "healthcheck": {
+                "test": ["CMD", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/5672"],
+                "interval": "2s",
+                "timeout": "2s",
+                "retries": 60,
+            },
+            "stop_grace_period": "10s",
+            "deploy": deploy(BROKER),
+            **caps,
+        }
+    for role in (spec.gateway, *spec.services):
+        env = {
+            **options.env(),
+            **spec.role_env(role, addresses, amqp_url),
+            "IPCLAB_HOST": "0.0.0.0",
+            "IPCLAB_PORT": str(CONTAINER_PORT),
+        }
+        svc: dict[str, Any] = {
+            "image": images["services"],
+            "init": True,
+            "environment": env,
+            "labels": labels,
+            "cap_drop": ["ALL"],
+            "stop_grace_period": "5s",
+            "deploy": deploy(role),
+            **caps,
+        }
+        if role == spec.gateway:
+            svc["ports"] = [
+                {"target": CONTAINER_PORT, "published": port, "protocol": "tcp", "mode": "host"}
+            ]
+        services[role] = svc
+    return {
+        "version": "3.8",
+        "services": services,
+        "networks": {"default": {"driver": "overlay", "attachable": True, "labels": labels}},
+    }
+
+
+# --------------------------------------------------------------------------- backend
+
+
+class SwarmBackend(DockerBackend):
+    """Start stacks with ``docker stack deploy`` (see the module docstring)."""
+
+    name = "swarm"
+    stack_class: type[DockerStack]  # set below
+
+    def __init__(self, *args: Any, health_timeout_s: float = 180.0, **kw: Any):
+        super().__init__(*args, health_timeout_s=health_timeout_s, **kw)
+
+
+class SwarmStack(DockerStack):
+    """A deployed swarm stack (implements ``RunningStack``)."""
+
+    backend = "swarm"
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.made_swarm = ensure_swarm(self.client)
+        self.placed = labelled_roles(self.client)
+        doc = stack_document(
+            self.spec,
+            self.options,
+            self.images,
+            self.project,
+            self.env["IPCLAB_HARNESS"],
+            self.port,
+            self.net_admin,
+            self.placed,
+        )
+        self.stack_path = Path(self._tmp) / f"{self.spec.name}.stack.yml"
+        self.stack_path.write_text(json.dumps(doc, indent=2) + "\n")
+
+    def _up(self, health_timeout_s: float) -> None:
+        r = _docker("stack", "deploy", "--prune", "-c", str(self.stack_path), self.project)
+        if r.returncode != 0:
+            raise DockerStackError(f"docker stack deploy failed:\n{r.stderr.strip()[-3000:]}")
+        self._wait_tasks(health_timeout_s)
+        self._wait_healthy(health_timeout_s)
+        if self.delay_ms > 0:
+            self.set_delay(self.delay_ms)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if all(r.get("status") != "starting" for r in self.sample()):
+                break
+            time.sleep(0.2)
+
+    def _refresh_containers(self) -> None:
+        """The running container of each role's task (the newest, after a restart)."""
+        flt = {"label": f"{STACK_LABEL}={self.project}", "status": "running"}
+        found: dict[str, Any] = {}
+        prefix = f"{self.project}_"
+        for ctr in sorted(
+            self.client.containers.list(filters=flt), key=lambda x: x.attrs.get("Created", "")
+        ):
+            service = ctr.labels.get(SERVICE_NAME_LABEL, "")
+            if service.startswith(prefix):
+                found[service[len(prefix) :]] = ctr
+        self._containers = found
+
+    def _wait_tasks(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._refresh_containers()
+            missing = set(self.components) - set(self._containers)
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise DockerStackError(f"no running task for {sorted(missing)} in {timeout_s}s")
+            time.sleep(0.5)
+
+    def _wait_healthy(self, timeout_s: float) -> None:
+        """Tasks may exit and be replaced while the broker starts, and nothing orders the
+        services' start: ready is the gateway answering a whole page (its first probe path)."""
+        import urllib.request
+
+        deadline = time.monotonic() + timeout_s
+        last = ""
+        page = self.spec.probe_paths[0] if self.spec.probe_paths else "/healthz"
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.gateway_url}{page}", timeout=5) as r:
+                    if r.status == 200:
+                        self._refresh_containers()
+                        return
+            except Exception as e:  # noqa: BLE001 - not up yet
+                last = f"{type(e).__name__}: {e}"
+            time.sleep(0.5)
+        raise DockerStackError(f"gateway not healthy after {timeout_s:.0f}s ({last})")
+
+    def restart(self, role: str) -> None:
+        """The swarm's restart policy replaces a killed task; wait for the new one (or ask
+        the swarm to restart the service if its task still runs)."""
+        old = self._containers.get(role)
+        old_id = old.id if old is not None else None
+        with contextlib.suppress(Exception):
+            old.reload()
+            if old.status == "running":
+                _docker("service", "update", "--force", "--detach", f"{self.project}_{role}")
+        deadline = time.monotonic() + 90
+        while True:
+            self._refresh_containers()
+            new = self._containers.get(role)
+            if new is not None and new.id != old_id:
+                break
+            if time.monotonic() > deadline:
+                raise DockerStackError(f"the swarm started no new task for {role} in 90 s")
+            time.sleep(0.25)
+        from ipclab.backends.docker import netem
+
+        if self.delay_ms > 0:
+            netem.set_delay(new, self.delay_ms)
+        self._wait_container_healthy(new, role)
+
+    def stop(self) -> None:
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        from ipclab.backends.docker.backend import _LIVE, _LIVE_LOCK, _no_sigint
+
+        with _no_sigint():
+            try:
+                if self.logs_dir is not None and self._containers:
+                    with contextlib.suppress(Exception):
+                        self.write_logs(self.logs_dir)
+                with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                    _docker("stack", "rm", self.project, timeout=120)
+                with contextlib.suppress(Exception):
+                    self._wait_gone(60)
+                with contextlib.suppress(Exception):
+                    remove_project(self.client, self.project)
+                with contextlib.suppress(Exception):
+                    leave_if_ours_and_idle(self.client)
+            finally:
+                self._sampler.close()
+                import shutil
+
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                if self._watchdog is not None:
+                    with contextlib.suppress(OSError):
+                        self._watchdog.kill()
+                        self._watchdog.wait(5)
+                with _LIVE_LOCK:
+                    _LIVE.discard(self)
+
+    def _wait_gone(self, timeout_s: float) -> None:
+        """``docker stack rm`` returns before the tasks and the network are gone."""
+        flt = {"label": f"{STACK_LABEL}={self.project}"}
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.client.containers.list(all=True, filters=flt) and not (
+                self.client.networks.list(filters=flt)
+            ):
+                return
+            time.sleep(0.5)
+
+    def info(self) -> dict[str, Any]:
+        out = super().info()
+        out.update(
+            {
+                "compose": "docker stack deploy",
+                "compose_file": f"generated from the {self.spec.name} declaration (swarm)",
+                "swarm": {
+                    "made_by_this_run": self.made_swarm,
+                    "nodes": len(self.client.nodes.list()),
+                    "placed_roles": sorted(self.placed),
+                    "endpoint_mode": "dnsrr",
+                    "publish_mode": "host",
+                },
+            }
+        )
+        return out
+
+    def __repr__(self) -> str:
+        return f"SwarmStack({self.spec.name}, project={self.project}, url={self.gateway_url})"
+
+
+SwarmBackend.stack_class = SwarmStack
+
+
+def swarm_leftovers(project: str) -> dict[str, list[str]]:
+    """Services, containers, networks, configs and secrets of ``project`` still there."""
+    from ipclab.backends.docker.ownership import client
+
+    c = client()
+    out: dict[str, list[str]] = {"services": [], "containers": [], "networks": []}
+    out["configs"], out["secrets"] = [], []
+    flt = {"label": f"{STACK_LABEL}={project}"}
+    if swarm_state(c) == "active":
+        out["services"] = [s.name for s in c.services.list(filters=flt)]
+        out["configs"] = [x.name for x in c.configs.list(filters=flt)]
+        out["secrets"] = [x.name for x in c.secrets.list(filters=flt)]
+    out["containers"] = [x.name for x in c.containers.list(all=True, filters=flt)]
+    out["networks"] = [x.name for x in c.networks.list(filters=flt)]
+    return out

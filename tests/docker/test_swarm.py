@@ -1,0 +1,149 @@
+"""The swarm backend (issue 17): the shop stacks deployed with ``docker stack deploy`` on a
+single-node swarm pass the contract tests; a killed task is restarted and the availability
+probe sees the failure and the recovery; teardown leaves no service, network, config or secret,
+leaves a swarm the harness made, and leaves a swarm it did not make untouched; a short run on
+swarm beside the same run on compose."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ipclab.availability.probe import Probe, read_probe
+from ipclab.availability.tracker import Criteria, CycleStatus, Mark, detect_cycles
+from ipclab.backends import StackOptions
+from ipclab.backends.docker.ownership import client
+from ipclab.backends.docker.swarm import SwarmBackend, SwarmStack, swarm_leftovers, swarm_state
+from ipclab.runs import read_run
+from ipclab.stacks import resolve
+
+from .local_tests import load_local_tests
+
+STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
+NOTHING = {"services": [], "containers": [], "networks": [], "configs": [], "secrets": []}
+
+
+@pytest.fixture(scope="module")
+def shop_stacks(docker_images: dict[str, str]) -> Iterator[dict[str, SwarmStack]]:
+    """The three compared product-page stacks on a swarm, for this module."""
+    backend = SwarmBackend()
+    stacks: dict[str, SwarmStack] = {}
+    try:
+        for name in STACKS:
+            stacks[name] = backend.start(resolve(name), StackOptions(call_timeout_s=1.0))  # type: ignore[assignment]
+        yield stacks
+    finally:
+        for stack in stacks.values():
+            stack.stop()
+    for stack in stacks.values():
+        assert swarm_leftovers(stack.project) == NOTHING
+
+
+_contract = load_local_tests("test_contract.py")
+test_healthz = _contract.test_healthz
+test_malformed_id_is_400 = _contract.test_malformed_id_is_400
+test_same_json_in_every_style = _contract.test_same_json_in_every_style
+test_unknown_product_is_404 = _contract.test_unknown_product_is_404
+
+
+def test_stacks_run_as_swarm_services(shop_stacks: dict[str, SwarmStack]) -> None:
+    c = client()
+    for name, stack in shop_stacks.items():
+        services = c.services.list(filters={"label": f"com.docker.stack.namespace={stack.project}"})
+        assert {s.name.split("_", 1)[1] for s in services} == set(stack.components), name
+        assert stack.info()["swarm"]["endpoint_mode"] == "dnsrr"
+        rows = {r["component"]: r for r in stack.sample()}
+        assert set(rows) == set(stack.components) and all(
+            r["status"] == "running" for r in rows.values()
+        )
+
+
+def test_a_killed_task_is_restarted_and_the_probe_sees_failure_and_recovery(
+    shop_stacks: dict[str, SwarmStack], tmp_path: Path
+) -> None:
+    stack = shop_stacks["shop-rest"]
+    spec = stack.spec
+    probe = Probe(stack.gateway_url, tmp_path, spec.probe_paths, spec.probe_required, 20, 0.5)
+    probe.start()
+    t_start = time.time()
+    time.sleep(2)
+    t_fault = time.time()
+    stack.kill("reviews")  # nobody restarts it but the swarm's restart policy
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until 20 good pages after the swarm's restart
+        time.sleep(0.5)
+        df = read_probe(tmp_path)
+        if len(df[(df.t > t_fault + 3) & df.ok]) >= 20:
+            break
+    probe.stop()
+    df = read_probe(tmp_path)
+    events = [Mark(t_start, "start"), Mark(t_fault, "fault", "reviews")]
+    # No restart mark: the swarm restarts the task, so recovery is not tied to one.
+    crit = Criteria(
+        window_s=0.5, min_samples=5, max_error_rate=0.5, silence_s=1.0, await_restart=False
+    )
+    cycles = detect_cycles(df, events, crit)
+    assert cycles and cycles[0].status == CycleStatus.RECOVERED, cycles
+    print(f"swarm restarted reviews: down {cycles[0].ttr_s:.1f} s (restart policy delay 5 s)")
+
+
+def test_short_run_on_swarm_beside_compose(tmp_path: Path, docker_images: dict[str, str]) -> None:
+    """The same short run on both (must-show 4: rps, p50, p99 in the closing note)."""
+    out: dict[str, dict[str, float]] = {}
+    for backend in ("docker", "swarm"):
+        run_dir = tmp_path / backend
+        r = subprocess.run(
+            [sys.executable, "-m", "ipclab.cli", "run", "shop-rest", "--backend", backend,
+             "--users", "20", "--spawn-rate", "20", "--duration", "15s", "--warmup", "3s",
+             "--out", str(run_dir)],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr[-3000:]
+        run = read_run(run_dir)
+        s = run.summary
+        assert run.complete and s["failures"] == 0 and s["requests"] > 0, s
+        assert run.manifest["backend"] == backend
+        out[backend] = {
+            "rps": s["rps"],
+            "p50": s["latency_ms"]["p50"],
+            "p99": s["latency_ms"]["p99"],
+        }
+        if backend == "swarm":
+            project = run.manifest["stack_info"]["project"]
+            assert swarm_leftovers(project) == NOTHING
+    print("compose vs swarm, shop-rest, 20 users, 15 s:", json.dumps(out))
+
+
+def test_a_swarm_the_harness_did_not_make_is_left_untouched(docker_images: dict[str, str]) -> None:
+    c = client()
+    if swarm_state(c) == "active":
+        pytest.skip("this engine is in a swarm already (its own, or another test's)")
+    subprocess.run(["docker", "swarm", "init", "--advertise-addr", "127.0.0.1"],
+                   capture_output=True, check=True, timeout=60)  # fmt: skip
+    try:
+        stack = SwarmBackend().start(resolve("shop-grpc"), StackOptions())
+        assert not stack.made_swarm
+        stack.stop()
+        assert swarm_leftovers(stack.project) == NOTHING
+        assert swarm_state(c) == "active", "the harness left a swarm it did not make"
+    finally:
+        subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True, timeout=60)
+
+
+def test_a_swarm_the_harness_made_is_left_when_its_last_stack_stops(
+    docker_images: dict[str, str],
+) -> None:
+    c = client()
+    if swarm_state(c) == "active":
+        pytest.skip("this engine is in a swarm already")
+    stack = SwarmBackend().start(resolve("shop-rest"), StackOptions())
+    assert stack.made_swarm and swarm_state(c) == "active"
+    stack.stop()
+    assert swarm_leftovers(stack.project) == NOTHING
+    assert swarm_state(c) == "inactive"
