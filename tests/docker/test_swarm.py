@@ -19,7 +19,7 @@ from ipclab.availability.probe import Probe, read_probe
 from ipclab.availability.tracker import Criteria, CycleStatus, Mark, detect_cycles
 from ipclab.backends import StackOptions
 from ipclab.backends.docker.ownership import client
-from ipclab.backends.docker.swarm import SwarmBackend, SwarmStack, swarm_leftovers, swarm_state
+from ipclab.backends.docker.swarm import SwarmBackend, SwarmStack, swarm_leftovers
 from ipclab.runs import read_run
 from ipclab.stacks import resolve
 
@@ -118,32 +118,3 @@ def test_short_run_on_swarm_beside_compose(tmp_path: Path, docker_images: dict[s
             project = run.manifest["stack_info"]["project"]
             assert swarm_leftovers(project) == NOTHING
     print("compose vs swarm, shop-rest, 20 users, 15 s:", json.dumps(out))
-
-
-def test_a_swarm_the_harness_did_not_make_is_left_untouched(docker_images: dict[str, str]) -> None:
-    c = client()
-    if swarm_state(c) == "active":
-        pytest.skip("this engine is in a swarm already (its own, or another test's)")
-    subprocess.run(["docker", "swarm", "init", "--advertise-addr", "127.0.0.1"],
-                   capture_output=True, check=True, timeout=60)  # fmt: skip
-    try:
-        stack = SwarmBackend().start(resolve("shop-grpc"), StackOptions())
-        assert not stack.made_swarm
-        stack.stop()
-        assert swarm_leftovers(stack.project) == NOTHING
-        assert swarm_state(c) == "active", "the harness left a swarm it did not make"
-    finally:
-        subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True, timeout=60)
-
-
-def test_a_swarm_the_harness_made_is_left_when_its_last_stack_stops(
-    docker_images: dict[str, str],
-) -> None:
-    c = client()
-    if swarm_state(c) == "active":
-        pytest.skip("this engine is in a swarm already")
-    stack = SwarmBackend().start(resolve("shop-rest"), StackOptions())
-    assert stack.made_swarm and swarm_state(c) == "active"
-    stack.stop()
-    assert swarm_leftovers(stack.project) == NOTHING
-    assert swarm_state(c) == "inactive"

@@ -82,9 +82,14 @@ class NetemError(RuntimeError):
     pass
 
 
+EXEC_TIMEOUT_S = 60  # coreutils timeout(1) around every waited-for exec
+
+
 def _run(container: Any, cmd: list[str], **kw: Any) -> Any:
     """exec_run, retried when the runtime itself fails to start the exec (it happens on a
     loaded machine: "OCI runtime exec failed ... broken pipe")."""
+    if not kw.get("detach"):  # an exec that never ends must not hang the harness
+        cmd = ["timeout", "-k", "5", str(EXEC_TIMEOUT_S), *cmd]
     for attempt in range(4):
         res = container.exec_run(cmd, user="root", **kw)
         if kw.get("detach") or res.exit_code != 126 or b"OCI runtime" not in (res.output or b""):

@@ -1,0 +1,45 @@
+"""A swarm the harness makes is left when its last stack stops; a swarm it did not make is
+left untouched (issue 17, must-show 2). Its own module: test_swarm.py's stacks keep a swarm
+active until that module ends."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from ipclab.backends import StackOptions
+from ipclab.backends.docker.ownership import client
+from ipclab.backends.docker.swarm import SwarmBackend, swarm_leftovers, swarm_state
+from ipclab.stacks import resolve
+
+NOTHING = {"services": [], "containers": [], "networks": [], "configs": [], "secrets": []}
+
+
+def test_a_swarm_the_harness_did_not_make_is_left_untouched(docker_images: dict[str, str]) -> None:
+    c = client()
+    if swarm_state(c) == "active":
+        pytest.skip("this engine is in a swarm already (its own, or another test's)")
+    subprocess.run(["docker", "swarm", "init", "--advertise-addr", "127.0.0.1"],
+                   capture_output=True, check=True, timeout=60)  # fmt: skip
+    try:
+        stack = SwarmBackend().start(resolve("shop-grpc"), StackOptions())
+        assert not stack.made_swarm
+        stack.stop()
+        assert swarm_leftovers(stack.project) == NOTHING
+        assert swarm_state(c) == "active", "the harness left a swarm it did not make"
+    finally:
+        subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True, timeout=60)
+
+
+def test_a_swarm_the_harness_made_is_left_when_its_last_stack_stops(
+    docker_images: dict[str, str],
+) -> None:
+    c = client()
+    if swarm_state(c) == "active":
+        pytest.skip("this engine is in a swarm already")
+    stack = SwarmBackend().start(resolve("shop-rest"), StackOptions())
+    assert stack.made_swarm and swarm_state(c) == "active"
+    stack.stop()
+    assert swarm_leftovers(stack.project) == NOTHING
+    assert swarm_state(c) == "inactive"
