@@ -43,3 +43,19 @@ def test_a_swarm_the_harness_made_is_left_when_its_last_stack_stops(
     stack.stop()
     assert swarm_leftovers(stack.project) == NOTHING
     assert swarm_state(c) == "inactive"
+
+
+def test_limits_and_the_network_delay_work_on_swarm(docker_images: dict[str, str]) -> None:
+    """As on compose: per-container CPU and memory limits, and a measured egress delay."""
+    opts = StackOptions(delay_ms=3.0, cpus=0.5, memory_mb=256)
+    stack = SwarmBackend().start(resolve("shop-rest"), opts)
+    try:
+        host = stack._container("reviews").attrs["HostConfig"]
+        assert host["NanoCpus"] == 500_000_000 and host["Memory"] == 256 * 2**20, host
+        assert set(host["CapAdd"] or []) >= {"CAP_NET_ADMIN"} or "NET_ADMIN" in str(host["CapAdd"])
+        netem = stack.netem or {}
+        print(f"swarm delay: {netem.get('measured_delay_ms')} ms measured for 3 ms asked")
+        assert netem["measured_delay_ms"] == pytest.approx(3.0, rel=0.25), netem
+    finally:
+        stack.stop()
+    assert swarm_leftovers(stack.project) == NOTHING
