@@ -19,7 +19,13 @@ from ipclab.availability.probe import Probe, read_probe
 from ipclab.availability.tracker import Criteria, CycleStatus, Mark, detect_cycles
 from ipclab.backends import StackOptions
 from ipclab.backends.docker.ownership import client
-from ipclab.backends.docker.swarm import SwarmBackend, SwarmStack, swarm_leftovers
+from ipclab.backends.docker.swarm import (
+    SwarmBackend,
+    SwarmStack,
+    publishing_containers,
+    swarm_leftovers,
+    swarm_state,
+)
 from ipclab.runs import read_run
 from ipclab.stacks import resolve
 
@@ -34,6 +40,9 @@ def shop_stacks(docker_images: dict[str, str]) -> Iterator[dict[str, SwarmStack]
     """The three compared product-page stacks on a swarm, for this module."""
     backend = SwarmBackend()
     stacks: dict[str, SwarmStack] = {}
+    busy = publishing_containers(client())
+    if busy and swarm_state(client()) != "active":
+        pytest.skip(f"other containers publish ports on this engine ({busy[:3]}): no swarm now")
     try:
         for name in STACKS:
             stacks[name] = backend.start(resolve(name), StackOptions(call_timeout_s=1.0))  # type: ignore[assignment]

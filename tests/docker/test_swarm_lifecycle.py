@@ -10,10 +10,41 @@ import pytest
 
 from ipclab.backends import StackOptions
 from ipclab.backends.docker.ownership import client
-from ipclab.backends.docker.swarm import SwarmBackend, swarm_leftovers, swarm_state
+from ipclab.backends.docker.swarm import (
+    SwarmBackend,
+    SwarmBusy,
+    publishing_containers,
+    swarm_leftovers,
+    swarm_state,
+)
 from ipclab.stacks import resolve
 
 NOTHING = {"services": [], "containers": [], "networks": [], "configs": [], "secrets": []}
+
+
+@pytest.fixture(autouse=True)
+def no_published_ports(docker_images: dict[str, str]) -> None:
+    busy = publishing_containers(client())
+    if busy and swarm_state(client()) != "active":
+        pytest.skip(f"other containers publish ports on this engine ({busy[:3]}): no swarm now")
+
+
+def test_no_swarm_is_made_while_a_container_publishes_a_port(
+    docker_images: dict[str, str],
+) -> None:
+    """swarm init/leave rewrite the NAT rules and cut such ports off for seconds."""
+    from ipclab.backends.docker.backend import DockerBackend
+
+    c = client()
+    if swarm_state(c) == "active":
+        pytest.skip("this engine is in a swarm already")
+    compose = DockerBackend().start(resolve("shop-rest"), StackOptions())
+    try:
+        with pytest.raises(SwarmBusy, match="published ports"):
+            SwarmBackend().start(resolve("shop-grpc"), StackOptions())
+        assert swarm_state(c) == "inactive"
+    finally:
+        compose.stop()
 
 
 def test_a_swarm_the_harness_did_not_make_is_left_untouched(docker_images: dict[str, str]) -> None:

@@ -63,10 +63,37 @@ def swarm_state(c: Any) -> str:
     return str(c.info().get("Swarm", {}).get("LocalNodeState", "inactive"))
 
 
+class SwarmBusy(DockerStackError):
+    """Making or leaving a swarm now would cut off running containers' published ports."""
+
+
+def publishing_containers(c: Any) -> list[str]:
+    """Running containers that publish a port on the host (swarm tasks excluded)."""
+    out = []
+    for ctr in c.containers.list(filters={"status": "running"}):
+        if ctr.labels.get(STACK_LABEL):
+            continue
+        ports = (ctr.attrs.get("NetworkSettings") or {}).get("Ports") or {}
+        if any(ports.values()):
+            out.append(ctr.name)
+    return sorted(out)
+
+
 def ensure_swarm(c: Any) -> bool:
-    """Make a single-node swarm if the engine is in none; True if this call made it."""
+    """Make a single-node swarm if the engine is in none; True if this call made it.
+
+    ``docker swarm init`` and ``leave`` rewrite the engine's NAT rules: measured here, a
+    compose stack's published port refused connections for seconds while they ran (179 of
+    410 requests failed). So the harness does neither while a container publishes a port."""
     if swarm_state(c) == "active":
         return False
+    busy = publishing_containers(c)
+    if busy:
+        raise SwarmBusy(
+            "making a swarm now would cut off the published ports of running containers "
+            f"({', '.join(busy[:6])}{' ...' if len(busy) > 6 else ''}): stop them first, or "
+            "make the swarm yourself (docker swarm init --advertise-addr 127.0.0.1)"
+        )
     r = _docker("swarm", "init", "--advertise-addr", "127.0.0.1")
     if r.returncode != 0 and swarm_state(c) != "active":
         raise DockerStackError(f"docker swarm init failed: {r.stderr.strip()}")
@@ -89,6 +116,8 @@ def leave_if_ours_and_idle(c: Any) -> bool:
     if c.services.list(filters={"label": PROJECT_LABEL}):
         return False
     if len(c.nodes.list()) > 1:  # other machines joined: not a private swarm any more
+        return False
+    if publishing_containers(c):  # leaving now would cut them off; a later stop leaves
         return False
     return _docker("swarm", "leave", "--force").returncode == 0
 
