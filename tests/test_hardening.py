@@ -649,3 +649,56 @@ def test_the_report_reads_no_file_outside_the_study_folders(tmp_path: Path) -> N
     n = Counter()
     html = _figure_html(study, {"name": "x", "png": "passwd"}, "/etc", n)
     assert "root:" not in html and "base64" not in html and n.problems
+
+
+def test_atomic_writes_are_fsynced_file_and_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Renamed over the target only after the data is on disk, then the directory entry too:
+    a power cut or kill -9 leaves the old file or the whole new one."""
+    import os
+
+    from ipclab import atomic
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    atomic.write_text_atomic(tmp_path / "run_log.json", "{}")
+    assert len(synced) >= 2, "the file and its directory are both fsynced"
+
+
+def test_pyarrow_floor_excludes_the_release_with_cve_2023_47248() -> None:
+    """pyarrow 14.0.0 runs code from a crafted Parquet file; Run.requests() reads Parquet."""
+    import importlib.metadata
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    (arrow,) = [Requirement(d) for d in deps if Requirement(d).name == "pyarrow"]
+    assert not arrow.specifier.contains("14.0.0") and arrow.specifier.contains("14.0.1")
+    assert Version(importlib.metadata.version("pyarrow")) >= Version("14.0.1")
+
+
+def test_children_get_their_parent_death_signal_without_a_preexec_fn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A preexec_fn runs Python between fork and exec, unsafe while the harness's sampler and
+    probe threads run; setpriv(1) sets the parent-death signal instead."""
+    import subprocess
+
+    from ipclab import procs
+
+    if procs._SETPRIV is None:
+        pytest.skip("no setpriv here: the preexec_fn fallback is used")
+    seen: dict[str, object] = {}
+
+    class Capture:
+        def __init__(self, argv: list[str], **kw: object) -> None:
+            seen.update(argv=argv, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", Capture)
+    procs.spawn(["true"], {}, tmp_path / "x.log")
+    assert seen["preexec_fn"] is None
+    assert seen["argv"][:3] == [procs._SETPRIV, "--pdeathsig", "KILL"]  # type: ignore[index]
