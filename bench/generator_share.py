@@ -78,7 +78,8 @@ def harness(stack: str, users: int, duration: float, workers: int, stack_cpus: s
     run_dir = run(stack, profile, options=StackOptions(cpuset=stack_cpus), root=root,
                   workers=workers, label=f"{stack}-w{workers}-u{users}")  # fmt: skip
     s = json.loads((run_dir / "summary.json").read_text())
-    by_process = s.get("loadgen_cpu_percent_by_process") or {}
+    one = (s.get("loadgen_cpu_percent") or {}).get("mean")  # a single Locust process
+    by_process = s.get("loadgen_cpu_percent_by_process") or ({"loadgen": one} if one else {})
     return {
         "rps": s["rps"],
         "p50_ms": s["latency_ms"]["p50"],
