@@ -95,9 +95,9 @@ class Experiment:
             return False
         return (
             r.complete
-            and r.parameters.get("profile") == asdict(self.profile(cell))
+            and _same(r.parameters.get("profile"), asdict(self.profile(cell)))
             # other cpus, delay, sequential, timeout or seed: another experiment
-            and r.parameters.get("options") == self.options.as_dict()
+            and _same(r.parameters.get("options"), self.options.as_dict())
             and (r.manifest.get("backend") == self.backend)
         )
 
@@ -159,3 +159,12 @@ def load_runs(directory: Path) -> list[Run]:
         for r in (read_run(m.parent) for m in sorted(Path(directory).glob("*/manifest.json")))
         if r.complete
     ]
+
+
+def _same(recorded: dict[str, Any] | None, wanted: dict[str, Any]) -> bool:
+    """A recorded run's parameters equal ``wanted``; a field added since it was made counts as
+    equal when ``wanted`` leaves it at None (e.g. ``cpuset``: unpinned then, unpinned now)."""
+    if recorded is None:
+        return False
+    missing = {k: v for k, v in wanted.items() if k not in recorded}
+    return all(v is None for v in missing.values()) and {**recorded, **missing} == wanted
