@@ -229,6 +229,10 @@ class LoadSession:
             IPCLAB_LOAD_SEED=str(p.seed),
             PYTHONUNBUFFERED="1",
         )
+        # a stack may give its load generator more to read (a group: every target's address)
+        load_env = getattr(self.stack, "load_env", None)
+        if callable(load_env):
+            env.update(load_env())
         self._resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
         self._sampler = ResourceSampler(self.stack, self._resources, self._loadgen_pids)
         self._sampler.start()
