@@ -246,16 +246,21 @@ def _run_rows(run: Run) -> tuple[int, bool]:
 
 
 def _cpu_seconds(res: pd.DataFrame, components: Sequence[str]) -> float:
-    """CPU seconds used by ``components`` over a run, from its 1 Hz samples (each the mean
-    CPU since the previous one)."""
+    """CPU seconds used by ``components`` over a run, from its samples: each row's CPU % is
+    the mean since the previous sample of its component, so it weighs by that interval (the
+    first row of a component by the usual 1 s step)."""
     if res.empty:
         return float("nan")
     sel = res[res["component"].isin(components)].dropna(subset=["cpu_percent"])
     if sel.empty:
         return float("nan")
-    ts = np.sort(res.loc[res["component"] == "host", "t"].unique())
-    step = float(np.median(np.diff(ts))) if len(ts) > 1 else 1.0
-    return float(sel["cpu_percent"].sum()) / 100.0 * step
+    total = 0.0
+    for _, g in sel.groupby("component"):
+        t = g["t"].to_numpy(dtype=float)
+        order = np.argsort(t, kind="stable")
+        dt = np.diff(t[order], prepend=t[order][0] - 1.0)
+        total += float((g["cpu_percent"].to_numpy(dtype=float)[order] * dt).sum()) / 100.0
+    return total
 
 
 def _latency_row(lat: np.ndarray) -> dict[str, float]:
@@ -564,6 +569,8 @@ def analyse(
         claim_table = claims_mod.evaluate_claims(claim_runs, cl, scope=scope)
     detected = []
     for rows, g in sat.groupby("rows") if len(sat) else ():
+        if g["users"].nunique() < 2:  # saturation needs a step between two loads
+            continue
         means = g.groupby(["style", "users"], as_index=False)[["rps", "mean_ms"]].mean()
         detected.append(stats.detect_saturation(means).assign(rows=rows))
     from ipclab.studies.johansson import serialisation as ser
