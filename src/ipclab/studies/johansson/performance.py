@@ -24,6 +24,7 @@ claims with computed verdicts); ``write_results`` writes them and the figures.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -380,6 +381,14 @@ CELL_METRICS = (
 SATURATION_METRICS = ("rps", "mean_ms", "p95_ms", "gateway_cpu_ms", "stack_cpu_ms", "failures")
 
 
+def _no_interval_alone(ci: stats.Interval) -> stats.Interval:
+    """A ratio from one run per side is an estimate alone: no interval, no p-value (a
+    single value has no spread to make one from; docs/statistics.md)."""
+    if ci.n >= 2:
+        return ci
+    return dataclasses.replace(ci, low=float("nan"), high=float("nan"), p_value=float("nan"))
+
+
 def ratios(
     table: pd.DataFrame,
     metrics: Sequence[str] = ("mean_ms", "p95_ms", "server_ms", "gateway_cpu_ms", "bytes"),
@@ -397,7 +406,7 @@ def ratios(
         for m in metrics:
             xa = g.loc[g["style"] == a, m].to_numpy(dtype=float)
             xb = g.loc[g["style"] == b, m].to_numpy(dtype=float)
-            ci = stats.log_ratio_interval([(1, [xa]), (-1, [xb])], confidence)
+            ci = _no_interval_alone(stats.log_ratio_interval([(1, [xa]), (-1, [xb])], confidence))
             out.append(
                 {
                     **dict(zip(keys, key, strict=True)),
@@ -427,7 +436,7 @@ def sequential_effect(sweep: pd.DataFrame, confidence: float = 0.95) -> pd.DataF
             for m in ("mean_ms", "server_ms"):
                 s = at.loc[at["sequential"] & (at["style"] == style), m].to_numpy(dtype=float)
                 c = at.loc[~at["sequential"] & (at["style"] == style), m].to_numpy(dtype=float)
-                ci = stats.log_ratio_interval([(1, [s]), (-1, [c])], confidence)
+                ci = _no_interval_alone(stats.log_ratio_interval([(1, [s]), (-1, [c])], confidence))
                 out.append(
                     {
                         "rows": int(rows), "style": style, "metric": m, "n": ci.n,
@@ -608,6 +617,77 @@ def analyse(
 
 
 # --------------------------------------------------------------------------- results
+
+
+def _md_ci(mean: float, lo: float, hi: float, digits: int = 2) -> str:
+    if not np.isfinite(mean):
+        return "-"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _md_get(cells: pd.DataFrame, metric: str, **key: object) -> tuple[float, float, float, int]:
+    sel = cells["metric"] == metric
+    for k, v in key.items():
+        sel &= cells[k] == v
+    hit = cells[sel]
+    if hit.empty:
+        return np.nan, np.nan, np.nan, 0
+    r = hit.iloc[0]
+    return float(r["mean"]), float(r["ci_low"]), float(r["ci_high"]), int(r["n"])
+
+
+def summary_markdown(a: Analysis) -> str:
+    """The README's tables: per size REST and GraphQL mean and p95 with 95% intervals, the
+    ratio beside the thesis's, the gateways' own time and CPU; saturation throughput."""
+    pub = published.published_ratios().set_index("rows")
+    out = [
+        "| test (rows/table) | interface | runs | mean ms [95% CI] | p95 ms [95% CI] | "
+        "gateway's own ms | gateway CPU ms/request | GraphQL/REST mean [95% CI] | thesis |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    r = a.thesis_ratios
+    for rows in sorted(a.thesis["rows"].unique()) if len(a.thesis) else []:
+        rr = r[(r["rows"] == rows) & (r["metric"] == "mean_ms") & ~r["sequential"].astype(bool)]
+        ratio = _md_ci(*rr[["ratio", "ci_low", "ci_high"]].iloc[0].tolist()) if len(rr) else "-"
+        test = int(pub.loc[rows, "test"]) if rows in pub.index else None
+        thesis = f"{pub.loc[rows, 'ratio']:.2f}x" if rows in pub.index else "-"
+        for style in ("rest", "graphql"):
+            key = {"rows": rows, "style": style, "sequential": False}
+            m = _md_get(a.thesis_cells, "mean_ms", **key)
+            p = _md_get(a.thesis_cells, "p95_ms", **key)
+            s = _md_get(a.thesis_cells, "server_ms", **key)
+            c = _md_get(a.thesis_cells, "gateway_cpu_ms", **key)
+            label = f"{test} ({rows})" if test else f"({rows})"
+            out.append(
+                f"| {label} | {'REST' if style == 'rest' else 'GraphQL'} | {m[3]} | "
+                f"{_md_ci(*m[:3])} | {_md_ci(*p[:3])} | {_md_ci(*s[:3])} | "
+                f"{_md_ci(*c[:3], digits=3)} | "
+                + (f"{ratio} | {thesis} |" if style == "graphql" else " | |")
+            )
+    out += [
+        "",
+        "| rows/table | interface | saturation req/s [95% CI] | at users | mean ms there | "
+        "GraphQL/REST req/s there [95% CI] |",
+        "|---|---|---|---|---|---|",
+    ]
+    best = a.saturation_best
+    sr = a.saturation_ratios
+    for _, b in best.iterrows() if len(best) else []:
+        rr = sr[(sr["rows"] == b["rows"]) & (sr["users"] == b["users"]) & (sr["metric"] == "rps")]
+        ratio = (
+            _md_ci(*rr[["ratio", "ci_low", "ci_high"]].iloc[0].tolist(), digits=3)
+            if len(rr)
+            else "-"
+        )
+        out.append(
+            f"| {b['rows']} | {'REST' if b['style'] == 'rest' else 'GraphQL'} | "
+            f"{_md_ci(b['rps'], b['rps_ci_low'], b['rps_ci_high'], 0)} | {b['users']} | "
+            f"{b['mean_ms']:.0f} | {ratio if b['style'] == 'graphql' else ''} |"
+        )
+    return "\n".join(out)
+
 
 _SIDE_COLUMNS = (
     "test", "rows", "style", "published_min_ms", "published_mean_ms", "published_max_ms",
