@@ -118,6 +118,9 @@ def test_a_tiny_profile_runs_analyses_and_writes_results(
     assert side.loc[(25, "rest"), "measured_mean_ci"] == "not measured"
     assert list(a.series) == [5] and len(a.series[5]) == 3 * 2 * 5
     assert set(a.sequential["rows"]) == {5} and a.sequential["n"].eq(1).all()
+    paired = a.thesis_paired.set_index("metric")
+    assert paired.loc["mean_ms", "n"] == 3 and paired.loc["mean_ms", "ci_low"] > 0
+    assert "within-run" in study.summary_markdown(a)
     assert set(a.saturation["users"]) == {2} and a.saturation["rps"].gt(0).all()
 
     claims = a.claims.set_index("claim_id")

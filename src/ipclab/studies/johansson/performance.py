@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.stats as sps
 
 from ipclab import claims as claims_mod
 from ipclab import stats
@@ -425,6 +426,43 @@ def ratios(
     return pd.DataFrame(out)
 
 
+def paired_ratios(
+    table: pd.DataFrame,
+    metrics: Sequence[str] = ("mean_ms", "p95_ms", "server_ms"),
+    by: Sequence[str] = ("sequential", "rows"),
+    a: str = "graphql",
+    b: str = "rest",
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """The within-run ratio of the interleaved experiments: each run measures both
+    interfaces, so a / b of that run is one per-run value; its geometric mean over runs with
+    the Student-t interval of the logs (the run the unit, docs/statistics.md sections 1-2),
+    and the p-value of the t test of log ratio = 0. Drifts between runs cancel in it."""
+    out = []
+    keys = [k for k in by if k in table.columns]
+    for key, g in table.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        for m in metrics:
+            wide = g.pivot_table(index="run", columns="style", values=m, aggfunc="first")
+            if a not in wide or b not in wide:
+                continue
+            logs = np.log((wide[a] / wide[b]).to_numpy(dtype=float))
+            logs = logs[np.isfinite(logs)]
+            ci = stats.t_interval(logs, confidence)
+            p = (
+                float(sps.ttest_1samp(logs, 0.0).pvalue)
+                if len(logs) > 1 and np.ptp(logs) > 0 else np.nan
+            )  # fmt: skip
+            out.append(
+                {
+                    **dict(zip(keys, key, strict=True)), "metric": m, "a": a, "b": b,
+                    "n": len(logs), "ratio": float(np.exp(ci.estimate)),
+                    "ci_low": float(np.exp(ci.low)), "ci_high": float(np.exp(ci.high)), "p": p,
+                }
+            )  # fmt: skip
+    return pd.DataFrame(out)
+
+
 def sequential_effect(sweep: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     """At every size run both ways: sequential over concurrent service calls, per interface
     (mean client time and the gateway's own time), with log-ratio intervals."""
@@ -533,7 +571,9 @@ class Analysis:
     sweep_cells: pd.DataFrame
     saturation_cells: pd.DataFrame
     thesis_ratios: pd.DataFrame
+    thesis_paired: pd.DataFrame  # within-run GraphQL / REST ratios
     sweep_ratios: pd.DataFrame
+    sweep_paired: pd.DataFrame
     saturation_ratios: pd.DataFrame
     saturation_best: pd.DataFrame
     saturation_detected: pd.DataFrame
@@ -593,7 +633,9 @@ def analyse(
         sweep_cells=_cells(sweep, CELL_METRICS, by),
         saturation_cells=sat_cells,
         thesis_ratios=thesis_ratios,
+        thesis_paired=paired_ratios(thesis) if len(thesis) else pd.DataFrame(),
         sweep_ratios=ratios(sweep) if len(sweep) else pd.DataFrame(),
+        sweep_paired=paired_ratios(sweep) if len(sweep) else pd.DataFrame(),
         saturation_ratios=ratios(
             sat, ("rps", "mean_ms", "p95_ms", "gateway_cpu_ms"), by=("rows", "users")
         ) if len(sat) else pd.DataFrame(),  # fmt: skip
@@ -644,13 +686,20 @@ def summary_markdown(a: Analysis) -> str:
     pub = published.published_ratios().set_index("rows")
     out = [
         "| test (rows/table) | interface | runs | mean ms [95% CI] | p95 ms [95% CI] | "
-        "gateway's own ms | gateway CPU ms/request | GraphQL/REST mean [95% CI] | thesis |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "gateway's own ms | gateway CPU ms/request | GraphQL/REST mean [95% CI] | "
+        "within-run GraphQL/REST [95% CI] | thesis |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    r = a.thesis_ratios
+
+    def _ratio(table: pd.DataFrame, rows: int) -> str:
+        if table.empty:
+            return "-"
+        hit = table[(table["rows"] == rows) & (table["metric"] == "mean_ms")
+                    & ~table["sequential"].astype(bool)]  # fmt: skip
+        return _md_ci(*hit[["ratio", "ci_low", "ci_high"]].iloc[0].tolist()) if len(hit) else "-"
+
     for rows in sorted(a.thesis["rows"].unique()) if len(a.thesis) else []:
-        rr = r[(r["rows"] == rows) & (r["metric"] == "mean_ms") & ~r["sequential"].astype(bool)]
-        ratio = _md_ci(*rr[["ratio", "ci_low", "ci_high"]].iloc[0].tolist()) if len(rr) else "-"
+        ratio = f"{_ratio(a.thesis_ratios, rows)} | {_ratio(a.thesis_paired, rows)}"
         test = int(pub.loc[rows, "test"]) if rows in pub.index else None
         thesis = f"{pub.loc[rows, 'ratio']:.2f}x" if rows in pub.index else "-"
         for style in ("rest", "graphql"):
@@ -664,7 +713,7 @@ def summary_markdown(a: Analysis) -> str:
                 f"| {label} | {'REST' if style == 'rest' else 'GraphQL'} | {m[3]} | "
                 f"{_md_ci(*m[:3])} | {_md_ci(*p[:3])} | {_md_ci(*s[:3])} | "
                 f"{_md_ci(*c[:3], digits=3)} | "
-                + (f"{ratio} | {thesis} |" if style == "graphql" else " | |")
+                + (f"{ratio} | {thesis} |" if style == "graphql" else " | | |")
             )
     out += [
         "",
@@ -735,6 +784,12 @@ def write_results(a: Analysis, results: Any) -> None:
             "Thesis test: GraphQL / REST per size for client time (mean, p95), the gateway's "
             "own time, gateway CPU per request and body bytes, with 95% log-ratio intervals.",
             in_report=False,
+        )
+        results.table(
+            a.thesis_paired,
+            "thesis_within_run_ratios",
+            "Thesis test: GraphQL / REST within each run (both interfaces interleaved in every "
+            "run), geometric mean over runs with the 95% t interval of the logs.",
         )
         results.table(a.thesis, "thesis_runs", "Thesis test: one row per run and interface.",
                       in_report=False)  # fmt: skip
