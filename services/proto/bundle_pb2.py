@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0c\x62undle.proto\x12\ripclab.bundle\"\x07\n\x05\x45mpty\"\"\n\x06Person\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"$\n\x06\x41nimal\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"#\n\x03\x43\x61r\x12\r\n\x05model\x18\x01 \x01(\t\x12\r\n\x05\x63olor\x18\x02 \x01(\t\"/\n\x08\x42uilding\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x12\n\ndepartment\x18\x02 \x01(\t\".\n\x07Persons\x12#\n\x04rows\x18\x01 \x03(\x0b\x32\x15.ipclab.bundle.Person\".\n\x07\x41nimals\x12#\n\x04rows\x18\x01 \x03(\x0b\x32\x15.ipclab.bundle.Animal\"(\n\x04\x43\x61rs\x12 \n\x04rows\x18\x01 \x03(\x0b\x32\x12.ipclab.bundle.Car\"2\n\tBuildings\x12%\n\x04rows\x18\x01 \x03(\x0b\x32\x17.ipclab.bundle.Building2x\n\rPersonService\x12\x33\n\x03Get\x12\x14.ipclab.bundle.Empty\x1a\x16.ipclab.bundle.Persons\x12\x32\n\x04Ping\x12\x14.ipclab.bundle.Empty\x1a\x14.ipclab.bundle.Empty2x\n\rAnimalService\x12\x33\n\x03Get\x12\x14.ipclab.bundle.Empty\x1a\x16.ipclab.bundle.Animals\x12\x32\n\x04Ping\x12\x14.ipclab.bundle.Empty\x1a\x14.ipclab.bundle.Empty2r\n\nCarService\x12\x30\n\x03Get\x12\x14.ipclab.bundle.Empty\x1a\x13.ipclab.bundle.Cars\x12\x32\n\x04Ping\x12\x14.ipclab.bundle.Empty\x1a\x14.ipclab.bundle.Empty2|\n\x0f\x42uildingService\x12\x35\n\x03Get\x12\x14.ipclab.bundle.Empty\x1a\x18.ipclab.bundle.Buildings\x12\x32\n\x04Ping\x12\x14.ipclab.bundle.Empty\x1a\x14.ipclab.bundle.Emptyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0c\x62undle.proto\x12\ripclab.bundle\"\x07\n\x05\x45mpty\"\"\n\x06Person\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"$\n\x06\x41nimal\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"#\n\x03\x43\x61r\x12\r\n\x05model\x18\x01 \x01(\t\x12\r\n\x05\x63olor\x18\x02 \x01(\t\"/\n\x08\x42uilding\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x12\n\ndepartment\x18\x02 \x01(\t\".\n\x07Persons\x12#\n\x04rows\x18\x01 \x03(\x0b\x32\x15.ipclab.bundle.Person\".\n\x07\x41nimals\x12#\n\x04rows\x18\x01 \x03(\x0b\x32\x15.ipclab.bundle.Animal\"(\n\x04\x43\x61rs\x12 \n\x04rows\x18\x01 \x03(\x0b\x32\x12.ipclab.bundle.Car\"2\n\tBuildings\x12%\n\x04rows\x18\x01 \x03(\x0b\x32\x17.ipclab.bundle.Building\"\xa2\x01\n\x06\x42undle\x12%\n\x06person\x18\x01 \x03(\x0b\x32\x15.ipclab.bundle.Person\x12%\n\x06\x61nimal\x18\x02 \x03(\x0b\x32\x15.ipclab.bundle.Animal\x12\x1f\n\x03\x63\x61r\x18\x03 \x03(\x0b\x32\x12.ipclab.bundle.Car\x12)\n\x08\x62uilding\x18\x04 \x03(\x0b\x32\x17.ipclab.bundle.Building2x\n\rPersonService\x12\x33\n\x03Get\x12\x14.ipclab.bundle.Empty\x1a\x16.ipclab.bundle.Persons\x12\x32\n\x04Ping\x12\x14.ipclab.bundle.Empty\x1a\x14.ipclab.bundle.Empty2x\n\rAnimalService\x12\x33\n\x03Get\x12\x14.ipclab.bundle.Empty\x1a\x16.ipclab.bundle.Animals\x12\x32\n\x04Ping\x12\x14.ipclab.bundle.Empty\x1a\x14.ipclab.bundle.Empty2r\n\nCarService\x12\x30\n\x03Get\x12\x14.ipclab.bundle.Empty\x1a\x13.ipclab.bundle.Cars\x12\x32\n\x04Ping\x12\x14.ipclab.bundle.Empty\x1a\x14.ipclab.bundle.Empty2|\n\x0f\x42uildingService\x12\x35\n\x03Get\x12\x14.ipclab.bundle.Empty\x1a\x18.ipclab.bundle.Buildings\x12\x32\n\x04Ping\x12\x14.ipclab.bundle.Empty\x1a\x14.ipclab.bundle.Emptyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -49,12 +49,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CARS']._serialized_end=336
   _globals['_BUILDINGS']._serialized_start=338
   _globals['_BUILDINGS']._serialized_end=388
-  _globals['_PERSONSERVICE']._serialized_start=390
-  _globals['_PERSONSERVICE']._serialized_end=510
-  _globals['_ANIMALSERVICE']._serialized_start=512
-  _globals['_ANIMALSERVICE']._serialized_end=632
-  _globals['_CARSERVICE']._serialized_start=634
-  _globals['_CARSERVICE']._serialized_end=748
-  _globals['_BUILDINGSERVICE']._serialized_start=750
-  _globals['_BUILDINGSERVICE']._serialized_end=874
+  _globals['_BUNDLE']._serialized_start=391
+  _globals['_BUNDLE']._serialized_end=553
+  _globals['_PERSONSERVICE']._serialized_start=555
+  _globals['_PERSONSERVICE']._serialized_end=675
+  _globals['_ANIMALSERVICE']._serialized_start=677
+  _globals['_ANIMALSERVICE']._serialized_end=797
+  _globals['_CARSERVICE']._serialized_start=799
+  _globals['_CARSERVICE']._serialized_end=913
+  _globals['_BUILDINGSERVICE']._serialized_start=915
+  _globals['_BUILDINGSERVICE']._serialized_end=1039
 # @@protoc_insertion_point(module_scope)

@@ -65,3 +65,15 @@ class Buildings(_message.Message):
     ROWS_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[Building]
     def __init__(self, rows: _Optional[_Iterable[_Union[Building, _Mapping]]] = ...) -> None: ...
+
+class Bundle(_message.Message):
+    __slots__ = ("person", "animal", "car", "building")
+    PERSON_FIELD_NUMBER: _ClassVar[int]
+    ANIMAL_FIELD_NUMBER: _ClassVar[int]
+    CAR_FIELD_NUMBER: _ClassVar[int]
+    BUILDING_FIELD_NUMBER: _ClassVar[int]
+    person: _containers.RepeatedCompositeFieldContainer[Person]
+    animal: _containers.RepeatedCompositeFieldContainer[Animal]
+    car: _containers.RepeatedCompositeFieldContainer[Car]
+    building: _containers.RepeatedCompositeFieldContainer[Building]
+    def __init__(self, person: _Optional[_Iterable[_Union[Person, _Mapping]]] = ..., animal: _Optional[_Iterable[_Union[Animal, _Mapping]]] = ..., car: _Optional[_Iterable[_Union[Car, _Mapping]]] = ..., building: _Optional[_Iterable[_Union[Building, _Mapping]]] = ...) -> None: ...

@@ -1,9 +1,14 @@
-"""Experiments: a matrix of runs (stack x users x repetition) in randomized order.
+"""Experiments: a matrix of runs (stack x users x variant x repetition) in randomized order.
 
 Every cell is an ordinary run directory under ``<root>/<experiment>/<cell>``; a cell whose
 directory already holds a complete run with the same parameters is reused, so an
 interrupted experiment continues where it stopped and a rerun costs nothing. Each cell
 starts a fresh stack.
+
+A variant is a named setting of the system's knobs (:class:`StackOptions`, e.g. rows per
+table); ``variants`` makes it a factor whose levels are shuffled with the rest. With
+``group`` set, a cell runs every stack at once under one load that spreads its requests
+over them (:mod:`ipclab.load.group`): the stacks are compared within each run.
 """
 
 from __future__ import annotations
@@ -11,13 +16,14 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ipclab.atomic import write_json_atomic
 from ipclab.backends import StackOptions
+from ipclab.load.group import GroupLoad, run_group
 from ipclab.load.runner import LoadProfile, run
 from ipclab.runs import DEFAULT_ROOT, Run, read_run, utcnow
 from ipclab.stacks import resolve
@@ -53,6 +59,9 @@ class Experiment:
     options: StackOptions = field(default_factory=StackOptions)
     order_seed: int = 2020
     root: Path = DEFAULT_ROOT
+    # variant name -> the options of that variant; None: the one ``variant`` with ``options``
+    variants: Mapping[str, StackOptions] | None = None
+    group: GroupLoad | None = None  # every stack at once in each cell, under this load
 
     def __post_init__(self) -> None:
         for s in self.stacks:
@@ -61,7 +70,23 @@ class Experiment:
             raise ValueError("repetitions must be at least 1")
         if not self.users or min(self.users) < 1:
             raise ValueError("users must be positive")
+        if self.variants is not None and not self.variants:
+            raise ValueError("variants, when given, name at least one")
+        for name in self.levels():
+            if not name or "/" in name or name != name.strip():
+                raise ValueError(f"variant name {name!r} cannot name a directory")
         self.root = Path(self.root)
+
+    def levels(self) -> dict[str, StackOptions]:
+        """Variant name -> its options."""
+        return dict(self.variants) if self.variants is not None else {self.variant: self.options}
+
+    def _options(self, cell: Cell) -> StackOptions:
+        return self.levels()[cell.variant]
+
+    def _stacks(self) -> list[str]:
+        """A cell's stack: each stack, or all of them at once (``group``)."""
+        return ["+".join(self.stacks)] if self.group is not None else list(self.stacks)
 
     @property
     def directory(self) -> Path:
@@ -72,7 +97,12 @@ class Experiment:
         rng = random.Random(self.order_seed)
         out: list[Cell] = []
         for rep in range(1, self.repetitions + 1):
-            block = [Cell(s, u, rep, self.variant) for s in self.stacks for u in self.users]
+            block = [
+                Cell(s, u, rep, v)
+                for s in self._stacks()
+                for u in self.users
+                for v in self.levels()
+            ]
             rng.shuffle(block)
             out.extend(block)
         return out
@@ -93,12 +123,17 @@ class Experiment:
             r = read_run(path)
         except ValueError:
             return False
+        group = self.group
         return (
             r.complete
             and _same(r.parameters.get("profile"), asdict(self.profile(cell)))
             # other cpus, delay, sequential, timeout or seed: another experiment
-            and _same(r.parameters.get("options"), self.options.as_dict())
+            and _same(r.parameters.get("options"), self._options(cell).as_dict())
             and (r.manifest.get("backend") == self.backend)
+            and (
+                group is None
+                or r.parameters.get("group") == {"stacks": list(self.stacks), **group.as_dict()}
+            )
         )
 
     def pending(self) -> list[Cell]:
@@ -123,18 +158,25 @@ class Experiment:
                     shutil.rmtree(path)  # an unfinished or different run: redo it
                 started = time.monotonic()
                 progress(f"[{i}/{len(cells)}] {cell.key}: running ({self.duration_s:.0f}s load)")
-                run(
-                    cell.stack,
-                    self.profile(cell),
-                    backend=self.backend,
-                    options=self.options,
-                    out=path,
-                    extra={
-                        "experiment": self.name,
-                        "repetition": cell.repetition,
-                        "variant": cell.variant,
-                    },
-                )
+                extra = {
+                    "experiment": self.name,
+                    "repetition": cell.repetition,
+                    "variant": cell.variant,
+                }
+                if self.group is not None:
+                    run_group(
+                        self.stacks, self.group, self.profile(cell), out=path,
+                        backend=self.backend, options=self._options(cell), extra=extra,
+                    )  # fmt: skip
+                else:
+                    run(
+                        cell.stack,
+                        self.profile(cell),
+                        backend=self.backend,
+                        options=self._options(cell),
+                        out=path,
+                        extra=extra,
+                    )
                 s = read_run(path).summary
                 cost = s.get("stack_cpu_ms_per_request")
                 machine = f", {cost:.2f} ms CPU per request" if cost else ""
@@ -149,6 +191,10 @@ class Experiment:
     def describe(self) -> dict[str, Any]:
         d = asdict(self)
         d["root"] = str(self.root)
+        if self.variants is not None:
+            d["variants"] = {k: v.as_dict() for k, v in self.variants.items()}
+        if self.group is not None:
+            d["group"] = self.group.as_dict()
         return d
 
 

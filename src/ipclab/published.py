@@ -20,7 +20,7 @@ from ipclab.paths import PUBLISHED_DIR
 DATA_DIR = PUBLISHED_DIR
 
 DOCUMENTS = ("thesis", "paper")
-SCOPES = ("performance", "availability", "complexity")
+SCOPES = ("performance", "availability", "complexity", "serialisation")
 TESTS = ("direction", "ratio", "equal", "differ", "interaction", "compare")
 RELATIONS = (">", "<", "=", "!=")
 

@@ -46,17 +46,27 @@ def notebooks(studies: list[str] | None = None) -> list[Notebook]:
 def why_not(nb: Notebook, backend: str) -> str | None:
     """Why this machine cannot run ``nb`` on ``backend`` (None when it can)."""
     if backend in ("docker", "swarm"):
+        if "postgres" in nb.needs:
+            return f"its stacks need a database, which the {backend} backend does not run yet"
         if shutil.which("docker") is None:
             return "the docker backend needs Docker; no docker client is installed"
         if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode:
             return "no Docker engine answers (start one: make docker-engine)"
-    elif "rabbitmq" in nb.needs:
-        from ipclab.backends.broker import BrokerUnavailable, find_server
+    else:
+        if "rabbitmq" in nb.needs:
+            from ipclab.backends.broker import BrokerUnavailable, find_server
 
-        try:
-            find_server()
-        except BrokerUnavailable as e:
-            return str(e)
+            try:
+                find_server()
+            except BrokerUnavailable as e:
+                return str(e)
+        if "postgres" in nb.needs:
+            from ipclab.backends.postgres import PostgresUnavailable, find_bin_dir
+
+            try:
+                find_bin_dir()
+            except PostgresUnavailable as e:
+                return str(e)
     return None
 
 

@@ -182,6 +182,27 @@ class Run:
         return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
 
 
+def compact_requests(path: Path) -> int:
+    """Merge a finished run's per-second request parts into one (``part-00000.parquet``,
+    written before the others go, so a kill leaves every record readable, perhaps twice
+    until the merge is redone); returns how many records it holds. A run of few requests
+    over a long time otherwise keeps one tiny file per second."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = Path(path) / "requests"
+    parts = sorted(folder.glob("part-*.parquet"))
+    if len(parts) <= 1:
+        return sum(pq.read_metadata(p).num_rows for p in parts)
+    table = pa.concat_tables([pq.read_table(p) for p in parts], promote_options="default")
+    tmp = folder / ".merged.tmp"
+    pq.write_table(table, tmp, compression="zstd")
+    for p in parts:
+        p.unlink()
+    os.replace(tmp, folder / "part-00000.parquet")
+    return int(table.num_rows)
+
+
 class NotARunDirectory(ValueError):
     pass
 

@@ -105,26 +105,39 @@ class ResourceSampler(threading.Thread):
         self.halt = threading.Event()
         self._ps: dict[int, psutil.Process] = {}
 
+    def _rows(self) -> list[dict[str, Any]]:
+        rows = list(self.stack.sample())
+        now = time.time()
+        rows.append({"t": now, "component": "host", "kind": "host", **host_usage()})
+        for name, pid in self.extra().items():
+            rows.append(
+                {
+                    "t": now,
+                    "component": name,
+                    "kind": "loadgen",
+                    "pid": pid,
+                    **process_tree_usage(pid, self._ps),
+                }
+            )
+        return rows
+
     def run(self) -> None:
         host_usage()  # the first call only sets the reference point
+        with contextlib.suppress(Exception):  # so for every process: the first second counts
+            self.stack.sample()
+            for pid in self.extra().values():
+                process_tree_usage(pid, self._ps)
         while not self.halt.wait(1.0):
             try:
-                rows = list(self.stack.sample())
-                now = time.time()
-                rows.append({"t": now, "component": "host", "kind": "host", **host_usage()})
-                for name, pid in self.extra().items():
-                    rows.append(
-                        {
-                            "t": now,
-                            "component": name,
-                            "kind": "loadgen",
-                            "pid": pid,
-                            **process_tree_usage(pid, self._ps),
-                        }
-                    )
-                self.out.write(rows)
+                self.out.write(self._rows())
             except Exception:  # noqa: BLE001 - a failed sample must not end the run
                 continue
+
+    def final(self) -> None:
+        """One more sample after the thread stopped: the last part-second (a CPU % over the
+        time since the previous sample, as every row)."""
+        with contextlib.suppress(Exception):
+            self.out.write(self._rows())
 
 
 def locustfile(users_module: str) -> Path:
@@ -229,6 +242,10 @@ class LoadSession:
             IPCLAB_LOAD_SEED=str(p.seed),
             PYTHONUNBUFFERED="1",
         )
+        # a stack may give its load generator more to read (a group: every target's address)
+        load_env = getattr(self.stack, "load_env", None)
+        if callable(load_env):
+            env.update(load_env())
         self._resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
         self._sampler = ResourceSampler(self.stack, self._resources, self._loadgen_pids)
         self._sampler.start()
@@ -306,6 +323,8 @@ class LoadSession:
         if self._sampler is not None:
             self._sampler.halt.set()
             self._sampler.join(timeout=5)
+            if not self._sampler.is_alive():
+                self._sampler.final()
             self._sampler = None
         if self._resources is not None:
             self._resources.close()

@@ -1,15 +1,23 @@
 """Johansson 2017 (Umeå): a REST gateway against a GraphQL gateway over the same four data
-services and a SQL database. The stacks so far; the notebook, published data and claims
-come next (issue 15)."""
+services and a SQL database (``performance``: the experiments, analysis and results;
+``published``: the thesis's numbers and claims; ``serialisation``: the Tables 5.1/5.2
+micro-benchmark)."""
 
 from __future__ import annotations
 
-from ipclab.studies import Study
+from ipclab.studies import Notebook, Study
 from ipclab.studies.johansson.stacks import STACKS
 
 STUDY = Study(
     name="johansson",
     title="Johansson 2017: REST vs GraphQL",
     stacks=STACKS,
-    notebooks=(),
+    notebooks=(
+        Notebook(
+            "04_johansson_graphql.ipynb",
+            "johansson",
+            needs=("postgres",),
+            reference="johansson-full-local",
+        ),
+    ),
 )

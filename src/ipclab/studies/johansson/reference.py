@@ -1,0 +1,64 @@
+"""Rebuild the committed Johansson reference result (tables, claims, figures) from its run
+files, without rerunning anything: ``python -m ipclab.studies.johansson.reference``.
+
+``data/runs/reference/johansson-full-local/`` holds the three experiments' runs
+(``thesis/``, ``sweep/``, ``saturation/``; the interleaved runs with their per-request
+records) and ``results/``, whose ``serialisation_rounds.csv`` is the micro-benchmark as
+measured then (timings cannot be rebuilt from files, so they are read back). This reads
+them, analyses them as the notebook does, and rewrites ``results/`` and
+``figures/reference/johansson-full-local/``; ``--tables`` prints the tables of its README
+(:func:`ipclab.studies.johansson.performance.summary_markdown`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from ipclab.experiments import load_runs
+from ipclab.paths import from_repo
+from ipclab.results import StudyResults
+from ipclab.studies.johansson import performance
+
+ROOT = Path("data/runs/reference")
+FIGURES = Path("figures/reference")
+FOLDER = "johansson-full-local"
+
+
+def load(root: Path = ROOT, folder: str = FOLDER) -> performance.Analysis:
+    base = from_repo(root) / folder
+    runs = {name: load_runs(base / name) for name in ("thesis", "sweep", "saturation")}
+    rounds = base / "results" / "serialisation_rounds.csv"
+    serial = pd.read_csv(rounds) if rounds.exists() else None
+    return performance.analyse(runs, "full", serial)
+
+
+def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) -> Path:
+    a = load(root, folder)
+    results = StudyResults(
+        from_repo(root) / folder / "results", "johansson",
+        "Johansson 2017: REST vs GraphQL gateway (full profile, local)",
+        parameters={"profile": "full", "backend": "local"}, figures_dir=figures / folder,
+    )  # fmt: skip
+    performance.write_results(a, results)
+    return results.directory
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--root", type=Path, default=ROOT)
+    p.add_argument("--figures", type=Path, default=FIGURES)
+    p.add_argument("--tables", action="store_true", help="print the README's tables only")
+    a = p.parse_args(argv)
+    if a.tables:
+        print(performance.summary_markdown(load(a.root)))
+        return 0
+    print(rebuild(a.root, a.figures))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

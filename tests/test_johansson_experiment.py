@@ -1,0 +1,149 @@
+"""The Johansson experiments: the profiles do what the issue asks, the schedule interleaves
+REST and GraphQL fairly, and a tiny profile runs, analyses and writes every table, figure
+and claim verdict (real stacks, a private PostgreSQL per stack)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ipclab.backends.postgres import PostgresUnavailable, find_bin_dir
+from ipclab.claims import VERDICTS
+from ipclab.results import StudyResults
+from ipclab.studies.johansson import performance as study
+from ipclab.studies.johansson import serialisation as ser
+from ipclab.studies.johansson.schedule import WARMUP, parse_targets, schedule
+
+
+def _seconds(p: study.Profile) -> float:
+    """About how long a profile's runs take (2 s per stack start, a Locust start)."""
+    t = 0.0
+    for il in (p.thesis, p.sweep):
+        cells = (len(il.rows) + len(il.sequential_rows)) * il.repetitions
+        t += cells * (il.sends * (il.pause_s + 0.01) + 6)
+    s = p.saturation
+    t += 2 * len(s.users) * len(s.rows) * s.repetitions * (s.duration_s + 4)
+    return t
+
+
+def test_full_profile_is_the_thesis_test_made_sound() -> None:
+    p = study.profile("full")
+    assert p.thesis.rows == (5, 25, 50) and p.thesis.requests == 100
+    assert p.thesis.warmup > 0 and p.thesis.repetitions >= 5 and p.thesis.pause_s >= 0.5
+    assert p.sweep.rows == (1, 5, 10, 25, 50, 100, 200) and p.sweep.repetitions >= 5
+    assert set(p.sweep.sequential_rows) == {5, 25, 50}
+    assert p.saturation.users == (50, 100, 200) and p.saturation.rows == (5, 25, 50)
+    assert p.saturation.repetitions >= 5
+    assert _seconds(p) < 100 * 60
+    assert _seconds(study.profile("quick")) < 150  # the notebook's quick profile
+    with pytest.raises(ValueError, match="unknown profile"):
+        study.profile("medium")
+
+
+def test_experiments_of_a_profile(tmp_path: Path) -> None:
+    ex = study.experiments("full", "local", tmp_path)
+    th = ex.thesis
+    assert th.directory == tmp_path / "johansson-full-local" / "thesis"
+    assert th.group is not None and th.group.requests == 2 * 110
+    assert th.users == (1,) and th.think_time_s == 0.5 and th.warmup_s == 0
+    assert sorted(th.levels()) == ["rows25", "rows5", "rows50"]
+    assert th.levels()["rows25"].extra_env == {"IPCLAB_BUNDLE_ROWS": "25"}
+    assert len(th.cells()) == 15 and th.duration_s > 220 * 0.5
+    seq = ex.sweep.levels()["seq-rows25"]
+    assert seq.sequential and not ex.sweep.levels()["rows25"].sequential
+    assert len(ex.sweep.cells()) == 10 * 5
+    sat = ex.saturation
+    assert sat.group is None and sat.think_time_s == 0 and len(sat.cells()) == 2 * 3 * 3 * 5
+
+
+def test_schedule_interleaves_in_balanced_random_rounds() -> None:
+    s = schedule(["rest", "graphql"], requests=50, warmup=5, seed=3)
+    assert len(s) == 110 and s == schedule(["rest", "graphql"], 50, 5, seed=3)
+    assert all(name.startswith(WARMUP) for name, _ in s[:10])
+    assert not any(name.startswith(WARMUP) for name, _ in s[10:])
+    rounds = [tuple(t for _, t in s[i : i + 2]) for i in range(0, 110, 2)]
+    assert all(set(r) == {"rest", "graphql"} for r in rounds)
+    firsts = [r[0] for r in rounds]
+    assert 15 < firsts.count("rest") < 40  # both orders, about equally often
+    assert schedule(["rest", "graphql"], 50, 5, seed=4) != s
+    with pytest.raises(ValueError, match="no targets"):
+        schedule([], 1)
+    assert parse_targets("a=http://x:1, b=http://y:2") == {"a": "http://x:1", "b": "http://y:2"}
+    with pytest.raises(ValueError, match="not name=url"):
+        parse_targets("a")
+
+
+def _no_postgres() -> str | None:
+    try:
+        find_bin_dir()
+    except PostgresUnavailable as e:
+        return str(e)
+    return None
+
+
+TINY = study.Profile(
+    thesis=study.Interleaved((5,), requests=5, warmup=1, pause_s=0.01, repetitions=3),
+    sweep=study.Interleaved(
+        (5,), requests=4, warmup=1, pause_s=0.01, repetitions=1, sequential_rows=(5,)
+    ),  # fmt: skip
+    saturation=study.Saturation((2,), (5,), duration_s=3, warmup_s=1, repetitions=1),
+    serialisation_rounds=3,
+    serialisation_seconds=0.002,
+)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_no_postgres() is not None, reason=str(_no_postgres()))
+def test_a_tiny_profile_runs_analyses_and_writes_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(study.PROFILES, "tiny", TINY)
+    runs = study.run_experiments("tiny", "local", tmp_path, progress=lambda _: None)
+    assert [len(runs[k]) for k in ("thesis", "sweep", "saturation")] == [3, 2, 2]
+    serial = ser.measure(rounds=3, seconds=0.002, sizes=(25, 50))
+    a = study.analyse(runs, "tiny", serial)
+
+    t = a.thesis
+    assert len(t) == 6 and set(t["style"]) == {"rest", "graphql"}
+    assert (t["requests"] == 5).all() and (t["failures"] == 0).all()
+    assert (t["mean_ms"] > 0).all() and (t["server_ms"] < t["mean_ms"]).all()
+    assert (t["gateway_cpu_ms"] > 0).all() and (t["stack_cpu_ms"] >= t["gateway_cpu_ms"]).all()
+    g, r = (t[t["style"] == s]["bytes"].iloc[0] for s in ("graphql", "rest"))
+    assert g - r == len('{"data":}')  # the same rows, GraphQL's envelope around them
+    side = a.side_by_side.set_index(["rows", "style"])
+    assert side.loc[(5, "rest"), "runs"] == 3 and "[" in side.loc[(5, "rest"), "measured_mean_ci"]
+    assert side.loc[(25, "rest"), "measured_mean_ci"] == "not measured"
+    assert list(a.series) == [5] and len(a.series[5]) == 3 * 2 * 5
+    assert set(a.sequential["rows"]) == {5} and a.sequential["n"].eq(1).all()
+    paired = a.thesis_paired.set_index("metric")
+    assert paired.loc["mean_ms", "n"] == 3 and paired.loc["mean_ms", "ci_low"] > 0
+    assert "within-run" in study.summary_markdown(a)
+    assert set(a.saturation["users"]) == {2} and a.saturation["rps"].gt(0).all()
+
+    claims = a.claims.set_index("claim_id")
+    assert claims["verdict"].isin(VERDICTS).all()
+    assert claims.loc["J01a", "n_a"] == 3  # judged on 3 runs per side
+    assert "no runs for" in claims.loc["J04b", "reason"]  # 25 rows were not run
+    assert claims.loc["S01a", "verdict"] != "not reproduced"  # XML is larger than JSON
+    assert set(claims["scope"]) == {"performance", "serialisation"}
+
+    results = StudyResults(tmp_path / "results", "johansson", "J", figures_dir=tmp_path / "figs")
+    study.write_results(a, results)
+    meta = json.loads((tmp_path / "results" / "study.json").read_text())
+    names = {f["name"] for f in meta["figures"]}
+    assert {
+        "johansson_fig7_1_test1_requests", "johansson_fig7_2_test1_means", "johansson_trend",
+        "johansson_cpu", "johansson_saturation", "johansson_sequential",
+        "johansson_serialisation",
+    } <= names  # fmt: skip
+    assert all(Path(f["png"]).exists() for f in meta["figures"])
+    tables = {t["name"] for t in meta["tables"]}
+    assert {"published_vs_measured", "thesis_cells", "saturation_throughput", "serialisation",
+            "claims"} <= tables  # fmt: skip
+    assert meta["deviations"] == study.DEVIATIONS
+    pd.read_csv(tmp_path / "results" / "claims.csv")
+    # a rerun reuses every run
+    assert all(e.pending() == [] for e in study.experiments("tiny", "local", tmp_path).all())
