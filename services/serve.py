@@ -12,6 +12,7 @@ from the harness:
   stacks (role upper-cased, ``-`` -> ``_``); ``IPCLAB_AMQP_URL``: the broker;
 - ``IPCLAB_HTTP_PORT``: a service that other services call over plain HTTP/1.1 whatever
   the transport (the stack's ``http_peers``) listens there too, with the REST transport;
+- ``IPCLAB_GC_EVENTS=1``: every major (gen-2) garbage collection is logged (``gcwatch``);
 - the domain's data (e.g. ``IPCLAB_SEED``) and the gateway's strategy
   (``IPCLAB_CALL_TIMEOUT_S``, ``IPCLAB_SEQUENTIAL``; see ``domains.GatewaySettings``).
 """
@@ -25,7 +26,7 @@ import signal
 import sys
 
 import uvloop
-from ipclab_services import domains, fronts, transports
+from ipclab_services import domains, fronts, gcwatch, transports
 from ipclab_services.transports.base import ConnectConfig, ServeConfig
 
 
@@ -35,6 +36,7 @@ def addr_env(role: str) -> str:
 
 async def main() -> None:
     env = os.environ
+    gcwatch.install_from_env()
     role = env["IPCLAB_ROLE"]
     names = tuple(s for s in env["IPCLAB_SERVICES"].split(",") if s)
     host = env.get("IPCLAB_HOST", "127.0.0.1")

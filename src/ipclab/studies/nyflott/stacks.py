@@ -43,6 +43,7 @@ _ACMEAIR: dict[str, Any] = {
     "probe_paths": ("/healthz",),
     "probe_required": ("ready", "services"),
     "http_peers": ("auth",),
+    "settings": {"IPCLAB_GC_EVENTS": "1"},  # major GCs timestamped in every role's log
 }
 ACMEAIR_HTTP1 = StackSpec(
     "acmeair-http1",
