@@ -2,8 +2,9 @@
 
 Deterministic from ``IPCLAB_SEED``: the same knobs give the same records. As in IBM's
 AcmeAir loader, customers are ``uid{i}@email.com`` with password ``password``; flights run
-between every ordered pair of ``AIRPORTS``, ``FLIGHTS_PER_ROUTE`` a day, so a round-trip
-``queryflights`` answers two legs of that many options (about 3.75 KB of JSON by default: 4 CoAP blocks).
+between every ordered pair of ``AIRPORTS``, ``flights_per_route`` a day, so a round-trip
+``queryflights`` answers two legs of that many options (about 3.75 KB of JSON by default:
+4 CoAP blocks).
 """
 
 from __future__ import annotations
