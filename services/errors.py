@@ -23,6 +23,16 @@ class BadRequest(ServiceError):
     http_status = 400
 
 
+class Unauthorized(ServiceError):
+    code = "unauthorized"
+    http_status = 401
+
+
+class Forbidden(ServiceError):
+    code = "forbidden"
+    http_status = 403
+
+
 class Unavailable(ServiceError):
     code = "unavailable"
     http_status = 503
@@ -34,7 +44,8 @@ class Timeout(ServiceError):
 
 
 BY_CODE: dict[str, type[ServiceError]] = {
-    c.code: c for c in (ServiceError, NotFound, BadRequest, Unavailable, Timeout)
+    c.code: c
+    for c in (ServiceError, NotFound, BadRequest, Unauthorized, Forbidden, Unavailable, Timeout)
 }
 
 

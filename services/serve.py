@@ -10,6 +10,9 @@ from the harness:
 - ``IPCLAB_HOST``/``IPCLAB_PORT``: where to listen (amqp services listen on no port);
 - ``IPCLAB_ADDR_<ROLE>``: ``host:port`` of each service, for the gateway of rest/grpc
   stacks (role upper-cased, ``-`` -> ``_``); ``IPCLAB_AMQP_URL``: the broker;
+- ``IPCLAB_HTTP_PORT``: a service that other services call over plain HTTP/1.1 whatever
+  the transport (the stack's ``http_peers``) listens there too, with the REST transport;
+- ``IPCLAB_GC_EVENTS=1``: every major (gen-2) garbage collection is logged (``gcwatch``);
 - the domain's data (e.g. ``IPCLAB_SEED``) and the gateway's strategy
   (``IPCLAB_CALL_TIMEOUT_S``, ``IPCLAB_SEQUENTIAL``; see ``domains.GatewaySettings``).
 """
@@ -23,7 +26,7 @@ import signal
 import sys
 
 import uvloop
-from ipclab_services import domains, fronts, transports
+from ipclab_services import domains, fronts, gcwatch, transports
 from ipclab_services.transports.base import ConnectConfig, ServeConfig
 
 
@@ -33,6 +36,7 @@ def addr_env(role: str) -> str:
 
 async def main() -> None:
     env = os.environ
+    gcwatch.install_from_env()
     role = env["IPCLAB_ROLE"]
     names = tuple(s for s in env["IPCLAB_SERVICES"].split(",") if s)
     host = env.get("IPCLAB_HOST", "127.0.0.1")
@@ -57,7 +61,11 @@ async def main() -> None:
 
     if role not in names or role not in defs:
         sys.exit(f"unknown role {role!r}; this stack's services: {', '.join(names)}")
-    task = asyncio.create_task(transport.serve(defs[role], ServeConfig(host, port, amqp_url)))
+    served = [transport.serve(defs[role], ServeConfig(host, port, amqp_url))]
+    if env.get("IPCLAB_HTTP_PORT"):
+        http = transports.load("rest")
+        served.append(http.serve(defs[role], ServeConfig(host, int(env["IPCLAB_HTTP_PORT"]))))
+    task = asyncio.ensure_future(asyncio.gather(*served))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)

@@ -30,6 +30,16 @@ class Request:
     headers: Mapping[str, str] = field(default_factory=dict)  # lower-case names
 
 
+@dataclass(frozen=True)
+class Reply:
+    """An answer that is not a JSON document: its bytes, content type and extra headers
+    (e.g. ``Set-Cookie``), sent as they are. A handler answers a JSON-able object or this."""
+
+    body: bytes
+    content_type: str = "text/plain"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
 Handler = Callable[[Request], Awaitable[tuple[int, Any]]]
 
 

@@ -2,7 +2,8 @@
 
 The request line, query and (for methods other than GET and HEAD) a body of at most
 ``MAX_BODY`` bytes reach the domain's handler as a :class:`~ipclab_services.fronts.Request`;
-its ``(status, body)`` goes back as ``application/json``, with the gateway's own time
+its ``(status, body)`` goes back as ``application/json`` (a ``fronts.Reply`` as its own
+bytes, content type and headers), with the gateway's own time
 (handler and encoding) in a ``Server-Timing: app;dur=<ms>`` header, so server time is
 measured apart from what the client sees.
 """
@@ -17,7 +18,7 @@ from urllib.parse import parse_qsl
 import orjson
 from ipclab_services.asgi import Receive, Scope, Send, respond, serve_http
 from ipclab_services.domains import GatewaySettings
-from ipclab_services.fronts import Handler, Request
+from ipclab_services.fronts import Handler, Reply, Request
 
 MAX_BODY = 1 << 20
 
@@ -35,6 +36,17 @@ async def _body(receive: Receive) -> bytes | None:
         chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)
+
+
+async def _send_reply(send: Send, status: int, reply: Reply, took: bytes) -> None:
+    headers = [
+        (b"content-type", reply.content_type.encode("latin-1")),
+        (b"content-length", str(len(reply.body)).encode()),
+        (b"server-timing", took),
+        *((k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body})
 
 
 def asgi_app(handler: Handler) -> Any:
@@ -57,6 +69,10 @@ def asgi_app(handler: Handler) -> Any:
         )
         t0 = time.perf_counter()
         status, answer = await handler(request)
+        if isinstance(answer, Reply):
+            took = f"app;dur={(time.perf_counter() - t0) * 1000:.3f}".encode()
+            await _send_reply(send, status, answer, took)
+            return
         payload = orjson.dumps(answer)  # encoding is the server's work too
         took = f"app;dur={(time.perf_counter() - t0) * 1000:.3f}".encode()
         await respond(send, status, payload, [(b"server-timing", took)])

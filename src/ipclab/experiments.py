@@ -150,43 +150,44 @@ class Experiment:
         cells = self.cells()
         runs = []
         for i, cell in enumerate(cells, 1):
-            path = self.directory / cell.key
-            if self._reusable(path, cell):
-                progress(f"[{i}/{len(cells)}] {cell.key}: reused")
-            else:
-                if path.exists():
-                    shutil.rmtree(path)  # an unfinished or different run: redo it
-                started = time.monotonic()
-                progress(f"[{i}/{len(cells)}] {cell.key}: running ({self.duration_s:.0f}s load)")
-                extra = {
-                    "experiment": self.name,
-                    "repetition": cell.repetition,
-                    "variant": cell.variant,
-                }
-                if self.group is not None:
-                    run_group(
-                        self.stacks, self.group, self.profile(cell), out=path,
-                        backend=self.backend, options=self._options(cell), extra=extra,
-                    )  # fmt: skip
-                else:
-                    run(
-                        cell.stack,
-                        self.profile(cell),
-                        backend=self.backend,
-                        options=self._options(cell),
-                        out=path,
-                        extra=extra,
-                    )
-                s = read_run(path).summary
-                cost = s.get("stack_cpu_ms_per_request")
-                machine = f", {cost:.2f} ms CPU per request" if cost else ""
-                progress(
-                    f"[{i}/{len(cells)}] {cell.key}: {s['rps']:.0f} req/s, mean "
-                    f"{s['latency_ms']['mean']:.0f} ms, {s['failures']} failures{machine} "
-                    f"({time.monotonic() - started:.0f}s)"
-                )
-            runs.append(read_run(path))
+            runs.append(self.run_cell(cell, f"[{i}/{len(cells)}]", progress))
         return runs
+
+    def run_cell(self, cell: Cell, label: str = "", progress: Callable[[str], None] = print) -> Run:
+        """Run one cell unless a reusable run of it is on disk; return its run."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / cell.key
+        if self._reusable(path, cell):
+            progress(f"{label} {cell.key}: reused")
+            return read_run(path)
+        if path.exists():
+            shutil.rmtree(path)  # an unfinished or different run: redo it
+        started = time.monotonic()
+        progress(f"{label} {cell.key}: running ({self.duration_s:.0f}s load)")
+        extra = {"experiment": self.name, "repetition": cell.repetition, "variant": cell.variant}
+        if self.group is not None:
+            run_group(
+                self.stacks, self.group, self.profile(cell), out=path,
+                backend=self.backend, options=self._options(cell), extra=extra,
+            )  # fmt: skip
+        else:
+            run(
+                cell.stack,
+                self.profile(cell),
+                backend=self.backend,
+                options=self._options(cell),
+                out=path,
+                extra=extra,
+            )
+        s = read_run(path).summary
+        cost = s.get("stack_cpu_ms_per_request")
+        machine = f", {cost:.2f} ms CPU per request" if cost else ""
+        progress(
+            f"{label} {cell.key}: {s['rps']:.0f} req/s, mean "
+            f"{s['latency_ms']['mean']:.0f} ms, {s['failures']} failures{machine} "
+            f"({time.monotonic() - started:.0f}s)"
+        )
+        return read_run(path)
 
     def describe(self) -> dict[str, Any]:
         d = asdict(self)
@@ -196,6 +197,40 @@ class Experiment:
         if self.group is not None:
             d["group"] = self.group.as_dict()
         return d
+
+
+def interleaved(
+    experiments: Sequence[Experiment], order_seed: int = 2017
+) -> list[tuple[Experiment, Cell]]:
+    """The cells of several experiments (e.g. one per network delay) in one order: within
+    each repetition every (experiment, cell) pair shuffled by ``order_seed``, repetitions
+    in sequence, so no factor level runs all at one time of the session."""
+    rng = random.Random(order_seed)
+    reps = max(e.repetitions for e in experiments)
+    out: list[tuple[Experiment, Cell]] = []
+    for rep in range(1, reps + 1):
+        block = [(e, c) for e in experiments for c in e.cells() if c.repetition == rep]
+        rng.shuffle(block)
+        out.extend(block)
+    return out
+
+
+def run_interleaved(
+    experiments: Sequence[Experiment],
+    order_seed: int = 2017,
+    progress: Callable[[str], None] = print,
+) -> list[Run]:
+    """Run :func:`interleaved`'s cells (reusing finished ones); their runs in that order."""
+    for e in experiments:
+        e.directory.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(
+            e.directory / "experiment.json",
+            {"name": e.name, "updated_at": utcnow(), **e.describe()},
+        )
+    order = interleaved(experiments, order_seed)
+    return [
+        e.run_cell(c, f"[{i}/{len(order)}] {e.name}", progress) for i, (e, c) in enumerate(order, 1)
+    ]
 
 
 def load_runs(directory: Path) -> list[Run]:

@@ -85,6 +85,9 @@ class StackSpec:
     # what the stack stands for in its study's comparison (recorded in every manifest);
     # by default its transport, e.g. "rest"; a study that compares fronts names the front
     style: str = ""
+    # services that also listen on plain HTTP/1.1 (the REST transport), for calls between
+    # services that stay HTTP/1.1 whatever the transport under study (e.g. AcmeAir's auth)
+    http_peers: tuple[str, ...] = ()
     roles: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -92,6 +95,9 @@ class StackSpec:
         if unknown:
             raise ValueError(f"{self.name}: unknown infrastructure {sorted(unknown)}")
         object.__setattr__(self, "roles", (*self.services, self.gateway))
+        stray = set(self.http_peers) - set(self.services)
+        if stray:
+            raise ValueError(f"{self.name}: http_peers {sorted(stray)} are not its services")
         if not self.style:
             object.__setattr__(self, "style", self.transport)
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
@@ -116,6 +122,7 @@ class StackSpec:
             "infrastructure": list(self.infrastructure),
             "settings": dict(self.settings),
             "runtime": self.runtime.name,
+            **({"http_peers": list(self.http_peers)} if self.http_peers else {}),
         }
 
     def role_env(
@@ -125,11 +132,15 @@ class StackSpec:
         amqp_url: str = "",
         options: Mapping[str, str] | None = None,
         database_url: str = "",
+        http_addresses: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """The environment of ``role``: what it is, where its peers are, and the knobs.
 
         ``addresses``: service role -> ``host:port`` as the gateway reaches it; ``options``:
-        the run's knobs (``StackOptions.env()``), under the stack's fixed ``settings``.
+        the run's knobs (``StackOptions.env()``), under the stack's fixed ``settings``;
+        ``http_addresses``: each of ``http_peers`` -> ``host:port`` of its HTTP/1.1 listener
+        (every role learns them as ``IPCLAB_HTTP_ADDR_<PEER>``; the peer itself listens on
+        that port, ``IPCLAB_HTTP_PORT``).
         """
         if role not in self.roles:
             raise ValueError(f"unknown role {role!r} for stack {self.name}; roles: {self.roles}")
@@ -150,12 +161,25 @@ class StackSpec:
             env["IPCLAB_DATABASE_URL"] = database_url
         if role == self.gateway and not self.needs_broker:
             env.update({addr_env(s): addresses[s] for s in self.services})
+        if self.http_peers:
+            missing = [p for p in self.http_peers if p not in (http_addresses or {})]
+            if missing:
+                raise ValueError(f"{self.name}: no HTTP/1.1 address for {missing}")
+            assert http_addresses is not None
+            env.update({http_addr_env(p): http_addresses[p] for p in self.http_peers})
+            if role in self.http_peers:
+                env["IPCLAB_HTTP_PORT"] = http_addresses[role].rpartition(":")[2]
         return env
 
 
 def addr_env(role: str) -> str:
     """The variable that gives the gateway a service's address, e.g. ``IPCLAB_ADDR_CART``."""
     return "IPCLAB_ADDR_" + role.upper().replace("-", "_")
+
+
+def http_addr_env(role: str) -> str:
+    """The variable that gives every role a peer's HTTP/1.1 address, ``IPCLAB_HTTP_ADDR_AUTH``."""
+    return "IPCLAB_HTTP_ADDR_" + role.upper().replace("-", "_")
 
 
 class UnknownStack(ValueError):

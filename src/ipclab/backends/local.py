@@ -70,6 +70,7 @@ class LocalStack:
     detached: bool = False
     backend: str = "local"
     ports: dict[str, int] = field(default_factory=dict)
+    http_ports: dict[str, int] = field(default_factory=dict)  # http_peers' HTTP/1.1 ports
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     broker: RabbitNode | None = None
     database: PostgresCluster | None = None
@@ -91,6 +92,7 @@ class LocalStack:
                 self.broker.url if self.broker is not None else "",
                 self.options.env(),
                 self.database.dsn if self.database is not None else "",
+                {p: f"127.0.0.1:{self.http_ports[p]}" for p in self.spec.http_peers},
             ),
             IPCLAB_HOST="127.0.0.1",
             IPCLAB_PORT=str(self.ports[role]),
@@ -122,9 +124,13 @@ class LocalStack:
             # by construction (ports chosen one at a time may come back twice)
             roles = self.spec.roles
             extra = (3 if self.spec.needs_broker else 0) + (1 if self.spec.needs_database else 0)
-            ports = free_ports(len(roles) + extra)
+            peers = self.spec.http_peers
+            ports = free_ports(len(roles) + len(peers) + extra)
             self.ports = dict(zip(roles, ports[: len(roles)], strict=True))
-            rest = ports[len(roles) :]
+            self.http_ports = dict(
+                zip(peers, ports[len(roles) : len(roles) + len(peers)], strict=True)
+            )
+            rest = ports[len(roles) + len(peers) :]
             if self.spec.needs_broker:
                 amqp, dist, epmd, *rest = rest
                 self.broker = RabbitNode(

@@ -18,6 +18,7 @@ from ipclab.stacks import StackSpec
 COMPOSE_DIR = REPO_ROOT / "compose"
 COMMON = COMPOSE_DIR / "common.yml"
 CONTAINER_PORT = 8000
+HTTP_PEER_PORT = 8001  # an http_peer's HTTP/1.1 listener, beside its transport's port
 BROKER_URL = "amqp://guest:guest@broker:5672/"
 
 
@@ -51,7 +52,9 @@ def compose_document(spec: StackSpec, net_admin: bool = False) -> dict[str, Any]
         if net_admin:
             services["broker"]["cap_add"] = DELAY_CAPABILITIES
     for role in (spec.gateway, *spec.services):
-        svc = {**_extends("app"), "environment": spec.role_env(role, addresses, amqp_url)}
+        http = {p: f"{p}:{HTTP_PEER_PORT}" for p in spec.http_peers}
+        env = spec.role_env(role, addresses, amqp_url, http_addresses=http)
+        svc = {**_extends("app"), "environment": env}
         if net_admin:
             svc["cap_add"] = DELAY_CAPABILITIES
         if spec.needs_broker:

@@ -28,9 +28,10 @@ DEV = "eth0"
 
 # Runs inside a container with its own python3 (python on PATH in the services image).
 # Round trips from inside a container, over TCP and UDP alike. TCP: the connect time (SYN out,
-# SYN-ACK back). UDP: a datagram to the same port number, where nothing listens on UDP, and
-# the ICMP "port unreachable" it draws back (a connected UDP socket sees it as a refused
-# recv), so no responder is needed. The minimum over the tries is kept for each.
+# SYN-ACK back). UDP: a datagram to port 9 (discard), where nothing listens on UDP (a CoAP
+# service answers on its own port), and the ICMP "port unreachable" it draws back (a
+# connected UDP socket sees it as a refused recv), so no responder is needed. The minimum
+# over the tries is kept for each.
 _PROBE = r"""
 import json, socket, sys, time
 def tcp(host, port):
@@ -42,11 +43,12 @@ def tcp(host, port):
         return (time.perf_counter() - t0) * 1000
     finally:
         s.close()
+UDP_PORT = 9
 def udp(host, port):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(0.2)
     try:
-        s.connect((host, port))
+        s.connect((host, UDP_PORT))
         t0 = time.perf_counter()
         s.send(b"ipclab-rtt")
         try:

@@ -39,7 +39,7 @@ from ipclab.backends.docker.backend import (
     DockerStack,
     DockerStackError,
 )
-from ipclab.backends.docker.compose import BROKER_URL, DELAY_CAPABILITIES
+from ipclab.backends.docker.compose import BROKER_URL, DELAY_CAPABILITIES, HTTP_PEER_PORT
 from ipclab.backends.docker.ownership import HARNESS_LABEL, PROJECT_LABEL, remove_project
 from ipclab.stacks import StackSpec
 
@@ -195,7 +195,12 @@ def stack_document(
     for role in (spec.gateway, *spec.services):
         env = {
             **options.env(),
-            **spec.role_env(role, addresses, amqp_url),
+            **spec.role_env(
+                role,
+                addresses,
+                amqp_url,
+                http_addresses={p: f"{p}:{HTTP_PEER_PORT}" for p in spec.http_peers},
+            ),
             "IPCLAB_HOST": "0.0.0.0",
             "IPCLAB_PORT": str(CONTAINER_PORT),
         }

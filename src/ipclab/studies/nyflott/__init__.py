@@ -1,5 +1,6 @@
 """Nyfløtt 2017 (NTNU master thesis): HTTP/1.1 vs h2c vs CoAP between an API gateway and
-its services, under added network delay. So far: the shop over h2c and CoAP (issue 14)."""
+its services, under added network delay (issue 14). So far: the AcmeAir stacks, published
+Tables 2 and 3, the load matrix and Table 2 analysis; no notebook yet (docs/acmeair.md)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,95 @@
+"""The Nyfløtt 2017 load matrix: 3 protocols x added delays x repetitions, interleaved.
+
+10 closed-loop users (the thesis's), each iteration the AcmeAir driver's mix
+(``users.py``). Every (protocol, delay) cell of a repetition runs in one shuffled order
+(``experiments.run_interleaved``), so no protocol or delay gets one time of the session.
+The delay is added on every container's egress by the docker backend; the local backend
+cannot delay, so there the matrix has delay 0 only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ipclab.backends import StackOptions
+from ipclab.experiments import Experiment, run_interleaved
+from ipclab.paths import from_repo
+from ipclab.runs import DEFAULT_ROOT, Run
+from ipclab.studies.nyflott.stacks import ACMEAIR_COAP, ACMEAIR_H2C, ACMEAIR_HTTP1
+
+STACKS = tuple(s.name for s in (ACMEAIR_HTTP1, ACMEAIR_H2C, ACMEAIR_COAP))
+USERS = 10
+DELAYS_MS = (0, 2, 5)
+DELAYING_BACKENDS = ("docker",)
+
+
+@dataclass(frozen=True)
+class Profile:
+    repetitions: int
+    ramp_s: float  # users start evenly over this
+    warmup_s: float  # discarded, ramp included
+    measured_s: float
+
+
+PROFILES = {
+    # a first look for `make reproduce`: 3 stacks x 2 repetitions x 20 s on the local backend
+    "quick": Profile(repetitions=2, ramp_s=2, warmup_s=5, measured_s=15),
+    # the thesis's 30 s ramp, 2 min warm-up and 10 min window; 5 repetitions (it ran one)
+    "full": Profile(repetitions=5, ramp_s=30, warmup_s=150, measured_s=600),
+}
+
+
+def profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; choose {', '.join(PROFILES)}") from None
+
+
+def delays(backend: str) -> tuple[int, ...]:
+    return DELAYS_MS if backend in DELAYING_BACKENDS else (0,)
+
+
+def experiments(
+    profile_name: str,
+    backend: str = "local",
+    root: Path = DEFAULT_ROOT,
+    options: StackOptions | None = None,
+    measured_s: float | None = None,
+) -> list[Experiment]:
+    """One experiment per delay (delay is a stack option), all of the same profile;
+    ``measured_s`` shortens the measured window (a deviation the result must state)."""
+    p = profile(profile_name)
+    if measured_s is not None:
+        p = replace(p, measured_s=measured_s)
+    base = options or StackOptions()
+    return [
+        Experiment(
+            name=f"nyflott-{profile_name}-{backend}-d{d}",
+            stacks=STACKS,
+            users=(USERS,),
+            repetitions=p.repetitions,
+            duration_s=p.warmup_s + p.measured_s,
+            warmup_s=p.warmup_s,
+            spawn_rate=USERS / p.ramp_s,
+            backend=backend,
+            options=replace(base, delay_ms=float(d)),
+            order_seed=2017,
+            root=from_repo(root),
+        )
+        for d in delays(backend)
+    ]
+
+
+def run_experiments(
+    profile_name: str,
+    backend: str = "local",
+    root: Path = DEFAULT_ROOT,
+    progress: Callable[[str], None] = print,
+    measured_s: float | None = None,
+) -> list[Run]:
+    return run_interleaved(
+        experiments(profile_name, backend, root, measured_s=measured_s), 2017, progress
+    )

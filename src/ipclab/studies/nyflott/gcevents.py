@@ -1,0 +1,28 @@
+"""Major GC events of a run: the ``ipclab-gc`` lines every role of an AcmeAir stack logs
+(``services/gcwatch.py``), read from the run directory's ``logs/<role>.log``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+PREFIX = "ipclab-gc "
+COLUMNS = ("role", "t", "ms", "collected", "uncollectable")
+
+
+def read_gc_events(run_dir: str | Path) -> pd.DataFrame:
+    """One row per major GC: role, t (unix s at its start), ms (pause), collected,
+    uncollectable; sorted by time. Malformed lines (a role killed mid-write) are skipped."""
+    rows = []
+    for log in sorted(Path(run_dir, "logs").glob("*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if not line.startswith(PREFIX):
+                continue
+            try:
+                event = json.loads(line[len(PREFIX) :])
+                rows.append({"role": log.stem, **{k: event[k] for k in COLUMNS[1:]}})
+            except (ValueError, KeyError, TypeError):
+                continue
+    return pd.DataFrame(rows, columns=list(COLUMNS)).sort_values("t", ignore_index=True)

@@ -1,0 +1,83 @@
+"""Published numbers of Nyfløtt 2017, read from ``data/published/``.
+
+Two CSV files (described in ``data/published/README.md``), numbers exactly as printed:
+
+* ``nyflott2017_requests.csv``: Table 2 "Summary of the requests." (p. 52): one row per
+  protocol and added delay: requests in the 600 s window, mean, max, min and population SD
+  of the response time (ms);
+* ``nyflott2017_network.csv``: Table 3 "Overview of packet count and transferred bytes per
+  request." (p. 56): bytes, packets and bytes per packet per request.
+
+Pages are those the thesis's List of Tables gives. Loaders validate columns, types and
+allowed values and raise :class:`PublishedDataError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ipclab.published import DATA_DIR, DOCUMENTS, PublishedDataError, _choice, _fail, _num, _read
+
+REQUESTS_CSV = DATA_DIR / "nyflott2017_requests.csv"
+NETWORK_CSV = DATA_DIR / "nyflott2017_network.csv"
+
+STYLES = ("http1", "h2c", "coap")
+DELAYS_MS = (0, 2, 5)
+#: The protocol names the thesis prints, mapped to ipclab's style names.
+PROTOCOL_STYLE = {"http1.1": "http1", "h2c": "h2c", "coap": "coap"}
+
+__all__ = ["PublishedDataError", "load_network", "load_requests"]
+
+_KEYS = ("document", "table", "page", "protocol", "style", "delay_ms")
+
+
+def _table(p: Path, numbers: dict[str, type]) -> pd.DataFrame:
+    cols = (*_KEYS, *numbers, "note")
+    df = _read(p, cols)
+    _choice(df, p, "document", DOCUMENTS)
+    _choice(df, p, "style", STYLES)
+    for i, (proto, style) in enumerate(zip(df["protocol"], df["style"], strict=True)):
+        if PROTOCOL_STYLE.get(proto) != style:
+            raise _fail(p, i, f"protocol {proto!r} does not map to style {style!r}")
+    out = df.loc[:, list(cols)].copy()
+    out["page"] = _num(df, p, "page", int, positive=True)
+    out["delay_ms"] = _num(df, p, "delay_ms", int)
+    for i, d in enumerate(out["delay_ms"]):
+        if d not in DELAYS_MS:
+            raise _fail(p, i, f"delay_ms={d} not one of {DELAYS_MS}")
+    for col, kind in numbers.items():
+        out[col] = _num(df, p, col, kind, positive=True)
+    dup = out.duplicated(["document", "style", "delay_ms"])
+    if dup.any():
+        raise _fail(p, int(dup.to_numpy().nonzero()[0][0]), "duplicate (document, style, delay)")
+    return out
+
+
+def load_requests(path: str | Path | None = None) -> pd.DataFrame:
+    """Table 2: ``document, table, page, protocol, style, delay_ms, duration_s, users,
+    requests, mean_ms, max_ms, min_ms, sd_ms, note``."""
+    p = Path(path) if path is not None else REQUESTS_CSV
+    numbers = {
+        "duration_s": float,
+        "users": int,
+        "requests": int,
+        "mean_ms": float,
+        "max_ms": float,
+        "min_ms": float,
+        "sd_ms": float,
+    }
+    out = _table(p, numbers)
+    for i, r in enumerate(out.itertuples()):
+        if not r.min_ms <= r.mean_ms <= r.max_ms:
+            raise _fail(p, i, "mean_ms is not between min_ms and max_ms")
+    return out
+
+
+def load_network(path: str | Path | None = None) -> pd.DataFrame:
+    """Table 3: ``document, table, page, protocol, style, delay_ms, bytes_per_request,
+    packets_per_request, bytes_per_packet, note``."""
+    p = Path(path) if path is not None else NETWORK_CSV
+    numbers = {"bytes_per_request": float, "packets_per_request": float, "bytes_per_packet": float}
+    return _table(p, numbers)
