@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,9 @@ from ipclab_services.domains import shop
 
 from ipclab import gobuild
 from ipclab.stacks import GO, PYTHON, all_stacks
+from tests.conftest import LEFT_OUT, SHOP_STACKS
+
+BUILT = [n for n, s in all_stacks().items() if s.runtime is not PYTHON]
 
 
 def test_python_runtime_runs_the_module() -> None:
@@ -30,6 +34,46 @@ def test_go_toolchain_builds_the_roles() -> None:
     binary = gobuild.go_binary()
     assert binary.exists()
     assert gobuild.go_binary() == binary  # cached: same sources, same binary
+
+
+@pytest.mark.parametrize("stack", BUILT)
+def test_a_built_stack_is_tested_or_skipped_by_name(stack: str) -> None:
+    """Every Go stack is in the contract and run tests, or skipped here naming the Go
+    toolchain and how to install it (the session header says so too)."""
+    if stack in LEFT_OUT:
+        pytest.skip(f"{stack} not tested (contract, runs, docker): {LEFT_OUT[stack]}")
+    assert stack in SHOP_STACKS
+
+
+def test_without_go_on_path_the_reason_names_the_toolchain_and_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no go anywhere on PATH
+    monkeypatch.setattr(gobuild, "USUAL_PLACE", tmp_path / "no-go")
+    monkeypatch.setattr(gobuild, "BUILD_DIR", tmp_path / "build")  # no cached binary
+    why = GO.unavailable()
+    assert why is not None
+    assert "Go toolchain" in why and "not on PATH" in why
+    assert "https://go.dev/dl/" in why and gobuild.required_version() in why
+    with pytest.raises(gobuild.ToolchainMissing, match="go.dev/dl"):
+        GO.command()
+    # installed where go.dev's archive puts it, but not on PATH: says what to add
+    (tmp_path / "no-go").touch()
+    assert "add" in (gobuild.toolchain_missing() or "")
+
+
+def test_a_go_older_than_go_mod_asks_for_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = tmp_path / "go"
+    fake.write_text("#!/bin/sh\necho go1.19.8\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(gobuild, "BUILD_DIR", tmp_path / "build")
+    why = gobuild.toolchain_missing()
+    assert why is not None and "Go 1.19.8, older than" in why and "go.dev/dl" in why
+    with pytest.raises(gobuild.ToolchainMissing):
+        gobuild.go_binary()
 
 
 def test_fixture_is_deterministic(tmp_path: Path) -> None:
