@@ -85,3 +85,19 @@ def test_fixture_is_deterministic(tmp_path: Path) -> None:
     doc = json.loads(a.read_text())
     assert (doc["seed"], len(doc["products"]), len(doc["carts"])) == (7, 50, 20)
     assert doc["products"][6]["product_id"] == 7
+
+
+def test_compose_runs_go_roles_on_the_go_image() -> None:
+    from ipclab.backends.docker.compose import compose_document
+    from ipclab.stacks import resolve
+
+    go = compose_document(resolve("shop-amqp-go"))["services"]
+    py = compose_document(resolve("shop-amqp"))["services"]
+    assert set(go) == set(py)  # the same roles and broker
+    for role in resolve("shop-amqp-go").roles:
+        assert go[role]["image"] == "${IPCLAB_IMAGE:-ipclab-services-go:latest}"
+        assert "image" not in py[role]  # compose/common.yml's default: the Python image
+        env_go = {k: v for k, v in go[role]["environment"].items() if k != "IPCLAB_STACK"}
+        env_py = {k: v for k, v in py[role]["environment"].items() if k != "IPCLAB_STACK"}
+        assert env_go == env_py  # the same knobs, addresses and broker
+    assert "image" not in go["broker"]
