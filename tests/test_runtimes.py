@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,25 @@ def test_compose_runs_go_roles_on_the_go_image() -> None:
         env_py = {k: v for k, v in py[role]["environment"].items() if k != "IPCLAB_STACK"}
         assert env_go == env_py  # the same knobs, addresses and broker
     assert "image" not in go["broker"]
+
+
+def test_image_entrypoint_writes_the_fixture_then_execs_the_role(tmp_path: Path) -> None:
+    """What each service container of a Go stack runs first (services/fixture.py)."""
+    knobs = {"IPCLAB_SEED": "7", "IPCLAB_CATALOGUE_SIZE": "50", "IPCLAB_CUSTOMERS": "20"}
+    want = tmp_path / "want.json"
+    shop.write_fixture(want, knobs)
+    for role, written in (("reviews", True), ("gateway", False)):
+        path = tmp_path / role / "fixture.json"
+        env = {
+            **os.environ,
+            **knobs,
+            "IPCLAB_DOMAIN": "shop",
+            "IPCLAB_ROLE": role,
+            "IPCLAB_FIXTURE": str(path),
+        }
+        cmd = [sys.executable, "-m", "ipclab_services.fixture", "/bin/sh", "-c", "echo $0 ok"]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+        assert out.strip() == "/bin/sh ok"  # the command replaced the writer
+        assert path.exists() == written
+        if written:
+            assert path.read_bytes() == want.read_bytes()
