@@ -11,8 +11,12 @@ the library directly with the same handler. Per candidate it prints:
 - each row's ratio to the floor: a length-prefixed asyncio TCP echo of the same payload,
   measured in the same run.
 
+With ``--go``, the Go styles (``go-rest``, ``go-grpc``, ``go-amqp``, and ``go-floor``, a
+raw Go TCP echo) are rows of the same rounds, measured the same way by the Go binary as
+server and client (``bench/transports_go.py``; without a Go toolchain they fail, saying so).
+
     python bench/transports.py [--requests 2000] [--inflight 32] [--seconds 3]
-                               [--only rest,grpc] [--rounds 3] [--json OUT]
+                               [--only rest,grpc] [--rounds 3] [--go] [--json OUT]
 
 Numbers move with the machine's load; compare rows of one run, not runs of two machines.
 """
@@ -29,6 +33,7 @@ import multiprocessing as mp
 import os
 import platform
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,6 +69,7 @@ class Candidate:
     client: str  # key of CLIENTS
     loop: str = "uvloop"  # or "asyncio", on both sides
     broker: bool = False
+    runtime: str = "python"  # "go": both sides are the Go binary (bench/transports_go.py)
 
 
 CANDIDATES = (
@@ -93,6 +99,18 @@ CANDIDATES = (
         broker=True,
     ),
     Candidate("coap", "CoAP GET: adapter (aiocoap both sides, CON)", "coap", "coap"),
+    # Go (issue 18): the Go binary on both sides; chosen with --go or by name
+    Candidate("go-floor", "Go: raw TCP echo, length-prefixed", "echo", "echo", runtime="go"),
+    Candidate("go-rest", "Go: net/http server and client", "rest", "rest", runtime="go"),
+    Candidate("go-grpc", "Go: grpc-go unary, both sides", "grpc", "grpc", runtime="go"),
+    Candidate(
+        "go-amqp",
+        "Go: amqp091-go, reply queue + corr. id",
+        "amqp",
+        "amqp",
+        broker=True,
+        runtime="go",
+    ),
 )
 BY_NAME = {c.name: c for c in CANDIDATES}
 
@@ -480,6 +498,13 @@ def _stop(proc: mp.process.BaseProcess) -> None:
 
 
 def run_candidate(c: Candidate, args: argparse.Namespace, broker: Any) -> dict[str, Any]:
+    if c.runtime == "go":
+        import transports_go  # beside this file: bench/ is on sys.path when run as a script
+
+        try:
+            return transports_go.measure(c.server, args, broker if c.broker else None, _payload())
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+            return {"error": str(e).strip().splitlines()[-1] if str(e).strip() else repr(e)}
     ctx = mp.get_context("spawn")
     url = broker.url if c.broker else ""
     port = free_port()  # free over TCP and UDP
@@ -620,6 +645,10 @@ def measure_all(chosen: list[Candidate], args: argparse.Namespace) -> list[dict[
             broker["node"].stop()
             with contextlib.suppress(OSError):
                 broker["node"].directory.parent.rmdir()
+        if any(c.runtime == "go" for c in chosen):
+            import transports_go
+
+            transports_go.cleanup()
     return rows
 
 
@@ -674,6 +703,16 @@ def print_summary(summary: list[dict[str, Any]], rounds: int) -> None:
         )
 
 
+def chosen_candidate(c: Candidate, names: list[str], go: bool) -> bool:
+    """The floor always; a named candidate; without names every Python one; with ``go``
+    the Go floor and the Go row of each chosen style (all three without names)."""
+    if c.name == "floor" or c.name in names:
+        return True
+    if c.runtime == "go":
+        return go and (c.name == "go-floor" or not names or c.server in names)
+    return not names
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=2000, help="sequential calls (default 2000)")
@@ -683,13 +722,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     ap.add_argument(
-        "--go", action="store_true", help="also the Go styles (bench/transports_go.py), same run"
+        "--go",
+        action="store_true",
+        help="also the Go rows (go-floor and, of rest/grpc/amqp, those --only names), same rounds",
     )
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     if unknown := [n for n in names if n not in BY_NAME]:
         ap.error(f"unknown candidate(s) {unknown}; known: {', '.join(BY_NAME)}")
-    chosen = [c for c in CANDIDATES if not names or c.name in names or c.name == "floor"]
+    chosen = [c for c in CANDIDATES if chosen_candidate(c, names, args.go)]
 
     load_before = os.getloadavg()
     print(
@@ -703,16 +744,6 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(rows, [c.name for c in chosen]) if args.rounds > 1 else []
     if summary:
         print_summary(summary, args.rounds)
-    go_rows: list[dict[str, Any]] = []
-    if args.go:
-        import transports_go  # beside this file: bench/ is on sys.path when run as a script
-
-        go_args = argparse.Namespace(
-            requests=args.requests, inflight=args.inflight, seconds=args.seconds, only=""
-        )
-        go_rows = transports_go.run(go_args)
-        print()
-        transports_go.print_rows(go_rows)
     load_after = os.getloadavg()
     print(
         f"# load avg {load_before[0]:.2f} before, {load_after[0]:.2f} after;"
@@ -731,8 +762,11 @@ def main(argv: list[str] | None = None) -> int:
             "versions": versions(),
             "rows": rows,
             "summary": summary,
-            "go_rows": go_rows,
         }
+        if any(c.runtime == "go" for c in chosen):
+            import transports_go
+
+            doc["go"] = transports_go.go_version()
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
     return 0 if all("error" not in r for r in rows) else 1
 

@@ -1,14 +1,18 @@
-"""Go per-call costs of the three styles (issue 18): the Go companion of transports.py.
+"""The Go rows of bench/transports.py (issue 18): the same calls, measured the same way.
 
-For each style, the Go binary (``services/go``, built by the harness) serves the shop's
-``product-info`` on the shared fixture, and the same binary as a client (``IPCLAB_ROLE=
-bench``) calls ``get`` for product 1: ``--requests`` calls one at a time (p50, p99), then
-``--inflight`` calls in flight for ``--seconds`` seconds (req/s). CPU: the client's own over
-the throughput phase (getrusage), the server's (and the broker's) per call over the whole
-run, in microseconds. ``transports.py --go`` prints these rows after its own.
+For each Go candidate of ``transports.py`` (``go-floor``, ``go-rest``, ``go-grpc``,
+``go-amqp``), the Go binary (``services/go``, built by the harness) serves the shop's
+``product-info`` on the Python generator's data (or, for the floor, echoes length-prefixed
+frames), and the same binary as a client (``IPCLAB_ROLE=bench``, ``services/go/bench.go``)
+calls ``get`` for product 1 (or echoes the same product-1 JSON payload as the Python floor)
+with the procedure of ``transports.py``'s Python client: the same warm-up, ``--requests``
+calls one at a time (p50, p99), ``--inflight`` calls in flight for ``--seconds``; CPU of
+the client, the server and the broker (the same private RabbitMQ node as the Python AMQP
+rows) over the throughput phase. The row has ``transports.py``'s fields, so the Go rows
+take their place in its interleaved rounds, ratios and summary.
 
-    python bench/transports_go.py [--requests 2000] [--inflight 32] [--seconds 3]
-                                  [--only rest,grpc,amqp] [--json OUT]
+    python bench/transports.py --go [--only rest,grpc,amqp] [--rounds 3]   # Python and Go
+    python bench/transports_go.py [transports.py options]                  # floor + Go rows
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,57 +28,54 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil
-from ipclab_services.domains import shop
-
-from ipclab.backends.broker import RabbitNode
 from ipclab.gobuild import go_binary, toolchain_missing
 from ipclab.procs import free_port, spawn, stop_group
 
-STYLES = ("rest", "grpc", "amqp")
 SERVICE = "product-info"
+NAMES = ("go-floor", "go-rest", "go-grpc", "go-amqp")
 
 
-def _cpu(proc: psutil.Process) -> float:
-    """CPU seconds of ``proc`` and its live children (the broker's beam.smp is a child)."""
-    total = 0.0
-    for p in (proc, *proc.children(recursive=True)):
-        try:
-            t = p.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += t.user + t.system
-    return total
+def _work() -> Path:
+    """One folder per bench process: the data fixture and the servers' logs."""
+    global _WORK
+    if _WORK is None:
+        _WORK = Path(tempfile.mkdtemp(prefix="ipclab-bench-go-"))
+    return _WORK
 
 
-def measure(style: str, binary: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
-    fixture = work / "fixture.json"
+_WORK: Path | None = None
+
+
+def measure(style: str, args: argparse.Namespace, broker: Any, payload: bytes) -> dict[str, Any]:
+    """One Go row: ``style`` is ``echo`` (the floor), ``rest``, ``grpc`` or ``amqp``;
+    ``broker``: the running RabbitMQ node for ``amqp``. Raises on failure."""
+    from ipclab_services.domains import shop
+
+    missing = toolchain_missing()
+    if missing:
+        raise RuntimeError(missing)
+    binary = go_binary()
+    work = _work()
+    fixture, payload_file = work / "fixture.json", work / "payload.json"
     if not fixture.exists():
         shop.write_fixture(fixture, {})
+        payload_file.write_bytes(payload)
     base = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
     env = {**base, "IPCLAB_TRANSPORT": style, "IPCLAB_SERVICES": SERVICE}
-    broker = None
-    server = None
+    if style == "amqp":
+        env["IPCLAB_AMQP_URL"] = broker.url
+    port = free_port()
+    log = work / f"{style}-server.log"
+    server = spawn(
+        [str(binary)],
+        {**env, "IPCLAB_ROLE": SERVICE, "IPCLAB_PORT": str(port), "IPCLAB_FIXTURE": str(fixture)},
+        log,
+    )
     try:
-        if style == "amqp":
-            broker = RabbitNode(work / f"broker-{style}")
-            broker.start()
-            env["IPCLAB_AMQP_URL"] = broker.url
-        port = free_port()
-        server = spawn(
-            [str(binary)],
-            {
-                **env,
-                "IPCLAB_ROLE": SERVICE,
-                "IPCLAB_PORT": str(port),
-                "IPCLAB_FIXTURE": str(fixture),
-            },
-            work / f"{style}-server.log",
-        )
         time.sleep(1.0)  # the listener or the consumer is up well within this
-        srv = psutil.Process(server.pid)
-        brk = psutil.Process(broker.process.pid) if broker and broker.process else None
-        s0, b0 = _cpu(srv), (_cpu(brk) if brk else 0.0)
+        if server.poll() is not None:
+            raise RuntimeError(f"go server ({style}) exited: {log.read_text()[-500:]}")
+        budget = 60 + args.requests * 10 / 100 + args.seconds
         client = subprocess.run(
             [str(binary)],
             env={
@@ -83,67 +85,59 @@ def measure(style: str, binary: Path, work: Path, args: argparse.Namespace) -> d
                 "IPCLAB_BENCH_REQUESTS": str(args.requests),
                 "IPCLAB_BENCH_INFLIGHT": str(args.inflight),
                 "IPCLAB_BENCH_SECONDS": str(args.seconds),
+                "IPCLAB_BENCH_PAYLOAD": str(payload_file),
+                "IPCLAB_BENCH_SERVER_PIDS": str(server.pid),
+                "IPCLAB_BENCH_BROKER_PIDS": ",".join(map(str, broker.pids() if broker else [])),
             },
             capture_output=True,
             text=True,
             check=False,
-            timeout=120,
+            timeout=budget,
         )
         if client.returncode != 0:
             raise RuntimeError(f"go bench client ({style}): {client.stderr.strip()[-500:]}")
-        row: dict[str, Any] = json.loads(client.stdout)
-        calls = row["calls"]
-        row["server_cpu_us"] = 1e6 * (_cpu(srv) - s0) / calls
-        row["broker_cpu_us"] = 1e6 * (_cpu(brk) - b0) / calls if brk else None
-        return {"style": style, "language": "go", **row}
+        r = json.loads(client.stdout)
     finally:
-        if server is not None:
-            stop_group(server)
-        if broker is not None:
-            broker.stop()
+        stop_group(server)
+    elapsed, done = r["elapsed_s"], r["done"]
+    cpu = (r["client_cpu_s"], r["server_cpu_s"], r["broker_cpu_s"])
+    return {
+        "seq_p50_us": round(r["seq_p50_us"], 1),
+        "seq_p99_us": round(r["seq_p99_us"], 1),
+        "rps": round(done / elapsed, 1),
+        "cpu_us_per_call": round(1e6 * sum(cpu) / done, 1) if done else None,
+        "errors": r["errors"],
+        "first_error": r["first_error"],
+        "client_cpu_percent": round(100 * cpu[0] / elapsed, 1),
+        "server_cpu_percent": round(100 * cpu[1] / elapsed, 1),
+        "broker_cpu_percent": round(100 * cpu[2] / elapsed, 1) if broker else None,
+    }
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    missing = toolchain_missing()
-    if missing:
-        print(f"Go rows skipped: {missing}", file=sys.stderr)
-        return []
-    binary = go_binary()
-    styles = [s for s in STYLES if not args.only or s in args.only.split(",")]
-    with tempfile.TemporaryDirectory(prefix="ipclab-bench-go-") as tmp:
-        return [measure(s, binary, Path(tmp), args) for s in styles]
+def cleanup() -> None:
+    """Remove this process's work folder (fixture, payload, server logs)."""
+    global _WORK
+    if _WORK is not None:
+        shutil.rmtree(_WORK, ignore_errors=True)
+        _WORK = None
 
 
-def print_rows(rows: list[dict[str, Any]]) -> None:
-    print(
-        f"{'go style':<10}{'p50 ms':>9}{'p99 ms':>9}{'req/s':>10}"
-        f"{'client us/call':>16}{'server us/call':>16}{'broker us/call':>16}"
-    )
-    for r in rows:
-        broker = f"{r['broker_cpu_us']:.1f}" if r["broker_cpu_us"] is not None else "-"
-        print(
-            f"{r['style']:<10}{r['p50_ms']:>9.3f}{r['p99_ms']:>9.3f}{r['rps']:>10.0f}"
-            f"{r['client_cpu_us']:>16.1f}{r['server_cpu_us']:>16.1f}{broker:>16}"
-        )
+def go_version() -> str | None:
+    """The toolchain that built the rows (None without one)."""
+    if toolchain_missing():
+        return None
+    out = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, check=False)
+    return out.stdout.strip() or None
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--requests", type=int, default=2000)
-    p.add_argument("--inflight", type=int, default=32)
-    p.add_argument("--seconds", type=float, default=3.0)
-    p.add_argument("--only", default="")
-    p.add_argument("--json", type=Path, default=None)
-    return p
+def main(argv: list[str] | None = None) -> int:
+    """The Python floor and the Go rows only, through transports.py."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import transports
 
-
-def main() -> None:
-    args = parser().parse_args()
-    rows = run(args)
-    print_rows(rows)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return int(transports.main([*argv, "--only", ",".join(NAMES)]))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

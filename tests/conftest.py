@@ -22,6 +22,21 @@ SHOP_STACKS = tuple(
     if s.domain == "shop" and s.runtime.unavailable() is None
 )
 
+# Stacks left out (their runtime cannot be built here), with the reason naming the toolchain.
+LEFT_OUT = {
+    name: why
+    for name, s in all_stacks().items()
+    if s.domain == "shop" and (why := s.runtime.unavailable()) is not None
+}
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Say at the top of the session which shop stacks are not tested, and why."""
+    if not LEFT_OUT:
+        return [f"shop stacks tested: {', '.join(SHOP_STACKS)}"]
+    return [f"NOT tested: {name}: {why}" for name, why in LEFT_OUT.items()]
+
+
 # Every process this test session starts inherits this variable (directly or through the
 # CLI), so the leak checks see only this session's processes, not another user's.
 SESSION_MARK = "IPCLABTEST_SESSION"

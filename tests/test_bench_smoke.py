@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "transports.py"
 
 
@@ -28,3 +30,27 @@ def test_transports_bench_prints_table(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert [r["name"] for r in doc["rows"]] == ["floor", "rest"]
     assert all(r["rps"] > 0 and r["seq_p50_us"] > 0 for r in doc["rows"])
+
+
+def test_transports_bench_puts_go_rows_in_the_same_run(tmp_path: Path) -> None:
+    from ipclab import gobuild
+
+    if missing := gobuild.toolchain_missing():
+        pytest.skip(f"Go rows not tested: {missing}")
+    out = tmp_path / "bench.json"
+    argv = ["--requests", "50", "--inflight", "4", "--seconds", "0.5", "--only", "rest", "--go"]
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), *argv, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "FAILED" not in proc.stdout
+    doc = json.loads(out.read_text())
+    rows = {r["name"]: r for r in doc["rows"]}
+    assert set(rows) == {"floor", "rest", "go-floor", "go-rest"}
+    for r in rows.values():  # the same fields, measured the same way
+        assert r["rps"] > 0 and r["seq_p50_us"] > 0 and r["cpu_us_per_call"] > 0, r
+        assert r["errors"] == 0, r
+    assert doc["go"].startswith("go1.")

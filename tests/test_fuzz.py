@@ -9,6 +9,7 @@ import pytest
 
 from ipclab import fuzz
 from tests.conftest import ipclab_processes
+from tests.test_amqp_reconnect import AMQP_STACKS
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +46,8 @@ def test_the_fuzzer_sees_a_crash_and_a_broken_page() -> None:
         stack.stop()
 
 
-def test_broker_restart_mid_amqp_run_answers_every_request_once_and_correctly() -> None:
+@pytest.mark.parametrize("name", AMQP_STACKS)  # Python's and Go's
+def test_broker_restart_mid_amqp_run_answers_every_request_once_and_correctly(name: str) -> None:
     """No hang, no mismatched or duplicated reply: every in-flight request gets one answer
     (503/504 allowed) within its deadline and is counted; correct pages come back after."""
     import random
@@ -60,7 +62,7 @@ def test_broker_restart_mid_amqp_run_answers_every_request_once_and_correctly() 
     from ipclab.backends import StackOptions, get_backend
     from ipclab.stacks import resolve
 
-    stack: Any = get_backend("local").start(resolve("shop-amqp"), StackOptions(call_timeout_s=2.0))
+    stack: Any = get_backend("local").start(resolve(name), StackOptions(call_timeout_s=2.0))
     outcomes: list[tuple[int, int, int, Any]] = []
     lock = threading.Lock()
     stop = threading.Event()

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log"
 	"net/url"
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -18,8 +21,18 @@ import (
 // acks and prefetch 64, publish the reply to reply_to with the same correlation id, then
 // ack; the gateway has one connection, one channel and one exclusive server-named reply
 // queue consumed without acks. Body {"op", "request"}; reply {"result"} or {"error", "message"}.
+//
+// Reconnection as aio-pika's connect_robust (the Python stack's): the first connection
+// must succeed (a broker that does not answer at start is an error); a connection lost
+// later is dialled again at once, then every reconnectInterval until it succeeds, and the
+// channel, its QoS, the queues, the reply queue and the consumers are declared again. While
+// the gateway has no connection a call is "unavailable" at once; a call whose reply was lost
+// with the old connection waits for its deadline ("timeout"), as in Python.
 
 const prefetch = 64
+
+// aio-pika's RobustConnection default (reconnect_interval=5)
+const reconnectInterval = 5 * time.Second
 
 func queueName(service string) string { return "ipclab." + service }
 
@@ -33,38 +46,91 @@ type amqpRequest struct {
 	Request map[string]any `json:"request"`
 }
 
-func serveAMQP(f *Fixture, service, amqpURL string) error {
-	conn, err := amqp.Dial(amqpURL)
+// robust keeps one connection to amqpURL: setup runs on every new connection (the first one
+// must succeed); when a connection closes, it is dialled again at once and then every
+// reconnectInterval, until stop is closed.
+func robust(amqpURL, who string, setup func(*amqp.Connection) error, stop <-chan struct{},
+	lost func()) error {
+	connect := func() (*amqp.Connection, error) {
+		conn, err := amqp.Dial(amqpURL)
+		if err != nil {
+			return nil, err
+		}
+		if err := setup(conn); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+	conn, err := connect()
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return err
-	}
-	if err := ch.Qos(prefetch, 0, false); err != nil {
-		return err
-	}
-	if err := declare(ch, service); err != nil {
-		return err
-	}
-	deliveries, err := ch.Consume(queueName(service), "", false, false, false, false, nil)
-	if err != nil {
-		return err
-	}
-	for d := range deliveries {
-		go func(d amqp.Delivery) {
-			reply := handleAMQP(f, service, d.Body)
-			if d.ReplyTo != "" {
-				_ = ch.PublishWithContext(context.Background(), "", d.ReplyTo, false, false, amqp.Publishing{
-					Body: reply, CorrelationId: d.CorrelationId, DeliveryMode: amqp.Transient,
-				})
+	go func() {
+		for {
+			closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+			select {
+			case <-stop:
+				_ = conn.Close()
+				return
+			case e := <-closed:
+				lost()
+				log.Printf("amqp %s: connection closed (%v); reconnecting", who, e)
 			}
-			_ = d.Ack(false)
-		}(d)
+			for {
+				c, err := connect()
+				if err == nil {
+					conn = c
+					log.Printf("amqp %s: reconnected", who)
+					break
+				}
+				log.Printf("amqp %s: reconnect failed (%v); again in %s", who, err, reconnectInterval)
+				select {
+				case <-stop:
+					return
+				case <-time.After(reconnectInterval):
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+func serveAMQP(f *Fixture, service, amqpURL string) error {
+	setup := func(conn *amqp.Connection) error {
+		ch, err := conn.Channel()
+		if err != nil {
+			return err
+		}
+		if err := ch.Qos(prefetch, 0, false); err != nil {
+			return err
+		}
+		if err := declare(ch, service); err != nil {
+			return err
+		}
+		deliveries, err := ch.Consume(queueName(service), "", false, false, false, false, nil)
+		if err != nil {
+			return err
+		}
+		go func() {
+			for d := range deliveries {
+				go func(d amqp.Delivery) {
+					reply := handleAMQP(f, service, d.Body)
+					if d.ReplyTo != "" {
+						_ = ch.PublishWithContext(context.Background(), "", d.ReplyTo, false, false,
+							amqp.Publishing{Body: reply, CorrelationId: d.CorrelationId,
+								DeliveryMode: amqp.Transient})
+					}
+					_ = d.Ack(false)
+				}(d)
+			}
+		}()
+		return nil
 	}
-	return fmt.Errorf("the broker closed the connection")
+	if err := robust(amqpURL, service, setup, nil, func() {}); err != nil {
+		return err
+	}
+	select {} // serves until the process is stopped
 }
 
 func handleAMQP(f *Fixture, service string, body []byte) []byte {
@@ -97,10 +163,16 @@ type amqpReply struct {
 	Message string          `json:"message"`
 }
 
+// amqpSession is what one connection gives the gateway: its channel and reply queue.
+type amqpSession struct {
+	ch     *amqp.Channel
+	replyQ string
+}
+
 type amqpClients struct {
-	conn    *amqp.Connection
-	ch      *amqp.Channel
-	replyQ  string
+	smu     sync.RWMutex
+	session *amqpSession // nil while reconnecting
+	stop    chan struct{}
 	prefix  string
 	mu      sync.Mutex
 	next    uint64
@@ -116,45 +188,56 @@ type amqpClients struct {
 }
 
 func newAMQPClients(services []string, amqpURL string) (*amqpClients, error) {
-	conn, err := amqp.Dial(amqpURL)
-	if err != nil {
-		return nil, err
-	}
-	ch, err := conn.Channel()
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range services {
-		if err := declare(ch, s); err != nil {
-			return nil, err
-		}
-	}
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
-	if err != nil {
-		return nil, err
-	}
-	replies, err := ch.Consume(q.Name, "", true, true, false, false, nil)
-	if err != nil {
-		return nil, err
-	}
-	c := &amqpClients{conn: conn, ch: ch, replyQ: q.Name, prefix: fmt.Sprintf("%d-", os.Getpid()),
+	c := &amqpClients{prefix: fmt.Sprintf("%d-", os.Getpid()), stop: make(chan struct{}),
 		pending: map[string]chan amqpReply{}}
 	c.stats.PublishedByOp = map[string]int{}
-	returns := ch.NotifyReturn(make(chan amqp.Return, 16))
-	go func() {
-		for d := range replies {
-			var r amqpReply
-			if json.Unmarshal(d.Body, &r) != nil {
-				r = amqpReply{Error: "internal", Message: "a non-JSON reply"}
+	setup := func(conn *amqp.Connection) error {
+		ch, err := conn.Channel()
+		if err != nil {
+			return err
+		}
+		for _, s := range services {
+			if err := declare(ch, s); err != nil {
+				return err
 			}
-			c.deliver(d.CorrelationId, r, false)
 		}
-	}()
-	go func() {
-		for r := range returns {
-			c.deliver(r.CorrelationId, amqpReply{Error: "unavailable", Message: "no queue for the request"}, true)
+		q, err := ch.QueueDeclare("", false, true, true, false, nil)
+		if err != nil {
+			return err
 		}
-	}()
+		replies, err := ch.Consume(q.Name, "", true, true, false, false, nil)
+		if err != nil {
+			return err
+		}
+		returns := ch.NotifyReturn(make(chan amqp.Return, 16))
+		go func() {
+			for d := range replies {
+				var r amqpReply
+				if json.Unmarshal(d.Body, &r) != nil {
+					r = amqpReply{Error: "internal", Message: "a non-JSON reply"}
+				}
+				c.deliver(d.CorrelationId, r, false)
+			}
+		}()
+		go func() {
+			for r := range returns {
+				c.deliver(r.CorrelationId,
+					amqpReply{Error: "unavailable", Message: "no queue for the request"}, true)
+			}
+		}()
+		c.smu.Lock()
+		c.session = &amqpSession{ch, q.Name}
+		c.smu.Unlock()
+		return nil
+	}
+	lost := func() {
+		c.smu.Lock()
+		c.session = nil
+		c.smu.Unlock()
+	}
+	if err := robust(amqpURL, "gateway", setup, c.stop, lost); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -176,6 +259,8 @@ func (c *amqpClients) deliver(cid string, r amqpReply, returned bool) {
 	}
 }
 
+var errReconnecting = errors.New("the connection is lost, reconnecting")
+
 func (c *amqpClients) Call(ctx context.Context, service, op string, id int64, out any) error {
 	request := map[string]int64{}
 	if op == "get" {
@@ -193,9 +278,15 @@ func (c *amqpClients) Call(ctx context.Context, service, op string, id int64, ou
 		delete(c.pending, cid)
 		c.mu.Unlock()
 	}()
-	err := c.ch.PublishWithContext(ctx, "", queueName(service), true, false, amqp.Publishing{
-		Body: body, CorrelationId: cid, ReplyTo: c.replyQ, DeliveryMode: amqp.Transient,
-	})
+	c.smu.RLock()
+	s := c.session
+	c.smu.RUnlock()
+	err := errReconnecting
+	if s != nil {
+		err = s.ch.PublishWithContext(ctx, "", queueName(service), true, false, amqp.Publishing{
+			Body: body, CorrelationId: cid, ReplyTo: s.replyQ, DeliveryMode: amqp.Transient,
+		})
+	}
 	if err != nil {
 		return unavailable(fmt.Sprintf("broker: %v", err))
 	}
@@ -232,4 +323,4 @@ func (c *amqpClients) Stats() any {
 	return s
 }
 
-func (c *amqpClients) Close() { _ = c.conn.Close() }
+func (c *amqpClients) Close() { close(c.stop) }

@@ -78,6 +78,9 @@ func main() {
 		log.Fatal(serveGateway(g, addr))
 	}
 
+	if transport == "echo" { // the floor of bench/transports.py: no data, no service logic
+		log.Fatal(serveEcho(addr))
+	}
 	known := false
 	for _, s := range services {
 		known = known || s == role

@@ -57,7 +57,7 @@ PYTHON = Runtime("python", "ipclab_services.serve", "ipclab-services")
 GO = Runtime(
     "go",
     "",
-    "",  # no image yet: Go stacks run on the local backend only
+    "ipclab-services-go",  # services/go/Dockerfile: the services image plus the Go binary
     build=gobuild.go_binary,
     fixture=True,
     missing=gobuild.toolchain_missing,

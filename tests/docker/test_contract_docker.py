@@ -13,7 +13,9 @@ import pytest
 from ipclab import orphans
 from ipclab.backends.docker.backend import DockerStack, DockerStackError
 from ipclab.backends.docker.ownership import HARNESS_LABEL, PROJECT_LABEL
+from ipclab.stacks import resolve
 
+from .conftest import SHOP_STACKS
 from .local_tests import load_local_tests
 
 # The spine's contract tests, re-collected here: they get this directory's shop_stacks (docker).
@@ -103,8 +105,12 @@ def page_status(stack: DockerStack) -> int:
         return int(e.code)
 
 
-def test_broker_kill_and_restart_serves_pages_again(shop_stacks: dict[str, DockerStack]) -> None:
-    stack = shop_stacks["shop-amqp"]
+@pytest.mark.parametrize("name", [n for n in SHOP_STACKS if resolve(n).needs_broker])
+def test_broker_kill_and_restart_serves_pages_again(
+    shop_stacks: dict[str, DockerStack], name: str
+) -> None:
+    """Python's aio-pika and Go's amqp.go reconnect by themselves."""
+    stack = shop_stacks[name]
     assert page_status(stack) == 200
     stack.kill("broker")
     deadline = time.monotonic() + 15

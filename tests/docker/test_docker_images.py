@@ -54,3 +54,18 @@ def test_ensure_images_is_up_to_date_after_build(docker_images: dict[str, str]) 
     assert images.image_exists(docker_images["services"])
     assert images.image_exists(docker_images["broker"])
     assert images.status()["up_to_date"]
+
+
+def test_go_image_runs_the_hosts_static_binary_unprivileged(docker_images: dict[str, str]) -> None:
+    from ipclab import gobuild
+
+    if "go" not in docker_images:
+        pytest.skip(f"no Go image: {gobuild.toolchain_missing()}")
+    image = docker_images["go"]
+    assert images.status()["go_up_to_date"]
+    binary = f"/opt/ipclab/bin/{gobuild.BINARY}"
+    out = run_in(image, "sh", "-c", f"id -u; sha256sum {binary}; echo $IPCLAB_FIXTURE")
+    uid, digest, fixture = out.splitlines()
+    assert uid == "10001"
+    assert digest.split()[0] == images._sha256(gobuild.go_binary())  # the local backend's
+    assert fixture.startswith("/tmp/")

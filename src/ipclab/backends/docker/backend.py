@@ -218,10 +218,11 @@ class DockerBackend:
         c = client()
         from ipclab.backends.docker import images
 
+        runtime = spec.runtime.name
         if self.build:
-            imgs = images.ensure_images(base=self.base, broker=spec.needs_broker)
+            imgs = images.ensure_images(base=self.base, broker=spec.needs_broker, runtime=runtime)
         else:
-            imgs = {"services": images.SERVICES_IMAGE, "broker": images.BROKER_IMAGE}
+            imgs = {"services": images.runtime_image(runtime), "broker": images.BROKER_IMAGE}
         sweep_orphans(c=c)  # what a killed harness left, saying so
         net_admin = self.net_admin or options.delay_ms > 0
         stack = self.stack_class(c, spec, options, imgs, logs_dir, detached, net_admin)

@@ -1,7 +1,8 @@
 """A stack's compose file, generated from its declaration (``StackSpec``).
 
-Every role runs the one services image with the environment ``StackSpec.role_env`` gives
-it; the parts every stack shares (image, limits, labels, logging, the broker's healthcheck)
+Every role runs its runtime's image (``ipclab-services``, or ``ipclab-services-go`` for
+the Go stacks) with the environment ``StackSpec.role_env`` gives it; the parts every
+stack shares (image, limits, labels, logging, the broker's healthcheck)
 come from ``compose/common.yml`` through ``extends``. ``ipclab compose STACK`` prints the
 file, to run a stack by hand with ``docker-compose -p NAME -f FILE up -d``.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.paths import REPO_ROOT
-from ipclab.stacks import StackSpec
+from ipclab.stacks import PYTHON, StackSpec
 
 COMPOSE_DIR = REPO_ROOT / "compose"
 COMMON = COMPOSE_DIR / "common.yml"
@@ -55,6 +56,8 @@ def compose_document(spec: StackSpec, net_admin: bool = False) -> dict[str, Any]
         http = {p: f"{p}:{HTTP_PEER_PORT}" for p in spec.http_peers}
         env = spec.role_env(role, addresses, amqp_url, http_addresses=http)
         svc = {**_extends("app"), "environment": env}
+        if spec.runtime.image != PYTHON.image:  # common.yml's default is the Python image
+            svc["image"] = f"${{IPCLAB_IMAGE:-{spec.runtime.image}:latest}}"
         if net_admin:
             svc["cap_add"] = DELAY_CAPABILITIES
         if spec.needs_broker:

@@ -1,11 +1,14 @@
 """Container images for the docker backend: a local base, the services image, the broker image.
 
     python -m ipclab.backends.docker.images base  # Debian bookworm via debootstrap + docker import
-    python -m ipclab.backends.docker.images build  # services + broker images
+    python -m ipclab.backends.docker.images build  # services + broker images (--go: + the Go image)
     python -m ipclab.backends.docker.images status  # what exists; does it match the tree
 
-One image (``ipclab-services``) serves every role of every stack; the role comes from the
-environment at run time. Its Python dependencies are downloaded as wheels *on the host*
+One image (``ipclab-services``) serves every role of every Python stack; the role comes
+from the environment at run time. The Go stacks' roles run ``ipclab-services-go``: the
+services image plus the static Go binary built on the host (``services/go/Dockerfile``).
+
+The services image's Python dependencies are downloaded as wheels *on the host*
 (pinned to the versions the host runs, so local and docker backends use the same libraries)
 and installed offline in the image, so the build never depends on the container's network
 or certificates. The broker image is the official RabbitMQ image, or Debian's rabbitmq-server
@@ -37,6 +40,7 @@ LOCAL_BASE = os.environ.get("IPCLAB_LOCAL_BASE", "ipclab-base:bookworm")
 OFFICIAL_PYTHON = "python:3.11-slim"
 OFFICIAL_RABBITMQ = "rabbitmq:3"
 SERVICES_IMAGE = os.environ.get("IPCLAB_IMAGE", "ipclab-services:latest")
+GO_IMAGE = os.environ.get("IPCLAB_GO_IMAGE", "ipclab-services-go:latest")
 BROKER_IMAGE = os.environ.get("IPCLAB_BROKER_IMAGE", "ipclab-broker:latest")
 DEBIAN_MIRROR = os.environ.get("IPCLAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates", "iproute2", "iptables")
@@ -274,10 +278,20 @@ def hashed_requirements(wheels: Path) -> str:
 # --------------------------------------------------------------------------- contexts
 
 
+# The Go module is not part of the Python services (its binary goes into the Go image).
+GO_SOURCES = REPO_ROOT / "services" / "go"
+
+
 def _copy_tree(src: Path, dst: Path) -> None:
-    shutil.copytree(
-        src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "Dockerfile")
-    )
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "Dockerfile")
+
+    def ignored(directory: str, names: list[str]) -> set[str]:
+        skip = set(ignore(directory, names))
+        if Path(directory) == GO_SOURCES.parent:
+            skip.add(GO_SOURCES.name)
+        return skip
+
+    shutil.copytree(src, dst, ignore=ignored)
 
 
 def _tree_hash(paths: Iterable[Path], extra: str = "") -> str:
@@ -285,7 +299,7 @@ def _tree_hash(paths: Iterable[Path], extra: str = "") -> str:
     for root in paths:
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         for f in files:
-            if "__pycache__" in f.parts or f.suffix == ".pyc":
+            if "__pycache__" in f.parts or f.suffix == ".pyc" or GO_SOURCES in f.parents:
                 continue
             h.update(str(f.relative_to(REPO_ROOT)).encode())
             h.update(f.read_bytes())
@@ -301,6 +315,31 @@ def services_context_hash(base: str) -> str:
 
 def broker_context_hash(base: str) -> str:
     return _tree_hash([REPO_ROOT / "compose" / "broker"], extra=base)
+
+
+def go_context_hash(services_hash: str) -> str:
+    """The Go image's: the services image it is built on, the Go sources and build flags
+    (``gobuild.sources_hash``) and its Dockerfile."""
+    from ipclab import gobuild
+
+    dockerfile = (GO_SOURCES / "Dockerfile").read_text()
+    text = f"{services_hash}\n{gobuild.sources_hash()}\n{dockerfile}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def prepare_go_context(dest: Path = BUILD_DIR / "services-go") -> Path:
+    """The Go image's context: its Dockerfile and the static binary built on the host."""
+    from ipclab import gobuild
+
+    try:
+        binary = gobuild.go_binary()
+    except gobuild.ToolchainMissing as e:
+        raise ImageError(f"cannot build {GO_IMAGE}: {e}") from None
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    shutil.copy2(GO_SOURCES / "Dockerfile", dest / "Dockerfile")
+    shutil.copy2(binary, dest / gobuild.BINARY)
+    return dest
 
 
 def prepare_services_context(dest: Path = BUILD_DIR / "services") -> Path:
@@ -421,34 +460,70 @@ def build_services_image(
     return tag
 
 
+def build_go_image(services: str = SERVICES_IMAGE, tag: str = GO_IMAGE) -> str:
+    """The Go roles' image on top of the services image ``services`` (by its id, so a tag
+    moved meanwhile changes nothing), with no network: everything comes from the host."""
+    ctx = prepare_go_context()
+    services_hash = _image_label(services, LABEL_HASH) or ""
+    base_id = docker_client().images.get(services).id
+    labels = {LABEL_HASH: go_context_hash(services_hash), "ipclab.image": "services-go"}
+    _build(ctx, tag, base_id, labels, "Dockerfile", network_mode="none")
+    return tag
+
+
 def build_broker_image(base: str, tag: str = BROKER_IMAGE) -> str:
     labels = {LABEL_HASH: broker_context_hash(base), "ipclab.image": "broker"}
     _build(REPO_ROOT / "compose" / "broker", tag, base, labels, "Dockerfile")
     return tag
 
 
-def build_images(base: str = "auto", broker: bool = True) -> dict[str, str]:
-    """Build the services image (and the broker image); returns role -> image."""
+RUNTIME_IMAGES = {"python": SERVICES_IMAGE, "go": GO_IMAGE}
+
+
+def runtime_image(runtime: str) -> str:
+    """The image the roles of a ``runtime`` (``Runtime.name``) run."""
+    if runtime not in RUNTIME_IMAGES:
+        raise ImageError(f"no image for the {runtime} runtime; known: {', '.join(RUNTIME_IMAGES)}")
+    return RUNTIME_IMAGES[runtime]
+
+
+def build_images(base: str = "auto", broker: bool = True, go: bool = False) -> dict[str, str]:
+    """Build the services image (and the broker image, the Go image); returns role -> image
+    (``go``: the Go roles' image)."""
     bases = resolve_bases(base)
     out = {"services": build_services_image(bases.python)}
+    if go:
+        out["go"] = build_go_image(out["services"])
     if broker:
         out["broker"] = build_broker_image(bases.rabbitmq)
     return out
 
 
-def ensure_images(base: str = "auto", broker: bool = True) -> dict[str, str]:
-    """Build only what is missing or stale (its context hash differs from the working tree)."""
+def ensure_images(
+    base: str = "auto", broker: bool = True, runtime: str = "python"
+) -> dict[str, str]:
+    """Build only what is missing or stale (its context hash differs from the working tree).
+
+    Returns ``services``: the image the roles of ``runtime`` run (for ``go``, the Go image,
+    built on the services image), and ``broker`` when asked for."""
+    runtime_image(runtime)
     if base == "auto" and _fresh_enough(broker):
-        return {"services": SERVICES_IMAGE, **({"broker": BROKER_IMAGE} if broker else {})}
-    bases = resolve_bases(base)
-    out = {}
-    if _image_label(SERVICES_IMAGE, LABEL_HASH) != services_context_hash(bases.python):
-        build_services_image(bases.python)
-    out["services"] = SERVICES_IMAGE
-    if broker:
-        if _image_label(BROKER_IMAGE, LABEL_HASH) != broker_context_hash(bases.rabbitmq):
-            build_broker_image(bases.rabbitmq)
-        out["broker"] = BROKER_IMAGE
+        out = {"services": SERVICES_IMAGE, **({"broker": BROKER_IMAGE} if broker else {})}
+    else:
+        bases = resolve_bases(base)
+        out = {}
+        if _image_label(SERVICES_IMAGE, LABEL_HASH) != services_context_hash(bases.python):
+            build_services_image(bases.python)
+        out["services"] = SERVICES_IMAGE
+        if broker:
+            if _image_label(BROKER_IMAGE, LABEL_HASH) != broker_context_hash(bases.rabbitmq):
+                build_broker_image(bases.rabbitmq)
+            out["broker"] = BROKER_IMAGE
+    if runtime == "go":
+        want = go_context_hash(_image_label(SERVICES_IMAGE, LABEL_HASH) or "")
+        if _image_label(GO_IMAGE, LABEL_HASH) != want:
+            build_go_image(SERVICES_IMAGE)
+        out["services"] = GO_IMAGE
     return out
 
 
@@ -468,9 +543,19 @@ def _fresh_enough(broker: bool) -> bool:
 
 def status() -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in (LOCAL_BASE, OFFICIAL_PYTHON, OFFICIAL_RABBITMQ, SERVICES_IMAGE, BROKER_IMAGE):
+    for name in (
+        LOCAL_BASE,
+        OFFICIAL_PYTHON,
+        OFFICIAL_RABBITMQ,
+        SERVICES_IMAGE,
+        GO_IMAGE,
+        BROKER_IMAGE,
+    ):
         out[name] = {"exists": image_exists(name), "size_mb": _image_size_mb(name)}
     out["up_to_date"] = _fresh_enough(broker=True)
+    out["go_up_to_date"] = _image_label(GO_IMAGE, LABEL_HASH) == go_context_hash(
+        _image_label(SERVICES_IMAGE, LABEL_HASH) or ""
+    )
     return out
 
 
@@ -492,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
         "base, built if missing), or an image name",
     )
     bl.add_argument("--no-broker", action="store_true")
+    bl.add_argument("--go", action="store_true", help="also the Go roles' image (needs go)")
     bl.add_argument("--if-needed", action="store_true", help="skip images already up to date")
     sub.add_parser("status", help="which images exist and whether they are up to date")
     args = p.parse_args(argv)
@@ -503,8 +589,16 @@ def main(argv: list[str] | None = None) -> int:
                 build_base_image(args.tag, args.mirror)
             print(args.tag)
         elif args.cmd == "build":
-            fn = ensure_images if args.if_needed else build_images
-            for role, image in fn(base=args.base, broker=not args.no_broker).items():
+            broker = not args.no_broker
+            if args.if_needed:
+                made = ensure_images(base=args.base, broker=broker)
+                if args.go:
+                    made["go"] = ensure_images(base=args.base, broker=False, runtime="go")[
+                        "services"
+                    ]
+            else:
+                made = build_images(base=args.base, broker=broker, go=args.go)
+            for role, image in made.items():
                 print(f"{role}\t{image}")
         else:
             import json
