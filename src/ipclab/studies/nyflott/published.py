@@ -1,12 +1,15 @@
 """Published numbers of Nyfløtt 2017, read from ``data/published/``.
 
-Two CSV files (described in ``data/published/README.md``), numbers exactly as printed:
+Three CSV files (described in ``data/published/README.md``), numbers exactly as printed:
 
 * ``nyflott2017_requests.csv``: Table 2 "Summary of the requests." (p. 52): one row per
   protocol and added delay: requests in the 600 s window, mean, max, min and population SD
   of the response time (ms);
 * ``nyflott2017_network.csv``: Table 3 "Overview of packet count and transferred bytes per
-  request." (p. 56): bytes, packets and bytes per packet per request.
+  request." (p. 56): bytes, packets and bytes per packet per request;
+* ``nyflott2017_claims.csv``: every comparison of chapters 4 and 5 in the generic claims
+  format (:mod:`ipclab.published`); its ``a_users``, ``b_users``, ``from_users`` and
+  ``to_users`` hold the **added delay in ms** (0, 2, 5): the thesis runs 10 users throughout.
 
 Pages are those the thesis's List of Tables gives. Loaders validate columns, types and
 allowed values and raise :class:`PublishedDataError` naming the file and line.
@@ -14,21 +17,33 @@ allowed values and raise :class:`PublishedDataError` naming the file and line.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from ipclab.published import DATA_DIR, DOCUMENTS, PublishedDataError, _choice, _fail, _num, _read
+from ipclab import published as core
+from ipclab.published import (
+    DATA_DIR,
+    DOCUMENTS,
+    Claim,
+    PublishedDataError,
+    _choice,
+    _fail,
+    _num,
+    _read,
+)
 
 REQUESTS_CSV = DATA_DIR / "nyflott2017_requests.csv"
 NETWORK_CSV = DATA_DIR / "nyflott2017_network.csv"
+CLAIMS_CSV = DATA_DIR / "nyflott2017_claims.csv"
 
 STYLES = ("http1", "h2c", "coap")
 DELAYS_MS = (0, 2, 5)
 #: The protocol names the thesis prints, mapped to ipclab's style names.
 PROTOCOL_STYLE = {"http1.1": "http1", "h2c": "h2c", "coap": "coap"}
 
-__all__ = ["PublishedDataError", "load_network", "load_requests"]
+__all__ = ["PublishedDataError", "claims", "load_claims", "load_network", "load_requests"]
 
 _KEYS = ("document", "table", "page", "protocol", "style", "delay_ms")
 
@@ -81,3 +96,32 @@ def load_network(path: str | Path | None = None) -> pd.DataFrame:
     p = Path(path) if path is not None else NETWORK_CSV
     numbers = {"bytes_per_request": float, "packets_per_request": float, "bytes_per_packet": float}
     return _table(p, numbers)
+
+
+def load_claims(path: str | Path | None = None) -> pd.DataFrame:
+    """The study's claims CSV as a DataFrame, validated (``ipclab.published.load_claims``);
+    every load column holds a delay of :data:`DELAYS_MS`."""
+    p = Path(path) if path is not None else CLAIMS_CSV
+    out = core.load_claims(p, STYLES)
+    _check_delays(p, core.claims(p, STYLES))
+    return out
+
+
+def claims(path: str | Path | None = None, scope: str | Sequence[str] | None = None) -> list[Claim]:
+    """The study's claims as typed :class:`Claim` objects (loads are delays in ms),
+    optionally only those of ``scope``."""
+    p = Path(path) if path is not None else CLAIMS_CSV
+    out = core.claims(p, STYLES)
+    _check_delays(p, out)
+    if scope is not None:
+        wanted = (scope,) if isinstance(scope, str) else tuple(scope)
+        out = [c for c in out if c.scope in wanted]
+    return out
+
+
+def _check_delays(p: Path, cl: Sequence[Claim]) -> None:
+    for i, c in enumerate(cl):
+        loads = (*c.a_users, *c.b_users, c.from_users, c.to_users)
+        bad = [d for d in loads if d is not None and d not in DELAYS_MS]
+        if bad:
+            raise _fail(p, i, f"delay {bad[0]} ms not one of {DELAYS_MS}")
