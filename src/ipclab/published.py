@@ -128,8 +128,7 @@ class Claim:
 
     * ``direction``: metric(a_style @ a_users) ``relation`` metric(b_style @ b_users); users
       may be several loads, meaning the metric averaged over them. A "load" is the
-      study's varied factor: users, rows per table (Johansson) or the added delay in ms,
-      0 included (Nyfløtt).
+      study's varied factor: users, rows per table or an added delay in ms (0 included).
     * ``ratio``: as direction, and the ratio a/b lies in [band_low, band_high].
     * ``equal`` / ``differ``: the ratio a/b lies inside / outside [band_low, band_high].
     * ``interaction``: growth of the metric from ``from_users`` to ``to_users`` for a_style
@@ -199,7 +198,7 @@ def _users(path: Path, i: int, col: str, raw: str) -> tuple[int, ...]:
         vals = tuple(int(x) for x in raw.split(";"))
     except ValueError:
         raise _fail(path, i, f"{col}={raw!r} is not a load or loads separated by ';'") from None
-    if any(v < 0 for v in vals):  # 0 is a load too: Nyfløtt's "no added delay"
+    if any(v < 0 for v in vals):  # 0 is a load too, e.g. "no added delay"
         raise _fail(path, i, f"{col}={raw!r} must not be negative")
     return vals
 
