@@ -3,8 +3,10 @@ data/published (issue 14)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from ipclab.studies.nyflott import published as pub
@@ -96,11 +98,15 @@ def test_claims_valid_ids_unique_and_cover_chapters_4_and_5() -> None:
     assert {"cpu_gateway_percent", "slow_per_1000"} <= metrics
 
 
+@functools.cache
+def _table(name: str) -> pd.DataFrame:
+    t = pub.load_requests() if name == "requests" else pub.load_network()
+    return t.set_index(["style", "delay_ms"])
+
+
 def _published(metric: str, style: str, delays: tuple[int, ...]) -> float:
     name, col = TABLE[metric]
-    t = (pub.load_requests() if name == "requests" else pub.load_network()).set_index(
-        ["style", "delay_ms"]
-    )
+    t = _table(name)
     return sum(float(t.loc[(style, d), col]) for d in delays) / len(delays)
 
 
