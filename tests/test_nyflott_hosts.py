@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from ipclab.runs import RESOURCE_COLUMNS, read_run
-from ipclab.studies.nyflott import hosts, tables, verdicts
+from ipclab.studies.nyflott import hosts, verdicts
 from tests.test_nyflott_tables import make_run
 
 
@@ -71,7 +71,8 @@ def test_claims_from_run_directories(tmp_path: Path) -> None:
             path = make_run(tmp_path, stack, rep, 0.0, [lat + 0.1 * rep] * 100)
             write_resources(path, gateway_cpu=cpu + rep, bytes_per_s=900.0 if cpu > 30 else 1000.0)
             runs.append(read_run(path))
-    rows = tables.run_rows(runs, warmup_s=1.0).merge(hosts.host_rows(runs, 1.0), on="run")
+    rows = verdicts.per_run(runs, warmup_s=1.0)
+    assert len(rows) == 6 and {"mean_ms", "cpu_gateway_percent"} <= set(rows.columns)
     t = verdicts.evaluate(rows).set_index("claim_id")
     assert t.loc["N10b", "verdict"] == "reproduced"
     assert t.loc["N13a", "verdict"] == "reproduced"  # the same cells

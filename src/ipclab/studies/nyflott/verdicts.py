@@ -17,7 +17,17 @@ import pandas as pd
 
 from ipclab import claims as claims_mod
 from ipclab.published import Claim
-from ipclab.studies.nyflott import published
+from ipclab.runs import Run
+from ipclab.studies.nyflott import hosts, published, tables
+
+
+def per_run(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
+    """Every metric the claims read, one row per run: Table 2's and Fig. 16's
+    (``tables.run_rows``) beside the per-host CPU and network (``hosts.host_rows``)."""
+    rows = tables.run_rows(runs, warmup_s)
+    if rows.empty:
+        return rows
+    return rows.merge(hosts.host_rows(runs, warmup_s), on="run", how="left")
 
 
 def claim_runs(rows: pd.DataFrame) -> pd.DataFrame:
