@@ -220,7 +220,7 @@ def load_grid(path: str | Path | None = None) -> pd.DataFrame:
     p = Path(path) if path is not None else GRID_CSV
     df = _read(p, GRID_COLUMNS)
     for col, allowed in _COORDS.items():
-        _choice(df, p, col, allowed if col != "method" else ("", "GET", "POST"))
+        _choice(df, p, col, allowed)
     _pages(df, p)
     out = df.loc[:, list(GRID_COLUMNS)].copy()
     counts, measures, inferred = [], [], []
