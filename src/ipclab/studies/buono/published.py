@@ -363,108 +363,166 @@ def _one(res: pd.DataFrame, section: str, quantity: str, printed: str) -> pd.Ser
     return hit.iloc[0]
 
 
+@dataclass(frozen=True)
+class Check:
+    """One check the printed numbers allow: a printed value against one derived from other
+    printed numbers; ``flag`` is what the results' rows in ``rows`` (``(section, printed)``
+    pairs) carry when it fails."""
+
+    check: str
+    printed: float
+    derived: float
+    agrees: bool
+    flag: str
+    rows: tuple[tuple[str, str], ...]
+    note: str
+
+
 def printed_checks(path: str | Path | None = None) -> pd.DataFrame:
-    """The checks the printed numbers allow, recomputed: one row per check with the printed
-    and the derived value, whether they agree, the flag the disagreeing rows carry in the
-    results (``check_disagrees`` for a check against the thesis's own examples,
-    ``inconsistent`` where two statements contradict each other) and the rows concerned
-    as ``(section, printed)`` pairs."""
+    """The checks the printed numbers allow, recomputed (one row per :class:`Check`): the
+    thesis's example records against its percentages and its blob (``check_disagrees``
+    where they fail), and statements against each other (``inconsistent``)."""
     res = load_results(path)
     e = element_sizes()
-    rows: list[dict[str, Any]] = []
-
-    def add(check: str, printed: float, derived: float, agrees: bool, flag: str,
-            concerns: tuple[tuple[str, str], ...], note: str) -> None:  # fmt: skip
-        rows.append({"check": check, "printed": printed, "derived": derived, "agrees": agrees,
-                     "flag": flag, "rows": concerns, "note": note})  # fmt: skip
+    checks: list[Check] = []
 
     worst = _one(res, "6.1", "size_reduction_pct", "25.80%")["value"]
     flat = _pct(e["user_json_element"], e["user_protobuf_element"])
-    add("flat worst case against the Fig. 21 user", worst, round(flat, 2),
-        abs(flat - worst) <= POINTS, "check_disagrees", (("6.1", "25.80%"),),
-        f"{e['user_protobuf_element']} B of protobuf against {e['user_json_element']} B of "
-        f"compact JSON per list element; agree within {POINTS} point")  # fmt: skip
+    checks.append(
+        Check(
+            check="flat worst case against the Fig. 21 user",
+            printed=worst,
+            derived=round(flat, 2),
+            agrees=abs(flat - worst) <= POINTS,
+            flag="check_disagrees",
+            rows=(("6.1", "25.80%"),),
+            note=f"{e['user_protobuf_element']} B of protobuf against {e['user_json_element']} B"
+            f" of compact JSON per list element; agree within {POINTS} point",
+        )
+    )
 
     blob = _one(res, "6.1", "payload_kb", "43320KB")
     count = int(blob["count"])
     example_kb = e["user_protobuf_element"] * count / 1000
-    add("43320KB against as many Fig. 21 users", blob["value"], example_kb,
-        abs(blob["value"] / example_kb - 1) <= RELATIVE, "check_disagrees", (("6.1", "43320KB"),),
-        f"{blob['value']:.0f} KB / {count} users = {blob['value'] * 1000 / count:.1f} B per user "
-        f"(KB = 1000 B; {blob['value'] * 1024 / count:.1f} B if KiB) against "
-        f"{e['user_protobuf_element']} B per element; agree within {RELATIVE:.0%} (user "
-        "strings vary in length)")  # fmt: skip
+    checks.append(
+        Check(
+            check="43320KB against as many Fig. 21 users",
+            printed=blob["value"],
+            derived=example_kb,
+            agrees=abs(blob["value"] / example_kb - 1) <= RELATIVE,
+            flag="check_disagrees",
+            rows=(("6.1", "43320KB"),),
+            note=f"{blob['value']:.0f} KB / {count} users = {blob['value'] * 1000 / count:.1f} B"
+            f" per user (KB = 1000 B; {blob['value'] * 1024 / count:.1f} B if KiB) against"
+            f" {e['user_protobuf_element']} B per element; agree within {RELATIVE:.0%} (user"
+            " strings vary in length)",
+        )
+    )
 
-    nested = [r for r in res.itertuples() if r.quantity == "size_reduction_pct"
-              and r.structure == "nested"]  # fmt: skip
-    worst_nested = min(r.value for r in nested)
+    nested = res[(res["quantity"] == "size_reduction_pct") & (res["structure"] == "nested")]
     items = [
         _pct(e[f"item{k}_{layout}"], e[f"item{k}_protobuf"])
         for k in (1, 2)
         for layout in ("json", "json_indented")
     ]
-    add("nested worst case against the Fig. 23 items", worst_nested, round(max(items), 2),
-        max(items) >= worst_nested - POINTS, "check_disagrees",
-        tuple((r.section, r.printed) for r in nested),
-        "the printed Items' best reduction, compact or 2-space indented JSON; the rest of a "
-        "Payment is not printed (no proof of error)")  # fmt: skip
+    checks.append(
+        Check(
+            check="nested worst case against the Fig. 23 items",
+            printed=float(nested["value"].min()),
+            derived=round(max(items), 2),
+            agrees=max(items) >= float(nested["value"].min()) - POINTS,
+            flag="check_disagrees",
+            rows=tuple(zip(nested["section"], nested["printed"], strict=True)),
+            note="the printed Items' best reduction, compact or 2-space indented JSON; the rest"
+            " of a Payment is not printed (no proof of error)",
+        )
+    )
 
     abstract = _one(res, "Abstract", "size_reduction_pct", "72.28%")["value"]
-    body = max(r.value for r in nested if r.section == "6.1")
-    add(
-        "the abstract's 72.28% against section 6.1's nested best case",
-        abstract,
-        body,
-        abstract == body,
-        "inconsistent",
-        (("Abstract", "72.28%"),),
-        "the same number",
+    body = float(nested.loc[nested["section"] == "6.1", "value"].max())
+    checks.append(
+        Check(
+            check="the abstract's 72.28% against section 6.1's nested best case",
+            printed=abstract,
+            derived=body,
+            agrees=abstract == body,
+            flag="inconsistent",
+            rows=(("Abstract", "72.28%"),),
+            note="the same number",
+        )
     )
 
     resp = _one(res, "6.1", "response_time_reduction_pct", "8.13%")["value"]
     ab = _one(res, "Abstract", "processing_time_reduction_pct", "25.1%")["value"]
-    add("the abstract's 25.1% 'response time' against section 6.1's response time", ab, resp,
-        ab == resp, "inconsistent", (("Abstract", "25.1%"),),
-        "§6.1 gives 8.13% for the GET response time and 25.1% for the POST Request Processing "
-        "Time")  # fmt: skip
-
-    add("the flat worst case against the exception of Fig. 29", worst, 0.0, False,
-        "inconsistent", (("6.1", "25.80%"),),
-        "a worst case of 25.80% smaller, while the sentence before says Protobuf was not "
-        "smaller at all for very small objects (Fig. 29, flat)")  # fmt: skip
+    checks.append(
+        Check(
+            check="the abstract's 25.1% 'response time' against section 6.1's response time",
+            printed=ab,
+            derived=resp,
+            agrees=ab == resp,
+            flag="inconsistent",
+            rows=(("Abstract", "25.1%"),),
+            note="§6.1 gives 8.13% for the GET response time and 25.1% for the POST Request"
+            " Processing Time",
+        )
+    )
+    checks.append(
+        Check(
+            check="the flat worst case against the exception of Fig. 29",
+            printed=worst,
+            derived=0.0,
+            agrees=False,
+            flag="inconsistent",
+            rows=(("6.1", "25.80%"),),
+            note="a worst case of 25.80% smaller, while the sentence before says Protobuf was not"
+            " smaller at all for very small objects (Fig. 29, flat)",
+        )
+    )
 
     size = _one(res, "2.4.4", "payload_bytes", "33 bytes")["value"]
     n_hex = len(FIG14_HEX.split())
-    add(
-        "Fig. 14: 33 bytes against the printed sequence",
-        size,
-        n_hex,
-        size == n_hex,
-        "check_disagrees",
-        (("2.4.4", "33 bytes"),),
-        "bytes in the printed hex sequence",
+    checks.append(
+        Check(
+            check="Fig. 14: 33 bytes against the printed sequence",
+            printed=size,
+            derived=n_hex,
+            agrees=size == n_hex,
+            flag="check_disagrees",
+            rows=(("2.4.4", "33 bytes"),),
+            note="bytes in the printed hex sequence",
+        )
     )
 
     v = int(_one(res, "2.4.3", "varint_value", "300")["value"])
     decoded = unleb128(bytes(int(b, 2) for b in _bytes_of_bits(FIG12_BITS)))
-    add(
-        "Fig. 12: 300 against the printed bits",
-        v,
-        decoded,
-        decoded == v,
-        "check_disagrees",
-        (("2.4.3", "300"),),
-        f"the printed bits {FIG12_BITS} read as LEB128",
+    checks.append(
+        Check(
+            check="Fig. 12: 300 against the printed bits",
+            printed=v,
+            derived=decoded,
+            agrees=decoded == v,
+            flag="check_disagrees",
+            rows=(("2.4.3", "300"),),
+            note=f"the printed bits {FIG12_BITS} read as LEB128",
+        )
     )
 
     for structure in STRUCTURES:
         top = _one_max(res, structure)
         named = res[(res["quantity"] == "generation_count") & (res["structure"] == structure)]
         biggest = float(named["value"].max())
-        add(f"Table 3's largest {structure} count against the captions", top["value"], biggest,
-            top["value"] == biggest, "inconsistent", (("4.4", top["printed"]),),
-            "the largest count a caption or Appendix 3 names")  # fmt: skip
-    return pd.DataFrame(rows)
+        checks.append(
+            Check(
+                check=f"Table 3's largest {structure} count against the captions",
+                printed=top["value"],
+                derived=biggest,
+                agrees=top["value"] == biggest,
+                flag="inconsistent",
+                rows=(("4.4", top["printed"]),),
+                note="the largest count a caption or Appendix 3 names",
+            )
+        )
+    return pd.DataFrame([vars(c) for c in checks])
 
 
 def _one_max(res: pd.DataFrame, structure: str) -> pd.Series:
