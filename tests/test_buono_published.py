@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ipclab.claims import published_consistent
+from ipclab.claims import test_key as family_key
 from ipclab.studies.buono import published
 from tests.test_published import SEEDS, _quote_in, _tokens
 
@@ -168,6 +169,9 @@ def test_claims_are_valid_rows_on_grid_styles() -> None:
         differ = [k for k in vars(a) if getattr(a, k) != getattr(b, k)]
         assert len(differ) == 1, (c.claim_id, differ)  # one factor at a time
     assert {c.section for c in cl} == {"Abstract", "6.1", "7"}
+    # the family sizes data/published/README.md gives (Holm over distinct tests)
+    for scope, n in (("performance", 16), ("serialisation", 9)):
+        assert len({family_key(c) for c in published.claims(scope=scope)}) == n, scope
 
 
 def test_claims_bands_hold_the_printed_numbers() -> None:
