@@ -122,6 +122,13 @@ def test_a_tiny_profile_runs_analyses_and_writes_results(
     assert paired.loc["mean_ms", "n"] == 3 and paired.loc["mean_ms", "ci_low"] > 0
     assert "within-run" in study.summary_markdown(a)
     assert set(a.saturation["users"]) == {2} and a.saturation["rps"].gt(0).all()
+    # the machine check covers every experiment, the interleaved ones too
+    m = a.machine
+    assert set(m["experiment"]) == {"thesis", "sweep", "saturation"}
+    assert m.groupby("experiment")["runs"].sum().to_dict() == {
+        "thesis": 6, "sweep": 4, "saturation": 2,
+    }  # fmt: skip
+    assert m["cpu_ms_per_request_min"].gt(0).all()
 
     claims = a.claims.set_index("claim_id")
     assert claims["verdict"].isin(VERDICTS).all()

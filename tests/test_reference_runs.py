@@ -28,3 +28,25 @@ def test_shafabakhsh_full_reference_is_complete_and_analyses() -> None:
     sens = a.sensitivity_cells
     assert (sens[sens["metric"] == "rps"]["n"] == p.sensitivity_repetitions).all()
     assert a.claims["verdict"].isin(["reproduced", "not reproduced", "inconclusive"]).all()
+
+
+def test_johansson_full_reference_is_complete_and_analyses() -> None:
+    from ipclab.claims import VERDICTS
+    from ipclab.studies.johansson import performance as johansson
+    from ipclab.studies.johansson import reference
+
+    ex = johansson.experiments("full", "local", REFERENCE)
+    # the notebook's full profile over the reference reuses every run
+    assert all(e.pending() == [] for e in ex.all())
+    p = johansson.profile("full")
+    a = reference.load()
+    assert len(a.thesis) == 2 * len(p.thesis.rows) * p.thesis.repetitions
+    assert (a.thesis["requests"] == p.thesis.requests).all()  # per-request records kept
+    assert (a.thesis_cells.groupby(["rows", "style"])["n"].max() == p.thesis.repetitions).all()
+    sweep_runs = (len(p.sweep.rows) + len(p.sweep.sequential_rows)) * p.sweep.repetitions
+    assert len(a.sweep) == 2 * sweep_runs
+    s = p.saturation
+    assert len(a.saturation) == 2 * len(s.users) * len(s.rows) * s.repetitions
+    assert len(a.serialisation) > 0  # the micro-benchmark as measured, read back
+    assert a.claims["verdict"].isin(VERDICTS).all()
+    assert (a.claims["n_a"].fillna(0) >= 0).all()

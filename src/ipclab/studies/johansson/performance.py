@@ -327,9 +327,34 @@ def style_runs(runs: Sequence[Run]) -> pd.DataFrame:
                     "bytes": float(sel["bytes"].mean()) if len(sel) else np.nan,
                     "gateway_cpu_ms": 1000 * gw / sent if sent else np.nan,
                     "stack_cpu_ms": 1000 * total / sent if sent else np.nan,
+                    # the machine while the run ran (both stacks share it): ipclab.summary
+                    "other_cpu_percent": run.summary.get("other_cpu_percent", np.nan),
+                    "steal_percent": run.summary.get("steal_percent", np.nan),
                 }
             )  # fmt: skip
     return pd.DataFrame(out)
+
+
+def machine_state(
+    thesis: pd.DataFrame, sweep: pd.DataFrame, saturation: pd.DataFrame
+) -> pd.DataFrame:
+    """``stats.machine_check`` per cell of every experiment (column ``experiment``): how
+    much a request cost across a cell's repetitions, and what else the machine ran."""
+    parts = []
+    for name, df, by in (
+        ("thesis", thesis, ("style", "rows")),
+        ("sweep", sweep, ("style", "rows", "sequential")),
+        ("saturation", saturation, ("style", "rows", "users")),
+    ):
+        if len(df):
+            m = stats.machine_check(
+                df.rename(columns={"stack_cpu_ms": "stack_cpu_ms_per_request"}), by=by
+            )
+            parts.append(m.assign(experiment=name))
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    return out[["experiment", *[c for c in out.columns if c != "experiment"]]]
 
 
 def request_series(runs: Sequence[Run], rows: int, sequential: bool = False) -> pd.DataFrame:
@@ -648,10 +673,7 @@ def analyse(
         pd.DataFrame(),
         power=claims_mod.repetitions(published.claims(scope="performance"), base)
         if len(base) else pd.DataFrame(),
-        machine=stats.machine_check(
-            sat.rename(columns={"stack_cpu_ms": "stack_cpu_ms_per_request"}),
-            by=("style", "rows", "users"),
-        ) if len(sat) else pd.DataFrame(),
+        machine=machine_state(thesis, sweep, sat),
         serialisation=serial,
         serialisation_cells=ser.cells(serial) if len(serial) else pd.DataFrame(),
         series={r: request_series(runs.get("thesis", []), r) for r in p.thesis.rows},
@@ -852,8 +874,9 @@ def write_results(a: Analysis, results: Any) -> None:
         results.table(
             a.machine,
             "machine_state",
-            "Saturation cells: stack CPU per request across repetitions (a cell whose "
-            "repetitions differ by more than 25% ran on a machine that changed).",
+            "Machine check per cell of every experiment: stack CPU per request across "
+            "repetitions (more than 25% apart: the machine changed) and other processes' "
+            "CPU (above 25% of a core: the machine was shared).",
             in_report=False,
         )
     if len(a.serialisation):
