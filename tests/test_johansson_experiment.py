@@ -110,7 +110,10 @@ def test_a_tiny_profile_runs_analyses_and_writes_results(
     assert len(t) == 6 and set(t["style"]) == {"rest", "graphql"}
     assert (t["requests"] == 5).all() and (t["failures"] == 0).all()
     assert (t["mean_ms"] > 0).all() and (t["server_ms"] < t["mean_ms"]).all()
-    assert (t["gateway_cpu_ms"] > 0).all() and (t["stack_cpu_ms"] >= t["gateway_cpu_ms"]).all()
+    # process CPU times tick in 10 ms: a gateway that served a tiny run's 6 requests in
+    # under one tick reads 0 (seen once on a busy machine), so only the sum must be positive
+    assert (t["gateway_cpu_ms"] >= 0).all() and t["gateway_cpu_ms"].sum() > 0
+    assert (t["stack_cpu_ms"] >= t["gateway_cpu_ms"]).all()
     g, r = (t[t["style"] == s]["bytes"].iloc[0] for s in ("graphql", "rest"))
     assert g - r == len('{"data":}')  # the same rows, GraphQL's envelope around them
     side = a.side_by_side.set_index(["rows", "style"])
