@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.backends import RunningStack, StackOptions, get_backend
-from ipclab.load.runner import LoadProfile, LoadSession
+from ipclab.load.runner import LoadProfile, LoadSession, run_parameters
 from ipclab.runs import RunWriter, compact_requests
 from ipclab.stacks import StackSpec, resolve
 
@@ -128,16 +128,7 @@ def run_group(
     out.mkdir(parents=True, exist_ok=True)
     name = "+".join(s.name for s in specs)
     parameters = {
-        "stack": name,
-        "users": profile.users,
-        "spawn_rate": profile.spawn_rate,
-        "duration_s": profile.duration_s,
-        "think_time": {
-            "min": profile.think_time_s,
-            "max": profile.think_time_max_s or profile.think_time_s,
-        },
-        "profile": dataclasses.asdict(profile),
-        "options": options.as_dict(),
+        **run_parameters(name, profile, options),
         "faults": [],
         "group": {"stacks": [s.name for s in specs], **load.as_dict()},
         **(extra or {}),

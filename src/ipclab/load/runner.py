@@ -382,6 +382,23 @@ def run_on(
     return summary
 
 
+def run_parameters(stack: str, profile: LoadProfile, options: StackOptions) -> dict[str, Any]:
+    """A run's parameters every load run records: the headline knobs flat, for analysis,
+    and the profile and stack options in full (the reuse check compares them)."""
+    return {
+        "stack": stack,
+        "users": profile.users,
+        "spawn_rate": profile.spawn_rate,
+        "duration_s": profile.duration_s,
+        "think_time": {
+            "min": profile.think_time_s,
+            "max": profile.think_time_max_s or profile.think_time_s,
+        },
+        "profile": asdict(profile),
+        "options": options.as_dict(),
+    }
+
+
 def run(
     stack_name: str,
     profile: LoadProfile,
@@ -426,17 +443,7 @@ def run(
             root or DEFAULT_ROOT, label or f"{spec.name}-{backend}-u{profile.users}"
         )
     parameters = {
-        # the headline knobs, flat, for analysis; everything in full below
-        "stack": spec.name,
-        "users": profile.users,
-        "spawn_rate": profile.spawn_rate,
-        "duration_s": profile.duration_s,
-        "think_time": {
-            "min": profile.think_time_s,
-            "max": profile.think_time_max_s or profile.think_time_s,
-        },
-        "profile": asdict(profile),
-        "options": options.as_dict(),
+        **run_parameters(spec.name, profile, options),
         "faults": [asdict(f) for f in faults],
         **({"workers": workers} if workers else {}),
         **(extra or {}),
