@@ -224,3 +224,18 @@ def test_the_report_leads_with_the_reference_and_sets_the_fresh_run_beside_it(
     assert "distinct tests" in html and "cores)" in html
     known = int((claims["measured_ratio"].notna()).sum())
     assert f"on {known - 1} of {known} claims" in html
+
+
+def test_machine_and_date_finds_runs_one_experiment_folder_deeper(tmp_path: Path) -> None:
+    """A study of several experiments keeps its runs in <experiment>/<run>/; the reference
+    summary still names the machine and the dates (it said "not recorded" before)."""
+    base = tmp_path / "johansson-full-local"
+    (base / "results").mkdir(parents=True)
+    env = {"cpu_model": "Test CPU", "cpu_cores_logical": 2}
+    for exp, start in (("thesis", "2026-11-23T19:53:00"), ("saturation", "2026-11-23T09:25:00")):
+        run = base / exp / "run-r1"
+        run.mkdir(parents=True)
+        doc = {"started_at": start, "environment": env}
+        (run / "manifest.json").write_text(json.dumps(doc))
+    text = report._machine_and_date(base / "results")
+    assert text == "2 runs on Test CPU (2 cores), 2026-11-23T09:25 to 2026-11-23T19:53 UTC"

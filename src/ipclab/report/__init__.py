@@ -282,8 +282,11 @@ def _tally_text(claims: pd.DataFrame) -> str:
 
 
 def _machine_and_date(results_dir: Path) -> str:
-    """Where and when a reference result was measured: its runs' host and first/last start."""
-    manifests = sorted(Path(results_dir).parent.glob("*/manifest.json"))
+    """Where and when a reference result was measured: its runs' host and first/last start.
+
+    The runs sit beside ``results/`` or, for a study of several experiments, one folder
+    deeper (``<experiment>/<run>/manifest.json``)."""
+    manifests = sorted(Path(results_dir).parent.rglob("manifest.json"))
     if not manifests:
         return "machine and date not recorded"
     docs = [json.loads(m.read_text()) for m in manifests]

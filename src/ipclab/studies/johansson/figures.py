@@ -89,7 +89,7 @@ def means_figure(
     x = np.arange(len(STYLES))
     a.bar(x, [pub.loc[s, "mean_ms"] for s in STYLES], color=[COLORS[s] for s in STYLES])
     g, r = pub.loc["graphql", "mean_ms"], pub.loc["rest", "mean_ms"]
-    a.set_title(f"Published (thesis Fig. {TEST_FIGURES[test][1]}): GraphQL/REST = {g / r:.2f}")
+    a.set_title(f"Published (thesis Fig. {TEST_FIGURES[test][1]}):\nGraphQL/REST = {g / r:.2f}")
     means, err = [], []
     for s in STYLES:
         c = _cell(cells, "mean_ms", rows=rows, style=s, sequential=False)
@@ -102,7 +102,7 @@ def means_figure(
     if ratio is not None and np.isfinite(ratio.get("ratio", np.nan)):
         lo, hi = ratio.get("ci_low", np.nan), ratio.get("ci_high", np.nan)
         ci = f" [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else ""
-        title += f": GraphQL/REST = {ratio['ratio']:.2f}{ci}"
+        title += f":\nGraphQL/REST = {ratio['ratio']:.2f}{ci}"
     b.set_title(title)
     for ax in (a, b):
         ax.set_xticks(x, [SHORT[s] for s in STYLES])
