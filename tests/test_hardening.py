@@ -702,3 +702,29 @@ def test_children_get_their_parent_death_signal_without_a_preexec_fn(
     procs.spawn(["true"], {}, tmp_path / "x.log")
     assert seen["preexec_fn"] is None
     assert seen["argv"][:3] == [procs._SETPRIV, "--pdeathsig", "KILL"]  # type: ignore[index]
+
+
+def test_a_killed_harness_docker_workdir_goes_with_its_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compose workdir of a docker stack carries its harness's mark: the watchdog removes
+    it with the project (and `orphans.sweep` at the next start, if the watchdog missed it);
+    another harness's workdir, an unmarked one and a symlink are left alone."""
+    import tempfile
+
+    from ipclab import orphans
+    from ipclab.backends.docker import ownership
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    project, dead, alive = "ipclab-shop-rest-abc123", "1:1.00", "2:2.00"
+    made: dict[str, Path] = {}
+    for name, mark in (("mine", dead), ("other", alive), ("unmarked", None)):
+        d = tmp_path / f"{project}-{name}"
+        d.mkdir()
+        (d / "shop-rest.yml").write_text("services: {}\n")
+        if mark:
+            (d / orphans.MARK_FILE).write_text(mark)
+        made[name] = d
+    (tmp_path / f"{project}-link").symlink_to(made["mine"])
+    assert ownership.remove_workdirs(project, dead) == [made["mine"]]
+    assert not made["mine"].exists() and made["other"].exists() and made["unmarked"].exists()

@@ -15,13 +15,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ipclab.backends.docker.ownership import leftovers
+from ipclab.backends.docker.ownership import leftovers, workdirs
 from ipclab.runs import read_run
 
 CLI = [sys.executable, "-m", "ipclab.cli"]
 
 
-NOTHING: dict[str, list[str]] = {"containers": [], "networks": [], "volumes": []}
+NOTHING: dict[str, list[str]] = {"containers": [], "networks": [], "volumes": [], "workdirs": []}
 
 
 def ipclab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -29,9 +29,10 @@ def ipclab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]
 
 
 def run_leftovers(out: Path) -> dict[str, list[str]]:
-    """What is left of the run's own compose project (other runs on the engine don't count)."""
+    """What is left of the run's own compose project (other runs on the engine don't count),
+    its temporary workdir (compose and env files) included."""
     project = json.loads((out / "manifest.json").read_text())["stack_info"]["project"]
-    return leftovers(project=project)
+    return {**leftovers(project=project), "workdirs": [str(d) for d in workdirs(project)]}
 
 
 @pytest.mark.parametrize("stack", ["shop-rest", "shop-grpc", "shop-amqp"])

@@ -224,6 +224,7 @@ class DockerBackend:
         else:
             imgs = {"services": images.runtime_image(runtime), "broker": images.BROKER_IMAGE}
         sweep_orphans(c=c)  # what a killed harness left, saying so
+        orphans.sweep()  # and its processes and workdirs (compose files), saying so
         net_admin = self.net_admin or options.delay_ms > 0
         stack = self.stack_class(c, spec, options, imgs, logs_dir, detached, net_admin)
         if not detached:
@@ -276,6 +277,8 @@ class DockerStack:
         self.delay_method = "none"
         self.netem: dict[str, Any] | None = None
         self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.project}-"))
+        if not detached:  # kill -9: the watchdog, or the next start, removes it (orphans.sweep)
+            orphans.mark_workdir(self._tmp)
         self.compose_path = write_compose(spec, self._tmp, net_admin=net_admin)
         self._containers: dict[str, Any] = {}
         self._sampler = StatsSampler(c.api)

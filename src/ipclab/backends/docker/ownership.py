@@ -13,16 +13,21 @@ harness), or ``detached`` for ``ipclab up --detach``. From these:
 - a watchdog started beside each non-detached stack (``python -m
   ipclab.backends.docker.ownership watch MARK PROJECT``, in its own session so the Ctrl-C or
   kill meant for the harness does not reach it) removes the project within seconds of the
-  harness dying, and exits when the project is gone.
+  harness dying, its temporary workdir (compose and env files, marked with the harness's
+  ``orphans`` mark) too, and exits when the project is gone; a workdir it misses is removed
+  by the next start of either backend (``orphans.sweep``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ipclab import orphans
@@ -173,6 +178,25 @@ def start_watchdog(project: str) -> subprocess.Popen[bytes]:
     )
 
 
+def workdirs(project: str) -> list[Path]:
+    """The temporary directories (compose file, env file) of ``project``."""
+    return sorted(Path(tempfile.gettempdir()).glob(f"{project}-*"))
+
+
+def remove_workdirs(project: str, mark: str) -> list[Path]:
+    """Remove the workdirs of ``project`` that harness ``mark`` made (and no other's)."""
+    removed = []
+    for d in workdirs(project):
+        try:
+            if d.is_symlink() or (d / orphans.MARK_FILE).read_text().strip() != mark:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
 def watch(mark: str, project: str) -> int:
     """Wait until the harness ``mark`` dies, then remove ``project``; exit early once the
     project is gone (the harness stopped it)."""
@@ -185,6 +209,7 @@ def watch(mark: str, project: str) -> int:
                 return 0
             if not orphans.harness_alive(mark):
                 remove_project(c, project)
+                remove_workdirs(project, mark)
                 return 0
             misses = 0
         except Exception:  # noqa: BLE001 - an engine restart; give up after a minute
