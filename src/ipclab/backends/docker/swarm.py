@@ -46,8 +46,6 @@ from ipclab.stacks import StackSpec
 STACK_LABEL = "com.docker.stack.namespace"
 SERVICE_NAME_LABEL = "com.docker.swarm.service.name"
 MADE_BY_IPCLAB = "ipclab.made-swarm"  # node label: this swarm was made by ipclab
-MADE_GWBRIDGE = "ipclab.made-gwbridge"  # node label: its init made the gateway bridge
-GWBRIDGE = "docker_gwbridge"  # the network a swarm init makes (and a leave keeps)
 ROLE_LABEL = "ipclab.role"  # node label a user sets to place a role on that node
 RESTART_DELAY_S = 5.0  # the restart policy's delay: a killed task is back after about this
 
@@ -96,30 +94,19 @@ def ensure_swarm(c: Any) -> bool:
             f"({', '.join(busy[:6])}{' ...' if len(busy) > 6 else ''}): stop them first, or "
             "make the swarm yourself (docker swarm init --advertise-addr 127.0.0.1)"
         )
-    had_gwbridge = bool(_gwbridges(c))
     r = _docker("swarm", "init", "--advertise-addr", "127.0.0.1")
     if r.returncode != 0 and swarm_state(c) != "active":
         raise DockerStackError(f"docker swarm init failed: {r.stderr.strip()}")
     node = c.info()["Swarm"]["NodeID"]
     _docker("node", "update", "--label-add", f"{MADE_BY_IPCLAB}=1", node)
-    if not had_gwbridge:  # the init made it; leaving the swarm does not remove it
-        _docker("node", "update", "--label-add", f"{MADE_GWBRIDGE}=1", node)
     return True
 
 
-def _gwbridges(c: Any) -> list[Any]:
-    return [n for n in c.networks.list(names=[GWBRIDGE]) if n.name == GWBRIDGE]
-
-
-def _node_labels(c: Any) -> dict[str, str]:
+def made_by_ipclab(c: Any) -> bool:
     with contextlib.suppress(Exception):
         node = c.nodes.get(c.info()["Swarm"]["NodeID"])
-        return dict(node.attrs["Spec"].get("Labels") or {})
-    return {}
-
-
-def made_by_ipclab(c: Any) -> bool:
-    return MADE_BY_IPCLAB in _node_labels(c)
+        return MADE_BY_IPCLAB in (node.attrs["Spec"].get("Labels") or {})
+    return False
 
 
 def leave_if_ours_and_idle(c: Any) -> bool:
@@ -132,16 +119,7 @@ def leave_if_ours_and_idle(c: Any) -> bool:
         return False
     if publishing_containers(c):  # leaving now would cut them off; a later stop leaves
         return False
-    made_gwbridge = MADE_GWBRIDGE in _node_labels(c)
-    if _docker("swarm", "leave", "--force").returncode != 0:
-        return False
-    if made_gwbridge:  # the swarm's gateway bridge outlives the swarm; it was ours
-        with contextlib.suppress(Exception):
-            for net in _gwbridges(c):
-                net.reload()
-                if not net.attrs.get("Containers"):
-                    net.remove()
-    return True
+    return _docker("swarm", "leave", "--force").returncode == 0
 
 
 def labelled_roles(c: Any) -> set[str]:
