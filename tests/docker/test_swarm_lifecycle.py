@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from ipclab.backends import StackOptions
-from ipclab.backends.docker.ownership import client
+from ipclab.backends.docker.ownership import client, workdirs
 from ipclab.backends.docker.swarm import (
     SwarmBackend,
     SwarmBusy,
@@ -40,9 +40,11 @@ def test_no_swarm_is_made_while_a_container_publishes_a_port(
         pytest.skip("this engine is in a swarm already")
     compose = DockerBackend().start(resolve("shop-rest"), StackOptions())
     try:
+        before = set(workdirs("ipclab-shop-grpc"))
         with pytest.raises(SwarmBusy, match="published ports"):
             SwarmBackend().start(resolve("shop-grpc"), StackOptions())
         assert swarm_state(c) == "inactive"
+        assert set(workdirs("ipclab-shop-grpc")) == before, "the refused stack left its workdir"
     finally:
         compose.stop()
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -246,7 +247,11 @@ class SwarmStack(DockerStack):
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
-        self.made_swarm = ensure_swarm(self.client)
+        try:
+            self.made_swarm = ensure_swarm(self.client)
+        except BaseException:  # SwarmBusy: nothing started yet, but the workdir exists
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            raise
         self.placed = labelled_roles(self.client)
         doc = stack_document(
             self.spec,
@@ -364,8 +369,6 @@ class SwarmStack(DockerStack):
                     leave_if_ours_and_idle(self.client)
             finally:
                 self._sampler.close()
-                import shutil
-
                 shutil.rmtree(self._tmp, ignore_errors=True)
                 if self._watchdog is not None:
                     with contextlib.suppress(OSError):
