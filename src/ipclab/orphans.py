@@ -49,6 +49,17 @@ def mark_workdir(workdir: Path) -> None:
     (workdir / MARK_FILE).write_text(this_harness())
 
 
+def workdir_mark(d: Path) -> str | None:
+    """The harness mark of workdir ``d``: None for a symlink, another user's directory or an
+    unmarked one (not ours to judge)."""
+    try:
+        if d.is_symlink() or not d.is_dir() or d.lstat().st_uid != os.getuid():
+            return None
+        return (d / MARK_FILE).read_text().strip()
+    except OSError:
+        return None
+
+
 def sweep(say: Callable[[str], None] = print) -> list[str]:
     """Kill processes and remove workdirs left by harnesses that are no longer alive."""
     swept: list[str] = []
@@ -66,14 +77,8 @@ def sweep(say: Callable[[str], None] = print) -> list[str]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     for d in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*"):
-        marker = d / MARK_FILE
-        try:
-            if d.is_symlink() or not d.is_dir() or d.lstat().st_uid != me:
-                continue
-            mark = marker.read_text().strip()
-        except OSError:
-            continue
-        if not harness_alive(mark):
+        mark = workdir_mark(d)
+        if mark is not None and not harness_alive(mark):
             shutil.rmtree(d, ignore_errors=True)
             swept.append(f"directory {d}")
     if swept:

@@ -185,15 +185,9 @@ def workdirs(project: str) -> list[Path]:
 
 def remove_workdirs(project: str, mark: str) -> list[Path]:
     """Remove the workdirs of ``project`` that harness ``mark`` made (and no other's)."""
-    removed = []
-    for d in workdirs(project):
-        try:
-            if d.is_symlink() or (d / orphans.MARK_FILE).read_text().strip() != mark:
-                continue
-        except OSError:
-            continue
+    removed = [d for d in workdirs(project) if orphans.workdir_mark(d) == mark]
+    for d in removed:
         shutil.rmtree(d, ignore_errors=True)
-        removed.append(d)
     return removed
 
 
