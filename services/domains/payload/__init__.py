@@ -6,5 +6,8 @@ a nested list of payments (payment -> transactions -> items and a shipping addre
 the proto field names; ``codec`` encodes and decodes them (JSON with the standard library
 or orjson, protobuf with whichever backend the ``protobuf`` package runs on).
 
-The services and the gateway of a stack on this domain are not written yet.
+``http`` holds the study's two services as ASGI apps: the data service (``GET`` and
+``POST /{format}/{structure}``, gzip with a bound on inflated size, a cache of serialised
+answers, ``Server-Timing``) and the edge service that calls it over HTTP. Their stack
+declaration (processes, containers, the 400 MB limit) is not written yet.
 """
