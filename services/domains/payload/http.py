@@ -1,4 +1,4 @@
-"""The two services of the Buono & Petrovic experiment, as raw ASGI apps on ``asgi.serve_http``:
+"""The two services of the JSON-against-protobuf experiment, raw ASGI apps on ``serve_http``:
 
 * the **data service** builds, serialises and deserialises ``Users`` (flat) and ``Payments``
   (nested): ``GET /{format}/{structure}?count=N`` answers N elements, ``POST
