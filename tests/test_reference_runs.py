@@ -50,3 +50,24 @@ def test_johansson_full_reference_is_complete_and_analyses() -> None:
     assert len(a.serialisation) > 0  # the micro-benchmark as measured, read back
     assert a.claims["verdict"].isin(VERDICTS).all()
     assert (a.claims["n_a"].fillna(0) >= 0).all()
+
+
+def test_shafabakhsh_go_reference_is_complete_and_analyses() -> None:
+    from ipclab.claims import VERDICTS
+    from ipclab.studies.shafabakhsh import languages
+    from ipclab.studies.shafabakhsh import reference as shafabakhsh_reference
+
+    go, anchor = (
+        languages.experiment("full", "local", REFERENCE),
+        languages.anchor("full", "local", REFERENCE),
+    )
+    assert anchor is not None
+    # the notebook's full profile over the reference reuses every run
+    assert go.pending() == [] and anchor.pending() == []
+    p = languages.profile("full")
+    a = shafabakhsh_reference.analyse_languages(REFERENCE)
+    assert (a.runs.groupby("language").size() == 3 * len(p.users) * p.repetitions).all()
+    assert len(a.sittings) == 3 * len(p.users)
+    assert len(a.statements) == 2 * len(p.users)  # per metric and load
+    assert a.claims["verdict"].isin(VERDICTS).all()
+    assert (a.runs["failures"] == 0).all()

@@ -52,7 +52,12 @@ def why_not(nb: Notebook, backend: str) -> str | None:
             return "the docker backend needs Docker; no docker client is installed"
         if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode:
             return "no Docker engine answers (start one: make docker-engine)"
-    else:
+    if "go" in nb.needs:
+        from ipclab.gobuild import toolchain_missing
+
+        if missing := toolchain_missing():
+            return missing
+    if backend not in ("docker", "swarm"):
         if "rabbitmq" in nb.needs:
             from ipclab.backends.broker import BrokerUnavailable, find_server
 

@@ -1,5 +1,6 @@
 """Shafabakhsh 2020 (KTH thesis and QuASoQ paper): REST vs gRPC vs RabbitMQ behind a
-product-page gateway; performance (``performance``) and availability (``availability``)."""
+product-page gateway; performance (``performance``), availability (``availability``) and
+the language factor (``languages``: the same matrix on the Go stacks)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ STUDY = Study(
             "availability",
             needs=("rabbitmq",),
             reference="availability-full-local",
+        ),
+        # the language factor (issue 18): the performance matrix again on the Go stacks
+        Notebook(
+            "06_shafabakhsh_languages.ipynb",
+            "languages",
+            needs=("rabbitmq", "go"),
+            reference="shafabakhsh-go-full-local",
         ),
     ),
 )

@@ -15,7 +15,7 @@ from pathlib import Path
 from ipclab.experiments import load_runs
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
-from ipclab.studies.shafabakhsh import availability, performance
+from ipclab.studies.shafabakhsh import availability, languages, performance
 
 ROOT = Path("data/runs/reference")
 FIGURES = Path("figures/reference")
@@ -36,6 +36,27 @@ def rebuild_performance(root: Path = ROOT, figures: Path = FIGURES) -> Path:
     return results.directory
 
 
+def analyse_languages(root: Path = ROOT) -> languages.Analysis:
+    """The language factor over the committed runs: the Python matrix, the Go matrix and
+    the Python anchor of the Go sitting."""
+    anchor = languages.anchor("full", "local", from_repo(root))
+    return languages.analyse(
+        load_runs(from_repo(root) / "shafabakhsh-full-local"),
+        load_runs(languages.experiment("full", "local", from_repo(root)).directory),
+        load_runs(anchor.directory) if anchor else [],
+        "full",
+    )
+
+
+def rebuild_languages(root: Path = ROOT, figures: Path = FIGURES) -> Path:
+    results = _results(
+        root, figures, "shafabakhsh-go-full-local", "languages",
+        "Shafabakhsh 2020 in Python and Go: the language factor (full profile, local)",
+    )  # fmt: skip
+    languages.write_results(analyse_languages(root), results)
+    return results.directory
+
+
 def rebuild_availability(
     backend: str, methods: tuple[str, ...], title: str, root: Path = ROOT, figures: Path = FIGURES
 ) -> Path:
@@ -49,6 +70,7 @@ def rebuild_availability(
 def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
     return [
         rebuild_performance(root, figures),
+        rebuild_languages(root, figures),
         rebuild_availability(
             "local",
             ("fault_injection", "outage"),

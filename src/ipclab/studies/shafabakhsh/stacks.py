@@ -51,7 +51,7 @@ REST_SEQUENTIAL = StackSpec(
 )
 
 # The same shop in Go (services/go, issue 18): same data (the Python generator's fixture),
-# same contract; built by the harness with `go build`, local backend only for now.
+# same contract; built by the harness with `go build`, on both backends (docs/go.md).
 REST_GO = StackSpec(
     "shop-rest-go",
     transport="rest",

@@ -1,0 +1,521 @@
+"""The language factor of the Shafabakhsh experiment (issue 18): the same matrix on the Go
+stacks, so that an ordering of IPC styles can be told apart from one language's libraries.
+
+What a notebook calls: ``experiment`` (the Go matrix), ``analyse`` (the Go cells beside the
+Python ones, the pairwise tests within each language, the cross-language claims) and
+``write_results``. The Python side is the performance matrix of ``performance`` (in the
+reference, ``shafabakhsh-full-local``); the two are separate experiments, usually run in
+separate sittings, so the claims compare *orderings within a language* (which a slower or
+faster VM does not change) and never pool absolute figures across them unless the machine
+check says the sittings are comparable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ipclab import claims as claims_mod
+from ipclab import stats
+from ipclab.backends import StackOptions
+from ipclab.experiments import Experiment
+from ipclab.paths import from_repo
+from ipclab.published import Claim
+from ipclab.results import StudyResults
+from ipclab.runs import DEFAULT_ROOT, Run
+from ipclab.studies.shafabakhsh import figures as figs
+from ipclab.studies.shafabakhsh import performance as perf
+from ipclab.studies.shafabakhsh.stacks import COMPARED, IN_GO
+
+LANGUAGES = {"python": tuple(s.name for s in COMPARED), "go": tuple(s.name for s in IN_GO)}
+STYLES = ("rest", "grpc", "amqp")
+
+
+@dataclass(frozen=True)
+class GoProfile:
+    users: tuple[int, ...]
+    repetitions: int
+    duration_s: float  # per run, warm-up included
+    warmup_s: float
+    # the Python stacks once per cell at this window, in the Go matrix's sitting, to tell
+    # whether the Python matrix's (another sitting's) absolute figures hold on this machine
+    anchor_repetitions: int = 0
+
+
+PROFILES = {
+    "quick": GoProfile(users=(50, 100, 200), repetitions=1, duration_s=12, warmup_s=3),
+    # the Python matrix's loads, repetitions, warm-up and order; 60 s measured instead of
+    # 180 s (the think-time runs showed rps within ~1% of the longer window), so that the
+    # 45 runs fit one quiet sitting
+    "full": GoProfile(
+        users=(50, 100, 200), repetitions=5, duration_s=70, warmup_s=10, anchor_repetitions=1
+    ),
+}
+
+DEVIATIONS = [
+    "The Go matrix measures 60 s per cell after the 10 s warm-up, not the Python matrix's "
+    "180 s, so that its 45 runs fit one quiet sitting; the loads, repetitions, order rule "
+    "and analysis are the Python matrix's.",
+    "The Go and Python matrices ran in different sittings: absolute figures are set side by "
+    "side for reading, the claims compare each language's ordering of the styles, measured "
+    "within one sitting.",
+]
+
+
+def profile(name: str) -> GoProfile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; choose {', '.join(PROFILES)}") from None
+
+
+def experiment(
+    profile_name: str,
+    backend: str = "local",
+    root: Path = DEFAULT_ROOT,
+    options: StackOptions | None = None,
+) -> Experiment:
+    """The performance matrix on the Go stacks (same knobs and order seed as Python's)."""
+    p = profile(profile_name)
+    return Experiment(
+        name=f"shafabakhsh-go-{profile_name}-{backend}",
+        stacks=LANGUAGES["go"],
+        users=p.users,
+        repetitions=p.repetitions,
+        duration_s=p.duration_s,
+        warmup_s=p.warmup_s,
+        backend=backend,
+        root=from_repo(root),
+        options=options or StackOptions(),
+    )
+
+
+def anchor(
+    profile_name: str,
+    backend: str = "local",
+    root: Path = DEFAULT_ROOT,
+    options: StackOptions | None = None,
+) -> Experiment | None:
+    """The Python stacks at the Go matrix's window in the Go matrix's sitting (None in a
+    profile whose Python and Go matrices run in one sitting anyway)."""
+    p = profile(profile_name)
+    if not p.anchor_repetitions:
+        return None
+    return Experiment(
+        name=f"shafabakhsh-anchor-{profile_name}-{backend}",
+        stacks=LANGUAGES["python"],
+        users=p.users,
+        repetitions=p.anchor_repetitions,
+        duration_s=p.duration_s,
+        warmup_s=p.warmup_s,
+        backend=backend,
+        root=from_repo(root),
+        options=options or StackOptions(),
+    )
+
+
+# --------------------------------------------------------------------------- analysis
+
+METRICS = ("rps", "mean_ms")
+_WORDS = {"rps": "throughput", "mean_ms": "mean response time"}
+# the better side of each metric: higher throughput, lower latency
+_BETTER = {"rps": ">", "mean_ms": "<"}
+
+
+def language_of(stack: str) -> str:
+    for lang, stacks in LANGUAGES.items():
+        if stack in stacks:
+            return lang
+    raise ValueError(f"{stack!r} is not a stack of the language factor")
+
+
+def runs_table(runs: list[Run], warmup_s: float) -> pd.DataFrame:
+    """Per-run metrics with a ``language`` column (stats.runs_table's, one row per run)."""
+    df = stats.runs_table(runs, warmup_s=warmup_s)
+    if df.empty:
+        return df.assign(language=pd.Series(dtype=str))
+    return df.assign(language=[language_of(s) for s in df["stack"]])
+
+
+def _tagged(df: pd.DataFrame) -> pd.DataFrame:
+    """Style names that carry the language (``rest-go``), so one claims table spans both."""
+    return df.assign(style=df["style"] + "-" + df["language"])
+
+
+def ordering_claims(python_runs: pd.DataFrame) -> list[Claim]:
+    """ "The ordering of the styles is the same in Go as in Python", one statement per load
+    and metric: for every pair of styles, the better side as Python measured it (the order of
+    the Python means), claimed for Python and for Go. Python's part is reproduced when its own
+    ordering is significant; Go's when Go orders the pair the same way, significantly."""
+    out: list[Claim] = []
+    for metric in METRICS:
+        for users in sorted(python_runs["users"].dropna().unique().astype(int)):
+            g = python_runs[python_runs["users"] == users]
+            means = g.groupby("style")[metric].mean()
+            ranked = sorted(
+                (s for s in STYLES if s in means.index),
+                key=lambda s: float(means[s]),
+                reverse=_BETTER[metric] == ">",
+            )
+            order = " > ".join(_LABELS[s] for s in ranked)
+            first = "best" if metric == "rps" else "fastest"
+            sid = f"L-{metric}-{users}"
+            quote = (
+                f"The ordering of the styles by {_WORDS[metric]} at {users} users is the same in "
+                f"Go as in Python (Python measured, {first} first: {order})"
+            )
+            for i, a in enumerate(ranked):
+                for b in ranked[i + 1 :]:
+                    for lang in LANGUAGES:
+                        out.append(
+                            Claim(
+                                claim_id=f"{sid}-{a}-{b}-{lang}",
+                                statement_id=sid,
+                                document="issue 18",
+                                section="language factor",
+                                page="-",
+                                quote=quote,
+                                scope="performance",
+                                metric=metric,
+                                test="direction",
+                                relation=_BETTER[metric],
+                                a_style=f"{a}-{lang}",
+                                a_users=(users,),
+                                b_style=f"{b}-{lang}",
+                                b_users=(users,),
+                                from_users=None,
+                                to_users=None,
+                                published_value="",
+                                published_unit="",
+                                table_value="",
+                                published_ratio=None,
+                                band_low=None,
+                                band_high=None,
+                                note=f"{lang}: {_LABELS[a]} {_BETTER[metric]} {_LABELS[b]}",
+                            )
+                        )
+    return out
+
+
+_LABELS = {"rest": "REST", "grpc": "gRPC", "amqp": "AMQP"}
+
+
+@dataclass
+class Analysis:
+    profile: str
+    runs: pd.DataFrame  # one row per run, both languages (``language`` column)
+    cells: pd.DataFrame  # cell_summary by language, style, users (long format)
+    comparisons: pd.DataFrame  # pairwise tests within each language, Holm over the table
+    side_by_side: pd.DataFrame  # per style and load: Python and Go, and Go / Python
+    relative: pd.DataFrame  # each style over REST within its language, with its interval
+    claims: pd.DataFrame
+    statements: pd.DataFrame
+    machine: pd.DataFrame  # per language and cell: comparable repetitions?
+    sittings: pd.DataFrame  # the anchor: Python in the Go sitting against the Python matrix
+
+
+def analyse(
+    python_runs: list[Run],
+    go_runs: list[Run],
+    anchor_runs: list[Run] | None,
+    profile_name: str,
+    seed: int = 0,
+) -> Analysis:
+    """``python_runs``: the Python performance matrix (``performance.experiments``'s first),
+    ``go_runs``: ``experiment``'s, ``anchor_runs``: ``anchor``'s (None or empty when the
+    profile has none)."""
+    p = profile(profile_name)
+    py = runs_table(python_runs, warmup_s=perf.profile(profile_name).warmup_s)
+    go = runs_table(go_runs, warmup_s=p.warmup_s)
+    runs = pd.concat([py, go], ignore_index=True)
+    keys = ("language", "style", "users")
+    cells = stats.cell_summary(runs, by=keys, seed=seed)
+    comparisons = pd.concat(
+        [
+            stats.compare_styles(
+                runs[runs["language"] == lang], m, by=("users",), styles=STYLES, seed=seed
+            ).assign(language=lang)
+            for lang in LANGUAGES
+            for m in METRICS
+        ],
+        ignore_index=True,
+    )
+    comparisons["p_holm"] = stats.holm(comparisons["p"])
+    claims = claims_mod.evaluate_claims(_tagged(runs), ordering_claims(py))
+    anchor = runs_table(anchor_runs or [], warmup_s=p.warmup_s)
+    return Analysis(
+        profile=profile_name,
+        runs=runs,
+        cells=cells,
+        comparisons=comparisons,
+        side_by_side=side_by_side(runs, anchor),
+        relative=relative_to_rest(runs),
+        claims=claims,
+        statements=claims_mod.statement_verdicts(claims),
+        machine=stats.machine_check(runs, by=keys),
+        sittings=sittings(py, anchor),
+    )
+
+
+def _values(df: pd.DataFrame, lang: str, style: str, users: int, metric: str) -> np.ndarray:
+    sel = (df["language"] == lang) & (df["style"] == style) & (df["users"] == users)
+    x = pd.to_numeric(df.loc[sel, metric], errors="coerce").to_numpy(dtype=float)
+    return x[np.isfinite(x)]
+
+
+def _mean_ci(x: np.ndarray) -> tuple[float, float, float]:
+    ci = stats.t_interval(x)
+    return ci.estimate, ci.low, ci.high
+
+
+def side_by_side(runs: pd.DataFrame, anchor: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per style and load: req/s and mean ms in each language (mean, 95% t interval over
+    runs) and Go / Python (the delta-method interval of the ratio of means; the two
+    languages' runs may come from different sittings: see ``sittings``). With an ``anchor``
+    (Python's stacks run in the Go sitting), also its value and Go over it: the same
+    sitting, but a point estimate (one run per cell)."""
+    anchor = anchor if anchor is not None else pd.DataFrame()
+    rows = []
+    for users in sorted(runs["users"].dropna().unique().astype(int)):
+        for style in STYLES:
+            row: dict[str, Any] = {"style": style, "users": users}
+            for m in METRICS:
+                for lang in LANGUAGES:
+                    x = _values(runs, lang, style, users, m)
+                    est, lo, hi = _mean_ci(x) if len(x) else (np.nan,) * 3
+                    row.update({f"{lang}_{m}": est, f"{lang}_{m}_low": lo, f"{lang}_{m}_high": hi})
+                    row[f"{lang}_runs"] = len(x)
+                r = stats.log_ratio_interval(
+                    [(1, [_values(runs, "go", style, users, m)]),
+                     (-1, [_values(runs, "python", style, users, m)])]
+                )  # fmt: skip
+                row.update({f"go_over_python_{m}": r.estimate,
+                            f"go_over_python_{m}_low": r.low,
+                            f"go_over_python_{m}_high": r.high})  # fmt: skip
+                if not anchor.empty:
+                    same = anchor[(anchor["style"] == style) & (anchor["users"] == users)]
+                    v = float(pd.to_numeric(same[m], errors="coerce").mean())
+                    row[f"anchor_{m}"] = v
+                    row[f"go_over_anchor_{m}"] = row[f"go_{m}"] / v if v else np.nan
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def relative_to_rest(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each style's req/s and mean ms over REST's at the same load, within each language:
+    ratios measured within one sitting, which a faster or slower machine moves far less
+    than absolute figures."""
+    rows = []
+    for lang in LANGUAGES:
+        for users in sorted(runs["users"].dropna().unique().astype(int)):
+            for style in STYLES:
+                for m in METRICS:
+                    a = _values(runs, lang, style, users, m)
+                    b = _values(runs, lang, "rest", users, m)
+                    r = stats.log_ratio_interval([(1, [a]), (-1, [b])])
+                    rows.append(
+                        {"language": lang, "users": users, "style": style, "metric": m,
+                         "ratio": r.estimate, "ci_low": r.low, "ci_high": r.high,
+                         "n": min(len(a), len(b))}
+                    )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def sittings(python: pd.DataFrame, anchor: pd.DataFrame, limits: stats.MachineLimits | None = None
+             ) -> pd.DataFrame:  # fmt: skip
+    """Python's stacks run again in the Go sitting (the anchor) against the Python matrix:
+    per cell, the stack CPU per request (the machine check's measure of what a request costs
+    on the machine) and req/s of the anchor over the matrix's mean. ``comparable`` when the
+    cost ratio stays within the machine check's limit both ways: then the two sittings' absolute
+    figures may be set against each other."""
+    lim = limits or stats.MachineLimits()
+    if anchor.empty:
+        return pd.DataFrame()
+    rows = []
+    for (style, users), g in anchor.groupby(["style", "users"], sort=True):
+        ref = python[(python["style"] == style) & (python["users"] == users)]
+        cost_ref = pd.to_numeric(ref["stack_cpu_ms_per_request"], errors="coerce").mean()
+        cost = pd.to_numeric(g["stack_cpu_ms_per_request"], errors="coerce").mean()
+        ratio = float(cost / cost_ref) if cost_ref and np.isfinite(cost_ref) else np.nan
+        rps_ref = _mean_ci(pd.to_numeric(ref["rps"], errors="coerce").dropna().to_numpy())
+        rps = float(pd.to_numeric(g["rps"], errors="coerce").mean())
+        ok = bool(np.isfinite(ratio) and 1 / lim.max_cost_ratio <= ratio <= lim.max_cost_ratio)
+        rows.append(
+            {
+                "style": style,
+                "users": int(users),
+                "anchor_runs": len(g),
+                "cpu_ms_per_request_matrix": cost_ref,
+                "cpu_ms_per_request_anchor": cost,
+                "cost_ratio": ratio,
+                "rps_matrix": rps_ref[0],
+                "rps_matrix_low": rps_ref[1],
+                "rps_matrix_high": rps_ref[2],
+                "rps_anchor": rps,
+                "rps_ratio": rps / rps_ref[0] if rps_ref[0] else np.nan,
+                "comparable": ok,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _cells_of(a: Analysis, lang: str) -> pd.DataFrame:
+    c = a.cells[a.cells["language"] == lang]
+    return c.drop(columns="language")
+
+
+def languages_figure(a: Analysis) -> plt.Figure:
+    """Req/s (top) and mean response time (bottom) per style and load: Python (left) and
+    Go (right), on shared axes, mean with its 95% interval over runs."""
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7.5), sharey="row")
+    for col, lang in enumerate(LANGUAGES):
+        cells = _cells_of(a, lang)
+        for row, m in enumerate(METRICS):
+            ax = axes[row][col]
+            figs.grouped_bars(cells, m, ax=ax, title=f"{lang.capitalize()}: {_WORDS[m]}")
+            if col == 0 and ax.get_legend():
+                ax.get_legend().remove()
+            ax.tick_params(labelleft=True)
+    fig.tight_layout()
+    return fig
+
+
+def relative_figure(a: Analysis) -> plt.Figure:
+    """gRPC and AMQP over REST at each load, within each language (95% intervals)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    loads = sorted(a.relative["users"].unique())
+    x = np.arange(len(loads))
+    bars = [(s, lang) for s in ("grpc", "amqp") for lang in LANGUAGES]
+    width = 0.8 / len(bars)
+    for ax, m in zip(axes, METRICS, strict=True):
+        for i, (style, lang) in enumerate(bars):
+            r = (
+                a.relative[
+                    (a.relative["language"] == lang)
+                    & (a.relative["style"] == style)
+                    & (a.relative["metric"] == m)
+                ]
+                .set_index("users")
+                .reindex(loads)
+            )
+            pos = x + (i - (len(bars) - 1) / 2) * width
+            est = r["ratio"].to_numpy(dtype=float)
+            ax.bar(pos, est, width, color=figs.STYLE_COLORS[style],
+                   alpha=1.0 if lang == "go" else 0.45,
+                   label=f"{_LABELS[style]} / REST, {lang.capitalize()}")  # fmt: skip
+            lo, hi = r["ci_low"].to_numpy(dtype=float), r["ci_high"].to_numpy(dtype=float)
+            ok = np.isfinite(lo) & np.isfinite(hi)
+            if ok.any():
+                ax.errorbar(pos[ok], est[ok], yerr=[est[ok] - lo[ok], hi[ok] - est[ok]],
+                            fmt="none", ecolor="black", capsize=3, linewidth=1)  # fmt: skip
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(x, [str(u) for u in loads])
+        ax.set_xlabel("Concurrent users")
+        ax.set_ylabel(f"{_WORDS[m]} over REST's (same language)")
+        ax.set_title(f"{_WORDS[m].capitalize()}: each style over REST")
+        ax.grid(axis="y", alpha=0.3)
+    axes[1].legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def write_results(a: Analysis, results: StudyResults) -> None:
+    """Tables, claims and figures of the language factor into ``results``."""
+    results.deviations = DEVIATIONS
+    results.table(
+        a.side_by_side,
+        "languages_side_by_side",
+        "Per style and load: req/s and mean response time (ms) in Python and in Go, mean and "
+        "95% t interval over runs, and Go over Python with its 95% interval (the two "
+        "matrices may come from different sittings: see the sittings table).",
+    )
+    results.table(
+        a.relative,
+        "relative_to_rest",
+        "Each style's req/s and mean response time over REST's at the same load, within each "
+        "language (one sitting each), with the 95% interval of the ratio.",
+    )
+    results.table(
+        a.comparisons[["language", "metric", "users", "a", "b", "n_a", "n_b", "mean_a",
+                       "mean_b", "ratio", "ratio_low", "ratio_high", "p", "p_holm"]],
+        "pairwise_tests",
+        "Pairwise tests between styles at each load within each language (per-run values): "
+        "the ratio of means with its 95% interval, the primary p-value (Welch's t) and the "
+        "same Holm-adjusted over the table.",
+    )  # fmt: skip
+    results.table(
+        a.sittings,
+        "sittings",
+        "The Python stacks rerun once per cell in the Go matrix's sitting, against the Python "
+        "matrix: stack CPU per request (what a request costs on the machine) and req/s, "
+        "anchor over matrix; comparable when the cost ratio is within 1.25 either way.",
+    )
+    results.table(
+        a.machine,
+        "machine_state",
+        "Was the machine comparable across each cell's repetitions, per language? Stack CPU "
+        "ms per request (slowest over fastest: cost_ratio), other processes' CPU and steal.",
+    )
+    results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
+    results.table(a.cells, "cells", "Per-cell statistics over runs.", in_report=False)
+    results.claims_table(a.claims)
+    results.figure(
+        languages_figure(a),
+        "shafabakhsh_languages",
+        "The same product-page matrix in Python (left) and Go (right): req/s and mean "
+        "response time per style and load, mean and 95% interval over runs. The two "
+        "matrices may come from different sittings (see the sittings table): compare the "
+        "orderings within a panel, and the panels' heights with that table in mind.",
+    )
+    results.figure(
+        relative_figure(a),
+        "shafabakhsh_languages_relative",
+        "gRPC and AMQP over REST at each load, within each language (Python pale, Go solid): "
+        "above 1 on the left and below 1 on the right is better than REST.",
+    )
+    plt.close("all")
+
+
+def markdown_tables(a: Analysis) -> str:
+    """The side-by-side table and the ordering verdicts as Markdown (reference README and
+    closing note), from the analysis, never typed."""
+
+    def ci(row: pd.Series, key: str, digits: int) -> str:
+        est, lo, hi = row[key], row[f"{key}_low"], row[f"{key}_high"]
+        if not np.isfinite(est):
+            return "-"
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            return f"{est:.{digits}f}"
+        return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+    anchored = "go_over_anchor_rps" in a.side_by_side.columns
+    extra = " Go / Python same sitting req/s |" if anchored else ""
+    lines = [
+        "| style | users | Python req/s | Go req/s | Go / Python req/s |" + extra
+        + " Python mean ms | Go mean ms | Go / Python mean |",
+        "|---|---|---|---|---|" + ("---|" if anchored else "") + "---|---|---|",
+    ]  # fmt: skip
+    for _, r in a.side_by_side.iterrows():
+        same = f" {r['go_over_anchor_rps']:.2f} |" if anchored else ""
+        lines.append(
+            f"| {_LABELS[r['style']]} | {r['users']} | {ci(r, 'python_rps', 0)} | "
+            f"{ci(r, 'go_rps', 0)} | {ci(r, 'go_over_python_rps', 2)} |{same} "
+            f"{ci(r, 'python_mean_ms', 1)} | {ci(r, 'go_mean_ms', 1)} | "
+            f"{ci(r, 'go_over_python_mean_ms', 2)} |"
+        )
+    lines += ["", "| statement | parts | reproduced | not reproduced | inconclusive | verdict |",
+              "|---|---|---|---|---|---|"]  # fmt: skip
+    for _, s in a.statements.iterrows():
+        lines.append(
+            f"| {s['quote']} | {s['parts']} | {s['reproduced']} | {s['not reproduced']} | "
+            f"{s['inconclusive']} | **{s['verdict']}** |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,106 @@
+"""The language factor (issue 18): the ordering claims follow Python's measured order and
+are judged in both languages by the rules of docs/statistics.md; the sittings check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ipclab.claims import evaluate_claims, statement_verdicts
+from ipclab.reproduce import why_not
+from ipclab.studies import get_study
+from ipclab.studies.shafabakhsh import languages
+
+RPS = {"rest": 1500.0, "grpc": 900.0, "amqp": 500.0}
+
+
+def _runs(lang: str, rps: dict[str, float], users: int = 50, n: int = 5) -> pd.DataFrame:
+    rng = np.random.default_rng(len(lang) + users)
+
+    def noisy(x: float) -> float:
+        return x * (1 + 0.02 * rng.standard_normal())
+
+    rows = [
+        {"language": lang, "style": s, "users": users, "rps": noisy(v),
+         "mean_ms": noisy(users * 1000 / v)}
+        for s, v in rps.items()
+        for _ in range(n)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _statements(go_rps: dict[str, float], n: int = 5) -> pd.DataFrame:
+    py = _runs("python", RPS, n=n)
+    runs = pd.concat([py, _runs("go", go_rps, n=n)], ignore_index=True)
+    claims = languages.ordering_claims(py)
+    table = evaluate_claims(languages._tagged(runs), claims)
+    return statement_verdicts(table).set_index("statement_id")
+
+
+def test_claims_follow_pythons_measured_order_and_cover_every_pair_in_both_languages() -> None:
+    py = _runs("python", {"rest": 500.0, "grpc": 1500.0, "amqp": 900.0})
+    claims = languages.ordering_claims(py)
+    assert len(claims) == 2 * 3 * 2  # metrics x pairs x languages, one load
+    rps = [c for c in claims if c.metric == "rps"]
+    assert {(c.a_style, c.b_style) for c in rps} == {
+        ("grpc-python", "amqp-python"), ("grpc-python", "rest-python"),
+        ("amqp-python", "rest-python"), ("grpc-go", "amqp-go"), ("grpc-go", "rest-go"),
+        ("amqp-go", "rest-go"),
+    }  # fmt: skip
+    assert all(c.relation == ">" for c in rps)
+    assert all(c.relation == "<" for c in claims if c.metric == "mean_ms")
+    assert "gRPC > AMQP > REST" in rps[0].quote
+
+
+def test_the_same_order_in_go_is_reproduced() -> None:
+    s = _statements({"rest": 3000.0, "grpc": 2000.0, "amqp": 1000.0})
+    assert (s["verdict"] == "reproduced").all(), s
+
+
+def test_a_pair_go_orders_the_other_way_makes_the_statement_not_reproduced() -> None:
+    s = _statements({"rest": 2400.0, "grpc": 3300.0, "amqp": 1000.0})
+    assert (s["verdict"] == "not reproduced").all(), s
+    assert (s["not reproduced"] == 1).all()  # REST against gRPC in Go only
+
+
+def test_one_repetition_is_inconclusive_never_a_verdict() -> None:
+    s = _statements({"rest": 2400.0, "grpc": 3300.0, "amqp": 1000.0}, n=1)
+    assert (s["verdict"] == "inconclusive").all()
+
+
+def test_sittings_are_comparable_only_when_a_request_costs_the_same() -> None:
+    py = pd.DataFrame(
+        {"style": ["rest"] * 3, "users": [50] * 3, "rps": [1500.0, 1480.0, 1520.0],
+         "stack_cpu_ms_per_request": [1.0, 1.05, 0.95]}
+    )  # fmt: skip
+    same = py.iloc[:1].assign(stack_cpu_ms_per_request=1.1, rps=1450.0)
+    slower = py.iloc[:1].assign(stack_cpu_ms_per_request=1.6, rps=900.0)
+    assert bool(languages.sittings(py, same)["comparable"].iloc[0])
+    row = languages.sittings(py, slower).iloc[0]
+    assert not row["comparable"] and row["cost_ratio"] == pytest.approx(1.6)
+    assert languages.sittings(py, py.iloc[:0]).empty
+
+
+def test_the_languages_notebook_says_why_not_when_go_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nb = next(n for n in get_study("shafabakhsh").notebooks if n.results == "languages")
+    monkeypatch.setattr("ipclab.gobuild.toolchain_missing", lambda: "no Go toolchain: install")
+    assert why_not(nb, "local") == "no Go toolchain: install"
+    assert why_not(nb, "docker") is not None
+
+
+def test_the_go_matrix_mirrors_the_python_matrix() -> None:
+    from ipclab.studies.shafabakhsh import performance
+
+    for name in ("quick", "full"):
+        py = performance.experiments(name)[0]
+        go = languages.experiment(name)
+        assert go.users == py.users and go.repetitions == py.repetitions
+        assert go.warmup_s == py.warmup_s and go.order_seed == py.order_seed
+        assert go.options == py.options
+        assert set(go.stacks) == {f"{s}-go" for s in py.stacks}
+    assert languages.anchor("quick") is None
+    full = languages.anchor("full")
+    assert full is not None and set(full.stacks) == set(languages.LANGUAGES["python"])
