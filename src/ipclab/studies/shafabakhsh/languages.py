@@ -451,13 +451,14 @@ def write_results(a: Analysis, results: StudyResults) -> None:
         "the ratio of means with its 95% interval, the primary p-value (Welch's t) and the "
         "same Holm-adjusted over the table.",
     )  # fmt: skip
-    results.table(
-        a.sittings,
-        "sittings",
-        "The Python stacks rerun once per cell in the Go matrix's sitting, against the Python "
-        "matrix: stack CPU per request (what a request costs on the machine) and req/s, "
-        "anchor over matrix; comparable when the cost ratio is within 1.25 either way.",
-    )
+    if not a.sittings.empty:  # a profile with an anchor
+        results.table(
+            a.sittings,
+            "sittings",
+            "The Python stacks rerun once per cell in the Go matrix's sitting, against the Python "
+            "matrix: stack CPU per request (what a request costs on the machine) and req/s, "
+            "anchor over matrix; comparable when the cost ratio is within 1.25 either way.",
+        )
     results.table(
         a.machine,
         "machine_state",
