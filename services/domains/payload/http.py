@@ -107,6 +107,10 @@ async def _respond(send: Send, status: int, body: bytes, headers: Headers) -> No
     await send({"type": "http.response.body", "body": body})
 
 
+async def _healthy(send: Send) -> None:
+    await _respond(send, 200, b'{"ok":true}', [(b"content-type", b"application/json")])
+
+
 async def _refuse(send: Send, e: Refused) -> None:
     body = orjson.dumps({"error": e.error, "message": str(e)})
     await _respond(send, e.status, body, [(b"content-type", b"application/json")])
@@ -203,7 +207,7 @@ class DataService:
             return
         try:
             if scope["path"] == "/healthz":
-                await _respond(send, 200, b'{"ok":true}', [(b"content-type", b"application/json")])
+                await _healthy(send)
                 return
             fmt, structure = _route(scope)
             if scope["method"] == "GET":
@@ -308,7 +312,7 @@ class EdgeService:
             return
         try:
             if scope["path"] == "/healthz":
-                await _respond(send, 200, b'{"ok":true}', [(b"content-type", b"application/json")])
+                await _healthy(send)
                 return
             _route(scope)
             body = b""

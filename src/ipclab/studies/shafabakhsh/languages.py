@@ -74,6 +74,24 @@ def profile(name: str) -> GoProfile:
         raise ValueError(f"unknown profile {name!r}; choose {', '.join(PROFILES)}") from None
 
 
+def _matrix(
+    name: str, language: str, repetitions: int, profile_name: str, backend: str, root: Path,
+    options: StackOptions | None,
+) -> Experiment:  # fmt: skip
+    p = profile(profile_name)
+    return Experiment(
+        name=f"{name}-{profile_name}-{backend}",
+        stacks=LANGUAGES[language],
+        users=p.users,
+        repetitions=repetitions,
+        duration_s=p.duration_s,
+        warmup_s=p.warmup_s,
+        backend=backend,
+        root=from_repo(root),
+        options=options or StackOptions(),
+    )
+
+
 def experiment(
     profile_name: str,
     backend: str = "local",
@@ -81,18 +99,8 @@ def experiment(
     options: StackOptions | None = None,
 ) -> Experiment:
     """The performance matrix on the Go stacks (same knobs and order seed as Python's)."""
-    p = profile(profile_name)
-    return Experiment(
-        name=f"shafabakhsh-go-{profile_name}-{backend}",
-        stacks=LANGUAGES["go"],
-        users=p.users,
-        repetitions=p.repetitions,
-        duration_s=p.duration_s,
-        warmup_s=p.warmup_s,
-        backend=backend,
-        root=from_repo(root),
-        options=options or StackOptions(),
-    )
+    reps = profile(profile_name).repetitions
+    return _matrix("shafabakhsh-go", "go", reps, profile_name, backend, root, options)
 
 
 def anchor(
@@ -103,20 +111,10 @@ def anchor(
 ) -> Experiment | None:
     """The Python stacks at the Go matrix's window in the Go matrix's sitting (None in a
     profile whose Python and Go matrices run in one sitting anyway)."""
-    p = profile(profile_name)
-    if not p.anchor_repetitions:
+    reps = profile(profile_name).anchor_repetitions
+    if not reps:
         return None
-    return Experiment(
-        name=f"shafabakhsh-anchor-{profile_name}-{backend}",
-        stacks=LANGUAGES["python"],
-        users=p.users,
-        repetitions=p.anchor_repetitions,
-        duration_s=p.duration_s,
-        warmup_s=p.warmup_s,
-        backend=backend,
-        root=from_repo(root),
-        options=options or StackOptions(),
-    )
+    return _matrix("shafabakhsh-anchor", "python", reps, profile_name, backend, root, options)
 
 
 # --------------------------------------------------------------------------- analysis
