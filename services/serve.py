@@ -15,6 +15,10 @@ from the harness:
 - ``IPCLAB_GC_EVENTS=1``: every major (gen-2) garbage collection is logged (``gcwatch``);
 - the domain's data (e.g. ``IPCLAB_SEED``) and the gateway's strategy
   (``IPCLAB_CALL_TIMEOUT_S``, ``IPCLAB_SEQUENTIAL``; see ``domains.GatewaySettings``).
+
+A domain whose roles are whole apps rather than services behind a front and a transport
+(the payload domain: the protocol is what it measures) defines ``serve_role`` and is
+started by it, from the same environment.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ async def main() -> None:
     port = int(env.get("IPCLAB_PORT", "0"))
     amqp_url = env.get("IPCLAB_AMQP_URL", "")
     domain = domains.load(env["IPCLAB_DOMAIN"])
+    if hasattr(domain, "serve_role"):  # a domain whose roles are whole apps of their own
+        await domain.serve_role(role, names, host, port, env)
+        return
     transport = transports.load(env["IPCLAB_TRANSPORT"])
     defs = domain.build_services()
 

@@ -7,6 +7,11 @@ A domain package provides
     def gateway_handler(clients, services: tuple[str, ...], settings: GatewaySettings) -> Handler
         # what the gateway answers (a ``fronts.Handler``), calling services through ``clients``
 
+or, when its roles are whole apps rather than services behind a front and a transport,
+
+    async def serve_role(role, services, host, port, env) -> None
+        # serve ``role`` on host:port until cancelled, configured by ``env``
+
 ``load(name)`` returns it; a stack names its domain in its declaration.
 """
 

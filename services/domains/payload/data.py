@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import random
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -77,11 +78,32 @@ _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 @dataclass(frozen=True)
 class Dataset:
+    """``count`` elements of ``structure``: each form built on first use, then kept, so a
+    process that serves one format holds only that format's objects (what the memory
+    experiment measures)."""
+
     structure: Structure
     count: int
     seed: int
-    document: dict[str, list[dict[str, Any]]]  # JSON-ready: {"users": [...]} / {"payments": [...]}
-    message: Message  # users_pb2.Users / payments_pb2.Payments, the same data
+
+    def _elements(self) -> Iterator[dict[str, Any]]:
+        make = user if self.structure == "flat" else payment
+        return (make(self.seed, i) for i in range(self.count))
+
+    @functools.cached_property
+    def document(self) -> dict[str, list[dict[str, Any]]]:
+        """JSON-ready: ``{"users": [...]}`` / ``{"payments": [...]}``."""
+        return {WRAPPER[self.structure]: list(self._elements())}
+
+    @functools.cached_property
+    def message(self) -> Message:
+        """``users_pb2.Users`` / ``payments_pb2.Payments``, the same data, built element by
+        element (without the document, unless it is already built)."""
+        if "document" in self.__dict__:
+            return to_message(self.structure, self.document)
+        if self.structure == "flat":
+            return users_pb2.Users(users=[users_pb2.User(**u) for u in self._elements()])
+        return payments_pb2.Payments(payments=[_payment_message(d) for d in self._elements()])
 
 
 def _rng(seed: int, structure: str, index: int) -> random.Random:
@@ -218,8 +240,6 @@ def check_count(structure: str, count: int) -> None:
 
 @functools.lru_cache(maxsize=16)
 def dataset(structure: Structure, count: int, seed: int = DEFAULT_SEED) -> Dataset:
-    """``count`` elements of ``structure``, as a document and as a message (built once)."""
+    """``count`` elements of ``structure`` (each form built once, when first used)."""
     check_count(structure, count)
-    make = user if structure == "flat" else payment
-    document = {WRAPPER[structure]: [make(seed, i) for i in range(count)]}
-    return Dataset(structure, count, seed, document, to_message(structure, document))
+    return Dataset(structure, count, seed)

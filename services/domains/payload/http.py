@@ -29,6 +29,7 @@ memory stays bounded. The acknowledgement is the same compact JSON for both form
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 import zlib
@@ -105,10 +106,6 @@ async def _respond(send: Send, status: int, body: bytes, headers: Headers) -> No
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-async def _healthy(send: Send) -> None:
-    await _respond(send, 200, b'{"ok":true}', [(b"content-type", b"application/json")])
 
 
 async def _refuse(send: Send, e: Refused) -> None:
@@ -202,12 +199,18 @@ class DataService:
         self.settings = settings or Settings()
         self._cache: dict[tuple[str, str, int, bool], bytes] = {}
 
+    def describe(self) -> bytes:
+        """``/healthz``: ready, with the knobs it runs with and the protobuf backend (a
+        client and a run's records learn from it what the service did)."""
+        settings = dataclasses.asdict(self.settings)
+        return orjson.dumps({"ok": True, "settings": settings, **codec.protobuf_backend()})
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         try:
             if scope["path"] == "/healthz":
-                await _healthy(send)
+                await _respond(send, 200, self.describe(), [(b"content-type", b"application/json")])
                 return
             fmt, structure = _route(scope)
             if scope["method"] == "GET":
@@ -312,7 +315,7 @@ class EdgeService:
             return
         try:
             if scope["path"] == "/healthz":
-                await _healthy(send)
+                await self._health(send)
                 return
             _route(scope)
             body = b""
@@ -321,6 +324,21 @@ class EdgeService:
             await self._forward(scope, body, send)
         except Refused as e:
             await _refuse(send, e)
+
+    async def _health(self, send: Send) -> None:
+        """200 once the data service answers its own ``/healthz`` (within 1 s), else 503:
+        the gateway's readiness, as in every stack."""
+        try:
+            async with self._client().get(
+                self.upstream + "/healthz", timeout=aiohttp.ClientTimeout(total=1.0)
+            ) as r:
+                state = "ok" if r.status == 200 else f"HTTP {r.status}"
+                described = orjson.loads(await r.read()) if r.status == 200 else None
+        except (TimeoutError, aiohttp.ClientError, orjson.JSONDecodeError) as e:
+            state, described = type(e).__name__, None
+        ready = state == "ok"
+        body = orjson.dumps({"ready": ready, "services": {"data": state}, "data": described})
+        await _respond(send, 200 if ready else 503, body, [(b"content-type", b"application/json")])
 
     async def _forward(self, scope: Scope, body: bytes, send: Send) -> None:
         url = self.upstream + scope["path"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,10 @@ SCHEMA = pa.schema(
         ("status", pa.int32()),
         ("ok", pa.bool_()),
         ("error", pa.string()),
-        ("server_ms", pa.float64()),  # the answer's Server-Timing app;dur, when it has one
+        ("server_ms", pa.float64()),  # the sum of the answer's Server-Timing durations
+        ("timing", pa.string()),  # the answer's Server-Timing header as sent, when it has one
+        ("header_bytes", pa.int64()),  # the answer's status line and header block
+        ("wire_bytes", pa.int64()),  # the answer's Content-Length: its body as sent (gzip too)
     ]
 )
 FLUSH_EVERY_S = 1.0
@@ -126,23 +130,63 @@ def _on_request(
             exception is None,
             None if exception is None else f"{type(exception).__name__}: {exception}"[:300],
             server_ms(response),
+            _timing(response),
+            header_bytes(response, status),
+            wire_bytes(response),
         )
     )
 
 
-def server_ms(response: Any) -> float | None:
-    """The server's own time from a ``Server-Timing: app;dur=<ms>`` header, if any."""
+def _timing(response: Any) -> str | None:
     headers = getattr(response, "headers", None)
     value = headers.get("server-timing") if headers is not None else None
-    if not value:
+    return str(value) if value else None
+
+
+def server_ms(response: Any) -> float | None:
+    """The server's own time: the sum of the durations its ``Server-Timing`` header gives
+    (``app;dur=<ms>``, or several metrics: ``ser;dur=1.2, gzip;dur=0.3``), if any."""
+    value = _timing(response)
+    if value is None:
         return None
-    for part in str(value).split(";"):
-        if part.strip().startswith("dur="):
-            try:
-                return float(part.strip()[4:])
-            except ValueError:
-                return None
-    return None
+    total, found = 0.0, False
+    for metric in value.split(","):
+        for part in metric.split(";")[1:]:
+            if part.strip().startswith("dur="):
+                try:
+                    total += float(part.strip()[4:])
+                except ValueError:
+                    return None
+                found = True
+    return total if found else None
+
+
+def wire_bytes(response: Any) -> int | None:
+    """The answer's body as it crossed the wire (``Content-Length``; ``bytes`` is the body
+    as the client decoded it, decompressed), or None when the answer gives no length."""
+    headers = getattr(response, "headers", None)
+    value = headers.get("content-length") if headers is not None else None
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def header_bytes(response: Any, status: int) -> int | None:
+    """The size of an HTTP/1.1 answer's status line and header block, rebuilt from the
+    parsed headers (``Name: value`` CRLF each, a blank line): what the server wrote when it
+    writes them in that form, as uvicorn does; None without an answer."""
+    headers = getattr(response, "headers", None)
+    if headers is None or not status:
+        return None
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = ""
+    size = len(f"HTTP/1.1 {status} {phrase}\r\n") + 2
+    for k, v in headers.items():
+        size += len(str(k)) + 2 + len(str(v).encode("latin-1", "replace")) + 2
+    return size
 
 
 def _flush_forever() -> None:

@@ -344,6 +344,10 @@ class DockerStack:
             for ctr in self.client.containers.list(all=True, filters=flt)
         }
 
+    def container(self, component: str) -> Any:
+        """The container of ``component`` (docker SDK object), e.g. for its state or cgroup."""
+        return self._container(component)
+
     def _container(self, component: str) -> Any:
         if component not in self._containers:
             self._refresh_containers()

@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from ipclab.load.targets import parse_targets
+
 WARMUP = "warmup "  # the prefix of a warm-up request's name
 
 
@@ -34,12 +36,4 @@ def schedule(
     return out
 
 
-def parse_targets(text: str) -> dict[str, str]:
-    """``IPCLAB_TARGETS`` (``name=url,name=url``) as a dict, in order."""
-    out: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, url = part.partition("=")
-        if not sep or not name or not url:
-            raise ValueError(f"IPCLAB_TARGETS: {part!r} is not name=url")
-        out[name] = url
-    return out
+__all__ = ["WARMUP", "parse_targets", "schedule"]

@@ -1,0 +1,319 @@
+"""Buono & Petrović 2021 from end to end, for notebook 05: run the procedure (timings and
+sizes, :mod:`procedure`) and the memory experiment (:mod:`memory`), analyse them
+(:mod:`analysis`), set them beside the thesis's numbers and claims, write the results.
+
+What the summary tables hold:
+
+* ``sizes``: the answer's body as sent per structure, count and compression, JSON against
+  Protobuf, and the reduction (J - P) / J beside the thesis's range (25.80 % to 72.28 %);
+* ``processing``: the nested POST with gzip and no cache (Fig. 28), the data service's
+  gunzip + deserialisation time and the client's time per format, the difference J - P in
+  ms and in % with 95 % intervals (Welch's for the difference, log-ratio for the %) beside
+  25.1 % and 164.3 ms;
+* ``table3``: Table 3's request counts (1, 5, 50, 100) as the first N requests of each cell;
+* ``memory``: each memory cell's outcome (completed, OOM-killed) and peaks;
+* ``claims``: every claim's verdict for the primary JSON encoder (orjson) and, where the
+  runs have it, beside it the verdict with the standard library's encoder.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.stats as sps
+
+from ipclab.experiments import Experiment, load_runs
+from ipclab.paths import from_repo
+from ipclab.runs import DEFAULT_ROOT, Run
+from ipclab.stats import log_ratio_interval, t_interval
+from ipclab.studies.buono import analysis, memory, procedure
+
+PRIMARY_ENCODER = "orjson"
+DEVIATIONS = [
+    "Python services (uvicorn, orjson or the standard library's json, protobuf on upb) in "
+    "place of Quarkus with RESTEasy, Jackson and protobuf-java (JVM or GraalVM native, which "
+    "the thesis does not say per figure); absolute times are not comparable, orderings and "
+    "ratios are what is judged.",
+    "docker compose (or local processes) in place of a KIND Kubernetes cluster; the 400 MB "
+    "limit is the data service container's mem_limit (the edge service has the same).",
+    "Locust with one user in place of JMeter: one discarded warm-up request, then N "
+    "sequential requests per cell, cells in a seeded random order within each run, 5 "
+    "repetitions (the thesis ran each cell once).",
+    "Table 3's request counts 1, 5, 50, 100 read as the first N requests of a cell's "
+    "sequence (the thesis does not say how they map to runs).",
+    "Request Processing Time (undefined in the thesis) read two ways: the data service's "
+    "own time from Server-Timing (deserialisation, plus gunzip with gzip on) and the "
+    "client's response time.",
+    "Data generated from a seed (not Faker): 2 transactions of 3 items per payment (the "
+    "thesis gives no numbers); every user's age non-zero.",
+    "Flat 100,000 and 300,000 are measured by the memory experiment (one request per run, "
+    "its size and memory), not by 100 sequential requests.",
+    "Memory is the data service's resident memory (psutil locally, the cgroup's rss in a "
+    "container) sampled at 20 Hz, not JConsole's heap; the local backend has no memory "
+    "limit, so only the docker backend can OOM-kill.",
+]
+
+
+@dataclass
+class Experiments:
+    """The study's two experiments for a profile and backend."""
+
+    procedure: Experiment
+    memory_plan: memory.Plan
+    memory_root: Path
+    backend: str
+
+    def all(self) -> list[Experiment]:
+        return [self.procedure]
+
+
+def experiments(
+    profile: str = "quick", backend: str = "local", root: Path = DEFAULT_ROOT
+) -> Experiments:
+    """Both experiments of a profile; their runs go under
+    ``<root>/buono-<profile>-<backend>/{procedure,memory}/``."""
+    base = from_repo(root) / f"buono-{profile}-{backend}"
+    return Experiments(
+        procedure=procedure.experiment(profile, backend, base, name="procedure"),
+        memory_plan=memory.PLANS[profile],
+        memory_root=base / "memory",
+        backend=backend,
+    )
+
+
+def run(e: Experiments, progress: Callable[[str], None] = print) -> tuple[list[Run], list[Run]]:
+    """Run (or reuse) every run of both experiments; their runs."""
+    runs = e.procedure.run(progress)
+    mem = memory.run_plan(e.memory_plan, e.memory_root, backend=e.backend, progress=progress)
+    return runs, mem
+
+
+def load(e: Experiments) -> tuple[list[Run], list[Run]]:
+    """The runs both experiments have on disk (a committed reference, for one)."""
+    mem = load_runs(e.memory_root) if e.memory_root.is_dir() else []
+    return load_runs(e.procedure.directory), mem
+
+
+@dataclass
+class Analysis:
+    requests: pd.DataFrame
+    cells: pd.DataFrame
+    memory: pd.DataFrame
+    sizes: pd.DataFrame
+    processing: pd.DataFrame
+    table3: pd.DataFrame
+    claims: pd.DataFrame
+    encoders: pd.DataFrame
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+def _welch_difference(
+    a: np.ndarray, b: np.ndarray, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """mean(a) - mean(b) with Welch's interval (NaN bounds with fewer than 2 per side)."""
+    d = float(a.mean() - b.mean())
+    if len(a) < 2 or len(b) < 2:
+        return d, math.nan, math.nan
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return d, d, d
+    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    q = float(sps.t.ppf(0.5 + confidence / 2, dof))
+    return d, d - q * se, d + q * se
+
+
+def processing_table(cells: pd.DataFrame, encoder: str = PRIMARY_ENCODER) -> pd.DataFrame:
+    """Fig. 28's cells (nested POST, gzip on, no cache): JSON against Protobuf per count."""
+    sel = cells[
+        (cells["structure"] == "nested") & (cells["method"] == "POST") & cells["gzip"]
+        & ~cells["cache"] & (cells["json_library"] == encoder)
+    ]  # fmt: skip
+    rows = []
+    for count in sorted(sel["count"].unique()):
+        for metric in ("server_ms", "deser_ms", "response_ms"):
+            j = sel[(sel["count"] == count) & (sel["fmt"] == "json")][metric].to_numpy(float)
+            p = sel[(sel["count"] == count) & (sel["fmt"] == "protobuf")][metric].to_numpy(float)
+            if not len(j) or not len(p):
+                continue
+            d, lo, hi = _welch_difference(j, p)
+            r = log_ratio_interval([(1, [p]), (-1, [j])])  # P / J
+            tj, tp = t_interval(j), t_interval(p)
+            rows.append(
+                {
+                    "count": int(count), "metric": metric, "runs": min(len(j), len(p)),
+                    "json_ms": tj.estimate, "json_low": tj.low, "json_high": tj.high,
+                    "protobuf_ms": tp.estimate, "protobuf_low": tp.low, "protobuf_high": tp.high,
+                    "difference_ms": d, "difference_low": lo, "difference_high": hi,
+                    "faster_pct": 100 * (1 - r.estimate),
+                    "faster_pct_low": 100 * (1 - r.high), "faster_pct_high": 100 * (1 - r.low),
+                    "thesis": "25.1 % (164.3 ms) faster, the best case" if count == 650 else "",
+                }
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+_FORMATS = ("json", "protobuf")
+_CASES = {
+    ("flat", False): "worst case 25.80 % (Fig. 30, compression not printed)",
+    ("flat", True): "best flat case 58.2 % (Fig. 29, flat 5 with gzip)",
+    ("nested", False): "64.54 % worst to 72.28 % best (Fig. 31, compression not printed)",
+    ("nested", True): "64.54 % worst to 72.28 % best (Fig. 31, compression not printed)",
+}
+
+
+def sizes_table(cells: pd.DataFrame, mem: pd.DataFrame) -> pd.DataFrame:
+    """Bytes of the answer as sent, JSON against Protobuf, per structure, count and gzip
+    (GET, no cache; flat 100,000 and 300,000 from the memory runs, raw)."""
+    parts = []
+    if not cells.empty:
+        g = cells[(cells["method"] == "GET") & ~cells["cache"]]
+        parts.append(g[["structure", "count", "gzip", "fmt", "body_bytes", "header_bytes"]])
+    if not mem.empty:
+        m = mem[mem["completed"]].assign(gzip=False)
+        parts.append(m[["structure", "count", "gzip", "fmt", "body_bytes", "header_bytes"]])
+    if not parts:
+        return pd.DataFrame()
+    allb = pd.concat(parts, ignore_index=True)
+    med = allb.groupby(["structure", "count", "gzip", "fmt"]).agg(
+        body=("body_bytes", "median"), spread=("body_bytes", lambda s: float(s.max() - s.min())),
+        header=("header_bytes", "median"),
+    )  # fmt: skip
+    wide = med.unstack("fmt")
+    rows = []
+    for (structure, count, gz), r in wide.iterrows():
+        j, p = r.get(("body", "json"), np.nan), r.get(("body", "protobuf"), np.nan)
+        rows.append(
+            {
+                "structure": structure, "count": int(count), "gzip": bool(gz),
+                "json_bytes": j, "protobuf_bytes": p,
+                "reduction_pct": 100 * (j - p) / j if np.isfinite(j) and np.isfinite(p) else np.nan,
+                "json_header_bytes": r.get(("header", "json"), np.nan),
+                "protobuf_header_bytes": r.get(("header", "protobuf"), np.nan),
+                "bytes_vary": bool(np.nansum([r.get(("spread", f), 0) for f in _FORMATS])),
+                "thesis": _CASES[(structure, bool(gz))],
+            }
+        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def table3(requests: pd.DataFrame, encoder: str = PRIMARY_ENCODER) -> pd.DataFrame:
+    """Table 3's request counts: the mean response time over the first 1, 5, 50, 100
+    requests of each cell (gzip off, no cache), mean over runs with its 95 % interval."""
+    rows = []
+    sel = requests[(requests["json_library"] == encoder) & ~requests["gzip"] & ~requests["cache"]]
+    for k in (1, 5, 50, 100):
+        if sel.empty or sel["seq"].max() < k:
+            continue
+        c = analysis.cell_table(sel, first=k)
+        for (structure, method, count, fmt), g in c.groupby(
+            ["structure", "method", "count", "fmt"]
+        ):
+            ci = t_interval(g["response_ms"].to_numpy(float))
+            rows.append({"requests": k, "structure": structure, "method": method, "count": count,
+                         "fmt": fmt, "runs": ci.n, "response_ms": ci.estimate,
+                         "low": ci.low, "high": ci.high})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def analyse(procedure_runs: list[Run], memory_runs: list[Run]) -> Analysis:
+    req = analysis.requests_frame(procedure_runs)
+    cells = analysis.cell_table(req)
+    mem = analysis.memory_table(memory_runs)
+    claims = analysis.evaluate(analysis.runs_table(cells, mem, PRIMARY_ENCODER))
+    encoders = claims[["claim_id", "comparison", "verdict"]].rename(
+        columns={"verdict": PRIMARY_ENCODER}
+    )
+    if not cells.empty and (cells["json_library"] == "json").any():
+        std = analysis.evaluate(analysis.runs_table(cells, mem, "json"))
+        encoders["json"] = std["verdict"].to_numpy()
+    env = {}
+    for r in procedure_runs[:1]:
+        p = r.path / "server.json"
+        if p.exists():
+            import json
+
+            d = json.loads(p.read_text())
+            env = {"protobuf": d.get("protobuf"), "implementation": d.get("implementation")}
+    return Analysis(
+        requests=req, cells=cells, memory=mem, sizes=sizes_table(cells, mem),
+        processing=processing_table(cells) if not cells.empty else pd.DataFrame(),
+        table3=table3(req) if not req.empty else pd.DataFrame(),
+        claims=claims, encoders=encoders, environment=env,
+    )  # fmt: skip
+
+
+def write_results(a: Analysis, results: Any) -> None:
+    """Every table and figure into ``results`` (a ``StudyResults``)."""
+    import matplotlib.pyplot as plt
+
+    from ipclab.studies.buono import figures
+
+    results.deviations = DEVIATIONS
+    if len(a.sizes):
+        results.table(a.sizes, "sizes", "Body bytes as sent (GET, no cache), JSON against "
+                      "Protobuf, and the reduction (J - P) / J, beside the thesis's case. "
+                      "Bytes are the same in every run (the data is seeded).")  # fmt: skip
+    if len(a.processing):
+        results.table(a.processing, "processing", "Fig. 28's cells (nested POST, gzip, no "
+                      "cache): the data service's time (gunzip + deserialisation: server_ms; "
+                      "deserialisation alone: deser_ms) and the client's, mean over runs with "
+                      "95 % t intervals; J - P (Welch) and % faster (log-ratio "
+                      "interval).")  # fmt: skip
+    if len(a.memory):
+        results.table(a.memory.drop(columns=["style", "users", "path"]), "memory",
+                      "The memory cells: flat GET of 100,000 and 300,000 users, one run each "
+                      "per repetition: completed or OOM-killed, peaks in MiB.")  # fmt: skip
+    if len(a.table3):
+        results.table(a.table3, "table3", "Table 3's request counts as the first N requests "
+                      "of each cell (gzip off, no cache): mean response time (ms) over runs "
+                      "with its 95 % t interval.", in_report=False)  # fmt: skip
+    if len(a.cells):
+        results.table(a.cells, "cells", "Every run and cell: response time (mean, SD, p50, "
+                      "p95), the data service's times, bytes.", in_report=False)  # fmt: skip
+    if "json" in a.encoders.columns:
+        results.table(a.encoders, "encoders", "Each claim's verdict with orjson (primary) and "
+                      "with the standard library's json encoder.")  # fmt: skip
+    for name, (fig, caption) in figures.all_figures(a).items():
+        results.figure(fig, name, caption)
+        plt.close(fig)
+    results.claims_table(a.claims)
+
+
+def summary_markdown(a: Analysis) -> str:
+    """The headline numbers in a few lines."""
+    lines = []
+    if len(a.sizes):
+        s = a.sizes.dropna(subset=["reduction_pct"])
+        for (structure, gz), g in s.groupby(["structure", "gzip"]):
+            lo, hi = g["reduction_pct"].min(), g["reduction_pct"].max()
+            counts = ", ".join(str(c) for c in g["count"])
+            lines.append(f"- {structure}, {'gzip' if gz else 'raw'}: Protobuf {lo:.1f} % to "
+                         f"{hi:.1f} % smaller than JSON (counts {counts})")  # fmt: skip
+    if len(a.processing):
+        p = a.processing[(a.processing["count"] == a.processing["count"].max())]
+        for _, r in p.iterrows():
+            lines.append(
+                f"- nested POST {r['count']} ({r['metric']}): JSON {r['json_ms']:.2f} ms, Protobuf "
+                f"{r['protobuf_ms']:.2f} ms; J - P = {r['difference_ms']:.2f} ms "
+                f"[{r['difference_low']:.2f}, {r['difference_high']:.2f}], {r['faster_pct']:.1f} % "
+                f"[{r['faster_pct_low']:.1f}, {r['faster_pct_high']:.1f}] faster "
+                "(thesis: 25.1 %, 164.3 ms)"
+            )
+    if len(a.memory):
+        for (fmt, count), g in a.memory.groupby(["fmt", "count"]):
+            done = int(g["completed"].sum())
+            oom = int(g["oom_killed"].sum())
+            lines.append(f"- memory, {fmt} flat {count}: {done} of {len(g)} completed, {oom} "
+                         f"OOM-killed, peak {g['peak_mb'].max():.0f} MiB (limit: "
+                         f"{g['limit_mb'].iloc[0] or 'none'})")  # fmt: skip
+    if len(a.claims):
+        counts = a.claims["verdict"].value_counts().to_dict()
+        lines.append("- claims: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return "\n".join(lines)

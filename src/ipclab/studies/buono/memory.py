@@ -1,0 +1,244 @@
+"""The memory experiment (thesis §5.2.4, Figs. 32-35): the data service builds and serialises
+flat 100,000 and 300,000 users in one format under a 400 MB memory limit; does it finish,
+or does the kernel's OOM killer end it (the thesis: JSON killed at 300,000, Protobuf done
+with a 43320KB blob)?
+
+Each cell is its own run directory (kind ``memory``) on a fresh stack, so a cell's process
+holds only its own format's objects (``data.Dataset`` builds each form on first use):
+``memory.csv`` samples the data service's memory every ``interval_s`` (resident memory and,
+in a container, the cgroup usage the limit counts) while one ``GET`` asks for the list
+through the edge service, and ``summary.json`` gives the outcome: completed or not, the
+answer's size, the data service's exit code and whether it was OOM-killed (the container's
+``OOMKilled``), the peaks sampled and the cgroup's own high-water mark. An OOM kill is the
+cell's outcome, recorded, not a failure of the experiment: the run is ``complete`` when it
+measured the cell either way.
+
+The limit needs the docker backend; on the local backend the cells run unlimited (the
+footprint without a limit), said in every summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import shutil
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ipclab.backends import StackOptions, get_backend, memory
+from ipclab.runs import CsvAppender, Run, RunWriter, read_run
+from ipclab.studies.buono.stacks import PAYLOAD, knobs
+
+LIMIT_MB = 400  # the thesis's limit on the service's container (§6.1)
+COUNTS = (100_000, 300_000)
+FORMATS = ("json", "protobuf")
+INTERVAL_S = 0.05  # 20 Hz
+TIMEOUT_S = 300.0
+COLUMNS = ("t", "rss_bytes", "usage_bytes")
+
+
+@dataclass(frozen=True)
+class MemoryCell:
+    fmt: str
+    count: int
+    structure: str = "flat"
+    json_library: str = "orjson"
+
+    @property
+    def key(self) -> str:
+        return f"{self.fmt}-{self.structure}-{self.count}-{self.json_library}"
+
+
+def cells(counts: Sequence[int] = COUNTS, formats: Sequence[str] = FORMATS) -> list[MemoryCell]:
+    return [MemoryCell(f, n) for n in counts for f in formats]
+
+
+class _Sampler(threading.Thread):
+    def __init__(self, read: Callable[[], memory.Reading], out: CsvAppender, interval_s: float):
+        super().__init__(daemon=True, name="memory-sampler")
+        self.read, self.out, self.interval_s = read, out, interval_s
+        self.halt = threading.Event()
+        self.peaks: dict[str, int] = {}
+        self.samples = 0
+
+    def run(self) -> None:
+        while True:
+            row = {"t": time.time(), **self.read()}
+            self.out.write([row])
+            self.samples += 1
+            for k in ("rss_bytes", "usage_bytes"):
+                v = row.get(k)
+                if isinstance(v, int):
+                    self.peaks[k] = max(self.peaks.get(k, 0), v)
+            if self.halt.wait(self.interval_s):
+                return
+
+
+def _ask(url: str, timeout_s: float) -> dict[str, Any]:
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as r:
+            body = r.read()
+            head = (
+                len(f"HTTP/1.1 {r.status} {r.reason}\r\n")
+                + 2
+                + sum(len(k) + len(v) + 4 for k, v in r.headers.items())
+            )
+            return {
+                "http_status": r.status,
+                "answer_bytes": len(body),
+                "header_bytes": head,
+                "elements": r.headers.get("x-elements"),
+                "elapsed_s": round(time.monotonic() - started, 3),
+            }
+    except urllib.error.HTTPError as e:
+        return {"http_status": e.code, "answer_bytes": None, "elements": None,
+                "elapsed_s": round(time.monotonic() - started, 3),
+                "error": e.read().decode(errors="replace")[:300]}  # fmt: skip
+    except (OSError, TimeoutError) as e:
+        elapsed = round(time.monotonic() - started, 3)
+        return {"http_status": 0, "answer_bytes": None, "elements": None,
+                "elapsed_s": elapsed, "error": repr(e)[:300]}  # fmt: skip
+
+
+def run_cell(
+    cell: MemoryCell,
+    out: Path,
+    *,
+    backend: str = "docker",
+    limit_mb: int | None = LIMIT_MB,
+    interval_s: float = INTERVAL_S,
+    timeout_s: float = TIMEOUT_S,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Measure one cell into the run directory ``out`` (new or empty); return it."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not an empty directory")
+    limited = backend != "local" and limit_mb is not None
+    options = StackOptions(
+        call_timeout_s=timeout_s,
+        memory_mb=limit_mb if limited else None,
+        extra_env=dict(knobs(gzip=False, cache=False, json_library=cell.json_library)),
+    )
+    parameters = {
+        "stack": PAYLOAD.name,
+        "cell": asdict(cell),
+        "limit_mb": limit_mb if limited else None,
+        "interval_s": interval_s,
+        "timeout_s": timeout_s,
+        "options": options.as_dict(),
+        **(extra or {}),
+    }
+    writer = RunWriter(out, "memory", parameters, stack=PAYLOAD.name, style="http", backend=backend)
+    with writer.guard():
+        stack = get_backend(backend).start(PAYLOAD, options, logs_dir=out / "logs")
+        try:
+            writer.event("stack_up", gateway_url=stack.gateway_url)
+            samples = CsvAppender(out / "memory.csv", COLUMNS)
+            sampler = _Sampler(memory.reader(stack, "data"), samples, interval_s)
+            sampler.start()
+            try:
+                time.sleep(10 * interval_s)  # the idle footprint first
+                writer.event("request", cell=cell.key)
+                url = f"{stack.gateway_url}/{cell.fmt}/{cell.structure}?count={cell.count}"
+                answer = _ask(url, timeout_s)
+                writer.event("answer", **answer)
+                time.sleep(10 * interval_s)
+            finally:
+                sampler.halt.set()
+                sampler.join(timeout=5)
+                samples.close()
+            ended = memory.outcome(stack, "data")
+            peak = memory.peak(stack, "data")
+        finally:
+            stack.stop()
+            writer.event("stack_down")
+        completed = answer["http_status"] == 200 and answer["elements"] == str(cell.count)
+        summary = {
+            "cell": asdict(cell),
+            "backend": backend,
+            "limit_mb": limit_mb if limited else None,
+            "completed": completed,
+            **answer,
+            **{f"data_{k}": v for k, v in ended.items()},
+            "peak_rss_bytes": sampler.peaks.get("rss_bytes"),
+            "peak_usage_bytes": sampler.peaks.get("usage_bytes"),
+            "cgroup_peak_bytes": peak,
+            "samples": sampler.samples,
+        }
+        writer.write_json("summary.json", summary)
+    writer.finish("complete")
+    return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The memory experiment of a profile: every count x format, ``repetitions`` times, the
+    cells shuffled within each repetition."""
+
+    counts: tuple[int, ...] = COUNTS
+    formats: tuple[str, ...] = FORMATS
+    repetitions: int = 1
+    order_seed: int = 2021
+
+    def cells(self) -> list[tuple[int, MemoryCell]]:
+        rng = random.Random(self.order_seed)
+        out = []
+        for rep in range(1, self.repetitions + 1):
+            block = cells(self.counts, self.formats)
+            rng.shuffle(block)
+            out.extend((rep, c) for c in block)
+        return out
+
+
+# 7 in the full profile: an outcome (0/1) or a size is the same in every run, and the exact
+# permutation test needs n >= 7 to survive Holm over the family (procedure.REPETITIONS_FULL)
+PLANS = {"quick": Plan(repetitions=1), "full": Plan(repetitions=7)}
+
+
+def run_plan(
+    plan: Plan,
+    root: Path,
+    *,
+    backend: str = "docker",
+    limit_mb: int | None = LIMIT_MB,
+    progress: Callable[[str], None] = print,
+) -> list[Run]:
+    """Every cell of ``plan`` as ``root/<cell>-r<repetition>``, reusing a complete run made
+    with the same parameters (a crash or a rerun loses nothing finished); their runs."""
+    limit = limit_mb if backend != "local" else None
+    todo = plan.cells()
+    out = []
+    for i, (rep, cell) in enumerate(todo, 1):
+        path = Path(root) / f"{cell.key}-r{rep}"
+        label = f"[{i}/{len(todo)}] {path.name}"
+        with contextlib.suppress(ValueError):
+            r = read_run(path)
+            p = r.parameters
+            same = (p.get("cell"), p.get("repetition"), p.get("limit_mb")) == (
+                asdict(cell),
+                rep,
+                limit,
+            )
+            if r.complete and same and r.manifest.get("backend") == backend:
+                progress(f"{label}: reused")
+                out.append(r)
+                continue
+        if path.exists():
+            shutil.rmtree(path)  # unfinished or made with other parameters: redo it
+        run_cell(cell, path, backend=backend, limit_mb=limit_mb, extra={"repetition": rep})
+        r = read_run(path)
+        s = r.summary
+        verdict = "completed" if s["completed"] else (
+            "OOM-killed" if s["data_oom_killed"] else "not completed")  # fmt: skip
+        peak = max(v for v in (s["peak_rss_bytes"], s["peak_usage_bytes"], 0) if v is not None)
+        progress(f"{label}: {verdict}, peak {peak / 2**20:.0f} MiB, {s['elapsed_s']} s")
+        out.append(r)
+    return out
