@@ -20,6 +20,7 @@ from ipclab_services.domains.payload.http import zlib_gzip
 from ipclab.backends import StackOptions, get_backend
 from ipclab.backends import memory as memprobe
 from ipclab.experiments import load_runs
+from ipclab.runs import read_run
 from ipclab.studies.buono import memory, procedure
 from ipclab.studies.buono.procedure import WARMUP, Cell, Grid, parse_cell, schedule
 from ipclab.studies.buono.stacks import PAYLOAD, knobs
@@ -149,7 +150,7 @@ def test_a_run_walks_every_cell_and_records_sizes_headers_and_server_timing(tmp_
 
 @pytest.mark.slow
 def test_a_memory_cell_samples_the_data_service_and_says_how_it_ended(tmp_path: Path) -> None:
-    plan = memory.Plan(counts=(20_000,), formats=("protobuf",))
+    plan = memory.Plan(counts=(20_000,), formats=("protobuf",), traced_repetitions=0)
     (run,) = memory.run_plan(plan, tmp_path, backend="local", progress=lambda _: None)
     summary = run.summary
     assert summary["completed"] and summary["limit_mb"] is None
@@ -157,6 +158,12 @@ def test_a_memory_cell_samples_the_data_service_and_says_how_it_ended(tmp_path: 
     assert summary["samples"] >= 20 and summary["peak_rss_bytes"] > 20 * 2**20
     rows = (run.path / "memory.csv").read_text().splitlines()
     assert rows[0] == "t,rss_bytes,usage_bytes" and len(rows) == summary["samples"] + 1
+    assert summary["alloc_peak_bytes"] is None  # not traced
+    # a traced cell: the data service reports the peak of its traced allocations
+    traced = memory.run_cell(memory.MemoryCell("protobuf", 20_000, traced=True), tmp_path / "t",
+                             backend="local")  # fmt: skip
+    t = read_run(traced).summary
+    assert t["completed"] and 2**20 < t["alloc_peak_bytes"] < t["peak_rss_bytes"]
 
 
 def test_a_cgroup_reader_reads_v1_and_v2_files(tmp_path: Path) -> None:

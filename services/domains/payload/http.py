@@ -16,14 +16,16 @@ accepted), an in-memory cache of serialised answers (``IPCLAB_CACHE``) and the d
 
 What each answer says about itself: ``Server-Timing`` gives the data service's
 serialisation (``ser``), compression (``gzip``), decompression (``gunzip``) and
-deserialisation (``deser``) times in ms; ``X-Cache`` ``hit`` or ``miss``; ``X-Elements`` the
-count. Bad input gets a 4xx at once and the service keeps serving: an unknown route 404, a
-count that is not an integer in 0..``data.MAX_COUNT`` 400, a body of the wrong content type
-or encoding 415, a body that does not decode (truncated protobuf, invalid JSON, a document
-of another shape) 400, a body over ``max_body_bytes`` or a gzip body that inflates past
-``max_inflated_bytes`` (a decompression bomb) 413, read and inflated with those limits so
-memory stays bounded. The acknowledgement is the same compact JSON for both formats
-(``{"received": N}``), so it adds the same bytes to either.
+deserialisation (``deser``) times in ms; ``X-Cache`` ``hit`` or ``miss``; ``X-Elements``
+the count; with ``IPCLAB_TRACE_ALLOC`` a GET's ``X-Alloc-Peak`` is the peak of Python's
+traced allocations (bytes) while it built and serialised the list. Bad input gets a 4xx at
+once and the service keeps serving: an unknown route 404, a count that is not an integer in
+0..``data.MAX_COUNT`` 400, a body of the wrong content type or encoding 415, a body that
+does not decode (truncated protobuf, invalid JSON, a document of another shape) 400, a body
+over ``max_body_bytes`` or a gzip body that inflates past ``max_inflated_bytes`` (a
+decompression bomb) 413, read and inflated with those limits so memory stays bounded. The
+acknowledgement is the same compact JSON for both formats (``{"received": N}``), so it adds
+the same bytes to either.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import asyncio
 import dataclasses
 import os
 import time
+import tracemalloc
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -50,7 +53,10 @@ Headers = list[tuple[bytes, bytes]]
 
 FORMATS = tuple(codec.CONTENT_TYPES)  # ("json", "protobuf")
 GZIP_LEVEL = 6
-_PASSED = (b"content-type", b"content-encoding", b"server-timing", b"x-cache", b"x-elements")
+_PASSED = (
+    b"content-type", b"content-encoding", b"server-timing", b"x-cache", b"x-elements",
+    b"x-alloc-peak",
+)  # fmt: skip
 
 
 def _flag(env: dict[str, str], name: str) -> bool:
@@ -68,6 +74,9 @@ class Settings:
     seed: int = data.DEFAULT_SEED
     max_body_bytes: int = 64 * 2**20  # a request body as sent (flat 300,000 is ~63 MB JSON)
     max_inflated_bytes: int = 128 * 2**20  # a gzip body once inflated
+    # trace Python's allocations (tracemalloc): a GET answers its peak in X-Alloc-Peak; slows
+    # allocation and takes memory of its own, so not with timings or under a memory limit
+    trace_alloc: bool = False
 
     def __post_init__(self) -> None:
         if self.json_library not in codec.JSON_LIBRARIES:
@@ -86,6 +95,7 @@ class Settings:
             seed=int(e.get("IPCLAB_SEED", str(data.DEFAULT_SEED))),
             max_body_bytes=int(e.get("IPCLAB_MAX_BODY_BYTES", str(cls.max_body_bytes))),
             max_inflated_bytes=int(e.get("IPCLAB_MAX_INFLATED_BYTES", str(cls.max_inflated_bytes))),
+            trace_alloc=_flag(e, "IPCLAB_TRACE_ALLOC"),
         )
 
 
@@ -198,6 +208,8 @@ class DataService:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self._cache: dict[tuple[str, str, int, bool], bytes] = {}
+        if self.settings.trace_alloc and not tracemalloc.is_tracing():
+            tracemalloc.start()
 
     def describe(self) -> bytes:
         """``/healthz``: ready, with the knobs it runs with and the protobuf backend (a
@@ -230,13 +242,16 @@ class DataService:
         body = self._cache.get(key) if self.settings.cache else None
         hit = body is not None
         if body is None:
-            # built once per (structure, count, seed), outside the timed part
-            ds = await asyncio.to_thread(data.dataset, structure, count, self.settings.seed)
+            if self.settings.trace_alloc:
+                tracemalloc.reset_peak()
+            # this format's form, built once per (structure, count, seed), outside the timing
+            ds = data.dataset(structure, count, self.settings.seed)
+            value = await asyncio.to_thread(lambda: ds.document if fmt == "json" else ds.message)
             t0 = time.perf_counter()
             if fmt == "json":
-                body = codec.encode_json(ds.document, self.settings.json_library)
+                body = codec.encode_json(value, self.settings.json_library)
             else:
-                body = codec.encode_protobuf(ds.message)
+                body = codec.encode_protobuf(value)
             timing.append(f"ser;dur={_ms(time.perf_counter() - t0)}")
             if gz:
                 t0 = time.perf_counter()
@@ -253,6 +268,8 @@ class DataService:
             headers.append((b"content-encoding", b"gzip"))
         if timing:
             headers.append((b"server-timing", ", ".join(timing).encode()))
+        if self.settings.trace_alloc and not hit:
+            headers.append((b"x-alloc-peak", str(tracemalloc.get_traced_memory()[1]).encode()))
         await _respond(send, 200, body, headers)
 
     async def _post(

@@ -135,6 +135,7 @@ def memory_table(runs: Sequence[Run]) -> pd.DataFrame:
                 "structure": cell["structure"],
                 "count": cell["count"],
                 "json_library": cell["json_library"],
+                "traced": bool(cell.get("traced", False)),
                 "completed": bool(s["completed"]),
                 "oom_killed": float(bool(s.get("data_oom_killed"))),
                 "exit_code": s.get("data_exit_code"),
@@ -146,6 +147,7 @@ def memory_table(runs: Sequence[Run]) -> pd.DataFrame:
                 "peak_usage_mb": (s.get("peak_usage_bytes") or np.nan) / 2**20,
                 "peak_mb": max(peaks) / 2**20 if peaks else np.nan,
                 "cgroup_peak_mb": (s.get("cgroup_peak_bytes") or np.nan) / 2**20,
+                "alloc_peak_mb": (s.get("alloc_peak_bytes") or np.nan) / 2**20,
                 "style": published.style(cell["fmt"], cell["structure"]),
                 "users": cell["count"],
             }
@@ -161,8 +163,8 @@ def runs_table(
     parts = []
     if not cells.empty:
         parts.append(cells[cells["json_library"] == json_library])
-    if memory is not None and not memory.empty:
-        parts.append(memory[memory["json_library"] == json_library])
+    if memory is not None and not memory.empty:  # traced cells: allocation peak only
+        parts.append(memory[(memory["json_library"] == json_library) & ~memory["traced"]])
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 

@@ -307,12 +307,17 @@ def summary_markdown(a: Analysis) -> str:
                 "(thesis: 25.1 %, 164.3 ms)"
             )
     if len(a.memory):
-        for (fmt, count), g in a.memory.groupby(["fmt", "count"]):
+        untraced = a.memory[~a.memory["traced"]]
+        for (fmt, count), g in untraced.groupby(["fmt", "count"]):
             done = int(g["completed"].sum())
             oom = int(g["oom_killed"].sum())
             lines.append(f"- memory, {fmt} flat {count}: {done} of {len(g)} completed, {oom} "
                          f"OOM-killed, peak {g['peak_mb'].max():.0f} MiB (limit: "
                          f"{g['limit_mb'].iloc[0] or 'none'})")  # fmt: skip
+        traced = a.memory[a.memory["traced"]]
+        for (fmt, count), g in traced.groupby(["fmt", "count"]):
+            lines.append(f"- allocations traced, {fmt} flat {count}: peak "
+                         f"{g['alloc_peak_mb'].max():.0f} MiB of Python objects")  # fmt: skip
     if len(a.claims):
         counts = a.claims["verdict"].value_counts().to_dict()
         lines.append("- claims: " + ", ".join(f"{v} {k}" for k, v in counts.items()))

@@ -146,6 +146,7 @@ def fig29_31(sizes: pd.DataFrame) -> tuple[Figure, str] | None:
 
 
 def fig32_35(mem: pd.DataFrame) -> tuple[Figure, str] | None:
+    mem = mem[~mem["traced"]] if "traced" in mem.columns else mem
     if mem.empty:
         return None
     counts = sorted(mem["count"].unique())

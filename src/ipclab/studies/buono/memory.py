@@ -27,7 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +45,20 @@ COLUMNS = ("t", "rss_bytes", "usage_bytes")
 
 @dataclass(frozen=True)
 class MemoryCell:
+    """One cell; ``traced``: Python's allocations traced (tracemalloc) for their peak, with
+    no memory limit (the tracing takes memory and time of its own, so a traced cell gives
+    the allocation peak only, never an outcome under the limit)."""
+
     fmt: str
     count: int
     structure: str = "flat"
     json_library: str = "orjson"
+    traced: bool = False
 
     @property
     def key(self) -> str:
-        return f"{self.fmt}-{self.structure}-{self.count}-{self.json_library}"
+        traced = "-traced" if self.traced else ""
+        return f"{self.fmt}-{self.structure}-{self.count}-{self.json_library}{traced}"
 
 
 def cells(counts: Sequence[int] = COUNTS, formats: Sequence[str] = FORMATS) -> list[MemoryCell]:
@@ -90,9 +96,11 @@ def _ask(url: str, timeout_s: float) -> dict[str, Any]:
                 + 2
                 + sum(len(k) + len(v) + 4 for k, v in r.headers.items())
             )
+            peak = r.headers.get("x-alloc-peak")
             return {
                 "http_status": r.status,
                 "answer_bytes": len(body),
+                "alloc_peak_bytes": int(peak) if peak else None,
                 "header_bytes": head,
                 "elements": r.headers.get("x-elements"),
                 "elapsed_s": round(time.monotonic() - started, 3),
@@ -121,16 +129,18 @@ def run_cell(
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not an empty directory")
-    limited = backend != "local" and limit_mb is not None
+    limited = backend != "local" and limit_mb is not None and not cell.traced
+    env = dict(knobs(gzip=False, cache=False, json_library=cell.json_library))
+    if cell.traced:
+        env["IPCLAB_TRACE_ALLOC"] = "1"
     options = StackOptions(
-        call_timeout_s=timeout_s,
-        memory_mb=limit_mb if limited else None,
-        extra_env=dict(knobs(gzip=False, cache=False, json_library=cell.json_library)),
+        call_timeout_s=timeout_s, memory_mb=limit_mb if limited else None, extra_env=env
     )
     parameters = {
         "stack": PAYLOAD.name,
         "cell": asdict(cell),
         "limit_mb": limit_mb if limited else None,
+        "traced": cell.traced,
         "interval_s": interval_s,
         "timeout_s": timeout_s,
         "options": options.as_dict(),
@@ -186,13 +196,16 @@ class Plan:
     counts: tuple[int, ...] = COUNTS
     formats: tuple[str, ...] = FORMATS
     repetitions: int = 1
+    traced_repetitions: int = 1  # cells with the allocations traced (descriptive, unjudged)
     order_seed: int = 2021
 
     def cells(self) -> list[tuple[int, MemoryCell]]:
         rng = random.Random(self.order_seed)
         out = []
-        for rep in range(1, self.repetitions + 1):
-            block = cells(self.counts, self.formats)
+        for rep in range(1, max(self.repetitions, self.traced_repetitions) + 1):
+            block = cells(self.counts, self.formats) if rep <= self.repetitions else []
+            if rep <= self.traced_repetitions:
+                block += [replace(c, traced=True) for c in cells(self.counts, self.formats)]
             rng.shuffle(block)
             out.extend((rep, c) for c in block)
         return out
@@ -213,12 +226,12 @@ def run_plan(
 ) -> list[Run]:
     """Every cell of ``plan`` as ``root/<cell>-r<repetition>``, reusing a complete run made
     with the same parameters (a crash or a rerun loses nothing finished); their runs."""
-    limit = limit_mb if backend != "local" else None
     todo = plan.cells()
     out = []
     for i, (rep, cell) in enumerate(todo, 1):
         path = Path(root) / f"{cell.key}-r{rep}"
         label = f"[{i}/{len(todo)}] {path.name}"
+        limit = limit_mb if backend != "local" and not cell.traced else None
         with contextlib.suppress(ValueError):
             r = read_run(path)
             p = r.parameters
