@@ -8,7 +8,9 @@ machine's drifts then hit every stack alike, and the comparison is made within o
 The user module finds the stacks' addresses in ``IPCLAB_TARGETS`` (``name=url,...``, the
 group's order) and any knobs of the group in the environment (:class:`GroupLoad`). It
 sends a fixed schedule of requests and then ends Locust itself: the run is ``complete``
-when exactly :attr:`GroupLoad.requests` requests were recorded, else ``failed``. Records
+when exactly :attr:`GroupLoad.requests` requests were recorded, else ``failed``. A load
+with no schedule (``requests`` None) is a closed loop for the profile's duration instead,
+``complete`` when Locust ran it to the end. Records
 go to the usual run directory (docs/run-directory.md); each request's ``name`` says which
 stack it went to, and resources.csv names components ``<stack>/<component>``.
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.backends import RunningStack, StackOptions, get_backend
-from ipclab.load.runner import LoadProfile, LoadSession, run_parameters
+from ipclab.load.runner import EARLY_TOLERANCE_S, LoadProfile, LoadSession, run_parameters
 from ipclab.runs import RunWriter, compact_requests
 from ipclab.stacks import StackSpec, resolve
 
@@ -33,14 +35,15 @@ OVERRUN_S = 60.0  # past the profile's duration a schedule that has not ended is
 @dataclass(frozen=True)
 class GroupLoad:
     """The load of a group run: the Locust user module that spreads requests over the
-    stacks, the environment it reads, and how many requests its schedule sends in all."""
+    stacks, the environment it reads, and how many requests its schedule sends in all
+    (None: no schedule, a closed loop for the profile's duration)."""
 
     users: str
-    requests: int
+    requests: int | None
     env: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.requests < 1:
+        if self.requests is not None and self.requests < 1:
             raise ValueError("a group load sends at least one request")
         bad = [k for k in self.env if not k.startswith("IPCLAB_")]
         if bad:
@@ -160,15 +163,21 @@ def run_group(
             try:
                 session.start()
                 session.wait(profile.duration_s + OVERRUN_S)
+                ran = session.elapsed
                 if session.running:
                     writer.event("load_overrun", note="the schedule did not end in time; cut")
             finally:
                 summary = session.stop()
             # summary.json leaves out the profile's warm-up; the schedule counts every request
             recorded = compact_requests(out)
-            status = "complete" if recorded == load.requests else "failed"
-            if status != "complete":
-                writer.event("schedule_incomplete", recorded=recorded, wanted=load.requests)
+            if load.requests is None:  # a closed loop: it must have lasted its duration
+                status = "complete" if ran >= profile.duration_s - EARLY_TOLERANCE_S else "failed"
+                if status != "complete":
+                    writer.event("load_ended_early", after_s=round(ran, 3))
+            else:
+                status = "complete" if recorded == load.requests else "failed"
+                if status != "complete":
+                    writer.event("schedule_incomplete", recorded=recorded, wanted=load.requests)
             summary["status"] = status
             summary["schedule"] = {"recorded": recorded, "wanted": load.requests}
             writer.write_json("summary.json", summary)

@@ -19,7 +19,7 @@ What the summary tables hold:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from ipclab.experiments import Experiment, load_runs
 from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats import log_ratio_interval, t_interval
-from ipclab.studies.buono import analysis, memory, procedure
+from ipclab.studies.buono import analysis, memory, procedure, throughput
 
 PRIMARY_ENCODER = "orjson"
 DEVIATIONS = [
@@ -62,42 +62,49 @@ DEVIATIONS = [
 
 @dataclass
 class Experiments:
-    """The study's two experiments for a profile and backend."""
+    """The study's experiments for a profile and backend: the thesis's procedure, the
+    memory experiment and, beyond the thesis, throughput under closed-loop users."""
 
     procedure: Experiment
     memory_plan: memory.Plan
     memory_root: Path
+    throughput: list[Experiment]
     backend: str
 
     def all(self) -> list[Experiment]:
-        return [self.procedure]
+        return [self.procedure, *self.throughput]
 
 
 def experiments(
     profile: str = "quick", backend: str = "local", root: Path = DEFAULT_ROOT
 ) -> Experiments:
-    """Both experiments of a profile; their runs go under
-    ``<root>/buono-<profile>-<backend>/{procedure,memory}/``."""
+    """The experiments of a profile; their runs go under
+    ``<root>/buono-<profile>-<backend>/{procedure,memory,throughput-*}/``."""
     base = from_repo(root) / f"buono-{profile}-{backend}"
     return Experiments(
         procedure=procedure.experiment(profile, backend, base, name="procedure"),
         memory_plan=memory.PLANS[profile],
         memory_root=base / "memory",
+        throughput=throughput.experiments(profile, backend, base),
         backend=backend,
     )
 
 
-def run(e: Experiments, progress: Callable[[str], None] = print) -> tuple[list[Run], list[Run]]:
-    """Run (or reuse) every run of both experiments; their runs."""
+Runs = tuple[list[Run], list[Run], list[Run]]  # procedure, memory, throughput
+
+
+def run(e: Experiments, progress: Callable[[str], None] = print) -> Runs:
+    """Run (or reuse) every run of the experiments; their runs."""
     runs = e.procedure.run(progress)
     mem = memory.run_plan(e.memory_plan, e.memory_root, backend=e.backend, progress=progress)
-    return runs, mem
+    return runs, mem, throughput.run(e.throughput, progress)
 
 
-def load(e: Experiments) -> tuple[list[Run], list[Run]]:
-    """The runs both experiments have on disk (a committed reference, for one)."""
+def load(e: Experiments) -> Runs:
+    """The runs the experiments have on disk (a committed reference, for one)."""
     mem = load_runs(e.memory_root) if e.memory_root.is_dir() else []
-    return load_runs(e.procedure.directory), mem
+    tp = [r for x in e.throughput if x.directory.is_dir() for r in load_runs(x.directory)]
+    return load_runs(e.procedure.directory), mem, tp
 
 
 @dataclass
@@ -110,6 +117,8 @@ class Analysis:
     table3: pd.DataFrame
     claims: pd.DataFrame
     encoders: pd.DataFrame
+    throughput: pd.DataFrame
+    throughput_summary: pd.DataFrame
     environment: dict[str, Any] = field(default_factory=dict)
 
 
@@ -222,8 +231,11 @@ def table3(requests: pd.DataFrame, encoder: str = PRIMARY_ENCODER) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def analyse(procedure_runs: list[Run], memory_runs: list[Run]) -> Analysis:
+def analyse(
+    procedure_runs: list[Run], memory_runs: list[Run], throughput_runs: Sequence[Run] = ()
+) -> Analysis:
     req = analysis.requests_frame(procedure_runs)
+    tp = throughput.runs_table(list(throughput_runs))
     cells = analysis.cell_table(req)
     mem = analysis.memory_table(memory_runs)
     claims = analysis.evaluate(analysis.runs_table(cells, mem, PRIMARY_ENCODER))
@@ -246,6 +258,7 @@ def analyse(procedure_runs: list[Run], memory_runs: list[Run]) -> Analysis:
         processing=processing_table(cells) if not cells.empty else pd.DataFrame(),
         table3=table3(req) if not req.empty else pd.DataFrame(),
         claims=claims, encoders=encoders, environment=env,
+        throughput=tp, throughput_summary=throughput.summary(tp),
     )  # fmt: skip
 
 
@@ -277,6 +290,12 @@ def write_results(a: Analysis, results: Any) -> None:
     if len(a.cells):
         results.table(a.cells, "cells", "Every run and cell: response time (mean, SD, p50, "
                       "p95), the data service's times, bytes.", in_report=False)  # fmt: skip
+    if len(a.throughput_summary):
+        results.table(a.throughput_summary, "throughput", "Beyond the thesis: closed-loop "
+                      "users without think time, GET of a small (nested 5) and a large (nested "
+                      "650) payload, one format per run: req/s and mean response time, mean "
+                      "over runs with 95 % t intervals, and Protobuf / JSON of req/s "
+                      "(log-ratio interval).")  # fmt: skip
     if "json" in a.encoders.columns:
         results.table(a.encoders, "encoders", "Each claim's verdict with orjson (primary) and "
                       "with the standard library's json encoder.")  # fmt: skip
@@ -318,6 +337,12 @@ def summary_markdown(a: Analysis) -> str:
         for (fmt, count), g in traced.groupby(["fmt", "count"]):
             lines.append(f"- allocations traced, {fmt} flat {count}: peak "
                          f"{g['alloc_peak_mb'].max():.0f} MiB of Python objects")  # fmt: skip
+    for _, r in a.throughput_summary.iterrows():
+        lines.append(
+            f"- throughput, {r['payload']} payload ({r['count']}), {r['users']} users: JSON "
+            f"{r['json_rps']:.0f} req/s, Protobuf {r['protobuf_rps']:.0f} req/s, P / J "
+            f"{r['rps_ratio']:.2f} [{r['rps_ratio_low']:.2f}, {r['rps_ratio_high']:.2f}]"
+        )
     if len(a.claims):
         counts = a.claims["verdict"].value_counts().to_dict()
         lines.append("- claims: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
