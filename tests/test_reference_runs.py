@@ -71,3 +71,24 @@ def test_shafabakhsh_go_reference_is_complete_and_analyses() -> None:
     assert len(a.statements) == 2 * len(p.users)  # per metric and load
     assert a.claims["verdict"].isin(VERDICTS).all()
     assert (a.runs["failures"] == 0).all()
+
+
+def test_buono_full_reference_is_complete_and_analyses() -> None:
+    from ipclab.claims import VERDICTS
+    from ipclab.studies.buono import experiment, memory, procedure, throughput
+    from ipclab.studies.buono import reference as buono_reference
+
+    e = experiment.experiments("full", "docker", REFERENCE)
+    # the notebook's full profile over the reference reuses every run
+    assert all(x.pending() == [] for x in e.all())
+    p = procedure.PROFILES["full"]
+    a = buono_reference.load()
+    cells = len(p.grid.cells())
+    assert len(a.cells) == cells * len(p.variants) * p.repetitions  # per-request records kept
+    assert (a.cells["n"] == p.requests).all() and (a.cells["failures"] == 0).all()
+    plan = memory.PLANS["full"]
+    assert len(a.memory) == len(plan.cells())
+    assert a.memory["limit_mb"].dropna().eq(memory.LIMIT_MB).all()
+    t = throughput.PROFILES["full"]
+    assert len(a.throughput) == 4 * len(t.users) * t.repetitions
+    assert a.claims["verdict"].isin(VERDICTS).all()

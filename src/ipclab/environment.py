@@ -92,7 +92,18 @@ def _static() -> dict[str, Any]:
         "cpu_cores_physical": psutil.cpu_count(logical=False),
         "memory_bytes": vm.total,
         "libraries": library_versions(),
+        "protobuf_backend": _protobuf_backend(),
     }
+
+
+def _protobuf_backend() -> str | None:
+    """Which implementation the ``protobuf`` package runs on here (upb, python, cpp): its
+    speed differs by an order of magnitude, so every run records it."""
+    try:
+        from google.protobuf.internal import api_implementation
+    except ImportError:
+        return None
+    return str(api_implementation.Type())
 
 
 def describe_environment() -> dict[str, Any]:

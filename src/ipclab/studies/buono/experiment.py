@@ -231,6 +231,12 @@ def table3(requests: pd.DataFrame, encoder: str = PRIMARY_ENCODER) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+def grid_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Every cell of the grid that ran: its coordinates, runs and measured requests."""
+    keys = ["structure", "method", "count", "fmt", "gzip", "cache", "json_library"]
+    return cells.groupby(keys).agg(runs=("run", "nunique"), requests=("n", "sum")).reset_index()
+
+
 def analyse(
     procedure_runs: list[Run], memory_runs: list[Run], throughput_runs: Sequence[Run] = ()
 ) -> Analysis:
@@ -288,6 +294,9 @@ def write_results(a: Analysis, results: Any) -> None:
                       "of each cell (gzip off, no cache): mean response time (ms) over runs "
                       "with its 95 % t interval.", in_report=False)  # fmt: skip
     if len(a.cells):
+        results.table(grid_table(a.cells), "grid", "The cells run (Table 3's grid): structure x "
+                      "method x count x format per gzip, cache and JSON encoder, with the runs "
+                      "and requests of each.", in_report=False)  # fmt: skip
         results.table(a.cells, "cells", "Every run and cell: response time (mean, SD, p50, "
                       "p95), the data service's times, bytes.", in_report=False)  # fmt: skip
     if len(a.throughput_summary):
