@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
@@ -72,6 +73,15 @@ def parse_cell(name: str) -> Cell:
         raise ValueError(f"{name!r} is not a cell name (METHOD FORMAT STRUCTURE COUNT)")
     method, fmt, structure, count = words
     return Cell(structure, method, int(count), fmt)
+
+
+def check_answer(answer: Any, cell: Cell) -> None:
+    """Mark a Locust answer (``catch_response``) failed unless it is a 200 holding the
+    cell's count of elements (``X-Elements``)."""
+    if answer.status_code != 200:
+        answer.failure(f"HTTP {answer.status_code}")
+    elif answer.headers.get("x-elements") != str(cell.count):
+        answer.failure(f"{answer.headers.get('x-elements')} elements, not {cell.count}")
 
 
 def encode_cells(cells: Sequence[Cell]) -> str:

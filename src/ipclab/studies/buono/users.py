@@ -25,7 +25,7 @@ from locust import FastHttpUser, constant, task
 
 from ipclab.load import recorder  # noqa: F401 - registers the per-request recorder
 from ipclab.load.targets import parse_targets
-from ipclab.studies.buono.procedure import Cell, parse_cells, schedule
+from ipclab.studies.buono.procedure import Cell, check_answer, parse_cells, schedule
 
 TARGET = next(iter(parse_targets(os.environ.get("IPCLAB_TARGETS", "")).values()), "")
 SCHEDULE = schedule(
@@ -94,8 +94,5 @@ class PayloadUser(FastHttpUser):
                     catch_response=True,
                 )
             with answer as r:
-                if r.status_code != 200:
-                    r.failure(f"HTTP {r.status_code}")
-                elif r.headers.get("x-elements") != str(cell.count):
-                    r.failure(f"{r.headers.get('x-elements')} elements, not {cell.count}")
+                check_answer(r, cell)
         self.environment.runner.quit()  # the schedule is the run: end Locust

@@ -11,7 +11,7 @@ from locust import FastHttpUser, constant, task
 
 from ipclab.load import recorder  # noqa: F401 - registers the per-request recorder
 from ipclab.load.targets import parse_targets
-from ipclab.studies.buono.procedure import parse_cell
+from ipclab.studies.buono.procedure import check_answer, parse_cell
 
 TARGET = next(iter(parse_targets(os.environ.get("IPCLAB_TARGETS", "")).values()), "")
 CELL = parse_cell("GET " + os.environ.get("IPCLAB_PAYLOAD", "json nested 5"))
@@ -30,7 +30,4 @@ class ThroughputUser(FastHttpUser):
             headers={"Accept-Encoding": "identity"},
             catch_response=True,
         ) as r:
-            if r.status_code != 200:
-                r.failure(f"HTTP {r.status_code}")
-            elif r.headers.get("x-elements") != str(CELL.count):
-                r.failure(f"{r.headers.get('x-elements')} elements, not {CELL.count}")
+            check_answer(r, CELL)
