@@ -163,7 +163,11 @@ class Experiment:
         if path.exists():
             shutil.rmtree(path)  # an unfinished or different run: redo it
         started = time.monotonic()
-        progress(f"{label} {cell.key}: running ({self.duration_s:.0f}s load)")
+        scheduled = self.group.requests if self.group is not None else None
+        what = (
+            f"a schedule of {scheduled} requests" if scheduled else f"{self.duration_s:.0f}s load"
+        )
+        progress(f"{label} {cell.key}: running ({what})")
         extra = {"experiment": self.name, "repetition": cell.repetition, "variant": cell.variant}
         if self.group is not None:
             run_group(

@@ -164,7 +164,8 @@ def runs_table(
     if not cells.empty:
         parts.append(cells[cells["json_library"] == json_library])
     if memory is not None and not memory.empty:  # traced cells: allocation peak only
-        parts.append(memory[(memory["json_library"] == json_library) & ~memory["traced"]])
+        encoder = (memory["json_library"] == json_library) | (memory["fmt"] == "protobuf")
+        parts.append(memory[encoder & ~memory["traced"]])
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 

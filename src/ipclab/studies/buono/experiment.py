@@ -336,14 +336,16 @@ def summary_markdown(a: Analysis) -> str:
             )
     if len(a.memory):
         untraced = a.memory[~a.memory["traced"]]
-        for (fmt, count), g in untraced.groupby(["fmt", "count"]):
+        for (fmt, lib, count), g in untraced.groupby(["fmt", "json_library", "count"]):
             done = int(g["completed"].sum())
             oom = int(g["oom_killed"].sum())
+            fmt = f"{fmt} ({lib})" if fmt == "json" else fmt
             lines.append(f"- memory, {fmt} flat {count}: {done} of {len(g)} completed, {oom} "
                          f"OOM-killed, peak {g['peak_mb'].max():.0f} MiB (limit: "
                          f"{g['limit_mb'].iloc[0] or 'none'})")  # fmt: skip
         traced = a.memory[a.memory["traced"]]
-        for (fmt, count), g in traced.groupby(["fmt", "count"]):
+        for (fmt, lib, count), g in traced.groupby(["fmt", "json_library", "count"]):
+            fmt = f"{fmt} ({lib})" if fmt == "json" else fmt
             lines.append(f"- allocations traced, {fmt} flat {count}: peak "
                          f"{g['alloc_peak_mb'].max():.0f} MiB of Python objects")  # fmt: skip
     for _, r in a.throughput_summary.iterrows():

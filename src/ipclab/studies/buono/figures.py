@@ -152,22 +152,22 @@ def fig32_35(mem: pd.DataFrame) -> tuple[Figure, str] | None:
     counts = sorted(mem["count"].unique())
     fig, axes = plt.subplots(1, len(counts), figsize=(5.5 * len(counts), 3.8), squeeze=False)
     for ax, count in zip(axes[0], counts, strict=True):
-        for fmt in ("json", "protobuf"):
-            rows = mem[(mem["count"] == count) & (mem["fmt"] == fmt)].sort_values("repetition")
-            if rows.empty:
-                continue
-            r = rows.iloc[0]
+        for (fmt, lib), rows in mem[mem["count"] == count].groupby(["fmt", "json_library"]):
+            r = rows.sort_values("repetition").iloc[0]
+            name = f"{fmt} ({lib})" if fmt == "json" else fmt
+            style = "--" if fmt == "json" and lib == "json" else "-"
             m = pd.read_csv(f"{r['path']}/memory.csv")
             if m.empty:
                 continue
             t = m["t"] - m["t"].iloc[0]
             col = "usage_bytes" if m["usage_bytes"].notna().any() else "rss_bytes"
-            ax.plot(t, m[col] / 2**20, color=COLORS[fmt], label=f"{fmt} ({col.split('_')[0]})")
+            ax.plot(t, m[col] / 2**20, style, color=COLORS[fmt],
+                    label=f"{name}, {col.split('_')[0]}")  # fmt: skip
             if r["oom_killed"]:
                 ax.plot(t.iloc[-1], m[col].dropna().iloc[-1] / 2**20, "rx", markersize=10,
-                        label=f"{fmt} OOM-killed")  # fmt: skip
+                        label=f"{name} OOM-killed")  # fmt: skip
             elif not r["completed"]:
-                ax.plot(t.iloc[-1], m[col].dropna().iloc[-1] / 2**20, "ko", label=f"{fmt} failed")
+                ax.plot(t.iloc[-1], m[col].dropna().iloc[-1] / 2**20, "ko", label=f"{name} failed")
         limit = mem["limit_mb"].dropna()
         if len(limit):
             ax.axhline(float(limit.iloc[0]) * 1e6 / 2**20, color="grey", linestyle="--",

@@ -61,8 +61,19 @@ class MemoryCell:
         return f"{self.fmt}-{self.structure}-{self.count}-{self.json_library}{traced}"
 
 
-def cells(counts: Sequence[int] = COUNTS, formats: Sequence[str] = FORMATS) -> list[MemoryCell]:
-    return [MemoryCell(f, n) for n in counts for f in formats]
+def cells(
+    counts: Sequence[int] = COUNTS,
+    formats: Sequence[str] = FORMATS,
+    json_libraries: Sequence[str] = ("orjson",),
+) -> list[MemoryCell]:
+    """Every count x format; JSON once per encoder (a Protobuf cell's ``json_library`` is
+    the default and means nothing)."""
+    return [
+        MemoryCell(f, n, json_library=lib)
+        for n in counts
+        for f in formats
+        for lib in (json_libraries if f == "json" else ("orjson",))
+    ]
 
 
 class _Sampler(threading.Thread):
@@ -197,15 +208,17 @@ class Plan:
     formats: tuple[str, ...] = FORMATS
     repetitions: int = 1
     traced_repetitions: int = 1  # cells with the allocations traced (descriptive, unjudged)
+    json_libraries: tuple[str, ...] = ("orjson",)
     order_seed: int = 2021
 
     def cells(self) -> list[tuple[int, MemoryCell]]:
         rng = random.Random(self.order_seed)
+        every = cells(self.counts, self.formats, self.json_libraries)
         out = []
         for rep in range(1, max(self.repetitions, self.traced_repetitions) + 1):
-            block = cells(self.counts, self.formats) if rep <= self.repetitions else []
+            block = list(every) if rep <= self.repetitions else []
             if rep <= self.traced_repetitions:
-                block += [replace(c, traced=True) for c in cells(self.counts, self.formats)]
+                block += [replace(c, traced=True) for c in every]
             rng.shuffle(block)
             out.extend((rep, c) for c in block)
         return out
@@ -213,7 +226,11 @@ class Plan:
 
 # 7 in the full profile: an outcome (0/1) or a size is the same in every run, and the exact
 # permutation test needs n >= 7 to survive Holm over the family (procedure.REPETITIONS_FULL)
-PLANS = {"quick": Plan(repetitions=1), "full": Plan(repetitions=7)}
+# (the JSON encoder is a factor: the full profile runs the standard library's too)
+PLANS = {
+    "quick": Plan(repetitions=1),
+    "full": Plan(repetitions=7, json_libraries=("orjson", "json")),
+}
 
 
 def run_plan(
