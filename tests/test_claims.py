@@ -210,6 +210,24 @@ def test_interaction_claim() -> None:
     assert one("T14a", runs(3.0, 3.0, rel=0.2))["verdict"] == C.INCONCLUSIVE
 
 
+def test_constant_samples_off_the_claimed_side_or_equal_are_not_reproduced() -> None:
+    # every run gives one value (seeded bytes, a 0/1 outcome): the interval is the point
+    def runs(grpc: float, rest: float, reps: int = 7) -> pd.DataFrame:
+        cells = [("grpc", grpc), ("rest", rest)]
+        return pd.DataFrame(
+            [{"style": s, "users": 50, "repetition": k + 1, "rps": v} for s, v in cells
+             for k in range(reps)]
+        )  # fmt: skip
+
+    zero = one("T01a", runs(0.0, 0.0))  # 0 against 0: the ratio is undefined, no difference
+    assert zero["verdict"] == C.NOT_REPRODUCED and "same value" in zero["reason"]
+    assert one("T01a", runs(5.0, 5.0))["verdict"] == C.NOT_REPRODUCED
+    assert one("T01a", runs(90.0, 100.0))["verdict"] == C.NOT_REPRODUCED
+    right = one("T01a", runs(110.0, 100.0))  # the claimed side: the permutation test decides
+    assert right["verdict"] == C.REPRODUCED and right["p_method"] == "permutation"
+    assert one("T01a", runs(0.0, 0.0, reps=2))["verdict"] == C.INCONCLUSIVE  # too few runs
+
+
 # T18a: throughput averaged over 50/100/200 users, RabbitMQ above REST
 
 

@@ -14,6 +14,8 @@ are shown beside them but are not judged. In short:
 * ``direction`` and ``interaction``: **reproduced** when the estimate is on the claimed side
   of 1 and the adjusted p < alpha; **not reproduced** when significant on the other side;
   otherwise **inconclusive** (a direction is judged on its direction, never on its size);
+  where every run of every compared cell gave one value (constant samples), a point not on
+  the claimed side, or equal sides (0 against 0 too), is **not reproduced**;
   with the word "slightly" (``magnitude == "slight"``) the interval must also lie inside
   the slight band [0.8, 1.25] (**not reproduced** when it lies entirely outside);
 * ``ratio`` (a stated size, e.g. +22%): **not reproduced** when the CI lies entirely outside
@@ -97,6 +99,7 @@ class Effect:
     cliffs_delta: Interval | None = None
     users: str = ""
     missing: str = ""  # why the effect could not be measured, if it could not
+    constant: bool = False  # every run of every compared cell gave one value (no spread)
 
     @classmethod
     def unmeasured(cls, why: str) -> Effect:
@@ -137,6 +140,10 @@ def verdict(claim: Claim, effect: Effect, p: float, rules: Rules) -> tuple[str, 
         return INCONCLUSIVE, (
             f"too few repetitions (n={effect.n_min}, need >= {rules.min_repetitions})"
         )
+    if effect.constant and claim.test in ("direction", "interaction"):
+        off = _constant_off_side(claim, effect)
+        if off:
+            return NOT_REPRODUCED, off
     if not (np.isfinite(r.estimate) and np.isfinite(r.low) and np.isfinite(r.high)):
         return INCONCLUSIVE, f"effect or CI undefined ({_ci(r)})"
     sig = bool(np.isfinite(p) and p < rules.alpha)
@@ -186,6 +193,25 @@ def verdict(claim: Claim, effect: Effect, p: float, rules: Rules) -> tuple[str, 
             return NOT_REPRODUCED, f"ratio {_ci(r)} inside the band {band}: no considerable gap"
         return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: neither outside nor inside {band}"
     raise ValueError(f"unknown test {claim.test!r} in claim {claim.claim_id}")
+
+
+def _constant_off_side(claim: Claim, effect: Effect) -> str:
+    """Why a direction or interaction claim is not reproduced when every run of every
+    compared cell gave one value (the interval is the point, docs/statistics.md section 4):
+    the point is not on the claimed side (equal sides included, 0 against 0 too); empty
+    when it is on the claimed side, which the permutation test then decides."""
+    a, b, r = effect.measured_a, effect.measured_b, effect.ratio.estimate
+    if a == b:
+        return (
+            f"every run of both sides measured the same value ({_fmt(a)}): no difference, "
+            f"so not a/b {claim.relation} 1"
+        )
+    up = claim.relation == ">"
+    if np.isfinite(r) and (r <= 1 if up else r >= 1):
+        return (
+            f"every run measured the same value per cell: a/b = {_fmt(r)}, not {claim.relation} 1"
+        )
+    return ""
 
 
 def _slight(r: Interval, ptxt: str, rules: Rules) -> tuple[str, str]:
@@ -285,6 +311,7 @@ def _measure(
     a, b = samples[:k], samples[k:]
     n_min = min(len(x) for x in samples)
     n_a, n_b = min(len(x) for x in a), min(len(x) for x in b)
+    constant = n_min >= 2 and all(np.ptp(x) == 0 for x in samples)
     if claim.test == "interaction":  # (a@to / a@from) / (b@to / b@from)
         ci = log_ratio_interval(
             [(1, [samples[1]]), (-1, [samples[0]]), (-1, [samples[3]]), (1, [samples[2]])],
@@ -293,7 +320,7 @@ def _measure(
         ga = samples[1].mean() / samples[0].mean()
         gb = samples[3].mean() / samples[2].mean()
         return Effect(ci, float(ga), float(gb), n_min, n_a, n_b, ci.p_value, "t (log ratio)",
-                      users=users_txt)  # fmt: skip
+                      users=users_txt, constant=constant)  # fmt: skip
     if k == 1 and len(b) == 1:
         c = compare_samples(samples[0], samples[1], confidence=rules.confidence, seed=rules.seed)
         primary = "welch" if np.isfinite(c.welch_p) else "permutation"
@@ -314,11 +341,13 @@ def _measure(
             p_permutation=c.permutation_p,
             cliffs_delta=c.cliffs_delta,
             users=users_txt,
+            constant=constant,
         )
     ci = log_ratio_interval([(1, a), (-1, b)], rules.confidence)  # mean over loads, a / b
     ma = float(np.mean([x.mean() for x in a]))
     mb = float(np.mean([x.mean() for x in b]))
-    return Effect(ci, ma, mb, n_min, n_a, n_b, ci.p_value, "t (log ratio)", users=users_txt)
+    return Effect(ci, ma, mb, n_min, n_a, n_b, ci.p_value, "t (log ratio)", users=users_txt,
+                  constant=constant)  # fmt: skip
 
 
 def measure_compare(claim: Claim, complexity: pd.DataFrame | None) -> Effect:

@@ -43,8 +43,8 @@ DEVIATIONS = [
     "docker compose (or local processes) in place of a KIND Kubernetes cluster; the 400 MB "
     "limit is the data service container's mem_limit (the edge service has the same).",
     "Locust with one user in place of JMeter: one discarded warm-up request, then N "
-    "sequential requests per cell, cells in a seeded random order within each run, 5 "
-    "repetitions (the thesis ran each cell once).",
+    "sequential requests per cell, cells in a seeded random order within each run, 7 "
+    "repetitions in the full profile and 3 in the quick one (the thesis ran each cell once).",
     "Table 3's request counts 1, 5, 50, 100 read as the first N requests of a cell's "
     "sequence (the thesis does not say how they map to runs).",
     "Request Processing Time (undefined in the thesis) read two ways: the data service's "
@@ -54,9 +54,10 @@ DEVIATIONS = [
     "thesis gives no numbers); every user's age non-zero.",
     "Flat 100,000 and 300,000 are measured by the memory experiment (one request per run, "
     "its size and memory), not by 100 sequential requests.",
-    "Memory is the data service's resident memory (psutil locally, the cgroup's rss in a "
-    "container) sampled at 20 Hz, not JConsole's heap; the local backend has no memory "
-    "limit, so only the docker backend can OOM-kill.",
+    "Memory is the data service's memory sampled at 20 Hz (in a container the cgroup's "
+    "usage, which the limit counts, and its rss; psutil's resident memory locally), not "
+    "JConsole's heap; the local backend has no memory limit, so only the docker backend can "
+    "OOM-kill.",
 ]
 
 

@@ -156,7 +156,7 @@ def _both(json_library: str) -> tuple[Variant, ...]:
 @dataclass(frozen=True)
 class Profile:
     """How much of the procedure to run: ``full`` is the thesis's (100 requests after one
-    warm-up) with 5 repetitions; ``quick`` a few minutes for ``make reproduce``."""
+    warm-up) with 7 repetitions; ``quick`` a few minutes for ``make reproduce``."""
 
     name: str
     grid: Grid
