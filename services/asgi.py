@@ -41,6 +41,21 @@ async def respond(
     await send({"type": "http.response.body", "body": payload})
 
 
+async def read_body(receive: Receive, limit: int) -> bytes | None:
+    """A request's body, or None when it is longer than ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
 def json_app(route: Route) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
     """An ASGI app answering GET requests: ``route(path_parts, query) -> (status, body)``."""
 

@@ -16,26 +16,11 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
-from ipclab_services.asgi import Receive, Scope, Send, respond, serve_http
+from ipclab_services.asgi import Receive, Scope, Send, read_body, respond, serve_http
 from ipclab_services.domains import GatewaySettings
 from ipclab_services.fronts import Handler, Reply, Request
 
 MAX_BODY = 1 << 20
-
-
-async def _body(receive: Receive) -> bytes | None:
-    """The request body, or None when it is longer than ``MAX_BODY``."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
 
 
 async def _send_reply(send: Send, status: int, reply: Reply, took: bytes) -> None:
@@ -55,7 +40,7 @@ def asgi_app(handler: Handler) -> Any:
             return
         body = b""
         if scope["method"] not in ("GET", "HEAD"):
-            read = await _body(receive)
+            read = await read_body(receive, MAX_BODY)
             if read is None:
                 await respond(send, 413, {"error": "too_large", "message": "body too large"})
                 return

@@ -7,14 +7,20 @@ function from a request dict to a response dict. A transport module provides
         # serve until cancelled; ``ready`` is set once it accepts calls
     async def connect(services: Sequence[ServiceDef], config: ConnectConfig) -> Clients
 
-and nothing else. Binary transports use the protobuf classes named on each operation.
+and, to carry whole HTTP messages (the protocol adapters of ``services/adapters``: an
+HTTP/1.1 request translated to the transport's protocol and back),
+
+    async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None
+    async def connect_relay(address: str) -> Relay  # "host:port" of a serve_relay peer
+
+Binary transports use the protobuf classes named on each operation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -73,7 +79,76 @@ class Clients(Protocol):
     async def close(self) -> None: ...
 
 
+# --- whole HTTP messages (the relay level) ----------------------------------------------
+
+#: Hop-by-hop headers (RFC 9110 7.6.1) and the ones each hop sets itself: never relayed.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+
+Headers = tuple[tuple[str, str], ...]  # lower-case names, in order, repeats kept
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """An HTTP request as a relay carries it: ``target`` is the path with its query."""
+
+    method: str
+    target: str
+    headers: Headers = ()
+    body: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k == name), None)
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    status: int
+    headers: Headers = ()
+    body: bytes = b""
+
+
+def end_to_end(headers: Iterable[tuple[str, str]]) -> Headers:
+    """The headers a relay passes on: names lower-cased, hop-by-hop ones dropped."""
+    out = []
+    for name, value in headers:
+        low = name.lower()
+        if low not in HOP_BY_HOP:
+            out.append((low, value))
+    return tuple(out)
+
+
+RelayHandler = Callable[[HttpRequest], Awaitable[HttpResponse]]
+
+
+class Relay(Protocol):
+    """HTTP messages to one peer over a transport's protocol."""
+
+    async def request(self, message: HttpRequest, timeout: float) -> HttpResponse:
+        """Raise ipclab_services.errors.Unavailable or Timeout when no answer comes."""
+        ...
+
+    async def close(self) -> None: ...
+
+
 class Transport(Protocol):
     async def serve(self, service: ServiceDef, config: ServeConfig) -> None: ...
 
     async def connect(self, services: Sequence[ServiceDef], config: ConnectConfig) -> Clients: ...
+
+    async def serve_relay(self, handler: RelayHandler, config: ServeConfig) -> None: ...
+
+    async def connect_relay(self, address: str) -> Relay: ...

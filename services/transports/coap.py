@@ -7,14 +7,25 @@ the CoAP code of the HTTP status (4.04, 4.00, 5.03, 5.04; ``wire.py``).
 
 - Confirmable requests, piggybacked responses. A document larger than one block (1024
   bytes) travels block-wise (RFC 7959, Block2): aiocoap slices it on the server and
-  reassembles it on the client, one request per block.
-- One client context (one UDP socket) per service; aiocoap gives every request its own
+  reassembles it on the client, one request per block; a request body larger than a block
+  goes block-wise too (Block1).
+- One client context (one UDP socket) per peer; aiocoap gives every request its own
   token and matches responses by token and peer, so many calls can be in flight at once
   (``tests/test_transports_h2c_coap.py`` checks 64 of mixed sizes). The client keeps no
   cookie jar: nothing is carried from one response to the next request.
 - The call deadline cancels the request (aiocoap stops retransmitting) and raises
   ``Timeout``; an unreachable peer (ICMP port unreachable, retransmissions exhausted)
   raises ``Unavailable``.
+
+The relay level (``serve_relay``/``connect_relay``, the protocol adapters) translates a whole
+HTTP message, as the thesis's Californium proxies did: the method to the CoAP code (GET,
+POST, PUT, DELETE; any other is answered 405 before it is sent), the path to Uri-Path
+options and the query to Uri-Query options (each as written), the body to the payload, the
+status to the response code (:func:`code_of`, :func:`status_of`), and only the headers
+CoAP has a place for: Content-Type as a Content-Format (:data:`CONTENT_FORMATS`, with
+experimental numbers for the three types the thesis added), and Cookie and Set-Cookie as
+the experimental options :data:`COOKIE` and :data:`SET_COOKIE`. Every other header is
+dropped, as the thesis's proxies dropped headers they had no mapping for.
 """
 
 from __future__ import annotations
@@ -23,43 +34,137 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import aiocoap
 import aiocoap.error
 import aiocoap.resource
 from aiocoap.numbers.codes import Code
+from aiocoap.optiontypes import StringOption
 from ipclab_services import wire
 from ipclab_services.errors import Timeout, Unavailable
-from ipclab_services.transports.base import ConnectConfig, ServeConfig, ServiceDef
+from ipclab_services.transports.base import (
+    ConnectConfig,
+    HttpRequest,
+    HttpResponse,
+    RelayHandler,
+    ServeConfig,
+    ServiceDef,
+)
 
 JSON = 50  # Content-Format application/json (RFC 7252, 12.3)
 
+#: Content-Type (media type, lower case) <-> Content-Format. 0 and 50 are RFC 7252's; the
+#: experimental range (65000-65535) holds the three the thesis added to Californium.
+CONTENT_FORMATS = {
+    "text/plain": 0,  # text/plain;charset=utf-8
+    "application/json": JSON,
+    "application/x-www-form-urlencoded": 65000,
+    "text/css": 65001,
+    "application/x-javascript": 65002,
+}
+_MEDIA_TYPE = {0: "text/plain; charset=utf-8"} | {
+    n: t for t, n in CONTENT_FORMATS.items() if n != 0
+}
+#: Experimental option numbers (RFC 7252 5.4.6: even = elective, so a peer that does not
+#: know them ignores them; safe-to-forward; not NoCacheKey). Set-Cookie repeats.
+COOKIE = 65000
+SET_COOKIE = 65004
+_METHODS = {"GET": aiocoap.GET, "POST": aiocoap.POST, "PUT": aiocoap.PUT, "DELETE": aiocoap.DELETE}
+_SPECIAL = {200: Code.CONTENT, 201: Code.CREATED, 204: Code.CHANGED}
+_SPECIAL_BACK = {Code.CONTENT: 200, Code.CREATED: 201, Code.CHANGED: 204, Code.DELETED: 200}
+
 
 def code_of(status: int) -> Code:
-    """The CoAP code of an HTTP status: 200 -> 2.05 Content, 404 -> 4.04, 503 -> 5.03 ..."""
-    return Code.CONTENT if status == 200 else Code((status // 100) << 5 | status % 100)
+    """The CoAP code of an HTTP status: 200 -> 2.05 Content, 404 -> 4.04, 503 -> 5.03 ...
+    (a detail above 31, which CoAP cannot hold, becomes the class's x.00)."""
+    if status in _SPECIAL:
+        return _SPECIAL[status]
+    detail = status % 100
+    return Code((status // 100) << 5 | (detail if detail < 32 else 0))
 
 
 def status_of(code: Code) -> int:
-    return 200 if code == Code.CONTENT else code.class_ * 100 + (code & 0x1F)
+    return _SPECIAL_BACK.get(code, code.class_ * 100 + (code & 0x1F))
 
 
-class _Operations(aiocoap.resource.Resource):
-    """Every path of the server: the first segment names the operation."""
+def _content_format(content_type: str | None) -> int | None:
+    if content_type is None:
+        return None
+    return CONTENT_FORMATS.get(content_type.split(";", 1)[0].strip().lower())
 
-    def __init__(self, service: ServiceDef) -> None:
+
+def _to_coap(message: HttpRequest, base: str) -> aiocoap.Message:
+    """An HTTP request as a CoAP request to ``base`` (``coap://host:port``)."""
+    path, _, query = message.target.partition("?")
+    out = aiocoap.Message(code=_METHODS[message.method], uri=base, payload=message.body)
+    out.opt.uri_path = tuple(s for s in path.split("/") if s)
+    out.opt.uri_query = tuple(q for q in query.split("&") if q)
+    for name, value in message.headers:
+        if name == "content-type":
+            fmt = _content_format(value)
+            if fmt is not None:
+                out.opt.content_format = fmt
+        elif name == "cookie":
+            out.opt.add_option(StringOption(COOKIE, value))
+    return out
+
+
+def _text(value: object) -> str:
+    """An option's value as text (an option number aiocoap does not know arrives opaque)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _from_coap(request: aiocoap.Message) -> HttpRequest:
+    """A CoAP request (at the receiving adapter) as the HTTP request it stands for."""
+    target = "/" + "/".join(request.opt.uri_path)
+    if request.opt.uri_query:
+        target += "?" + "&".join(request.opt.uri_query)
+    headers: list[tuple[str, str]] = []
+    fmt = request.opt.content_format
+    if fmt is not None and int(fmt) in _MEDIA_TYPE:
+        headers.append(("content-type", _MEDIA_TYPE[int(fmt)]))
+    headers += [("cookie", _text(o.value)) for o in request.opt.get_option(COOKIE)]
+    method = next((m for m, c in _METHODS.items() if c == request.code), "GET")
+    return HttpRequest(method, target, tuple(headers), request.payload)
+
+
+def _answer_coap(answer: HttpResponse) -> aiocoap.Message:
+    out = aiocoap.Message(code=code_of(answer.status), payload=answer.body)
+    for name, value in answer.headers:
+        if name == "content-type":
+            fmt = _content_format(value)
+            if fmt is not None:
+                out.opt.content_format = fmt
+        elif name == "set-cookie":
+            out.opt.add_option(StringOption(SET_COOKIE, value))
+    return out
+
+
+def _answer_http(response: aiocoap.Message) -> HttpResponse:
+    headers: list[tuple[str, str]] = []
+    fmt = response.opt.content_format
+    if fmt is not None and int(fmt) in _MEDIA_TYPE:
+        headers.append(("content-type", _MEDIA_TYPE[int(fmt)]))
+    headers += [("set-cookie", _text(o.value)) for o in response.opt.get_option(SET_COOKIE)]
+    return HttpResponse(status_of(response.code), tuple(headers), response.payload)
+
+
+class _Relay(aiocoap.resource.Resource):
+    """Every path and method of the server, handed to one HTTP handler."""
+
+    def __init__(self, handler: RelayHandler) -> None:
         super().__init__()
-        self.service = service
+        self.handler = handler
 
-    async def render_get(self, request: aiocoap.Message) -> aiocoap.Message:
-        query = dict(q.partition("=")[::2] for q in request.opt.uri_query)
-        status, body = await wire.answer(self.service, "/".join(request.opt.uri_path), query)
-        return aiocoap.Message(code=code_of(status), payload=body, content_format=JSON)
+    async def render(self, request: aiocoap.Message) -> aiocoap.Message:
+        return _answer_coap(await self.handler(_from_coap(request)))
 
 
-async def serve(service: ServiceDef, config: ServeConfig) -> None:
+async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
+    """Serve CoAP requests, translated to HTTP messages for ``handler``, until cancelled."""
     context = await aiocoap.Context.create_server_context(
-        _Operations(service), bind=(config.host, config.port)
+        _Relay(handler), bind=(config.host, config.port)
     )
     config.ready.set()
     try:
@@ -68,60 +173,68 @@ async def serve(service: ServiceDef, config: ServeConfig) -> None:
         await context.shutdown()
 
 
-class CoapClients:
-    """One aiocoap client context (one UDP socket) per service.
+async def serve(service: ServiceDef, config: ServeConfig) -> None:
+    async def operation(request: HttpRequest) -> HttpResponse:
+        if request.method != "GET":
+            return HttpResponse(405, (("content-type", "application/json"),), b"{}")
+        op, _, query = request.target.partition("?")
+        status, body = await wire.answer(
+            service, op.strip("/"), dict(parse_qsl(query, keep_blank_values=True))
+        )
+        return HttpResponse(status, (("content-type", "application/json"),), body)
 
-    Under uvloop an aiocoap socket that has received an ICMP error (the service was down)
-    receives nothing more, so a network error replaces that service's context; with one
-    context per service the others' calls in flight are not disturbed.
+    await serve_relay(operation, config)
+
+
+class _Contexts:
+    """One aiocoap client context (one UDP socket) per peer.
+
+    Under uvloop an aiocoap socket that has received an ICMP error (the peer was down)
+    receives nothing more, so a network error replaces that peer's context; with one
+    context per peer the others' requests in flight are not disturbed.
     """
 
     def __init__(self, addresses: dict[str, str]) -> None:
-        self._base = {name: f"coap://{addr}/" for name, addr in addresses.items()}
+        self._base = {name: f"coap://{addr}" for name, addr in addresses.items()}
         self._contexts: dict[str, aiocoap.Context] = {}
         self._renewals: dict[str, asyncio.Task[None]] = {}
         self.renewed = 0
 
     async def start(self) -> None:
-        for service in self._base:
-            self._contexts[service] = await aiocoap.Context.create_client_context()
+        for peer in self._base:
+            self._contexts[peer] = await aiocoap.Context.create_client_context()
 
-    async def call(
-        self, service: str, op: str, request: dict[str, Any], timeout: float
-    ) -> dict[str, Any]:
-        message = aiocoap.Message(code=aiocoap.GET, uri=self._base[service] + op)
-        message.opt.uri_query = tuple(f"{k}={v}" for k, v in wire.query_pairs(request))
-        context = self._contexts[service]
+    async def send(self, peer: str, message: HttpRequest, timeout: float) -> HttpResponse:
+        if message.method not in _METHODS:
+            return HttpResponse(405, (("content-type", "text/plain; charset=utf-8"),), b"")
+        context = self._contexts[peer]
         try:
             async with asyncio.timeout(timeout):
-                response = await context.request(message).response
+                response = await context.request(_to_coap(message, self._base[peer])).response
         except TimeoutError:
-            raise Timeout(f"{service} did not answer within {timeout}s") from None
+            raise Timeout(f"{peer} did not answer within {timeout}s") from None
         except aiocoap.error.TimeoutError as e:  # retransmissions exhausted
-            raise Timeout(f"{service}: {e}") from None
+            raise Timeout(f"{peer}: {e}") from None
         except aiocoap.error.Error as e:
             if isinstance(e, aiocoap.error.NetworkError):
-                self._renew(service, context)
-            raise Unavailable(f"{service}: {e!r}") from None
-        return wire.outcome(service, status_of(response.code), response.payload)
+                self._renew(peer, context)
+            raise Unavailable(f"{peer}: {e!r}") from None
+        return _answer_http(response)
 
-    def _renew(self, service: str, broken: aiocoap.Context) -> None:
-        if self._contexts.get(service) is not broken or service in self._renewals:
+    def _renew(self, peer: str, broken: aiocoap.Context) -> None:
+        if self._contexts.get(peer) is not broken or peer in self._renewals:
             return
 
         async def renew() -> None:
             try:
-                self._contexts[service] = await aiocoap.Context.create_client_context()
+                self._contexts[peer] = await aiocoap.Context.create_client_context()
                 self.renewed += 1
                 with contextlib.suppress(Exception):
                     await broken.shutdown()
             finally:
-                self._renewals.pop(service, None)
+                self._renewals.pop(peer, None)
 
-        self._renewals[service] = asyncio.get_running_loop().create_task(renew())
-
-    def stats(self) -> dict[str, Any]:
-        return {"contexts_renewed": self.renewed}
+        self._renewals[peer] = asyncio.get_running_loop().create_task(renew())
 
     async def close(self) -> None:
         for task in list(self._renewals.values()):
@@ -132,7 +245,39 @@ class CoapClients:
                 await context.shutdown()
 
 
+class CoapClients(_Contexts):
+    async def call(
+        self, service: str, op: str, request: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        target = f"/{op}?{urlencode(wire.query_pairs(request))}"
+        answer = await self.send(service, HttpRequest("GET", target), timeout)
+        return wire.outcome(service, answer.status, answer.body)
+
+    def stats(self) -> dict[str, Any]:
+        return {"contexts_renewed": self.renewed}
+
+
 async def connect(services: Sequence[ServiceDef], config: ConnectConfig) -> CoapClients:
     clients = CoapClients({s.name: config.addresses[s.name] for s in services})
     await clients.start()
     return clients
+
+
+class CoapRelay:
+    """Whole HTTP messages to one peer, each translated to one CoAP exchange."""
+
+    def __init__(self, address: str) -> None:
+        self._contexts = _Contexts({address: address})
+        self._address = address
+
+    async def request(self, message: HttpRequest, timeout: float) -> HttpResponse:
+        return await self._contexts.send(self._address, message, timeout)
+
+    async def close(self) -> None:
+        await self._contexts.close()
+
+
+async def connect_relay(address: str) -> CoapRelay:
+    relay = CoapRelay(address)
+    await relay._contexts.start()
+    return relay

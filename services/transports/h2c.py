@@ -21,6 +21,12 @@ byte-identical to REST's, or ``{"error": code, "message": ...}`` with the matchi
   returns what it reads at once; the server sends what the window allows and the rest
   when WINDOW_UPDATE arrives.
 - Writes are coalesced: frames produced in one turn of the event loop leave in one write.
+
+The relay level (``serve_relay``/``connect_relay``, the protocol adapters) carries whole
+HTTP messages on the same connections: any method, the end-to-end headers (HPACK-encoded
+by ``h2``) and a body both ways. Only GET and HEAD are sent again after a GOAWAY that may
+have cut a request the server took; a stream the server did not take is sent again
+whatever its method (RFC 9113, 8.7).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -39,7 +46,16 @@ import h2.settings
 from h2.errors import ErrorCodes
 from ipclab_services import wire
 from ipclab_services.errors import Timeout, Unavailable
-from ipclab_services.transports.base import ConnectConfig, ServeConfig, ServiceDef
+from ipclab_services.transports.base import (
+    ConnectConfig,
+    Headers,
+    HttpRequest,
+    HttpResponse,
+    RelayHandler,
+    ServeConfig,
+    ServiceDef,
+    end_to_end,
+)
 
 MAX_STREAMS = 1000  # concurrent streams a server accepts on one connection
 WINDOW = 2**24  # the client's receive window, per stream and for the connection
@@ -51,7 +67,9 @@ _FAST = {
     "normalize_outbound_headers": False,
     "validate_inbound_headers": False,
 }
-_JSON = (b"content-type", b"application/json")
+_JSON = (("content-type", "application/json"),)
+_SAFE = frozenset({b"GET", b"HEAD"})  # may be sent again after an unclear connection end
+MAX_BODY = 1 << 20  # a request body larger than this is refused (413)
 
 
 class _Peer(asyncio.Protocol):
@@ -63,6 +81,7 @@ class _Peer(asyncio.Protocol):
         )
         self.transport: asyncio.Transport | None = None
         self._flush_soon = False
+        self.unsent: dict[int, memoryview] = {}  # stream -> body the window did not allow yet
 
     def flush(self) -> None:
         self._flush_soon = False
@@ -82,95 +101,6 @@ class _Peer(asyncio.Protocol):
                 self.h2.close_connection()
             self.flush()
             self.transport.close()
-
-    def receive(self, data: bytes) -> list[h2.events.Event]:
-        try:
-            return self.h2.receive_data(data)
-        except h2.exceptions.ProtocolError:
-            self.flush()  # h2 has queued GOAWAY
-            if self.transport is not None:
-                self.transport.close()
-            return []
-
-
-# --- server -------------------------------------------------------------------------------
-
-
-class _ServerConnection(_Peer):
-    def __init__(self, service: ServiceDef) -> None:
-        super().__init__(client_side=False)
-        self.service = service
-        self.requests: dict[int, tuple[bytes, bytes]] = {}  # stream -> (method, path)
-        self.unsent: dict[int, memoryview] = {}  # stream -> body the window did not allow yet
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.gone = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        self.h2.local_settings = h2.settings.Settings(
-            client=False,
-            initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS},
-        )
-        self.h2.initiate_connection()
-        self.flush()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.gone = True
-        for task in self.tasks:
-            task.cancel()
-
-    def close(self) -> None:
-        if not self.gone:
-            self.goodbye()
-
-    def data_received(self, data: bytes) -> None:
-        for event in self.receive(data):
-            if isinstance(event, h2.events.RequestReceived):
-                headers = dict(event.headers)
-                self.requests[event.stream_id] = (headers[b":method"], headers[b":path"])
-            elif isinstance(event, h2.events.StreamEnded):
-                self._dispatch(event.stream_id)
-            elif isinstance(event, h2.events.DataReceived):
-                self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-            elif isinstance(event, h2.events.WindowUpdated):
-                for stream in [event.stream_id] if event.stream_id else list(self.unsent):
-                    self._send_body(stream)
-            elif isinstance(event, h2.events.StreamReset):
-                self.requests.pop(event.stream_id, None)
-                self.unsent.pop(event.stream_id, None)
-            elif isinstance(event, h2.events.ConnectionTerminated):
-                self.flush()
-                if self.transport is not None:
-                    self.transport.close()
-                return
-        self.flush()
-
-    def _dispatch(self, stream: int) -> None:
-        request = self.requests.pop(stream, None)
-        if request is None:
-            return
-        task = asyncio.get_running_loop().create_task(self._answer(stream, *request))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-
-    async def _answer(self, stream: int, method: bytes, path: bytes) -> None:
-        if method != b"GET":
-            status, body = 405, b'{"error":"method_not_allowed"}'
-        else:
-            op, _, query = path.decode("latin-1").partition("?")
-            status, body = await wire.answer(
-                self.service, op.strip("/"), dict(parse_qsl(query, keep_blank_values=True))
-            )
-        try:
-            self.h2.send_headers(
-                stream,
-                [(b":status", str(status).encode()), _JSON, (b"content-length", b"%d" % len(body))],
-            )
-        except h2.exceptions.H2Error:  # reset by the client or connection gone meanwhile
-            return
-        self.unsent[stream] = memoryview(body)
-        self._send_body(stream)
-        self.flush_soon()
 
     def _send_body(self, stream: int) -> None:
         body = self.unsent.get(stream)
@@ -195,13 +125,116 @@ class _ServerConnection(_Peer):
         except h2.exceptions.H2Error:
             self.unsent.pop(stream, None)
 
+    def receive(self, data: bytes) -> list[h2.events.Event]:
+        try:
+            return self.h2.receive_data(data)
+        except h2.exceptions.ProtocolError:
+            self.flush()  # h2 has queued GOAWAY
+            if self.transport is not None:
+                self.transport.close()
+            return []
 
-async def serve(service: ServiceDef, config: ServeConfig) -> None:
+
+# --- server -------------------------------------------------------------------------------
+
+
+class _ServerConnection(_Peer):
+    def __init__(self, handler: RelayHandler) -> None:
+        super().__init__(client_side=False)
+        self.handler = handler
+        self.requests: dict[int, tuple[list[tuple[bytes, bytes]], list[bytes]]] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.gone = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.h2.local_settings = h2.settings.Settings(
+            client=False,
+            initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS},
+        )
+        self.h2.initiate_connection()
+        self.flush()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.gone = True
+        for task in self.tasks:
+            task.cancel()
+
+    def close(self) -> None:
+        if not self.gone:
+            self.goodbye()
+
+    def data_received(self, data: bytes) -> None:
+        for event in self.receive(data):
+            if isinstance(event, h2.events.RequestReceived):
+                self.requests[event.stream_id] = (list(event.headers), [])
+            elif isinstance(event, h2.events.StreamEnded):
+                self._dispatch(event.stream_id)
+            elif isinstance(event, h2.events.DataReceived):
+                self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                request = self.requests.get(event.stream_id)
+                if request is not None:
+                    request[1].append(event.data)
+            elif isinstance(event, h2.events.WindowUpdated):
+                for stream in [event.stream_id] if event.stream_id else list(self.unsent):
+                    self._send_body(stream)
+            elif isinstance(event, h2.events.StreamReset):
+                self.requests.pop(event.stream_id, None)
+                self.unsent.pop(event.stream_id, None)
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                self.flush()
+                if self.transport is not None:
+                    self.transport.close()
+                return
+        self.flush()
+
+    def _dispatch(self, stream: int) -> None:
+        request = self.requests.pop(stream, None)
+        if request is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._answer(stream, *request))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _answer(
+        self, stream: int, raw: list[tuple[bytes, bytes]], chunks: list[bytes]
+    ) -> None:
+        pseudo = {k: v for k, v in raw if k.startswith(b":")}
+        body = b"".join(chunks)
+        if len(body) > MAX_BODY:
+            answer = HttpResponse(413, (("content-type", "text/plain"),), b"body too large")
+        else:
+            headers = end_to_end(
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if not k.startswith(b":")
+            )
+            method = pseudo.get(b":method", b"GET").decode("latin-1")
+            target = pseudo.get(b":path", b"/").decode("latin-1")
+            answer = await self.handler(HttpRequest(method, target, headers, body))
+        try:
+            self.h2.send_headers(
+                stream,
+                [
+                    (b":status", b"%d" % answer.status),
+                    *((k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers),
+                    (b"content-length", b"%d" % len(answer.body)),
+                ],
+                end_stream=not answer.body,
+            )
+        except h2.exceptions.H2Error:  # reset by the client or connection gone meanwhile
+            return
+        if answer.body:
+            self.unsent[stream] = memoryview(answer.body)
+            self._send_body(stream)
+        self.flush_soon()
+
+
+async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
+    """Serve whole HTTP/2 messages with ``handler`` until cancelled."""
     connections: list[_ServerConnection] = []
 
     def accept() -> _ServerConnection:
         connections[:] = [c for c in connections if not c.gone]
-        connections.append(_ServerConnection(service))
+        connections.append(_ServerConnection(handler))
         return connections[-1]
 
     server = await asyncio.get_running_loop().create_server(
@@ -216,6 +249,19 @@ async def serve(service: ServiceDef, config: ServeConfig) -> None:
             connection.close()
 
 
+async def serve(service: ServiceDef, config: ServeConfig) -> None:
+    async def operation(request: HttpRequest) -> HttpResponse:
+        if request.method != "GET":
+            return HttpResponse(405, _JSON, b'{"error":"method_not_allowed"}')
+        op, _, query = request.target.partition("?")
+        status, body = await wire.answer(
+            service, op.strip("/"), dict(parse_qsl(query, keep_blank_values=True))
+        )
+        return HttpResponse(status, _JSON, body)
+
+    await serve_relay(operation, config)
+
+
 # --- client -------------------------------------------------------------------------------
 
 
@@ -223,12 +269,22 @@ class _Retry(Exception):
     """The server did not take the stream (GOAWAY, REFUSED_STREAM): safe to send again."""
 
 
+@dataclass
+class _Pending:
+    """A request in flight: its answer's future, status, headers and body so far."""
+
+    future: asyncio.Future[HttpResponse]
+    safe: bool  # GET/HEAD: may be sent again when the connection ends unclearly
+    status: int = 0
+    headers: Headers = ()
+    chunks: list[bytes] = field(default_factory=list)
+
+
 class _ClientConnection(_Peer):
     def __init__(self, authority: bytes) -> None:
         super().__init__(client_side=True)
         self.authority = authority
-        self.replies: dict[int, tuple[asyncio.Future[tuple[int, bytes]], list[bytes]]] = {}
-        self.status: dict[int, int] = {}
+        self.replies: dict[int, _Pending] = {}
         self.waiting: list[asyncio.Future[None]] = []  # calls waiting for a free stream
         self.closed = False
         self.leaving = False  # the server sent GOAWAY
@@ -251,26 +307,31 @@ class _ClientConnection(_Peer):
 
     def _fail(self, why: str) -> None:
         """The connection is gone: its unanswered calls fail, or, if the server had said
-        GOAWAY (it meant to close), are sent again elsewhere."""
+        GOAWAY (it meant to close), the safe ones are sent again elsewhere."""
         self.closed = True
-        for future, _ in self.replies.values():
-            if not future.done():
-                future.set_exception(_Retry() if self.leaving else Unavailable(why))
+        for pending in self.replies.values():
+            if not pending.future.done():
+                again = self.leaving and pending.safe
+                pending.future.set_exception(_Retry() if again else Unavailable(why))
         self.replies.clear()
+        self.unsent.clear()
         self._wake()
 
     def _goaway(self, event: h2.events.ConnectionTerminated) -> None:
         """No new streams here. A graceful GOAWAY: the streams the server took still get
         their answers, the others are sent again elsewhere. Any other: every unanswered
-        call is sent again (all calls are GETs, which may be repeated)."""
+        safe call (GET, HEAD) is sent again, the others fail."""
         self.closed = self.leaving = True
         last = event.last_stream_id if event.last_stream_id is not None else 2**31
-        if event.error_code != ErrorCodes.NO_ERROR:
-            last = 0
-        for stream in [s for s in self.replies if s > last]:
-            future, _ = self.replies.pop(stream)
-            if not future.done():
-                future.set_exception(_Retry())
+        failed = event.error_code != ErrorCodes.NO_ERROR
+        for stream in [s for s in self.replies if s > last or failed]:
+            pending = self.replies.pop(stream)
+            if pending.future.done():
+                continue
+            if stream > last or pending.safe:
+                pending.future.set_exception(_Retry())
+            else:
+                pending.future.set_exception(Unavailable(f"GOAWAY ({event.error_code!r})"))
         if not self.replies and self.transport is not None:
             self.transport.close()
         self._wake()
@@ -288,12 +349,19 @@ class _ClientConnection(_Peer):
     def data_received(self, data: bytes) -> None:
         for event in self.receive(data):
             if isinstance(event, h2.events.ResponseReceived):
-                self.status[event.stream_id] = int(dict(event.headers)[b":status"])
+                pending = self.replies.get(event.stream_id)
+                if pending is not None:
+                    pending.status = int(dict(event.headers)[b":status"])
+                    pending.headers = end_to_end(
+                        (k.decode("latin-1"), v.decode("latin-1"))
+                        for k, v in event.headers
+                        if not k.startswith(b":")
+                    )
             elif isinstance(event, h2.events.DataReceived):
                 self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-                reply = self.replies.get(event.stream_id)
-                if reply is not None:
-                    reply[1].append(event.data)
+                pending = self.replies.get(event.stream_id)
+                if pending is not None:
+                    pending.chunks.append(event.data)
             elif isinstance(event, h2.events.StreamEnded):
                 self._done(event.stream_id, None)
             elif isinstance(event, h2.events.StreamReset):
@@ -302,6 +370,9 @@ class _ClientConnection(_Peer):
                     f"stream reset by the server ({event.error_code!r})",
                     retry=event.error_code == ErrorCodes.REFUSED_STREAM,
                 )
+            elif isinstance(event, h2.events.WindowUpdated):
+                for stream in [event.stream_id] if event.stream_id else list(self.unsent):
+                    self._send_body(stream)
             elif isinstance(event, h2.events.ConnectionTerminated):
                 self._goaway(event)
             elif isinstance(event, h2.events.RemoteSettingsChanged):
@@ -309,20 +380,21 @@ class _ClientConnection(_Peer):
         self.flush()
 
     def _done(self, stream: int, error: str | None, retry: bool = False) -> None:
-        status = self.status.pop(stream, 0)
-        reply = self.replies.pop(stream, None)
-        if reply is not None and not reply[0].done():
+        pending = self.replies.pop(stream, None)
+        self.unsent.pop(stream, None)
+        if pending is not None and not pending.future.done():
             if retry:
-                reply[0].set_exception(_Retry())
+                pending.future.set_exception(_Retry())
             elif error is None:
-                reply[0].set_result((status, b"".join(reply[1])))
+                answer = HttpResponse(pending.status, pending.headers, b"".join(pending.chunks))
+                pending.future.set_result(answer)
             else:
-                reply[0].set_exception(Unavailable(error))
+                pending.future.set_exception(Unavailable(error))
         if self.closed and not self.replies and self.transport is not None:
             self.transport.close()  # after a GOAWAY, once the last answer is in
         self._wake()
 
-    async def request(self, path: bytes) -> tuple[int, bytes]:
+    async def request(self, message: HttpRequest) -> HttpResponse:
         loop = asyncio.get_running_loop()
         while len(self.replies) >= self._limit() and not self.closed:
             wait = loop.create_future()
@@ -335,24 +407,30 @@ class _ClientConnection(_Peer):
         if self.closed:
             raise _Retry()
         stream = self.h2.get_next_available_stream_id()
+        method = message.method.encode("latin-1")
         self.h2.send_headers(
             stream,
             [
-                (b":method", b"GET"),
+                (b":method", method),
                 (b":scheme", b"http"),
                 (b":authority", self.authority),
-                (b":path", path),
+                (b":path", message.target.encode("latin-1")),
+                *((k.encode("latin-1"), v.encode("latin-1")) for k, v in message.headers),
+                *([(b"content-length", b"%d" % len(message.body))] if message.body else []),
             ],
-            end_stream=True,
+            end_stream=not message.body,
         )
-        future: asyncio.Future[tuple[int, bytes]] = loop.create_future()
-        self.replies[stream] = (future, [])
+        future: asyncio.Future[HttpResponse] = loop.create_future()
+        self.replies[stream] = _Pending(future, method in _SAFE)
+        if message.body:
+            self.unsent[stream] = memoryview(message.body)
+            self._send_body(stream)
         self.flush_soon()
         try:
             return await future
         except asyncio.CancelledError:  # the caller's deadline: tell the server
             if self.replies.pop(stream, None) is not None:
-                self.status.pop(stream, None)
+                self.unsent.pop(stream, None)
                 with contextlib.suppress(h2.exceptions.H2Error):
                     self.h2.reset_stream(stream, ErrorCodes.CANCEL)
                 self.flush_soon()
@@ -365,55 +443,48 @@ class _ClientConnection(_Peer):
         self.closed = True
 
 
-class H2cClients:
+class _Connections:
+    """One connection per peer, opened on first use and again after it ended."""
+
     def __init__(self, addresses: dict[str, str]) -> None:
         self._addresses = addresses
         self._connections: dict[str, _ClientConnection] = {}
         self._opening: dict[str, asyncio.Task[_ClientConnection]] = {}
         self.opened = 0
 
-    async def _open(self, service: str) -> _ClientConnection:
-        host, port = self._addresses[service].rsplit(":", 1)
+    async def _open(self, peer: str) -> _ClientConnection:
+        host, port = self._addresses[peer].rsplit(":", 1)
         _, connection = await asyncio.get_running_loop().create_connection(
-            lambda: _ClientConnection(self._addresses[service].encode()), host, int(port)
+            lambda: _ClientConnection(self._addresses[peer].encode()), host, int(port)
         )
-        self._connections[service] = connection
+        self._connections[peer] = connection
         self.opened += 1
         return connection
 
-    async def _connection(self, service: str) -> _ClientConnection:
-        connection = self._connections.get(service)
+    async def _connection(self, peer: str) -> _ClientConnection:
+        connection = self._connections.get(peer)
         if connection is not None and not connection.closed:
             return connection
-        task = self._opening.get(service)
-        if task is None:  # one connection attempt at a time per service, shared by callers
-            task = self._opening[service] = asyncio.get_running_loop().create_task(
-                self._open(service)
-            )
-            task.add_done_callback(lambda _: self._opening.pop(service, None))
+        task = self._opening.get(peer)
+        if task is None:  # one connection attempt at a time per peer, shared by callers
+            task = self._opening[peer] = asyncio.get_running_loop().create_task(self._open(peer))
+            task.add_done_callback(lambda _: self._opening.pop(peer, None))
         return await asyncio.shield(task)
 
-    async def call(
-        self, service: str, op: str, request: dict[str, Any], timeout: float
-    ) -> dict[str, Any]:
-        path = f"/{op}?{urlencode(wire.query_pairs(request))}".encode()
+    async def send(self, peer: str, message: HttpRequest, timeout: float) -> HttpResponse:
+        """``message`` to ``peer``, sent again (at most ``ATTEMPTS`` times) where a
+        connection's end allows it; Timeout past ``timeout``, Unavailable otherwise."""
         try:
             async with asyncio.timeout(timeout):
                 for _ in range(ATTEMPTS):
-                    connection = await self._connection(service)
+                    connection = await self._connection(peer)
                     with contextlib.suppress(_Retry):
-                        status, body = await connection.request(path)
-                        break
-                else:
-                    raise Unavailable(f"{service}: connection ended {ATTEMPTS} times")
+                        return await connection.request(message)
+                raise Unavailable(f"{peer}: connection ended {ATTEMPTS} times")
         except TimeoutError:
-            raise Timeout(f"{service} did not answer within {timeout}s") from None
+            raise Timeout(f"{peer} did not answer within {timeout}s") from None
         except OSError as e:
-            raise Unavailable(f"{service}: {e}") from None
-        return wire.outcome(service, status, body)
-
-    def stats(self) -> dict[str, Any]:
-        return {"connections_opened": self.opened}
+            raise Unavailable(f"{peer}: {e}") from None
 
     async def close(self) -> None:
         for task in self._opening.values():
@@ -423,5 +494,35 @@ class H2cClients:
         await asyncio.sleep(0)
 
 
+class H2cClients(_Connections):
+    async def call(
+        self, service: str, op: str, request: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        target = f"/{op}?{urlencode(wire.query_pairs(request))}"
+        answer = await self.send(service, HttpRequest("GET", target), timeout)
+        return wire.outcome(service, answer.status, answer.body)
+
+    def stats(self) -> dict[str, Any]:
+        return {"connections_opened": self.opened}
+
+
 async def connect(services: Sequence[ServiceDef], config: ConnectConfig) -> H2cClients:
     return H2cClients({s.name: config.addresses[s.name] for s in services})
+
+
+class H2cRelay:
+    """Whole HTTP messages to one peer over one multiplexed h2c connection."""
+
+    def __init__(self, address: str) -> None:
+        self._connections = _Connections({address: address})
+        self._address = address
+
+    async def request(self, message: HttpRequest, timeout: float) -> HttpResponse:
+        return await self._connections.send(self._address, message, timeout)
+
+    async def close(self) -> None:
+        await self._connections.close()
+
+
+async def connect_relay(address: str) -> H2cRelay:
+    return H2cRelay(address)

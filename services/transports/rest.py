@@ -4,6 +4,11 @@
 error document ``{"error": code, "message": ...}`` with the matching HTTP status. The client
 keeps one aiohttp session with keep-alive connection pools for all services. aiohttp was
 chosen over httpx by ``bench/transports.py`` (see docs/transports.md).
+
+The relay level (``serve_relay``/``connect_relay``) carries whole HTTP/1.1 messages with
+the same server and client: method, target, end-to-end headers and body as they are. The
+client keeps no cookie jar (a proxy that stored cookies would log every user in as the
+last one: the thesis's Californium bug) and adds no headers of its own but Host.
 """
 
 from __future__ import annotations
@@ -14,9 +19,17 @@ from typing import Any
 
 import aiohttp
 import orjson
-from ipclab_services.asgi import json_app, serve_http
+from ipclab_services.asgi import Receive, Scope, Send, json_app, read_body, serve_http
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
-from ipclab_services.transports.base import ConnectConfig, ServeConfig, ServiceDef
+from ipclab_services.transports.base import (
+    ConnectConfig,
+    HttpRequest,
+    HttpResponse,
+    RelayHandler,
+    ServeConfig,
+    ServiceDef,
+    end_to_end,
+)
 
 POOL_PER_HOST = 100  # keep-alive connections per service
 
@@ -73,3 +86,78 @@ class RestClients:
 
 async def connect(services: Sequence[ServiceDef], config: ConnectConfig) -> RestClients:
     return RestClients({s.name: config.addresses[s.name] for s in services})
+
+
+# --- relay: whole HTTP/1.1 messages ------------------------------------------------------
+
+MAX_BODY = 1 << 20  # a relayed request body larger than this is refused (413)
+
+
+async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = await read_body(receive, MAX_BODY)
+        if body is None:
+            answer = HttpResponse(413, (("content-type", "text/plain"),), b"body too large")
+        else:
+            query = scope["query_string"].decode("latin-1")
+            target = scope["raw_path"].decode("latin-1") + (f"?{query}" if query else "")
+            headers = end_to_end(
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
+            )
+            answer = await handler(HttpRequest(scope["method"], target, headers, body))
+        await send(
+            {
+                "type": "http.response.start",
+                "status": answer.status,
+                "headers": [
+                    *((k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers),
+                    (b"content-length", b"%d" % len(answer.body)),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer.body})
+
+    await serve_http(app, config.host, config.port, config.ready)
+
+
+class RestRelay:
+    """One keep-alive pool to one peer; no cookie jar, no automatic headers but Host."""
+
+    def __init__(self, address: str) -> None:
+        self._base = f"http://{address}"
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0, limit_per_host=POOL_PER_HOST),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+            auto_decompress=False,
+        )
+
+    async def request(self, message: HttpRequest, timeout: float) -> HttpResponse:
+        try:
+            async with self._session.request(
+                message.method,
+                self._base + message.target,
+                headers=list(message.headers),
+                data=message.body or None,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+                allow_redirects=False,
+            ) as resp:
+                body = await resp.read()
+                headers = end_to_end(
+                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers
+                )
+        except TimeoutError:
+            raise Timeout(f"{self._base} did not answer within {timeout}s") from None
+        except aiohttp.ClientError as e:
+            raise Unavailable(f"{self._base}: {e}") from None
+        return HttpResponse(resp.status, headers, body)
+
+    async def close(self) -> None:
+        await self._session.close()
+        await asyncio.sleep(0)
+
+
+async def connect_relay(address: str) -> RestRelay:
+    return RestRelay(address)

@@ -1,0 +1,167 @@
+"""The transports' relay level: whole HTTP messages over HTTP/1.1, h2c and CoAP (what the
+protocol adapters carry), in process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from ipclab_services import transports
+from ipclab_services.errors import Timeout, Unavailable
+from ipclab_services.transports.base import HttpRequest, HttpResponse, ServeConfig
+
+from ipclab.procs import free_port
+
+STYLES = ("rest", "h2c", "coap")
+BIG = b"x" * 4000  # more than one CoAP block, more than one h2c frame at small windows
+
+
+async def echo(request: HttpRequest) -> HttpResponse:
+    """What the server saw, as JSON; the path picks extras."""
+    path = request.target.partition("?")[0]
+    if path.endswith("/slow"):
+        await asyncio.sleep(2)
+    seen = {
+        "method": request.method,
+        "target": request.target,
+        "cookie": request.header("cookie"),
+        "content_type": request.header("content-type"),
+        "body": request.body.decode("latin-1"),
+        "headers": [k for k, _ in request.headers],
+    }
+    body = json.dumps(seen).encode()
+    status = 404 if path.endswith("/missing") else 401 if path.endswith("/denied") else 200
+    headers: tuple[tuple[str, str], ...] = (("content-type", "application/json"),)
+    if path.endswith("/login"):
+        headers = (
+            ("content-type", "text/plain; charset=utf-8"),
+            ("set-cookie", "sessionid=abc; Path=/"),
+            ("set-cookie", "loggedinuser=uid1@email.com; Path=/"),
+        )
+        body = b"logged in"
+    if path.endswith("/big"):
+        body = BIG
+    return HttpResponse(status, headers, body)
+
+
+@asynccontextmanager
+async def relay_pair(
+    style: str, handler: Callable[[HttpRequest], Any] = echo
+) -> AsyncIterator[Any]:
+    t = transports.load(style)
+    port = free_port()
+    config = ServeConfig("127.0.0.1", port)
+    server = asyncio.create_task(t.serve_relay(handler, config))
+    await asyncio.wait_for(config.ready.wait(), 10)
+    relay = await t.connect_relay(f"127.0.0.1:{port}")
+    try:
+        yield relay
+    finally:
+        await relay.close()
+        server.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await server
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_form_post_with_its_cookie_arrives_as_sent(style: str) -> None:
+    async def main() -> dict[str, Any]:
+        async with relay_pair(style) as relay:
+            answer = await relay.request(
+                HttpRequest(
+                    "POST",
+                    "/booking/acmeair-bs/rest/api/bookings/bookflights?x=1&y=a%20b",
+                    (
+                        ("content-type", "application/x-www-form-urlencoded"),
+                        ("cookie", "sessionid=abc; loggedinuser=uid1@email.com"),
+                    ),
+                    b"userid=uid1%40email.com&toFlightId=F1",
+                ),
+                5,
+            )
+        assert answer.status == 200
+        return dict(json.loads(answer.body))
+
+    seen = asyncio.run(main())
+    assert seen["method"] == "POST"
+    assert seen["target"] == "/booking/acmeair-bs/rest/api/bookings/bookflights?x=1&y=a%20b"
+    assert seen["cookie"] == "sessionid=abc; loggedinuser=uid1@email.com"
+    assert seen["content_type"] == "application/x-www-form-urlencoded"
+    assert seen["body"] == "userid=uid1%40email.com&toFlightId=F1"
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_set_cookies_text_statuses_and_a_multi_block_body_come_back(style: str) -> None:
+    async def main() -> list[HttpResponse]:
+        async with relay_pair(style) as relay:
+            return [
+                await relay.request(HttpRequest("POST", path, body=b"login=a"), 5)
+                for path in ("/auth/login", "/x/big", "/x/missing", "/x/denied")
+            ]
+
+    login, big, missing, denied = asyncio.run(main())
+    assert login.status == 200 and login.body == b"logged in"
+    cookies = [v for k, v in login.headers if k == "set-cookie"]
+    assert cookies == ["sessionid=abc; Path=/", "loggedinuser=uid1@email.com; Path=/"]
+    assert dict(login.headers)["content-type"].startswith("text/plain")
+    assert big.status == 200 and big.body == BIG
+    assert (missing.status, denied.status) == (404, 401)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_large_request_body_arrives_whole(style: str) -> None:
+    async def main() -> dict[str, Any]:
+        async with relay_pair(style) as relay:
+            answer = await relay.request(HttpRequest("PUT", "/x/echo", body=BIG), 5)
+        return dict(json.loads(answer.body))
+
+    assert asyncio.run(main())["body"] == BIG.decode()
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_64_in_flight_each_get_their_own_answer(style: str) -> None:
+    async def main() -> None:
+        async with relay_pair(style) as relay:
+
+            async def one(i: int) -> None:
+                cookie = f"sessionid=s{i}"
+                answer = await relay.request(
+                    HttpRequest("GET", f"/x/{i}?i={i}", (("cookie", cookie),)), 10
+                )
+                seen = json.loads(answer.body)
+                assert (seen["target"], seen["cookie"]) == (f"/x/{i}?i={i}", cookie)
+
+            await asyncio.gather(*(one(i) for i in range(64)))
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_deadline_is_a_timeout_and_nobody_listening_is_unavailable(style: str) -> None:
+    async def main() -> None:
+        async with relay_pair(style) as relay:
+            with pytest.raises(Timeout):
+                await relay.request(HttpRequest("GET", "/x/slow"), 0.3)
+        relay = await transports.load(style).connect_relay(f"127.0.0.1:{free_port()}")
+        try:
+            with pytest.raises((Unavailable, Timeout)):
+                await relay.request(HttpRequest("GET", "/x/nobody"), 2)
+        finally:
+            await relay.close()
+
+    asyncio.run(main())
+
+
+def test_coap_drops_headers_it_has_no_option_for() -> None:
+    async def main() -> dict[str, Any]:
+        async with relay_pair("coap") as relay:
+            answer = await relay.request(
+                HttpRequest("GET", "/x/h", (("x-custom", "1"), ("cookie", "a=b"))), 5
+            )
+        return dict(json.loads(answer.body))
+
+    assert asyncio.run(main())["headers"] == ["cookie"]
