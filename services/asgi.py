@@ -41,6 +41,12 @@ async def respond(
     await send({"type": "http.response.body", "body": payload})
 
 
+def target(scope: Scope) -> str:
+    """The request's path and query as sent (what a proxy passes on)."""
+    query = scope["query_string"].decode("latin-1")
+    return scope["raw_path"].decode("latin-1") + (f"?{query}" if query else "")
+
+
 async def read_body(receive: Receive, limit: int) -> bytes | None:
     """A request's body, or None when it is longer than ``limit`` bytes."""
     chunks: list[bytes] = []

@@ -10,8 +10,9 @@ from the harness:
 - ``IPCLAB_HOST``/``IPCLAB_PORT``: where to listen (amqp services listen on no port);
 - ``IPCLAB_ADDR_<ROLE>``: ``host:port`` of each service, for the gateway of rest/grpc
   stacks (role upper-cased, ``-`` -> ``_``); ``IPCLAB_AMQP_URL``: the broker;
-- ``IPCLAB_HTTP_PORT``: a service that other services call over plain HTTP/1.1 whatever
-  the transport (the stack's ``http_peers``) listens there too, with the REST transport;
+- ``IPCLAB_ADAPTER``: the role is a protocol adapter beside the gateway (``egress``) or a
+  service (``ingress``), started by ``ipclab_services.adapters`` (its environment is
+  described there);
 - ``IPCLAB_GC_EVENTS=1``: every major (gen-2) garbage collection is logged (``gcwatch``);
 - the domain's data (e.g. ``IPCLAB_SEED``) and the gateway's strategy
   (``IPCLAB_CALL_TIMEOUT_S``, ``IPCLAB_SEQUENTIAL``; see ``domains.GatewaySettings``).
@@ -30,12 +31,9 @@ import signal
 import sys
 
 import uvloop
-from ipclab_services import domains, fronts, gcwatch, transports
+from ipclab_services import adapters, domains, fronts, gcwatch, transports
+from ipclab_services.adapters import addr_env
 from ipclab_services.transports.base import ConnectConfig, ServeConfig
-
-
-def addr_env(role: str) -> str:
-    return "IPCLAB_ADDR_" + role.upper().replace("-", "_")
 
 
 async def main() -> None:
@@ -46,6 +44,9 @@ async def main() -> None:
     host = env.get("IPCLAB_HOST", "127.0.0.1")
     port = int(env.get("IPCLAB_PORT", "0"))
     amqp_url = env.get("IPCLAB_AMQP_URL", "")
+    if env.get("IPCLAB_ADAPTER"):  # a protocol adapter beside the gateway or a service
+        await adapters.serve(env)
+        return
     domain = domains.load(env["IPCLAB_DOMAIN"])
     if hasattr(domain, "serve_role"):  # a domain whose roles are whole apps of their own
         await domain.serve_role(role, names, host, port, env)
@@ -68,11 +69,7 @@ async def main() -> None:
 
     if role not in names or role not in defs:
         sys.exit(f"unknown role {role!r}; this stack's services: {', '.join(names)}")
-    served = [transport.serve(defs[role], ServeConfig(host, port, amqp_url))]
-    if env.get("IPCLAB_HTTP_PORT"):
-        http = transports.load("rest")
-        served.append(http.serve(defs[role], ServeConfig(host, int(env["IPCLAB_HTTP_PORT"]))))
-    task = asyncio.ensure_future(asyncio.gather(*served))
+    task = asyncio.ensure_future(transport.serve(defs[role], ServeConfig(host, port, amqp_url)))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)

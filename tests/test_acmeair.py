@@ -1,110 +1,33 @@
-"""The AcmeAir stand-in (issue 14): its services in one event loop over CoAP with the
-HTTP/1.1 session check, then the three stacks on the local backend answering the same."""
+"""The AcmeAir stand-in (issue 14): its data, then the stacks on the local backend (gateway,
+services and the protocol adapters between them) answering the same over every protocol,
+keeping two users' sessions apart and matching many answers in flight to their requests."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import http.cookiejar
+import shutil
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
-import uvloop
-from ipclab_services import transports
 from ipclab_services.domains import acmeair
 from ipclab_services.domains.acmeair import validator
-from ipclab_services.errors import Forbidden, Unauthorized
-from ipclab_services.transports.base import Clients, ConnectConfig, ServeConfig
 
 from ipclab.backends import get_backend
 from ipclab.backends.base import StackOptions
 from ipclab.backends.local import LocalStack
-from ipclab.procs import free_ports
 from ipclab.stacks import resolve
+from ipclab.studies.nyflott.stacks import ACMEAIR
+from ipclab.studies.nyflott.users import AUTH, BOOKING, CUSTOMER, FLIGHT
 
-
-@contextlib.asynccontextmanager
-async def acmeair_over(style: str) -> AsyncIterator[Clients]:
-    """The four services over ``style``, auth also on HTTP/1.1, validated through it."""
-    ports = free_ports(5)
-    auth_http = f"127.0.0.1:{ports[4]}"
-    defs = acmeair.build_services(validator.over_http(auth_http))
-    transport, rest = transports.load(style), transports.load("rest")
-    tasks, readies = [], []
-    for name, port in zip(acmeair.SERVICES, ports, strict=False):
-        cfg = ServeConfig("127.0.0.1", port)
-        readies.append(cfg.ready)
-        tasks.append(asyncio.create_task(transport.serve(defs[name], cfg)))
-    http_cfg = ServeConfig("127.0.0.1", ports[4])
-    readies.append(http_cfg.ready)
-    tasks.append(asyncio.create_task(rest.serve(defs["auth"], http_cfg)))
-    await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 10)
-    addresses = {n: f"127.0.0.1:{p}" for n, p in zip(acmeair.SERVICES, ports, strict=False)}
-    clients = await transport.connect(list(defs.values()), ConnectConfig(addresses))
-    try:
-        yield clients
-    finally:
-        await clients.close()
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-@pytest.mark.parametrize("style", ["coap", "h2c"])
-def test_two_users_sessions_never_cross(style: str) -> None:
-    """Two customers logged in at once, their calls interleaved many in flight: each
-    sees only their own bookings and profile; a session used for the other customer is
-    refused (403), and after logout it is no session at all (401)."""
-
-    async def main() -> None:
-        async with acmeair_over(style) as c:
-            a, b = "uid1@email.com", "uid2@email.com"
-            sa = (await c.call("auth", "login", {"login": a, "password": "password"}, 5))["session"]
-            sb = (await c.call("auth", "login", {"login": b, "password": "password"}, 5))["session"]
-            assert sa != sb
-
-            async def book(who: str, session: str, i: int) -> dict[str, Any]:
-                req = {
-                    "user": who,
-                    "session": session,
-                    "toFlightId": f"{who}-{i}",
-                    "oneWayFlight": "true",
-                }
-                return await c.call("booking", "book", req, 5)
-
-            await asyncio.gather(*(book(w, s, i) for i in range(16) for w, s in ((a, sa), (b, sb))))
-            views = await asyncio.gather(
-                *(
-                    c.call(svc, op, {"user": w, "session": s}, 5)
-                    for _ in range(8)
-                    for w, s in ((a, sa), (b, sb))
-                    for svc, op in (("booking", "list"), ("customer", "view"))
-                )
-            )
-            for i, doc in enumerate(views):
-                who = (a, b)[(i // 2) % 2]
-                if "bookings" in doc:
-                    assert len(doc["bookings"]) == 16
-                    assert {x["customerId"] for x in doc["bookings"]} == {who}
-                    assert all(x["flightId"].startswith(who) for x in doc["bookings"])
-                else:
-                    assert doc["_id"] == who
-            with pytest.raises(Forbidden):
-                await c.call("booking", "list", {"user": b, "session": sa}, 5)
-            with pytest.raises(Forbidden):
-                await c.call("customer", "view", {"user": a, "session": sb}, 5)
-            await c.call("auth", "logout", {"session": sa}, 5)
-            with pytest.raises(Unauthorized):
-                await c.call("booking", "list", {"user": a, "session": sa}, 5)
-            assert (await c.call("customer", "view", {"user": b, "session": sb}, 5))["_id"] == b
-            with pytest.raises(Unauthorized):
-                await c.call("auth", "login", {"login": a, "password": "wrong"}, 5)
-
-    uvloop.run(main())
+FORM = "application/x-www-form-urlencoded"
+QUERY = "fromAirport={}&toAirport={}&fromDate=2017-06-01&returnDate=2017-06-08&oneWay=false"
+NATIVE_BINARIES = {"acmeair-http1-nginx": "nginx", "acmeair-h2c-nghttpx": "nghttpx"}
 
 
 def test_queryflights_is_several_kilobytes_of_json() -> None:
@@ -117,8 +40,31 @@ def test_queryflights_is_several_kilobytes_of_json() -> None:
     assert doc == asyncio.run(defs["flight"].invoke("query", {**req, "returnDate": "2017-06-08"}))
 
 
-# --- the three stacks on the local backend ---------------------------------------------
-STACKS = ("acmeair-http1", "acmeair-h2c", "acmeair-coap")
+def test_every_acmeair_stack_has_an_adapter_beside_each_host() -> None:
+    for spec in ACMEAIR:
+        hosts = spec.hosts()
+        assert hosts["egress"] == "gateway"
+        assert {hosts[f"{s}-ingress"] for s in acmeair.SERVICES} == set(acmeair.SERVICES)
+        assert spec.declaration()["adapters"] in ("python", "native")
+
+
+# --- the stacks on the local backend ----------------------------------------------------
+
+
+def _available(name: str) -> bool:
+    binary = NATIVE_BINARIES.get(name)
+    return binary is None or shutil.which(binary) is not None
+
+
+STACKS = tuple(
+    pytest.param(
+        s.name,
+        marks=pytest.mark.skipif(
+            not _available(s.name), reason=f"{NATIVE_BINARIES.get(s.name)} is not installed"
+        ),
+    )
+    for s in ACMEAIR
+)
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +72,9 @@ def acmeair_stacks() -> Iterator[dict[str, LocalStack]]:
     backend = get_backend("local")
     stacks: dict[str, LocalStack] = {}
     try:
-        for name in STACKS:
-            stacks[name] = backend.start(resolve(name), StackOptions(call_timeout_s=2.0))
+        for spec in ACMEAIR:
+            if _available(spec.name):
+                stacks[spec.name] = backend.start(resolve(spec.name), StackOptions())
         yield stacks
     finally:
         for stack in stacks.values():
@@ -154,44 +101,47 @@ class Browser:
             return e.code, e.headers.get("content-type", ""), e.read()
 
     def form(self, path: str, text: str) -> tuple[int, str, bytes]:
-        return self.send("POST", path, text.encode(), "application/x-www-form-urlencoded")
+        return self.send("POST", path, text.encode(), FORM)
 
 
 def script(base: str) -> list[tuple[str, int, str, bytes]]:
     """The eight test cases once, plus the refusals; (what, status, type, body)."""
-    u, api = "uid7@email.com", "/rest/api"
+    u = "uid7@email.com"
     b = Browser(base)
-    out = [("no session", *b.send("GET", f"{api}/bookings/byuser/{u}"))]
-    out.append(("bad login", *b.form(f"{api}/login", f"login={u}&password=x")))
-    out.append(("Login", *b.form(f"{api}/login", f"login={u}&password=password")))
+    out = [("no session", *b.send("GET", f"{BOOKING}/bookings/byuser/{u}"))]
+    out.append(("bad login", *b.form(f"{AUTH}/login", f"login={u}&password=x")))
+    out.append(("Login", *b.form(f"{AUTH}/login", f"login={u}&password=password")))
     assert {c.name for c in b.jar} == {"sessionid", "loggedinuser"}
-    out.append(("View Profile Information", *b.send("GET", f"{api}/customer/byid/{u}")))
+    out.append(("View Profile Information", *b.send("GET", f"{CUSTOMER}/customer/byid/{u}")))
     profile = orjson.dumps({"_id": u, "phoneNumber": "919-123-4567", "address": {"city": "X"}})
     out.append(
         (
             "Update Customer",
-            *b.send("POST", f"{api}/customer/byid/{u}", profile, "application/json"),
+            *b.send("POST", f"{CUSTOMER}/customer/byid/{u}", profile, "application/json"),
         )
     )
-    q = "fromAirport=OSL&toAirport=TRD&fromDate=2017-06-01&returnDate=2017-06-08&oneWay=false"
-    out.append(("Query Flight", *b.form(f"{api}/flights/queryflights", q)))
+    out.append(
+        ("Query Flight", *b.form(f"{FLIGHT}/flights/queryflights", QUERY.format("OSL", "TRD")))
+    )
     trips = orjson.loads(out[-1][3])["tripFlights"]
     ids = [t["flightsOptions"][0]["_id"] for t in trips]
     book = f"userid={u}&toFlightId={ids[0]}&retFlightId={ids[1]}&oneWayFlight=false"
-    out.append(("Book Flight", *b.form(f"{api}/bookings/bookflights", book)))
-    out.append(("List Bookings", *b.send("GET", f"{api}/bookings/byuser/{u}")))
+    out.append(("Book Flight", *b.form(f"{BOOKING}/bookings/bookflights", book)))
+    out.append(("List Bookings", *b.send("GET", f"{BOOKING}/bookings/byuser/{u}")))
     number = orjson.loads(out[-1][3])["bookings"][0]["_id"]
-    out.append(
-        ("Cancel Booking", *b.form(f"{api}/bookings/cancelbooking", f"number={number}&userid={u}"))
-    )
-    out.append(("other user", *b.send("GET", f"{api}/customer/byid/uid8@email.com")))
-    out.append(("Logout", *b.send("GET", f"{api}/login/logout?login={u}")))
-    out.append(("after logout", *b.send("GET", f"{api}/bookings/byuser/{u}")))
+    cancel = f"number={number}&userid={u}"
+    out.append(("Cancel Booking", *b.form(f"{BOOKING}/bookings/cancelbooking", cancel)))
+    out.append(("other user", *b.send("GET", f"{CUSTOMER}/customer/byid/uid8@email.com")))
+    out.append(("no such path", *b.send("GET", "/nowhere/at/all")))
+    out.append(("Logout", *b.send("GET", f"{AUTH}/login/logout?login={u}")))
+    out.append(("after logout", *b.send("GET", f"{BOOKING}/bookings/byuser/{u}")))
     return out
 
 
 @pytest.mark.slow
-def test_same_answers_over_every_protocol(acmeair_stacks: dict[str, LocalStack]) -> None:
+def test_same_answers_over_every_protocol_and_adapter(
+    acmeair_stacks: dict[str, LocalStack],
+) -> None:
     runs = {name: script(stack.gateway_url) for name, stack in acmeair_stacks.items()}
     first = runs["acmeair-http1"]
     statuses = {what: status for what, status, _, _ in first}
@@ -206,6 +156,7 @@ def test_same_answers_over_every_protocol(acmeair_stacks: dict[str, LocalStack])
         "List Bookings": 200,
         "Cancel Booking": 200,
         "other user": 403,
+        "no such path": 404,
         "Logout": 200,
         "after logout": 401,
     }
@@ -225,3 +176,117 @@ def test_healthz_names_every_service(acmeair_stacks: dict[str, LocalStack]) -> N
         status, _, body = Browser(stack.gateway_url).send("GET", "/healthz")
         assert status == 200
         assert set(orjson.loads(body)["services"]) == set(acmeair.SERVICES)
+
+
+def _jar() -> aiohttp.ClientSession:
+    """A user's own session and cookie jar (``unsafe``: the gateway is an IP address)."""
+    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+
+
+async def _login(session: aiohttp.ClientSession, base: str, who: str) -> None:
+    async with session.post(
+        f"{base}{AUTH}/login", data=f"login={who}&password=password", headers={"Content-Type": FORM}
+    ) as r:
+        assert r.status == 200 and await r.text() == "logged in"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", STACKS)
+def test_two_users_sessions_never_cross(name: str, acmeair_stacks: dict[str, LocalStack]) -> None:
+    """Two customers logged in at once, each with their own cookie jar, their requests
+    interleaved many in flight through the adapters: each sees only their own bookings
+    and profile; a session used for the other customer is refused (403), and after
+    logout it is no session at all (401). (The thesis's Californium proxy kept a cookie
+    jar: one login logged everyone in.)"""
+    base = acmeair_stacks[name].gateway_url
+    a, b = "uid1@email.com", "uid2@email.com"
+
+    async def main() -> None:
+        async with _jar() as sa, _jar() as sb:
+            await asyncio.gather(_login(sa, base, a), _login(sb, base, b))
+
+            async def book(s: aiohttp.ClientSession, who: str, i: int) -> None:
+                form = f"userid={who}&toFlightId={who}-{i}&oneWayFlight=true"
+                async with s.post(
+                    f"{base}{BOOKING}/bookings/bookflights",
+                    data=form,
+                    headers={"Content-Type": FORM},
+                ) as r:
+                    assert r.status == 200, await r.text()
+
+            await asyncio.gather(*(book(s, w, i) for i in range(16) for s, w in ((sa, a), (sb, b))))
+
+            async def view(s: aiohttp.ClientSession, who: str, path: str) -> tuple[str, Any]:
+                async with s.get(f"{base}{path.format(who)}") as r:
+                    assert r.status == 200
+                    return who, await r.json()
+
+            paths = (f"{BOOKING}/bookings/byuser/{{}}", f"{CUSTOMER}/customer/byid/{{}}")
+            views = await asyncio.gather(
+                *(view(s, w, p) for _ in range(8) for s, w in ((sa, a), (sb, b)) for p in paths)
+            )
+            for who, doc in views:
+                if "bookings" in doc:
+                    assert len(doc["bookings"]) == 16
+                    assert {x["customerId"] for x in doc["bookings"]} == {who}
+                    assert all(x["flightId"].startswith(who) for x in doc["bookings"])
+                else:
+                    assert doc["_id"] == who
+            async with sa.get(f"{base}{BOOKING}/bookings/byuser/{b}") as r:
+                assert r.status == 403
+            async with sb.get(f"{base}{CUSTOMER}/customer/byid/{a}") as r:
+                assert r.status == 403
+            async with sa.get(f"{base}{AUTH}/login/logout?login={a}") as r:
+                assert r.status == 200
+            async with sa.get(f"{base}{BOOKING}/bookings/byuser/{a}") as r:
+                assert r.status == 401
+            async with sb.get(f"{base}{CUSTOMER}/customer/byid/{b}") as r:
+                assert r.status == 200
+
+    asyncio.run(main())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", STACKS)
+def test_64_in_flight_of_mixed_sizes_each_get_their_own_answer(
+    name: str, acmeair_stacks: dict[str, LocalStack]
+) -> None:
+    """64 requests at once through the adapters: Query Flight for 32 different routes
+    (3.75 KB answers: four CoAP blocks each) and the profiles of 32 customers (small), each
+    answer checked against its own request."""
+    base = acmeair_stacks[name].gateway_url
+    airports = acmeair.data.AIRPORTS
+
+    async def main() -> None:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
+            users = [f"uid{i}@email.com" for i in range(100, 132)]
+            jars = [_jar() for _ in users]
+            try:
+                await asyncio.gather(
+                    *(_login(j, base, u) for j, u in zip(jars, users, strict=True))
+                )
+
+                async def query(i: int) -> None:
+                    o, d = airports[i % 12], airports[(i + 1 + i // 12) % 12]
+                    async with s.post(
+                        f"{base}{FLIGHT}/flights/queryflights",
+                        data=QUERY.format(o, d),
+                        headers={"Content-Type": FORM},
+                    ) as r:
+                        legs = (await r.json())["tripFlights"]
+                    ports = [(x["flightsOptions"][0]["flightSegment"]["originPort"]) for x in legs]
+                    assert ports == [o, d]
+
+                async def profile(jar: aiohttp.ClientSession, who: str) -> None:
+                    async with jar.get(f"{base}{CUSTOMER}/customer/byid/{who}") as r:
+                        assert (await r.json())["_id"] == who
+
+                await asyncio.gather(
+                    *(query(i) for i in range(32)),
+                    *(profile(j, u) for j, u in zip(jars, users, strict=True)),
+                )
+            finally:
+                for j in jars:
+                    await j.close()
+
+    asyncio.run(main())

@@ -28,6 +28,7 @@ class Request:
     query: dict[str, str]  # the query string, blank values kept
     body: bytes = b""
     headers: Mapping[str, str] = field(default_factory=dict)  # lower-case names
+    target: str = ""  # the path and query as sent (for a proxy)
 
 
 @dataclass(frozen=True)

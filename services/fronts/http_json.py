@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
-from ipclab_services.asgi import Receive, Scope, Send, read_body, respond, serve_http
+from ipclab_services.asgi import Receive, Scope, Send, read_body, respond, serve_http, target
 from ipclab_services.domains import GatewaySettings
 from ipclab_services.fronts import Handler, Reply, Request
 
@@ -25,7 +25,7 @@ MAX_BODY = 1 << 20
 
 async def _send_reply(send: Send, status: int, reply: Reply, took: bytes) -> None:
     headers = [
-        (b"content-type", reply.content_type.encode("latin-1")),
+        *([(b"content-type", reply.content_type.encode("latin-1"))] if reply.content_type else []),
         (b"content-length", str(len(reply.body)).encode()),
         (b"server-timing", took),
         *((k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers),
@@ -51,6 +51,7 @@ def asgi_app(handler: Handler) -> Any:
             query=dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)),
             body=body,
             headers={k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]},
+            target=target(scope),
         )
         t0 = time.perf_counter()
         status, answer = await handler(request)

@@ -81,7 +81,9 @@ class Clients(Protocol):
 
 # --- whole HTTP messages (the relay level) ----------------------------------------------
 
-#: Hop-by-hop headers (RFC 9110 7.6.1) and the ones each hop sets itself: never relayed.
+#: Hop-by-hop headers (RFC 9110 7.6.1) and the ones each hop sets itself (Host,
+#: Content-Length; Date and Server, which a proxy hides by default, as nginx does): never
+#: relayed.
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -95,6 +97,8 @@ HOP_BY_HOP = frozenset(
         "upgrade",
         "host",
         "content-length",
+        "date",
+        "server",
     }
 )
 

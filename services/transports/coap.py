@@ -13,6 +13,14 @@ the CoAP code of the HTTP status (4.04, 4.00, 5.03, 5.04; ``wire.py``).
   token and matches responses by token and peer, so many calls can be in flight at once
   (``tests/test_transports_h2c_coap.py`` checks 64 of mixed sizes). The client keeps no
   cookie jar: nothing is carried from one response to the next request.
+- Block-wise answers and concurrency: aiocoap's server keeps a multi-block answer for its
+  later blocks under a key of the peer, the code and the options that are part of the
+  cache key, not the payload. Two POSTs to one path from one peer, in flight at once, with
+  different bodies (two Query Flights) would get each other's later blocks: the response
+  mix-up the thesis found in Californium. The relay client therefore gives every request a
+  Request-Tag (RFC 9175: part of the cache key; 1-2 bytes, cycling through
+  :data:`TAGS`), which keeps each exchange's blocks apart; operation calls (GETs whose
+  options name the whole request) need none.
 - The call deadline cancels the request (aiocoap stops retransmitting) and raises
   ``Timeout``; an unreachable peer (ICMP port unreachable, retransmissions exhausted)
   raises ``Unavailable``.
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -70,6 +79,7 @@ _MEDIA_TYPE = {0: "text/plain; charset=utf-8"} | {
 #: know them ignores them; safe-to-forward; not NoCacheKey). Set-Cookie repeats.
 COOKIE = 65000
 SET_COOKIE = 65004
+TAGS = 1 << 16  # Request-Tag values cycle through this many (at most 2 bytes)
 _METHODS = {"GET": aiocoap.GET, "POST": aiocoap.POST, "PUT": aiocoap.PUT, "DELETE": aiocoap.DELETE}
 _SPECIAL = {200: Code.CONTENT, 201: Code.CREATED, 204: Code.CHANGED}
 _SPECIAL_BACK = {Code.CONTENT: 200, Code.CREATED: 201, Code.CHANGED: 204, Code.DELETED: 200}
@@ -94,12 +104,15 @@ def _content_format(content_type: str | None) -> int | None:
     return CONTENT_FORMATS.get(content_type.split(";", 1)[0].strip().lower())
 
 
-def _to_coap(message: HttpRequest, base: str) -> aiocoap.Message:
-    """An HTTP request as a CoAP request to ``base`` (``coap://host:port``)."""
+def _to_coap(message: HttpRequest, base: str, tag: int | None = None) -> aiocoap.Message:
+    """An HTTP request as a CoAP request to ``base`` (``coap://host:port``), with a
+    Request-Tag option when ``tag`` is given."""
     path, _, query = message.target.partition("?")
     out = aiocoap.Message(code=_METHODS[message.method], uri=base, payload=message.body)
     out.opt.uri_path = tuple(s for s in path.split("/") if s)
     out.opt.uri_query = tuple(q for q in query.split("&") if q)
+    if tag is not None:
+        out.opt.request_tag = (tag.to_bytes((tag.bit_length() + 7) // 8, "big"),)
     for name, value in message.headers:
         if name == "content-type":
             fmt = _content_format(value)
@@ -194,8 +207,9 @@ class _Contexts:
     context per peer the others' requests in flight are not disturbed.
     """
 
-    def __init__(self, addresses: dict[str, str]) -> None:
+    def __init__(self, addresses: dict[str, str], tagged: bool = False) -> None:
         self._base = {name: f"coap://{addr}" for name, addr in addresses.items()}
+        self._tags = itertools.count() if tagged else None
         self._contexts: dict[str, aiocoap.Context] = {}
         self._renewals: dict[str, asyncio.Task[None]] = {}
         self.renewed = 0
@@ -210,7 +224,9 @@ class _Contexts:
         context = self._contexts[peer]
         try:
             async with asyncio.timeout(timeout):
-                response = await context.request(_to_coap(message, self._base[peer])).response
+                tag = next(self._tags) % TAGS if self._tags is not None else None
+                request = _to_coap(message, self._base[peer], tag)
+                response = await context.request(request).response
         except TimeoutError:
             raise Timeout(f"{peer} did not answer within {timeout}s") from None
         except aiocoap.error.TimeoutError as e:  # retransmissions exhausted
@@ -267,7 +283,7 @@ class CoapRelay:
     """Whole HTTP messages to one peer, each translated to one CoAP exchange."""
 
     def __init__(self, address: str) -> None:
-        self._contexts = _Contexts({address: address})
+        self._contexts = _Contexts({address: address}, tagged=True)
         self._address = address
 
     async def request(self, message: HttpRequest, timeout: float) -> HttpResponse:

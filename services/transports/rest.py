@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 import orjson
-from ipclab_services.asgi import Receive, Scope, Send, json_app, read_body, serve_http
+from ipclab_services.asgi import Receive, Scope, Send, json_app, read_body, serve_http, target
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
 from ipclab_services.transports.base import (
     ConnectConfig,
@@ -101,12 +101,10 @@ async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
         if body is None:
             answer = HttpResponse(413, (("content-type", "text/plain"),), b"body too large")
         else:
-            query = scope["query_string"].decode("latin-1")
-            target = scope["raw_path"].decode("latin-1") + (f"?{query}" if query else "")
             headers = end_to_end(
                 (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
             )
-            answer = await handler(HttpRequest(scope["method"], target, headers, body))
+            answer = await handler(HttpRequest(scope["method"], target(scope), headers, body))
         await send(
             {
                 "type": "http.response.start",

@@ -22,6 +22,9 @@ from ipclab import gobuild
 BROKER = "rabbitmq"  # infrastructure names a stack can declare
 DATABASE = "postgres"
 INFRASTRUCTURE = (BROKER, DATABASE)
+ADAPTER_SETS = ("python", "native")  # the protocol adapters' implementations
+EGRESS = "egress"  # the adapter sidecar beside the gateway
+INGRESS = "-ingress"  # the adapter sidecar beside a service: "<service>-ingress"
 
 
 @dataclass(frozen=True)
@@ -85,19 +88,20 @@ class StackSpec:
     # what the stack stands for in its study's comparison (recorded in every manifest);
     # by default its transport, e.g. "rest"; a study that compares fronts names the front
     style: str = ""
-    # services that also listen on plain HTTP/1.1 (the REST transport), for calls between
-    # services that stay HTTP/1.1 whatever the transport under study (e.g. AcmeAir's auth)
-    http_peers: tuple[str, ...] = ()
+    # protocol adapter sidecars (``services/adapters``): "" none; "python" or "native" (nginx,
+    # nghttpx): an ``egress`` role on the gateway's host and a ``<service>-ingress`` role on
+    # each service's host carry the gateway's HTTP/1.1 calls over the stack's transport
+    adapters: str = ""
     roles: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         unknown = set(self.infrastructure) - set(INFRASTRUCTURE)
         if unknown:
             raise ValueError(f"{self.name}: unknown infrastructure {sorted(unknown)}")
-        object.__setattr__(self, "roles", (*self.services, self.gateway))
-        stray = set(self.http_peers) - set(self.services)
-        if stray:
-            raise ValueError(f"{self.name}: http_peers {sorted(stray)} are not its services")
+        if self.adapters not in ("", *ADAPTER_SETS):
+            raise ValueError(f"{self.name}: adapters must be one of {ADAPTER_SETS} or empty")
+        sidecars = (EGRESS, *(s + INGRESS for s in self.services)) if self.adapters else ()
+        object.__setattr__(self, "roles", (*self.services, self.gateway, *sidecars))
         if not self.style:
             object.__setattr__(self, "style", self.transport)
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
@@ -122,8 +126,24 @@ class StackSpec:
             "infrastructure": list(self.infrastructure),
             "settings": dict(self.settings),
             "runtime": self.runtime.name,
-            **({"http_peers": list(self.http_peers)} if self.http_peers else {}),
+            **({"adapters": self.adapters, "hosts": self.hosts()} if self.adapters else {}),
         }
+
+    def host_of(self, role: str) -> str:
+        """The role whose host (network namespace) ``role`` runs on: an adapter sidecar's
+        gateway or service, every other role itself."""
+        if role == EGRESS and self.adapters:
+            return self.gateway
+        if role.endswith(INGRESS) and role.removesuffix(INGRESS) in self.services:
+            return role.removesuffix(INGRESS)
+        return role
+
+    def hosts(self) -> dict[str, str]:
+        """Every role and the host it runs on (``host_of``)."""
+        return {r: self.host_of(r) for r in self.roles}
+
+    def is_sidecar(self, role: str) -> bool:
+        return self.host_of(role) != role
 
     def role_env(
         self,
@@ -132,15 +152,13 @@ class StackSpec:
         amqp_url: str = "",
         options: Mapping[str, str] | None = None,
         database_url: str = "",
-        http_addresses: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """The environment of ``role``: what it is, where its peers are, and the knobs.
 
-        ``addresses``: service role -> ``host:port`` as the gateway reaches it; ``options``:
-        the run's knobs (``StackOptions.env()``), under the stack's fixed ``settings``;
-        ``http_addresses``: each of ``http_peers`` -> ``host:port`` of its HTTP/1.1 listener
-        (every role learns them as ``IPCLAB_HTTP_ADDR_<PEER>``; the peer itself listens on
-        that port, ``IPCLAB_HTTP_PORT``).
+        ``addresses``: role -> ``host:port`` as its peers reach it (the services' for a
+        stack without adapters, where only the gateway learns them; every role's for a stack
+        with adapters, where every role learns every address); ``options``: the run's knobs
+        (``StackOptions.env()``), under the stack's fixed ``settings``.
         """
         if role not in self.roles:
             raise ValueError(f"unknown role {role!r} for stack {self.name}; roles: {self.roles}")
@@ -159,27 +177,22 @@ class StackSpec:
             env["IPCLAB_AMQP_URL"] = amqp_url
         if database_url and role != self.gateway:
             env["IPCLAB_DATABASE_URL"] = database_url
-        if role == self.gateway and not self.needs_broker:
-            env.update({addr_env(s): addresses[s] for s in self.services})
-        if self.http_peers:
-            missing = [p for p in self.http_peers if p not in (http_addresses or {})]
+        if self.adapters:
+            missing = [r for r in self.roles if r not in addresses]
             if missing:
-                raise ValueError(f"{self.name}: no HTTP/1.1 address for {missing}")
-            assert http_addresses is not None
-            env.update({http_addr_env(p): http_addresses[p] for p in self.http_peers})
-            if role in self.http_peers:
-                env["IPCLAB_HTTP_PORT"] = http_addresses[role].rpartition(":")[2]
+                raise ValueError(f"{self.name}: no address for {missing}")
+            env.update({addr_env(r): addresses[r] for r in self.roles})
+            env["IPCLAB_ADAPTERS"] = self.adapters
+            if self.is_sidecar(role):
+                env["IPCLAB_ADAPTER"] = "egress" if role == EGRESS else "ingress"
+        elif role == self.gateway and not self.needs_broker:
+            env.update({addr_env(s): addresses[s] for s in self.services})
         return env
 
 
 def addr_env(role: str) -> str:
     """The variable that gives the gateway a service's address, e.g. ``IPCLAB_ADDR_CART``."""
     return "IPCLAB_ADDR_" + role.upper().replace("-", "_")
-
-
-def http_addr_env(role: str) -> str:
-    """The variable that gives every role a peer's HTTP/1.1 address, ``IPCLAB_HTTP_ADDR_AUTH``."""
-    return "IPCLAB_HTTP_ADDR_" + role.upper().replace("-", "_")
 
 
 class UnknownStack(ValueError):

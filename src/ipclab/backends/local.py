@@ -70,7 +70,6 @@ class LocalStack:
     detached: bool = False
     backend: str = "local"
     ports: dict[str, int] = field(default_factory=dict)
-    http_ports: dict[str, int] = field(default_factory=dict)  # http_peers' HTTP/1.1 ports
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     broker: RabbitNode | None = None
     database: PostgresCluster | None = None
@@ -88,11 +87,10 @@ class LocalStack:
         env.update(
             self.spec.role_env(
                 role,
-                {s: f"127.0.0.1:{self.ports[s]}" for s in self.spec.services},
+                {r: f"127.0.0.1:{self.ports[r]}" for r in self.spec.roles},
                 self.broker.url if self.broker is not None else "",
                 self.options.env(),
                 self.database.dsn if self.database is not None else "",
-                {p: f"127.0.0.1:{self.http_ports[p]}" for p in self.spec.http_peers},
             ),
             IPCLAB_HOST="127.0.0.1",
             IPCLAB_PORT=str(self.ports[role]),
@@ -124,13 +122,9 @@ class LocalStack:
             # by construction (ports chosen one at a time may come back twice)
             roles = self.spec.roles
             extra = (3 if self.spec.needs_broker else 0) + (1 if self.spec.needs_database else 0)
-            peers = self.spec.http_peers
-            ports = free_ports(len(roles) + len(peers) + extra)
+            ports = free_ports(len(roles) + extra)
             self.ports = dict(zip(roles, ports[: len(roles)], strict=True))
-            self.http_ports = dict(
-                zip(peers, ports[len(roles) : len(roles) + len(peers)], strict=True)
-            )
-            rest = ports[len(roles) + len(peers) :]
+            rest = ports[len(roles) :]
             if self.spec.needs_broker:
                 amqp, dist, epmd, *rest = rest
                 self.broker = RabbitNode(
@@ -177,10 +171,15 @@ class LocalStack:
         self.database.execute(domains.load(self.spec.domain).database_sql(env))
 
     # --- RunningStack -------------------------------------------------------------------
+    def _kind(self, role: str) -> str:
+        if role == self.spec.gateway:
+            return "gateway"
+        return "adapter" if self.spec.is_sidecar(role) else "service"
+
     def components(self) -> dict[str, tuple[str, int]]:
         """name -> (kind, pid) for every live component."""
         out = {
-            role: ("gateway" if role == self.spec.gateway else "service", p.pid)
+            role: (self._kind(role), p.pid)
             for role, p in self.procs.items()
             if p.poll() is None
         }

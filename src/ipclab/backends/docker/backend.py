@@ -406,7 +406,7 @@ class DockerStack:
             ctr.restart(timeout=5)
         else:
             ctr.start()
-        if self.delay_ms > 0:  # a restarted container has a fresh network namespace
+        if self.delay_ms > 0 and not self.spec.is_sidecar(role):  # a fresh network namespace
             netem.set_delay(ctr, self.delay_ms)
         self._wait_container_healthy(ctr, role)
 
@@ -475,7 +475,8 @@ class DockerStack:
                 "start it with a delay (StackOptions.delay_ms, --delay-ms) or "
                 "DockerBackend(net_admin=True)"
             )
-        ctrs = [self._container(c) for c in self.components]
+        # one delay per network namespace: an adapter sidecar shares its host's
+        ctrs = [self._container(c) for c in self.components if not self.spec.is_sidecar(c)]
         with ThreadPoolExecutor(max_workers=len(ctrs)) as pool:
             methods = set(pool.map(lambda ctr: netem.set_delay(ctr, delay_ms), ctrs))
         self.delay_method = ",".join(sorted(methods))

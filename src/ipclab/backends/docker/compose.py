@@ -19,7 +19,7 @@ from ipclab.stacks import PYTHON, StackSpec
 COMPOSE_DIR = REPO_ROOT / "compose"
 COMMON = COMPOSE_DIR / "common.yml"
 CONTAINER_PORT = 8000
-HTTP_PEER_PORT = 8001  # an http_peer's HTTP/1.1 listener, beside its transport's port
+SIDECAR_PORT = 8002  # an adapter sidecar's, in the network namespace of its host's container
 BROKER_URL = "amqp://guest:guest@broker:5672/"
 
 
@@ -45,17 +45,24 @@ def compose_document(spec: StackSpec, net_admin: bool = False) -> dict[str, Any]
             f"{spec.name} needs a database, which the docker backend does not run yet; "
             "use the local backend"
         )
-    addresses = {s: f"{s}:{CONTAINER_PORT}" for s in spec.services}
+    addresses = {r: f"{spec.host_of(r)}:{port_of(spec, r)}" for r in spec.roles}
     amqp_url = BROKER_URL if spec.needs_broker else ""
     services: dict[str, Any] = {}
     if spec.needs_broker:
         services["broker"] = _extends("broker")
         if net_admin:
             services["broker"]["cap_add"] = DELAY_CAPABILITIES
-    for role in (spec.gateway, *spec.services):
-        http = {p: f"{p}:{HTTP_PEER_PORT}" for p in spec.http_peers}
-        env = spec.role_env(role, addresses, amqp_url, http_addresses=http)
+    for role in spec.roles:
+        env = spec.role_env(role, addresses, amqp_url)
         svc = {**_extends("app"), "environment": env}
+        if spec.is_sidecar(role):  # shares its host's network namespace (eth0 and loopback)
+            env["IPCLAB_PORT"] = str(SIDECAR_PORT)
+            svc["network_mode"] = f"service:{spec.host_of(role)}"
+            svc["depends_on"] = [spec.host_of(role)]
+            if spec.runtime.image != PYTHON.image:
+                svc["image"] = f"${{IPCLAB_IMAGE:-{spec.runtime.image}:latest}}"
+            services[role] = svc
+            continue
         if spec.runtime.image != PYTHON.image:  # common.yml's default is the Python image
             svc["image"] = f"${{IPCLAB_IMAGE:-{spec.runtime.image}:latest}}"
         if net_admin:
@@ -63,7 +70,7 @@ def compose_document(spec: StackSpec, net_admin: bool = False) -> dict[str, Any]
         if spec.needs_broker:
             svc["depends_on"] = {"broker": {"condition": "service_healthy"}}
         elif role == spec.gateway:
-            svc["depends_on"] = list(spec.services)
+            svc["depends_on"] = [r for r in spec.roles if r != role]
         if role == spec.gateway:
             svc["ports"] = [f"127.0.0.1:${{IPCLAB_GATEWAY_PORT-8080}}:{CONTAINER_PORT}"]
         services[role] = svc
@@ -78,6 +85,11 @@ def compose_document(spec: StackSpec, net_admin: bool = False) -> dict[str, Any]
             }
         },
     }
+
+
+def port_of(spec: StackSpec, role: str) -> int:
+    """The port ``role`` listens on in its container's network namespace."""
+    return SIDECAR_PORT if spec.is_sidecar(role) else CONTAINER_PORT
 
 
 def compose_text(spec: StackSpec, net_admin: bool = False) -> str:

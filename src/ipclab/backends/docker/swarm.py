@@ -40,7 +40,7 @@ from ipclab.backends.docker.backend import (
     DockerStack,
     DockerStackError,
 )
-from ipclab.backends.docker.compose import BROKER_URL, DELAY_CAPABILITIES, HTTP_PEER_PORT
+from ipclab.backends.docker.compose import BROKER_URL, DELAY_CAPABILITIES
 from ipclab.backends.docker.ownership import HARNESS_LABEL, PROJECT_LABEL, remove_project
 from ipclab.stacks import StackSpec
 
@@ -151,6 +151,11 @@ def stack_document(
         raise ValueError(f"{spec.name}: its {spec.runtime.name} roles have no image yet")
     if spec.needs_database:
         raise ValueError(f"{spec.name} needs a database, which the swarm backend does not run")
+    if spec.adapters:
+        raise ValueError(
+            f"{spec.name}: its adapter sidecars share their host's network namespace, which "
+            "swarm services cannot; use the docker (compose) or local backend"
+        )
     placed = placed or set()
     labels = {PROJECT_LABEL: project, HARNESS_LABEL: harness}
     limits: dict[str, Any] = {}
@@ -196,12 +201,7 @@ def stack_document(
     for role in (spec.gateway, *spec.services):
         env = {
             **options.env(),
-            **spec.role_env(
-                role,
-                addresses,
-                amqp_url,
-                http_addresses={p: f"{p}:{HTTP_PEER_PORT}" for p in spec.http_peers},
-            ),
+            **spec.role_env(role, addresses, amqp_url),
             "IPCLAB_HOST": "0.0.0.0",
             "IPCLAB_PORT": str(CONTAINER_PORT),
         }

@@ -33,7 +33,9 @@ AIRPORTS = ("AMS", "BOM", "CDG", "FRA", "HKG", "JFK", "LHR", "NRT", "OSL", "SFO"
 QUERIES = 5  # the driver's "Query Loop"
 SHARE = 0.25  # the driver's two throughput controllers
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-API = "/rest/api"
+# each service's API root, AcmeAir microservices' own (the driver's paths)
+AUTH, FLIGHT = "/auth/acmeair-as/rest/api", "/flight/acmeair-fs/rest/api"
+BOOKING, CUSTOMER = "/booking/acmeair-bs/rest/api", "/customer/acmeair-cs/rest/api"
 _rng = random.Random(int(os.environ.get("IPCLAB_LOAD_SEED", "1")))
 
 
@@ -46,19 +48,19 @@ class AcmeAirUser(FastHttpUser):
     def iteration(self) -> None:
         c = self.client
         user = f"uid{_rng.randrange(CUSTOMERS)}@email.com"
-        c.post(f"{API}/login", data=f"login={user}&password=password", headers=FORM, name="Login")
+        c.post(f"{AUTH}/login", data=f"login={user}&password=password", headers=FORM, name="Login")
         if _rng.random() < SHARE:
-            c.get(f"{API}/customer/byid/{user}", name="View Profile Information")
+            c.get(f"{CUSTOMER}/customer/byid/{user}", name="View Profile Information")
             phone = f"919-{_rng.randrange(100, 999)}-{_rng.randrange(1000, 9999)}"
             body = {"_id": user, "phoneNumber": phone, "phoneNumberType": "BUSINESS"}
-            c.post(f"{API}/customer/byid/{user}", json=body, name="Update Customer")
+            c.post(f"{CUSTOMER}/customer/byid/{user}", json=body, name="Update Customer")
         found: list[str] = []
         for _ in range(QUERIES):
             a, b = _rng.sample(AIRPORTS, 2)
             dates = "fromDate=2017-06-01&returnDate=2017-06-08"
             form = f"fromAirport={a}&toAirport={b}&{dates}&oneWay=false"
             with c.post(
-                f"{API}/flights/queryflights",
+                f"{FLIGHT}/flights/queryflights",
                 data=form,
                 headers=FORM,
                 name="Query Flight",
@@ -72,8 +74,10 @@ class AcmeAirUser(FastHttpUser):
                     r.failure("no flights in the answer")
         if len(found) == 2:
             form = f"userid={user}&toFlightId={found[0]}&retFlightId={found[1]}&oneWayFlight=false"
-            c.post(f"{API}/bookings/bookflights", data=form, headers=FORM, name="Book Flight")
-        with c.get(f"{API}/bookings/byuser/{user}", name="List Bookings", catch_response=True) as r:
+            c.post(f"{BOOKING}/bookings/bookflights", data=form, headers=FORM, name="Book Flight")
+        with c.get(
+            f"{BOOKING}/bookings/byuser/{user}", name="List Bookings", catch_response=True
+        ) as r:
             try:
                 numbers = [b["_id"] for b in r.json()["bookings"]]
             except (ValueError, KeyError, TypeError):
@@ -82,6 +86,9 @@ class AcmeAirUser(FastHttpUser):
             for n in numbers:
                 form = f"number={n}&userid={user}"
                 c.post(
-                    f"{API}/bookings/cancelbooking", data=form, headers=FORM, name="Cancel Booking"
+                    f"{BOOKING}/bookings/cancelbooking",
+                    data=form,
+                    headers=FORM,
+                    name="Cancel Booking",
                 )
-        c.get(f"{API}/login/logout?login={user}", name="Logout")
+        c.get(f"{AUTH}/login/logout?login={user}", name="Logout")
