@@ -394,6 +394,9 @@ class DockerStack:
         )
         for row in rows:
             row["t"] = now
+            if self.spec.is_sidecar(row["component"]):  # its host's interface: counted there
+                for key in [k for k in row if k.startswith("net_")]:
+                    row[key] = None
         return rows
 
     def kill(self, role: str) -> None:

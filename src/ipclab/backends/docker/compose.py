@@ -70,7 +70,7 @@ def compose_document(spec: StackSpec, net_admin: bool = False) -> dict[str, Any]
         if spec.needs_broker:
             svc["depends_on"] = {"broker": {"condition": "service_healthy"}}
         elif role == spec.gateway:
-            svc["depends_on"] = [r for r in spec.roles if r != role]
+            svc["depends_on"] = [r for r in spec.roles if spec.host_of(r) != role]
         if role == spec.gateway:
             svc["ports"] = [f"127.0.0.1:${{IPCLAB_GATEWAY_PORT-8080}}:{CONTAINER_PORT}"]
         services[role] = svc
