@@ -23,7 +23,7 @@ from ipclab.experiments import load_runs
 from ipclab.runs import read_run
 from ipclab.studies.buono import memory, procedure
 from ipclab.studies.buono.procedure import WARMUP, Cell, Grid, parse_cell, schedule
-from ipclab.studies.buono.stacks import PAYLOAD, knobs
+from ipclab.studies.buono.stacks import PAYLOAD, data_service, knobs
 
 CELLS = Grid(flat=(5, 1000), nested=(5, 325)).cells()
 
@@ -118,6 +118,16 @@ def test_the_payload_stack_serves_both_formats_and_refuses_bad_input() -> None:
         stack.stop()
 
 
+def test_a_manifest_gives_the_data_services_own_description() -> None:
+    described = {"settings": {"gzip": False}, "protobuf": "7.36.2", "implementation": "upb"}
+    health = {"ready": True, "services": {"data": "ok"}, "data": described}
+    assert data_service({"healthz": health}) == described  # a run of one stack (memory)
+    assert data_service({"healthz": {PAYLOAD.name: health}}) == described  # a group run
+    # a manifest from before (environment.protobuf_backend is the harness process's own)
+    assert data_service({"environment": {"protobuf_backend": "upb"}}) is None
+    assert data_service({"healthz": {"unread": "ConnectionRefusedError(111)"}}) is None
+
+
 @pytest.mark.slow
 def test_a_run_walks_every_cell_and_records_sizes_headers_and_server_timing(tmp_path: Path) -> None:
     quick = procedure.PROFILES["quick"]
@@ -129,6 +139,8 @@ def test_a_run_walks_every_cell_and_records_sizes_headers_and_server_timing(tmp_
     assert run.complete, run.manifest
     server = json.loads((run.path / "server.json").read_text())
     assert server["settings"]["gzip"] is True and server["settings"]["cache"] is False
+    assert data_service(run.manifest) == server  # the manifest says it too, from the start
+    assert server["implementation"] == codec.protobuf_backend()["implementation"]
     req = run.requests()
     assert len(req) == profile.requests_per_run and req["ok"].all(), req[~req["ok"]]
     measured = req[~req["name"].str.startswith(WARMUP)]
@@ -159,6 +171,9 @@ def test_a_memory_cell_samples_the_data_service_and_says_how_it_ended(tmp_path: 
     rows = (run.path / "memory.csv").read_text().splitlines()
     assert rows[0] == "t,rss_bytes,usage_bytes" and len(rows) == summary["samples"] + 1
     assert summary["alloc_peak_bytes"] is None  # not traced
+    described = data_service(run.manifest)  # the data service's backend, in the manifest
+    assert described is not None and described["settings"]["json_library"] == "orjson"
+    assert described["implementation"] == codec.protobuf_backend()["implementation"]
     # a traced cell: the data service reports the peak of its traced allocations
     traced = memory.run_cell(memory.MemoryCell("protobuf", 20_000, traced=True), tmp_path / "t",
                              backend="local")  # fmt: skip

@@ -74,6 +74,7 @@ def test_short_run_has_no_failures_and_a_complete_directory(stack: str, tmp_path
     env = m["environment"]
     assert env["cpu_model"] and env["cpu_cores_logical"] and env["libraries"]["locust"]
     assert "revision" in env["git"]
+    assert m["healthz"]["ready"] is True, m["healthz"]  # the stack's own word, at stack-up
     assert_nothing_left()
 
 

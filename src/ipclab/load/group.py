@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.backends import RunningStack, StackOptions, get_backend
+from ipclab.backends.described import describe_stack
 from ipclab.load.runner import EARLY_TOLERANCE_S, LoadProfile, LoadSession, run_parameters
 from ipclab.runs import RunWriter, compact_requests
 from ipclab.stacks import StackSpec, resolve
@@ -158,6 +159,11 @@ def run_group(
                 writer.event(
                     "stack_up", stack=spec.name, gateway_url=started[spec.name].gateway_url
                 )
+            described = {name: describe_stack(s) for name, s in started.items()}
+            for key in ("stack_info", "healthz"):  # each keyed by stack, as stack_spec
+                per_stack = {name: d[key] for name, d in described.items() if key in d}
+                if per_stack:
+                    writer.update_manifest(**{key: per_stack})
             group = StackGroup(started, load, backend)
             session = LoadSession(group, profile, writer, options)  # type: ignore[arg-type]
             try:

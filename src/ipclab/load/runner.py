@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 
 from ipclab.backends import RunningStack, StackOptions, get_backend
+from ipclab.backends.described import describe_stack
 from ipclab.backends.local import process_tree_usage
 from ipclab.procs import free_port, parse_cpus, pin_tree, spawn, stop_group
 from ipclab.runs import DEFAULT_ROOT, RESOURCE_COLUMNS, CsvAppender, RunWriter, new_run_dir
@@ -464,9 +465,7 @@ def run(
             writer.event("stack_starting")
             stack = get_backend(backend).start(spec, options, logs_dir=run_dir / "logs")
             writer.event("stack_up", gateway_url=stack.gateway_url)
-            info = getattr(stack, "info", None)
-            if callable(info):
-                writer.update_manifest(stack_info=info())
+            writer.update_manifest(**describe_stack(stack))
             summary = run_on(stack, profile, writer, options, faults, workers)
         finally:
             if stack is not None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.backends import StackOptions, get_backend, memory
+from ipclab.backends.described import describe_stack
 from ipclab.runs import CsvAppender, Run, RunWriter, read_run
 from ipclab.studies.buono.stacks import PAYLOAD, knobs
 
@@ -162,6 +163,7 @@ def run_cell(
         stack = get_backend(backend).start(PAYLOAD, options, logs_dir=out / "logs")
         try:
             writer.event("stack_up", gateway_url=stack.gateway_url)
+            writer.update_manifest(**describe_stack(stack))  # the data service's backend
             samples = CsvAppender(out / "memory.csv", COLUMNS)
             sampler = _Sampler(memory.reader(stack, "data"), samples, interval_s)
             sampler.start()

@@ -10,6 +10,7 @@ serves its roles itself (``ipclab_services.domains.payload.serve_role``): ``fron
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ipclab_services.domains.payload import SERVICES
 
@@ -39,3 +40,15 @@ def knobs(gzip: bool, cache: bool, json_library: str = "orjson") -> Mapping[str,
         "IPCLAB_CACHE": "1" if cache else "0",
         "IPCLAB_JSON_LIBRARY": json_library,
     }
+
+
+def data_service(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The data service's own description of how it ran (settings, ``protobuf`` version and
+    ``implementation``: upb, python or cpp) as a run's manifest records it: the edge's
+    ``/healthz`` read at stack-up (``healthz``, keyed by stack in a group run). None for a
+    run whose manifest does not record it (runs made before it did)."""
+    health = manifest.get("healthz")
+    if isinstance(health, Mapping) and isinstance(health.get(PAYLOAD.name), Mapping):
+        health = health[PAYLOAD.name]  # a group run: one document per stack
+    described = health.get("data") if isinstance(health, Mapping) else None
+    return dict(described) if isinstance(described, Mapping) else None

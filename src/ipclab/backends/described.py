@@ -1,0 +1,50 @@
+"""What a run's manifest records about a started stack, in its own words.
+
+Two things, both read once the stack is up and before any load: the backend's ``info()``
+where it has one (docker and swarm: project, images with their ids, limits, engine) and
+the gateway's ``/healthz`` document. A gateway's health answer names its services and, where
+a service describes itself there, how it runs (its settings, its libraries' backends):
+what the service process did, which the harness process's own environment cannot say.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+from ipclab.backends.base import RunningStack
+
+HEALTHZ_TIMEOUT_S = 5.0
+
+
+def read_healthz(url: str, timeout_s: float = HEALTHZ_TIMEOUT_S) -> dict[str, Any]:
+    """The JSON document ``url/healthz`` answers (with any status); ``{"unread": why}`` when
+    there is none to read (no answer, or not a JSON object)."""
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=timeout_s) as r:
+            body = r.read()
+    except urllib.error.HTTPError as e:
+        body = e.read()
+    except (OSError, ValueError) as e:
+        return {"unread": repr(e)[:300]}
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return {"unread": f"not JSON: {body[:100]!r}"}
+    return doc if isinstance(doc, dict) else {"unread": f"not a JSON object: {body[:100]!r}"}
+
+
+def describe_stack(stack: RunningStack) -> dict[str, Any]:
+    """``{"stack_info": ..., "healthz": ...}`` for a manifest (``stack_info`` only when the
+    backend has an ``info()``)."""
+    out: dict[str, Any] = {}
+    info = getattr(stack, "info", None)
+    if callable(info):
+        out["stack_info"] = info()
+    out["healthz"] = read_healthz(stack.gateway_url)
+    return out
+
+
+__all__ = ["describe_stack", "read_healthz"]
