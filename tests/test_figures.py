@@ -89,3 +89,23 @@ def test_history_frame_and_timeseries(tmp_path: Path) -> None:
     plt.close(fig)
     empty = RunWriter(tmp_path / "e", "load", {}, stack="shop-rest")
     assert figures.history_frame(read_run(empty.path)).empty
+
+
+def test_buono_memory_figure_draws_the_limit_in_mib_as_docker_sets_it(tmp_path: Path) -> None:
+    """docker's mem_limit ``400m`` is 400 MiB, on the figure's MiB axis (not 400e6 bytes)."""
+    from ipclab.studies.buono import figures as buono_figures
+
+    pd.DataFrame({"t": [0.0, 0.05, 0.1], "rss_bytes": [1, 2, 3],
+                  "usage_bytes": [50 * 2**20, 300 * 2**20, 60 * 2**20]}).to_csv(
+        tmp_path / "memory.csv", index=False)  # fmt: skip
+    mem = pd.DataFrame([{"path": str(tmp_path), "count": 300_000, "fmt": "json",
+                         "json_library": "orjson", "repetition": 1, "traced": False,
+                         "completed": True, "oom_killed": 0.0, "limit_mb": 400}])  # fmt: skip
+    drawn = buono_figures.fig32_35(mem)
+    assert drawn is not None
+    fig, caption = drawn
+    lines = {ln.get_label(): ln.get_ydata() for ln in fig.axes[0].get_lines()}
+    assert list(lines["limit: 400 MiB (mem_limit 400m)"]) == [400, 400]
+    assert max(lines["json (orjson), usage"]) == 300
+    assert "mem_limit 400m = 400 MiB" in caption
+    plt.close(fig)
