@@ -7,10 +7,12 @@
 #                    clusters with initdb; the system cluster is not used)
 #   chromium         turns the HTML report into PDF (headless)
 #   poppler-utils    pdftotext/pdftoppm: the report's tests read the PDF back
+#   nginx            the native HTTP/1.1 protocol adapters (services/adapters/native.py)
+#   nghttp2-proxy    nghttpx: the native h2c protocol adapters (same)
 #
 # Not root: prints the apt-get command instead. The Docker engine: scripts/docker-engine.sh.
 set -euo pipefail
-PACKAGES=(rabbitmq-server postgresql chromium poppler-utils fonts-dejavu-core)
+PACKAGES=(rabbitmq-server postgresql chromium poppler-utils fonts-dejavu-core nginx nghttp2-proxy)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -27,5 +29,10 @@ echo "system-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian starts a system RabbitMQ node and a system PostgreSQL cluster where an init system
-# runs; ipclab never uses them.
+# Debian starts a system RabbitMQ node, a system PostgreSQL cluster and nginx on port 80 where
+# an init system runs; ipclab never uses them (the native adapters start their own nginx).
+# The nginx this script installed is stopped and disabled (none runs here: no init, and
+# policy-rc.d forbids starting daemons in containers).
+if [[ " ${missing[*]} " == *" nginx "* && -d /run/systemd/system ]]; then
+  systemctl disable --now nginx >/dev/null 2>&1 || true
+fi

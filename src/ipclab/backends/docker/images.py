@@ -43,7 +43,17 @@ SERVICES_IMAGE = os.environ.get("IPCLAB_IMAGE", "ipclab-services:latest")
 GO_IMAGE = os.environ.get("IPCLAB_GO_IMAGE", "ipclab-services-go:latest")
 BROKER_IMAGE = os.environ.get("IPCLAB_BROKER_IMAGE", "ipclab-broker:latest")
 DEBIAN_MIRROR = os.environ.get("IPCLAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates", "iproute2", "iptables")
+# nginx and nghttp2-proxy (nghttpx): the native protocol adapters (services/adapters/native.py)
+BASE_PACKAGES = (
+    "python3",
+    "python3-venv",
+    "ca-certificates",
+    "iproute2",
+    "iptables",
+    "nginx",
+    "nghttp2-proxy",
+)
+BASE_LABEL = "ipclab.base-packages"  # on the local base: the packages it was built with
 
 # The container's interpreter and platform (Debian 12 and python:3.11-slim: CPython 3.11, glibc).
 WHEEL_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")
@@ -148,6 +158,8 @@ def build_base_image(tag: str = LOCAL_BASE, mirror: str = DEBIAN_MIRROR) -> str:
             'CMD ["/bin/bash"]',
             "--change",
             "LABEL ipclab.image=base",
+            "--change",
+            f"LABEL {BASE_LABEL}={','.join(BASE_PACKAGES)}",
         ]
         imp = subprocess.run(
             ["docker", "import", *changes, "-", tag], stdin=tar.stdout, capture_output=True
@@ -158,6 +170,11 @@ def build_base_image(tag: str = LOCAL_BASE, mirror: str = DEBIAN_MIRROR) -> str:
             raise ImageError(f"docker import failed: {imp.stderr.decode(errors='replace')}")
     log(f"{tag}: {_image_size_mb(tag)} MB in {time.monotonic() - t0:.0f} s")
     return tag
+
+
+def local_base_current(tag: str = LOCAL_BASE) -> bool:
+    """Does the local base exist with today's ``BASE_PACKAGES``?"""
+    return _image_label(tag, BASE_LABEL) == ",".join(BASE_PACKAGES)
 
 
 def _trim_rootfs(rootfs: Path, mirror: str) -> None:
@@ -307,9 +324,11 @@ def _tree_hash(paths: Iterable[Path], extra: str = "") -> str:
 
 
 def services_context_hash(base: str) -> str:
+    # the local base's packages too: a base rebuilt with other packages rebuilds the image
+    packages = ",".join(BASE_PACKAGES) if base == LOCAL_BASE else ""
     return _tree_hash(
         [REPO_ROOT / "services"],
-        extra=base + "\n" + "\n".join(service_requirements()),
+        extra=base + packages + "\n" + "\n".join(service_requirements()),
     )
 
 
@@ -377,11 +396,14 @@ def resolve_bases(base: str = "auto") -> Bases:
                 _pull(img)
         return Bases(OFFICIAL_PYTHON, OFFICIAL_RABBITMQ)
     if base == "local":
-        if not image_exists(LOCAL_BASE):
+        if not local_base_current():
             build_base_image()
         return Bases(LOCAL_BASE, LOCAL_BASE)
     if base == "auto":
         if image_exists(LOCAL_BASE):
+            if not local_base_current():
+                log(f"{LOCAL_BASE} lacks some of {', '.join(BASE_PACKAGES)}: rebuilding it")
+                build_base_image()
             return Bases(LOCAL_BASE, LOCAL_BASE)
         try:
             return resolve_bases("official")
@@ -583,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.cmd == "base":
-            if image_exists(args.tag) and not args.force:
+            if local_base_current(args.tag) and not args.force:
                 log(f"{args.tag} exists (use --force to rebuild)")
             else:
                 build_base_image(args.tag, args.mirror)
