@@ -3,12 +3,15 @@ are judged in both languages by the rules of docs/statistics.md; the sittings ch
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from ipclab.claims import evaluate_claims, statement_verdicts
 from ipclab.reproduce import why_not
+from ipclab.runs import Run, RunWriter, read_run
 from ipclab.studies import get_study
 from ipclab.studies.shafabakhsh import languages
 
@@ -104,3 +107,46 @@ def test_the_go_matrix_mirrors_the_python_matrix() -> None:
     assert languages.anchor("quick") is None
     full = languages.anchor("full")
     assert full is not None and set(full.stacks) == set(languages.LANGUAGES["python"])
+
+
+def _history_run(path: Path, seconds: int, fast_until: int, users: int = 50) -> Run:
+    """A complete run whose Locust history (Aggregated rows, one a second) has 100 req/s at
+    50 ms until ``fast_until`` s, then 50 req/s at 100 ms; a per-endpoint row beside each."""
+    w = RunWriter(path, "load", {"users": users, "repetition": 2}, stack="shop-grpc")
+    rows = ["Timestamp,User Count,Type,Name,Requests/s,Total Request Count,"
+            "Total Average Response Time"]  # fmt: skip
+    n, total = 0, 0.0
+    for t in range(seconds + 1):
+        rows.append(f"{1000 + t},{users},GET,/product/[id],0,{n},{total / n if n else 0}")
+        rows.append(f"{1000 + t},{users},,Aggregated,0,{n},{total / n if n else 0}")
+        rate, ms = (100, 50.0) if t < fast_until else (50, 100.0)
+        n, total = n + rate, total + rate * ms
+    (path / "locust_stats_history.csv").write_text("\n".join(rows) + "\n")
+    w.write_json("summary.json", {"rps": 66.0, "latency_ms": {"mean": 75.0}})
+    w.finish("complete")
+    return read_run(path)
+
+
+def test_the_window_check_sets_the_first_window_against_the_whole(tmp_path: Path) -> None:
+    # warm-up 10 s, window 60 s: 100 req/s at 50 ms in it, then 120 s of 50 req/s at 100 ms
+    run = _history_run(tmp_path / "long", seconds=190, fast_until=70)
+    short = _history_run(tmp_path / "short", seconds=60, fast_until=70)  # no longer window
+    check = languages.window_check([run, short], warmup_s=10, window_s=60)
+    assert len(check) == 1
+    row = check.iloc[0]
+    assert (row["style"], row["users"], row["repetition"]) == ("grpc", 50, 2)
+    assert (row["window_s"], row["whole_s"]) == (60, 180)
+    assert row["rps_window"] == pytest.approx(100) and row["mean_ms_window"] == pytest.approx(50)
+    assert row["rps_whole"] == pytest.approx((60 * 100 + 120 * 50) / 180)
+    assert row["mean_ms_whole"] == pytest.approx(75)  # as many requests at 50 as at 100 ms
+    assert row["rps_ratio"] == pytest.approx(1.5) and row["mean_ms_ratio"] == pytest.approx(2 / 3)
+    assert row["rps_summary"] == 66.0
+    # the same run measured at an even rate throughout: a ratio of 1
+    even = languages.window_check(
+        [_history_run(tmp_path / "even", seconds=190, fast_until=999)], 10, 60
+    )
+    s = languages.window_summary(pd.concat([check, even], ignore_index=True)).set_index("metric")
+    assert s.loc["rps", "runs"] == 2 and s.loc["rps", "max"] == pytest.approx(1.5)
+    assert s.loc["rps", "within_1pct"] == 1 and s.loc["mean_ms", "min"] == pytest.approx(2 / 3)
+    assert s.loc["rps", "cells"] == 1 and s.loc["rps", "cell_mean_max"] == pytest.approx(1.25)
+    assert languages.window_summary(check.iloc[:0]).empty

@@ -28,6 +28,7 @@ from ipclab.paths import from_repo
 from ipclab.published import Claim
 from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
+from ipclab.stacks import resolve
 from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh import performance as perf
 from ipclab.studies.shafabakhsh.stacks import COMPARED, IN_GO
@@ -50,8 +51,8 @@ class GoProfile:
 PROFILES = {
     "quick": GoProfile(users=(50, 100, 200), repetitions=1, duration_s=12, warmup_s=3),
     # the Python matrix's loads, repetitions, warm-up and order; 60 s measured instead of
-    # 180 s (the think-time runs showed rps within ~1% of the longer window), so that the
-    # 45 runs fit one quiet sitting
+    # 180 s, so that the 45 runs fit one quiet sitting (what the shorter window changes in
+    # the Python runs themselves: ``window_check``, the results' window_check table)
     "full": GoProfile(
         users=(50, 100, 200), repetitions=5, duration_s=70, warmup_s=10, anchor_repetitions=1
     ),
@@ -215,6 +216,7 @@ class Analysis:
     statements: pd.DataFrame
     machine: pd.DataFrame  # per language and cell: comparable repetitions?
     sittings: pd.DataFrame  # the anchor: Python in the Go sitting against the Python matrix
+    window: pd.DataFrame  # per Python run: the Go matrix's window against its own
 
 
 def analyse(
@@ -257,6 +259,9 @@ def analyse(
         statements=claims_mod.statement_verdicts(claims),
         machine=stats.machine_check(runs, by=keys),
         sittings=sittings(py, anchor),
+        window=window_check(
+            python_runs, perf.profile(profile_name).warmup_s, p.duration_s - p.warmup_s
+        ),
     )
 
 
@@ -362,6 +367,112 @@ def sittings(python: pd.DataFrame, anchor: pd.DataFrame, limits: stats.MachineLi
     return pd.DataFrame(rows)
 
 
+def _cumulative(run: Run) -> pd.DataFrame:
+    """Locust's per-second history of a run, its ``Aggregated`` rows: ``t`` (Unix s, whole
+    seconds), ``n`` (requests completed so far) and ``total_ms`` (their summed response
+    time: Locust's running mean times ``n``)."""
+    h = run.history()
+    if h.empty or "Total Request Count" not in h.columns:
+        return pd.DataFrame(columns=["t", "n", "total_ms"])
+    h = h[h["Name"] == "Aggregated"] if "Name" in h.columns else h
+    n = pd.to_numeric(h["Total Request Count"], errors="coerce")
+    mean = pd.to_numeric(h["Total Average Response Time"], errors="coerce")
+    out = pd.DataFrame({"t": pd.to_numeric(h["Timestamp"], errors="coerce"), "n": n,
+                        "total_ms": n * mean})  # fmt: skip
+    return out.dropna().sort_values("t").reset_index(drop=True)
+
+
+def window_check(runs: list[Run], warmup_s: float, window_s: float) -> pd.DataFrame:
+    """What measuring ``window_s`` instead of the whole run changes, in runs that measured
+    longer (the Python matrix, for the Go matrix's 60 s): per run, req/s and mean response
+    time over the first ``window_s`` after the warm-up (``*_window``) and from the warm-up to
+    the run's end (``*_whole``, the window the Python analysis uses), and window over whole
+    (``*_ratio``). From Locust's per-second history (cumulative count and mean), so the edges
+    fall on whole seconds; ``rps_summary`` is the run's summary (its request records) over
+    the whole window, a check of the history's. Runs no longer than the window are left out."""
+    rows = []
+    for run in runs:
+        c = _cumulative(run)
+        if not run.complete or c.empty:
+            continue
+        start = float(c["t"].iloc[0]) + warmup_s
+
+        def at(when: float, c: pd.DataFrame = c) -> pd.Series:
+            return c[c["t"] <= when].iloc[-1]  # the last row at or before ``when``
+
+        a, b, z = at(start), at(start + window_s), c.iloc[-1]
+        if float(z["t"] - a["t"]) <= window_s or b["n"] <= a["n"]:
+            continue
+        row: dict[str, Any] = {
+            "style": resolve(str(run.manifest["stack"])).style,
+            "users": int(run.parameters["users"]),
+            "repetition": int(run.parameters.get("repetition", 0)), "run": run.path.name,
+            "window_s": float(b["t"] - a["t"]), "whole_s": float(z["t"] - a["t"]),
+        }  # fmt: skip
+        for part, end in (("window", b), ("whole", z)):
+            row[f"rps_{part}"] = float(end["n"] - a["n"]) / float(end["t"] - a["t"])
+            row[f"mean_ms_{part}"] = float(end["total_ms"] - a["total_ms"]) / float(
+                end["n"] - a["n"]
+            )
+        row["rps_ratio"] = row["rps_window"] / row["rps_whole"]
+        row["mean_ms_ratio"] = row["mean_ms_window"] / row["mean_ms_whole"]
+        row["rps_summary"] = run.summary.get("rps")
+        row["mean_ms_summary"] = (run.summary.get("latency_ms") or {}).get("mean")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def window_summary(check: pd.DataFrame) -> pd.DataFrame:
+    """``window_check``'s ratios in a few numbers, per metric: over the runs (mean, median,
+    range, how many within 1 % and 5 %) and over the cells' means (their range)."""
+    rows = []
+    if check.empty:
+        return pd.DataFrame()
+    cells = check.groupby(["style", "users"])[["rps_ratio", "mean_ms_ratio"]].mean()
+    for metric in METRICS:
+        r = check[f"{metric}_ratio"].to_numpy(dtype=float)
+        rows.append(
+            {"metric": metric, "runs": len(r), "mean": float(r.mean()),
+             "median": float(np.median(r)), "min": float(r.min()), "max": float(r.max()),
+             "within_1pct": int((np.abs(r - 1) <= 0.01).sum()),
+             "within_5pct": int((np.abs(r - 1) <= 0.05).sum()),
+             "cells": len(cells), "cell_mean_min": float(cells[f"{metric}_ratio"].min()),
+             "cell_mean_max": float(cells[f"{metric}_ratio"].max())}
+        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def window_markdown(a: Analysis) -> str:
+    """The window check as one paragraph (reference README and closing note), from the
+    analysis, never typed."""
+    s = window_summary(a.window)
+    if s.empty:
+        return ""
+    r, m = s.set_index("metric").loc["rps"], s.set_index("metric").loc["mean_ms"]
+    w = a.window
+    check = float((w["rps_whole"] / w["rps_summary"] - 1).abs().max())
+    moved = max(abs(x[k] - 1) for x in (r, m) for k in ("cell_mean_min", "cell_mean_max"))
+    rel = a.relative
+    grpc = rel[(rel["language"] == "go") & (rel["style"] == "grpc") & (rel["metric"] == "rps")]
+    grpc = grpc["ratio"].to_numpy(dtype=float)
+    return (
+        f"What the shorter window changes, measured in the {int(r['runs'])} Python matrix runs "
+        f"(`results/window_check.csv`, from Locust's per-second history, whose whole-window "
+        f"req/s is within {check * 100:.1f} % of the runs' summaries): req/s over their "
+        f"first {w['window_s'].median():.0f} s after the warm-up, over req/s from the warm-up "
+        f"to the end ({w['whole_s'].min():.0f}-{w['whole_s'].max():.0f} s), is "
+        f"{r['mean']:.3f} on average (median {r['median']:.3f}, runs {r['min']:.2f}-"
+        f"{r['max']:.2f}; {int(r['within_5pct'])} of {int(r['runs'])} runs within 5 %, "
+        f"{int(r['within_1pct'])} within 1 %), and {r['cell_mean_min']:.3f}-"
+        f"{r['cell_mean_max']:.3f} for a cell's mean over its runs. Mean response time: "
+        f"{m['mean']:.3f} on average (median {m['median']:.3f}, runs {m['min']:.2f}-"
+        f"{m['max']:.2f}; {int(m['within_5pct'])} within 5 %), cells {m['cell_mean_min']:.3f}-"
+        f"{m['cell_mean_max']:.3f}. So a cell's mean moves by at most {moved * 100:.1f} % with the "
+        f"shorter window, against Go's gRPC over REST of {grpc.min():.2f}-{grpc.max():.2f}x "
+        f"req/s."
+    )
+
+
 # --------------------------------------------------------------------------- results
 
 
@@ -456,6 +567,16 @@ def write_results(a: Analysis, results: StudyResults) -> None:
             "The Python stacks rerun once per cell in the Go matrix's sitting, against the Python "
             "matrix: stack CPU per request (what a request costs on the machine) and req/s, "
             "anchor over matrix; comparable when the cost ratio is within 1.25 either way.",
+        )
+    if not a.window.empty:
+        results.table(
+            a.window,
+            "window_check",
+            "The Go matrix measures 60 s per cell, the Python matrix 180 s: per Python matrix "
+            "run, req/s and mean response time over its first 60 s after the warm-up "
+            "(window) and over the whole measured window (whole), and window over whole "
+            "(Locust's per-second history; rps_summary and mean_ms_summary: the run's "
+            "summary over the whole window, from its request records, a check).",
         )
     results.table(
         a.machine,
