@@ -50,9 +50,16 @@ def _postmaster(name: str, cmd: str) -> bool:
     return name == "postgres" and "ipclab-postgres" in cmd
 
 
+def _native_proxy(cmd: str) -> bool:
+    """A native protocol adapter's proxy (nginx, nghttpx) run from its private directory.
+    nginx overwrites its environment with its process title (no session mark): its master
+    is known by that directory, its workers as the master's children."""
+    return "/ipclab-native-" in cmd
+
+
 def ipclab_processes() -> list[psutil.Process]:
     """Processes a stack or run may have started: services, Locust, a private broker, a
-    private PostgreSQL cluster."""
+    private PostgreSQL cluster, a native adapter's proxy."""
     out = []
     for p in psutil.process_iter(["pid", "name", "cmdline", "environ"]):
         try:
@@ -60,7 +67,9 @@ def ipclab_processes() -> list[psutil.Process]:
             env = p.info["environ"] or {}
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if p.pid == os.getpid() or env.get(SESSION_MARK) != os.environ[SESSION_MARK]:
+        mark = env.get(SESSION_MARK)
+        ours = mark == os.environ[SESSION_MARK] or (mark is None and _native_proxy(cmd))
+        if p.pid == os.getpid() or not ours:
             continue
         if (
             "ipclab_services.serve" in cmd
@@ -68,9 +77,11 @@ def ipclab_processes() -> list[psutil.Process]:
             or "-m locust" in cmd
             or env.get("RABBITMQ_NODENAME", "").startswith("ipclab")
             or _postmaster(p.info["name"] or "", cmd)
+            or _native_proxy(cmd)
         ):
             try:
-                family = [p, *(p.children(recursive=True) if _postmaster(p.name(), cmd) else [])]
+                parent = _postmaster(p.name(), cmd) or _native_proxy(cmd)
+                family = [p, *(p.children(recursive=True) if parent else [])]
                 out.extend(c for c in family if c.status() != psutil.STATUS_ZOMBIE)
             except psutil.NoSuchProcess:
                 continue
