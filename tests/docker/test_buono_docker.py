@@ -12,7 +12,7 @@ from ipclab.backends import StackOptions
 from ipclab.backends.docker.backend import DockerBackend
 from ipclab.runs import read_run
 from ipclab.studies.buono import memory
-from ipclab.studies.buono.stacks import PAYLOAD
+from ipclab.studies.buono.stacks import PAYLOAD, data_service
 
 
 def test_the_payload_stack_answers_both_formats_in_containers(
@@ -41,6 +41,11 @@ def test_a_memory_cell_completes_or_is_recorded_as_oom_killed(
     assert s["data_oom_killed"] is False and s["data_running"] is True
     assert s["samples"] >= 20 and s["peak_usage_bytes"] > 10 * 2**20
     assert s["cgroup_peak_bytes"] >= s["peak_usage_bytes"] * 0.9
+    # the manifest names the image and the data service's own protobuf backend (its /healthz)
+    manifest = read_run(small).manifest
+    assert manifest["stack_info"]["images"]["services"]["id"].startswith("sha256:")
+    described = data_service(manifest)
+    assert described is not None and described["implementation"] in ("upb", "python", "cpp")
     # a limit far below what JSON at 300,000 users needs: the kernel kills the data service
     killed = memory.run_cell(memory.MemoryCell("json", 300_000), tmp_path / "killed", limit_mb=120)
     run = read_run(killed)
