@@ -1,19 +1,30 @@
-"""Network delay for the docker backend: netem on every container's egress, then measured.
+"""Network delay for the docker backend: a constant delay per container (per host), measured.
 
-A constant
-``tc qdisc ... root netem delay Xms`` on ``eth0`` of every container, so a hop between two
-containers costs X ms each way. The host (where the load generator runs) is not delayed, so a
-REST/gRPC product page crosses 3 delayed egresses on its critical path (gateway -> service,
-service -> gateway, gateway -> client) and an AMQP one 5 (gateway -> broker -> service ->
-broker -> gateway, then gateway -> client).
+Every container (every network namespace: an adapter sidecar shares its host's) gets the same
+delay X, so a hop between two containers costs X ms each way. With ``tc qdisc ... root netem
+delay Xms`` on ``eth0`` it is the sender's egress, as in the studies. The host is not a
+container and is not delayed: a stack whose load generator runs on the host crosses 3 delayed
+hops for a REST/gRPC product page (gateway -> service, service -> gateway, and one between the
+client and the gateway) and 5 for an AMQP one; a stack with a load host of its own
+(``StackSpec.load_host``: the load generator in a ``loadgen`` container's namespace) has that
+hop delayed both ways.
 
 Where the kernel has no netem (``CONFIG_NET_SCH_NETEM`` unset, as on this project's
-machines), the same constant egress delay is made with an iptables NFQUEUE rule on eth0 and a
-small delayer in the container (``ipclab.backends.docker.nfqdelay``); ``set_delay`` returns which
-method it used. The delayer's CPU is charged to the container, like netem's is to the kernel.
+machines), the same constant delay is made with an iptables NFQUEUE rule and a small delayer
+in the container (``ipclab.backends.docker.nfqdelay``); ``set_delay`` returns which method it
+used. The delayer's CPU is charged to the container. It holds packets on their way **in**
+(``PREROUTING -i eth0``), not out: a packet held on its way out is still charged to the
+sending socket until it leaves, which netem avoids (it orphans every delayed packet), and
+Linux TCP waits for such packets before sending more: a small write after another one
+(autocorking) or a third small segment in flight (TCP small queues) left one delay later,
+one more delay per response written in two parts (uvicorn writes headers and body apart;
+docs/docker.md, "Network delay"). Held on the way in, a packet belongs to no socket. Every
+container has the same delay, so each packet between two containers is still delayed once,
+and a round trip twice; between a container and the host (not delayed) the delay falls on
+the way in instead of the way out, the same per round trip.
 
 The delay is measured, not assumed: the minimum TCP connect time between two containers is
-one SYN and one SYN-ACK, each leaving a delayed eth0, so RTT = 2 x delay + base.
+one SYN and one SYN-ACK, each delayed once, so RTT = 2 x delay + base; UDP likewise.
 """
 
 from __future__ import annotations
@@ -109,7 +120,8 @@ def _exec(container: Any, cmd: list[str]) -> str:
 
 
 PIDFILE = "/run/ipclab-nfqdelay.pid"
-NFQ_RULE = f"POSTROUTING -o {DEV} -j NFQUEUE --queue-num 0 --queue-bypass"
+# on the way in (see the module docstring): a packet held there is charged to no socket
+NFQ_RULE = f"PREROUTING -i {DEV} -j NFQUEUE --queue-num 0 --queue-bypass"
 _CLEAR = f"""
 tc qdisc del dev {DEV} root 2>/dev/null
 while iptables -t mangle -D {NFQ_RULE} 2>/dev/null; do :; done
@@ -125,8 +137,9 @@ def clear(container: Any) -> None:
 
 
 def set_delay(container: Any, delay_ms: float, method: str = "auto") -> str:
-    """A constant delay on every packet leaving eth0 (0 removes it); returns the method used:
-    ``netem`` (tc qdisc) or ``nfqueue`` (iptables + delayer, where the kernel lacks netem)."""
+    """A constant delay on every packet of eth0, once (0 removes it); returns the method
+    used: ``netem`` (tc qdisc on the way out) or ``nfqueue`` (iptables + delayer on the way
+    in, where the kernel lacks netem; see the module docstring)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}")
     clear(container)

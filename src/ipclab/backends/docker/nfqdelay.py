@@ -1,10 +1,11 @@
-"""A constant egress delay without netem: hold each packet in an NFQUEUE for D ms.
+"""A constant delay without netem: hold each packet in an NFQUEUE for D ms.
 
 Used by ``ipclab.backends.docker.netem`` inside a container when the kernel has no ``sch_netem``
-(as on this project's machines). An iptables rule sends every packet leaving ``eth0`` to
-queue 0 (``--queue-bypass``: if this program is gone, packets pass undelayed, never dropped);
-this program receives each packet's id (metadata only, no payload copy), and accepts it
-``D`` ms after it arrived. Delays are constant, so packets leave in their original order and
+(as on this project's machines). An iptables rule sends every packet arriving on ``eth0``
+to queue 0: on the way in, where it is charged to no socket (``netem``'s module docstring
+says why); ``--queue-bypass``: if this program is gone, packets pass undelayed, never dropped.
+This program receives each packet's id (metadata only, no payload copy), and accepts it
+``D`` ms after it arrived. Delays are constant, so packets pass in their original order and
 one batch verdict (accept every id up to N) releases all that are due: one syscall per
 wake-up, not per packet. A lost notification (socket buffer overrun) is harmless for the
 same reason: the next batch verdict releases that packet too.
