@@ -25,6 +25,7 @@ INFRASTRUCTURE = (BROKER, DATABASE)
 ADAPTER_SETS = ("python", "native")  # the protocol adapters' implementations
 EGRESS = "egress"  # the adapter sidecar beside the gateway
 INGRESS = "-ingress"  # the adapter sidecar beside a service: "<service>-ingress"
+LOADGEN = "loadgen"  # the load generator's component (resources.csv) and its host's name
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,9 @@ class StackSpec:
     # nghttpx): an ``egress`` role on the gateway's host and a ``<service>-ingress`` role on
     # each service's host carry the gateway's HTTP/1.1 calls over the stack's transport
     adapters: str = ""
+    # the load generator runs on a host of its own, delayed like every other (docker: in the
+    # network namespace of a ``loadgen`` container); otherwise where the harness runs
+    load_host: bool = False
     roles: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -102,6 +106,8 @@ class StackSpec:
             raise ValueError(f"{self.name}: adapters must be one of {ADAPTER_SETS} or empty")
         sidecars = (EGRESS, *(s + INGRESS for s in self.services)) if self.adapters else ()
         object.__setattr__(self, "roles", (*self.services, self.gateway, *sidecars))
+        if LOADGEN in self.roles:
+            raise ValueError(f"{self.name}: {LOADGEN!r} names the load generator, not a role")
         if not self.style:
             object.__setattr__(self, "style", self.transport)
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
@@ -127,6 +133,7 @@ class StackSpec:
             "settings": dict(self.settings),
             "runtime": self.runtime.name,
             **({"adapters": self.adapters, "hosts": self.hosts()} if self.adapters else {}),
+            **({"load_host": True} if self.load_host else {}),
         }
 
     def host_of(self, role: str) -> str:

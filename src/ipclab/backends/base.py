@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -82,3 +84,32 @@ class Backend(Protocol):
         harness and is stopped later by ``ipclab down``.
         """
         ...
+
+
+class LoadHostError(RuntimeError):
+    """The load generator cannot enter its load host (not root, or no nsenter)."""
+
+
+@dataclass(frozen=True)
+class LoadHost:
+    """Where a stack's load generator runs when the stack gives it a host of its own
+    (``StackSpec.load_host``; a running stack's ``load_host()`` hook): the network namespace
+    its processes enter (``netns``, e.g. ``/proc/<pid>/ns/net`` of a container's process) and
+    the gateway's URL as seen from there (``url``; a host process there resolves no container
+    names, so an address)."""
+
+    netns: str
+    url: str
+
+    def enter(self) -> list[str]:
+        """The command prefix that runs a command of this machine in ``netns``: ``nsenter
+        --net=<netns> --`` (the process keeps this machine's files; only its network moves)."""
+        if os.geteuid() != 0:
+            raise LoadHostError(
+                f"the load generator runs in its load host's network namespace ({self.netns}), "
+                "which only root can enter (nsenter): run the harness as root"
+            )
+        nsenter = shutil.which("nsenter")
+        if nsenter is None:
+            raise LoadHostError("nsenter (util-linux) is missing: the load host cannot be entered")
+        return [nsenter, f"--net={self.netns}", "--"]

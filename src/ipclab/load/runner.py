@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 
 from ipclab.backends import RunningStack, StackOptions, get_backend
+from ipclab.backends.base import LoadHost
 from ipclab.backends.described import describe_stack
 from ipclab.backends.local import process_tree_usage
 from ipclab.procs import free_port, parse_cpus, pin_tree, spawn, stop_group
@@ -105,21 +106,32 @@ class ResourceSampler(threading.Thread):
         self.stack, self.out, self.extra = stack, out, extra
         self.halt = threading.Event()
         self._ps: dict[int, psutil.Process] = {}
+        self._names: set[str] = set()  # the load generator's processes seen so far
 
     def _rows(self) -> list[dict[str, Any]]:
-        rows = list(self.stack.sample())
+        procs = self.extra()
+        self._names.update(procs)
+        rows = []
+        # a stack component named as a load generator process is its load host (a container
+        # that runs nothing but owns the network namespace the process runs in): its network
+        # counters go into the process's row, the only row of that component (after the
+        # process ended, in the last sample, a row of the counters alone)
+        load_hosts: dict[str, dict[str, Any]] = {}
+        for row in self.stack.sample():
+            if row.get("component") in self._names:
+                load_hosts[row["component"]] = row
+            else:
+                rows.append(row)
         now = time.time()
         rows.append({"t": now, "component": "host", "kind": "host", **host_usage()})
-        for name, pid in self.extra().items():
-            rows.append(
-                {
-                    "t": now,
-                    "component": name,
-                    "kind": "loadgen",
-                    "pid": pid,
-                    **process_tree_usage(pid, self._ps),
-                }
-            )
+        gone = [n for n in sorted(self._names) if n not in procs and n in load_hosts]
+        for name in [*procs, *gone]:
+            row: dict[str, Any] = {"t": now, "component": name, "kind": "loadgen"}
+            if name in procs:
+                row.update(pid=procs[name], **process_tree_usage(procs[name], self._ps))
+            host = load_hosts.get(name, {})
+            row.update({k: v for k, v in host.items() if k.startswith("net_") or k == "container"})
+            rows.append(row)
         return rows
 
     def run(self) -> None:
@@ -247,23 +259,28 @@ class LoadSession:
         load_env = getattr(self.stack, "load_env", None)
         if callable(load_env):
             env.update(load_env())
+        # ... and a host of its own: a network namespace to run in, the gateway as seen there
+        load_host = getattr(self.stack, "load_host", None)
+        host: LoadHost | None = load_host() if callable(load_host) else None
+        enter, url = (host.enter(), host.url) if host else ([], self.stack.gateway_url)
         self._resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
         self._sampler = ResourceSampler(self.stack, self._resources, self._loadgen_pids)
         self._sampler.start()
+        where = {"load_host": url} if host else {}  # the gateway as the load host sees it
         self.writer.event(
-            "load_start", users=p.users, duration_s=p.duration_s, workers=self.workers
+            "load_start", users=p.users, duration_s=p.duration_s, workers=self.workers, **where
         )
         self.started = time.monotonic()
         port = free_port() if self.workers else 0
         users = self.stack.spec.users
-        argv = _locust_argv(p, self.stack.gateway_url, run_dir, users, (port, self.workers))
+        argv = [*enter, *_locust_argv(p, url, run_dir, users, (port, self.workers))]
         self.proc = spawn(argv, env, run_dir / "logs" / "locust.log")
         for i in range(1, self.workers + 1):
             # each worker's users draw their own ids: seed + 1000 x worker number
             worker_env = {**env, "IPCLAB_LOAD_SEED": str(p.seed + 1000 * i)}
             log = run_dir / "logs" / f"locust-worker{i}.log"
             self.worker_procs.append(
-                spawn(worker_argv(users, f"127.0.0.1:{port}"), worker_env, log)
+                spawn([*enter, *worker_argv(users, f"127.0.0.1:{port}")], worker_env, log)
             )
         if p.cpuset:  # before Locust starts its users: what it starts later inherits it
             cpus = parse_cpus(p.cpuset)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab import orphans
-from ipclab.backends.base import StackOptions
+from ipclab.backends.base import LoadHost, StackOptions
 from ipclab.backends.docker import netem
 from ipclab.backends.docker.compose import COMPOSE_DIR, write_compose
 from ipclab.backends.docker.ownership import (
@@ -49,7 +49,7 @@ from ipclab.backends.docker.ownership import (
     sweep_orphans,
 )
 from ipclab.backends.docker.stats import StatsSampler
-from ipclab.stacks import StackSpec
+from ipclab.stacks import LOADGEN, StackSpec
 
 COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
 CONTAINER_PORT = 8000
@@ -58,6 +58,10 @@ BROKER = "broker"
 
 class DockerUnavailable(RuntimeError):
     """No Docker engine answers (start one with scripts/docker-engine.sh)."""
+
+
+# what a load host's measurement shares with the gateway's (netem.measure)
+_SAME_AS_GATEWAY = ("delay_ms", "method", "device")
 
 
 class DockerStackError(RuntimeError):
@@ -326,6 +330,8 @@ class DockerStack:
         self._wait_healthy(health_timeout_s)
         if self.delay_ms > 0:
             self.set_delay(self.delay_ms)
+        else:
+            self.netem = self._measure_undelayed()
         # Start the stats followers and give each a first reading, so run samples have values.
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
@@ -335,7 +341,8 @@ class DockerStack:
 
     @property
     def components(self) -> tuple[str, ...]:
-        return ((BROKER,) if self.spec.needs_broker else ()) + self.spec.roles
+        broker = (BROKER,) if self.spec.needs_broker else ()
+        return broker + self.spec.roles + ((LOADGEN,) if self.spec.load_host else ())
 
     def _refresh_containers(self) -> None:
         flt = {"label": f"{COMPOSE_PROJECT_LABEL}={self.project}"}
@@ -488,14 +495,48 @@ class DockerStack:
         return self.netem
 
     def measure_delay(self) -> dict[str, Any]:
-        """Measure the current inter-container delay without changing it."""
+        """Measure the current inter-container delay without changing it: round trips over
+        TCP and UDP from the gateway to its peers (the services' hosts, or the broker) and,
+        for a stack with a load host, from the load host to the gateway (``load_host``)."""
         gateway = self._container(self.spec.gateway)
         targets = (
             [f"{BROKER}:5672"]
             if self.spec.needs_broker
             else [f"{s}:{CONTAINER_PORT}" for s in self.spec.services]
         )
-        return netem.measure(gateway, targets, self.delay_ms, self.delay_method)
+        out = netem.measure(gateway, targets, self.delay_ms, self.delay_method)
+        if self.spec.load_host:
+            target = [f"{self.spec.gateway}:{CONTAINER_PORT}"]
+            loadgen = netem.measure(self._container(LOADGEN), target, self.delay_ms, "")
+            out["load_host"] = {k: v for k, v in loadgen.items() if k not in _SAME_AS_GATEWAY}
+        return out
+
+    def _measure_undelayed(self) -> dict[str, Any]:
+        """The round trips of a stack started without a delay (the floor the delays add to);
+        a failed measurement is recorded, not raised: nothing depends on it."""
+        try:
+            return self.measure_delay()
+        except Exception as e:  # noqa: BLE001 - a probe exec failing on a loaded machine
+            return {"delay_ms": 0.0, "method": "none", "error": f"{type(e).__name__}: {e}"}
+
+    def load_host(self) -> LoadHost | None:
+        """Where the load generator runs (``ipclab.load.runner`` asks): for a stack with a
+        load host, in the network namespace of its ``loadgen`` container, aiming at the
+        gateway's address on the project network; otherwise None (this machine, at
+        ``gateway_url``)."""
+        if not self.spec.load_host:
+            return None
+        loadgen, gateway = self._container(LOADGEN), self._container(self.spec.gateway)
+        loadgen.reload()
+        gateway.reload()
+        pid = int((loadgen.attrs.get("State") or {}).get("Pid") or 0)
+        if not pid:
+            raise DockerStackError(f"{loadgen.name} is not running: no load host to enter")
+        nets = (gateway.attrs.get("NetworkSettings") or {}).get("Networks") or {}
+        ips = [n["IPAddress"] for n in nets.values() if n.get("IPAddress")]
+        if not ips:
+            raise DockerStackError(f"{gateway.name} has no address on the project network")
+        return LoadHost(netns=f"/proc/{pid}/ns/net", url=f"http://{ips[0]}:{CONTAINER_PORT}")
 
     def info(self) -> dict[str, Any]:
         """What a run manifest should record about this stack."""
@@ -507,9 +548,22 @@ class DockerStack:
             "containers": {c: ctr.name for c, ctr in self._containers.items()},
             "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},
             "netem": self.netem,
+            **({"load_host": self._load_host_info()} if self.spec.load_host else {}),
             "capabilities": ["NET_ADMIN", "SYS_NICE"] if self.net_admin else [],
             "engine": self.client.version().get("Version"),
         }
+
+    def _load_host_info(self) -> dict[str, Any]:
+        with contextlib.suppress(Exception):
+            host = self.load_host()
+            if host is not None:
+                return {
+                    "container": self._container(LOADGEN).name,
+                    "load_generator": "a harness process in the container's network namespace "
+                    "(nsenter --net)",
+                    "gateway_url": host.url,
+                }
+        return {"container": None}
 
     def _image_id(self, name: str) -> str | None:
         with contextlib.suppress(Exception):

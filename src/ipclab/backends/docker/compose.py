@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.paths import REPO_ROOT
-from ipclab.stacks import PYTHON, StackSpec
+from ipclab.stacks import LOADGEN, PYTHON, StackSpec
 
 COMPOSE_DIR = REPO_ROOT / "compose"
 COMMON = COMPOSE_DIR / "common.yml"
@@ -74,6 +74,8 @@ def compose_document(spec: StackSpec, net_admin: bool = False) -> dict[str, Any]
         if role == spec.gateway:
             svc["ports"] = [f"127.0.0.1:${{IPCLAB_GATEWAY_PORT-8080}}:{CONTAINER_PORT}"]
         services[role] = svc
+    if spec.load_host:
+        services[LOADGEN] = load_host_service(net_admin)
     return {
         "services": services,
         "networks": {
@@ -85,6 +87,17 @@ def compose_document(spec: StackSpec, net_admin: bool = False) -> dict[str, Any]
             }
         },
     }
+
+
+def load_host_service(net_admin: bool = False) -> dict[str, Any]:
+    """The ``loadgen`` container of a stack with a load host (``StackSpec.load_host``). It
+    runs nothing: it owns a network namespace whose ``eth0`` is delayed and counted like
+    every host's, and the load generator, a harness process, enters it
+    (``DockerStack.load_host``)."""
+    svc = {**_extends("app"), "command": ["sleep", "infinity"]}
+    if net_admin:
+        svc["cap_add"] = DELAY_CAPABILITIES
+    return svc
 
 
 def port_of(spec: StackSpec, role: str) -> int:

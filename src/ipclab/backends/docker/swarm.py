@@ -156,6 +156,11 @@ def stack_document(
             f"{spec.name}: its adapter sidecars share their host's network namespace, which "
             "swarm services cannot; use the docker (compose) or local backend"
         )
+    if spec.load_host:
+        raise ValueError(
+            f"{spec.name}: its load generator runs in a load host's network namespace, which "
+            "the swarm backend does not make; use the docker (compose) backend"
+        )
     placed = placed or set()
     labels = {PROJECT_LABEL: project, HARNESS_LABEL: harness}
     limits: dict[str, Any] = {}

@@ -48,6 +48,7 @@ _ACMEAIR: dict[str, Any] = {
     "probe_paths": ("/healthz",),
     "probe_required": ("ready", "services"),
     "settings": {"IPCLAB_GC_EVENTS": "1"},  # major GCs timestamped in every role's log
+    "load_host": True,  # docker: Locust in a delayed namespace of its own, as the thesis's VM
 }
 _VIA = "gateway -> egress adapter -> {} -> <service>-ingress adapter -> service"
 
