@@ -12,54 +12,119 @@ from ipclab.runs import RESOURCE_COLUMNS, read_run
 from ipclab.studies.nyflott import hosts, verdicts
 from tests.test_nyflott_tables import make_run
 
+SIDECARS = ("egress", "auth-ingress", "booking-ingress", "customer-ingress", "flight-ingress")
 
-def write_resources(path: Path, gateway_cpu: float, bytes_per_s: float = 1000.0) -> None:
-    """11 samples a second apart for the five hosts: each sends and receives
-    ``bytes_per_s`` bytes and 4 packets a second."""
+
+def write_resources(
+    path: Path,
+    gateway_cpu: float,
+    bytes_per_s: float = 1000.0,
+    sidecars: bool = False,
+    loadgen: bool = False,
+) -> None:
+    """11 samples a second apart (t = 1000 .. 1010) for the five hosts: each sends and
+    receives ``bytes_per_s`` bytes and 4 packets a second; with ``sidecars`` every host
+    also has its adapter (2% CPU, no counters: it shares its host's interface), with
+    ``loadgen`` the load generator's container (30% CPU, its own counters)."""
     rows = []
     for i in range(11):
-        for host in hosts.HOSTS:
+        t = 1000.0 + i
+        comps = [*hosts.HOSTS, *(SIDECARS if sidecars else ()), *(["loadgen"] if loadgen else [])]
+        for k, comp in enumerate(comps):
+            own = comp in hosts.HOSTS or comp == "loadgen"
+            cpu = gateway_cpu if comp == "gateway" else 30.0 if comp == "loadgen" else 5.0
             rows.append(
                 {
-                    "t": 1000.0 + i,
-                    "component": host,
+                    "t": t + 0.002 * k,  # the components of a round a few ms apart
+                    "component": comp,
                     "kind": "container",
-                    "container": f"x-{host}",
+                    "container": f"x-{comp}",
                     "status": "running",
-                    "cpu_percent": gateway_cpu if host == "gateway" else 5.0,
-                    "net_tx_bytes": 50_000 + bytes_per_s * i,
-                    "net_rx_bytes": 70_000 + bytes_per_s * i,
-                    "net_tx_packets": 100 + 4 * i,
-                    "net_rx_packets": 200 + 4 * i,
+                    "cpu_percent": cpu if own else 2.0,
+                    "net_tx_bytes": 50_000 + bytes_per_s * i if own else None,
+                    "net_rx_bytes": 70_000 + bytes_per_s * i if own else None,
+                    "net_tx_packets": 100 + 4 * i if own else None,
+                    "net_rx_packets": 200 + 4 * i if own else None,
                 }
             )
+        rows.append({"t": t, "component": "host", "kind": "host", "cpu_percent": 150.0})
     pd.DataFrame(rows, columns=list(RESOURCE_COLUMNS)).to_csv(path / "resources.csv", index=False)
 
 
 def test_host_row_over_the_measured_window(tmp_path: Path) -> None:
     path = make_run(tmp_path, "acmeair-coap", 1, 0.0, [5.0] * 100)  # t = 1000.0 .. 1009.9
     write_resources(path, gateway_cpu=40.0)
-    row = hosts.host_row(read_run(path), warmup_s=1.0)  # samples t = 1001 .. 1010
+    # the window: 1001 (first request + 1 s) to 1009.905 (end of the last request):
+    # samples t = 1001 .. 1009, 8 s apart, and the 81 requests started in them
+    row = hosts.host_row(read_run(path), warmup_s=1.0)
     assert row["cpu_gateway_percent"] == 40.0 and row["cpu_auth_percent"] == 5.0
     assert row["cpu_system_percent"] == 60.0
     assert row["gateway_tx_bytes_per_s"] == pytest.approx(1000.0)
-    # 5 hosts x (1000 sent + 1000 received) B/s x 9 s over the 90 requests of 1001..1010
-    assert row["bytes_per_request"] == pytest.approx(90_000 / 90)
-    assert row["packets_per_request"] == pytest.approx(5 * 8 * 9 / 90)
+    # 5 hosts x (1000 sent + 1000 received) B/s x 8 s over 81 requests
+    assert row["bytes_per_request"] == pytest.approx(80_000 / 81)
+    assert row["packets_per_request"] == pytest.approx(5 * 8 * 8 / 81)
     assert row["bytes_per_packet"] == pytest.approx(250.0)
+
+
+def test_roles_are_summed_per_host_and_the_load_generator_is_a_host(tmp_path: Path) -> None:
+    path = make_run(tmp_path, "acmeair-coap", 1, 0.0, [5.0] * 100)
+    write_resources(path, gateway_cpu=40.0, sidecars=True, loadgen=True)
+    t = hosts.host_table(read_run(path), warmup_s=1.0).set_index("host")
+    assert list(t.index) == [*hosts.THESIS_HOSTS, "loadgen"]
+    assert t.loc["gateway", "roles"] == "egress gateway"
+    assert t.loc["auth", "roles"] == "auth auth-ingress"
+    assert t.loc["gateway", "cpu_mean"] == pytest.approx(42.0)  # gateway + egress
+    assert t.loc["flight", "cpu_mean"] == pytest.approx(7.0) and t.loc["flight", "cpu_sd"] == 0
+    assert t.loc["gateway", "rounds"] == 9  # rounds found though the samples are ms apart
+    assert t.loc["auth", "tx_bytes"] == 8000.0  # the sidecar reports no counters
+    assert t.loc["auth", "tx_bytes_per_request"] == pytest.approx(8000 / 81)
+    assert t.loc["loadgen", "cpu_mean"] == 30.0 and t.loc["loadgen", "rx_packets"] == 32
+    row = hosts.host_row(read_run(path), warmup_s=1.0)
+    assert row["cpu_loadgen_percent"] == 30.0
+    assert row["cpu_system_percent"] == pytest.approx(42.0 + 4 * 7.0)  # not the loadgen
+    assert row["bytes_per_request"] == pytest.approx(80_000 / 81)  # the five hosts only
+
+
+def test_the_manifest_says_which_host_a_role_is_on(tmp_path: Path) -> None:
+    assert hosts.host_of("egress") == "gateway"
+    assert hosts.host_of("booking-ingress") == "booking" and hosts.host_of("loadgen") == "loadgen"
+    assert hosts.host_of("-ingress") == "-ingress"
+    spec = {"adapters": "python", "hosts": {"egress": "gateway", "auth-ingress": "flight"}}
+    path = make_run(tmp_path, "acmeair-coap", 1, 0.0, [5.0] * 100, stack_spec=spec)
+    write_resources(path, gateway_cpu=40.0, sidecars=True)
+    run = read_run(path)
+    assert hosts.role_hosts(run) == spec["hosts"]
+    t = hosts.host_table(run, warmup_s=1.0).set_index("host")
+    assert t.loc["flight", "roles"] == "auth-ingress flight flight-ingress"
+    assert t.loc["auth", "cpu_mean"] == 5.0
+
+
+def test_a_role_that_is_not_a_host_is_kept(tmp_path: Path) -> None:
+    path = make_run(tmp_path, "acmeair-coap", 1, 0.0, [5.0] * 100)
+    write_resources(path, gateway_cpu=40.0)
+    res = pd.read_csv(path / "resources.csv")
+    extra = res[res["component"] == "auth"].assign(component="cache", cpu_percent=9.0)
+    pd.concat([res, extra]).to_csv(path / "resources.csv", index=False)
+    t = hosts.host_table(read_run(path), warmup_s=1.0).set_index("host")
+    assert t.loc["cache", "cpu_mean"] == 9.0
+    assert hosts.host_row(read_run(path), warmup_s=1.0)["cpu_cache_percent"] == 9.0
 
 
 def test_missing_or_reset_counters_give_nan(tmp_path: Path) -> None:
     path = make_run(tmp_path, "acmeair-http1", 1, 0.0, [5.0] * 100)
     row = hosts.host_row(read_run(path), warmup_s=0.0)  # no resources.csv (local backend)
-    assert np.isnan(row["cpu_gateway_percent"]) and np.isnan(row["bytes_per_request"])
+    assert np.isnan(row["cpu_system_percent"]) and np.isnan(row["bytes_per_request"])
     write_resources(path, gateway_cpu=10.0)
     res = pd.read_csv(path / "resources.csv")
-    res.loc[(res["component"] == "flight") & (res["t"] == 1010.0), "net_tx_bytes"] = 0
+    res.loc[(res["component"] == "flight") & (res["t"] > 1009), "net_tx_bytes"] = 0
     res.to_csv(path / "resources.csv", index=False)  # flight restarted: its counter fell
     row = hosts.host_row(read_run(path), warmup_s=0.0)
     assert np.isnan(row["flight_tx_bytes_per_s"]) and np.isnan(row["bytes_per_request"])
     assert row["cpu_gateway_percent"] == 10.0
+    res[["net_tx_bytes", "net_rx_bytes", "net_tx_packets", "net_rx_packets"]] = None
+    res.to_csv(path / "resources.csv", index=False)  # CPU only (the local backend)
+    t = hosts.host_table(read_run(path), warmup_s=0.0)
+    assert t["tx_bytes"].isna().all() and t["cpu_mean"].notna().all()
 
 
 def test_claims_from_run_directories(tmp_path: Path) -> None:

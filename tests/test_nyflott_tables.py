@@ -12,10 +12,15 @@ from ipclab.runs import RunWriter, read_run
 from ipclab.studies.nyflott import tables
 
 
-def make_run(root: Path, stack: str, rep: int, delay: float, lat: list[float]) -> Path:
+def make_run(
+    root: Path, stack: str, rep: int, delay: float, lat: list[float], **fields: object
+) -> Path:
+    """A complete run of ``stack``: one request every 0.1 s from t = 1000 with the response
+    times ``lat`` (Login and Query Flight in turn); ``fields`` go into the manifest (e.g.
+    ``stack_spec``)."""
     params = {"users": 10, "repetition": rep, "options": {"delay_ms": delay}}
     path = root / f"{stack}-{rep}-{delay}"
-    w = RunWriter(path, "load", params, stack=stack, backend="docker")
+    w = RunWriter(path, "load", params, stack=stack, backend="docker", **fields)
     n = len(lat)
     req = pd.DataFrame(
         {
@@ -56,3 +61,20 @@ def test_table2_per_protocol_and_delay_with_intervals(tmp_path: Path) -> None:
     cases = tables.per_test_case(runs, warmup_s=1.0)
     login = cases[(cases["run"] == runs[0].path.name) & (cases["test_case"] == "Login")]
     assert login.iloc[0]["min_ms"] == 20.0 and login.iloc[0]["count"] == 20
+
+
+def test_the_test_cases_are_the_users_names() -> None:
+    """The same tuple as the Locust user's (read from its source: importing it would
+    import Locust, whose gevent patches this process)."""
+    import ast
+
+    import ipclab.studies.nyflott as pkg
+
+    tree = ast.parse((Path(pkg.__file__).parent / "users.py").read_text())
+    assigned = [n for n in tree.body if isinstance(n, ast.Assign)]
+    found = [
+        ast.literal_eval(n.value)
+        for n in assigned
+        if any(getattr(t, "id", "") == "TEST_CASES" for t in n.targets)
+    ]
+    assert found == [tables.TEST_CASES]

@@ -1,90 +1,194 @@
-"""Per-host CPU and network of a run (Table 3, Figs. 11-15 and their claims), per run.
+"""Per-host CPU and network of a run (Table 3, Figs. 11-15 and 20-23 and their claims).
 
-Every host of the thesis (the gateway ``nginx1`` and the auth, booking, customer and flight
-services, each with its adapter) is one container of the docker backend with its own network
-namespace, sampled about once a second into ``resources.csv`` (``cpu_percent``: 100 = one
-core; ``net_*``: the container's interface counters since it started). Over the run's
-measured window (the first request + ``warmup_s`` to the last sample):
+A **host** is the thesis's VM: the gateway (the thesis's ``nginx1``), the auth, booking,
+customer and flight services, and the load generator (``loadgen``; the thesis's
+``acmeair-jmeter1``, left out of its figures). Every role of a stack runs on one host: the
+run manifest's ``stack_spec.hosts`` (role -> host) says which where it is recorded; without
+it the naming convention does (``egress`` on the gateway's host, ``<svc>-ingress`` on
+``<svc>``'s, any other role on a host of its own name), so no role is ever dropped.
 
-* ``cpu_<host>_percent``: the mean of the host's CPU samples; ``cpu_system_percent``: their
-  sum over the five hosts;
-* ``<host>_tx_bytes`` ... ``<host>_rx_packets``: counter increase over the window, per
-  second (Figs. 11-14 and 20-23 show run totals, which mix per-request cost with throughput);
-* ``bytes_per_request``, ``packets_per_request``: bytes (packets) **sent and received,
-  summed over the five hosts**, per request completed in the same window; a packet between
-  two hosts is counted at both, one between the load generator and the gateway once (the
-  thesis does not say what its Table 3 sums); ``bytes_per_packet`` is their quotient.
+``resources.csv`` has one row per component (role, ``loadgen``) about once a second
+(``cpu_percent``: 100 = one core; ``net_*``: the interface counters of the container the
+component runs in since it started; a sidecar sharing its host's interface reports none).
+Over the run's **measured window** (the first request + ``warmup_s`` to the end of the last
+request; the samples inside it):
 
-A host without samples (the local backend has no per-role network counters) gives NaN, and
-so does a counter that went down in the window (a restarted container).
+* a host's CPU at a sampling round is the **sum over its roles**; ``cpu_mean`` and
+  ``cpu_sd`` are the mean and SD over the rounds (Fig. 15 draws the SD);
+* a host's ``tx_bytes`` ... ``rx_packets`` are the counters' increase between the window's
+  first and last sample, summed over its roles that report counters (run totals, as Figs.
+  11-14 and 20-23 draw them, which mix per-request cost with throughput); ``*_per_request``
+  divides by the requests started between those two samples;
+* **Table 3** (``bytes_per_request``, ``packets_per_request``, ``bytes_per_packet``): the
+  bytes (packets) **sent and received, summed over the five thesis hosts** (gateway and
+  the four services; not the load generator), per request. A packet between two of them is
+  counted twice (sent by one, received by the other); one between the load generator and
+  the gateway once (the thesis does not say what its Table 3 sums). ``cpu_system_percent``
+  is the CPU summed over the same five hosts.
+
+A host without samples, or without counters (the local backend has no per-role network
+counters), gives NaN, and so does a counter that went down in the window (a restarted
+container).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ipclab.runs import Run
 
-HOSTS = ("gateway", "auth", "booking", "customer", "flight")
+THESIS_HOSTS = ("gateway", "auth", "booking", "customer", "flight")
+HOSTS = THESIS_HOSTS  # the hosts the thesis's figures and Table 3 cover
+LOADGEN = "loadgen"
 COUNTERS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets")
+MACHINE = "host"  # resources.csv's whole-machine row: no role, not a host of the stack
+ROUND_GAP_S = 0.5  # samples further apart than this belong to different sampling rounds
+EGRESS = "egress"
+INGRESS_SUFFIX = "-ingress"
+
+
+def host_of(role: str, hosts: Mapping[str, str] | None = None) -> str:
+    """The host a role runs on: ``hosts`` (a manifest's ``stack_spec.hosts``) where it
+    names the role, else ``egress`` -> ``gateway``, ``<svc>-ingress`` -> ``<svc>``, and
+    any other role (``loadgen`` included) -> itself."""
+    if hosts and role in hosts:
+        return str(hosts[role])
+    if role == EGRESS:
+        return "gateway"
+    if role.endswith(INGRESS_SUFFIX) and len(role) > len(INGRESS_SUFFIX):
+        return role[: -len(INGRESS_SUFFIX)]
+    return role
+
+
+def role_hosts(run: Run) -> dict[str, str]:
+    """The run's recorded role -> host map (empty for runs recorded before it existed)."""
+    spec = run.manifest.get("stack_spec") or {}
+    hosts = spec.get("hosts") if isinstance(spec, dict) else None
+    return {str(k): str(v) for k, v in hosts.items()} if isinstance(hosts, dict) else {}
 
 
 def _window(run: Run, warmup_s: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's requests and its component samples inside the measured window."""
     req = run.requests()
     res = run.resources()
     if not len(req) or not len(res) or "component" not in res.columns:
-        return req.iloc[0:0], res.iloc[0:0] if len(res) else pd.DataFrame()
-    start = float(req["t"].astype(float).min()) + warmup_s
-    res = res[res["t"].astype(float) >= start]
+        return req.iloc[0:0], pd.DataFrame()
+    t = req["t"].astype(float)
+    start = float(t.min()) + warmup_s
+    end = float((t + req["latency_ms"].astype(float) / 1000.0).max())
+    rt = res["t"].astype(float)
+    res = res[(rt >= start) & (rt <= end) & (res["component"].astype(str) != MACHINE)].copy()
+    res["component"] = res["component"].astype(str)
     return req, res
 
 
-def host_row(run: Run, warmup_s: float) -> dict[str, float | str]:
-    """One run's per-host CPU and network numbers over its measured window."""
+def _rounds(t: pd.Series) -> pd.Series:
+    """Sampling round of every sample: a new round where samples are more than
+    :data:`ROUND_GAP_S` apart (the components of one round are sampled within ms)."""
+    order = t.sort_values(kind="stable")
+    new = order.diff().fillna(np.inf) > ROUND_GAP_S
+    return new.cumsum().reindex(t.index)
+
+
+def _counter_delta(samples: pd.DataFrame, column: str) -> tuple[float, float] | None:
+    """A component's counter increase over its samples and the time between its first and
+    last sample: None without two samples; NaN when the counter went down (a restart)."""
+    if column not in samples.columns:
+        return None
+    s = samples.sort_values("t")
+    x = pd.to_numeric(s[column], errors="coerce").dropna()
+    if len(x) < 2:
+        return None
+    t = s.loc[x.index, "t"].astype(float)
+    d = float(x.iloc[-1] - x.iloc[0])
+    return (d if d >= 0 else float("nan")), float(t.iloc[-1] - t.iloc[0])
+
+
+def host_table(run: Run, warmup_s: float) -> pd.DataFrame:
+    """One row per host of the run (the five thesis hosts always, the load generator and
+    any other host that has samples): ``run, host, roles, rounds, window_s, requests,
+    cpu_mean, cpu_sd``, the four counters' increase over the window, per second and per
+    request (see the module's doc)."""
     req, res = _window(run, warmup_s)
-    row: dict[str, float | str] = {"run": run.path.name}
+    mapping = role_hosts(run)
     nan = float("nan")
-    totals = {"bytes": 0.0, "packets": 0.0}
-    complete = True
-    t0 = t1 = nan
+    n, t0, t1 = 0, nan, nan
     if len(res):
-        t0, t1 = float(res["t"].astype(float).min()), float(res["t"].astype(float).max())
-    cpu_sum = 0.0
-    for host in HOSTS:
-        h = res[res["component"] == host].sort_values("t") if len(res) else res
-        cpu = pd.to_numeric(h["cpu_percent"], errors="coerce").dropna() if len(h) else h
-        row[f"cpu_{host}_percent"] = float(cpu.mean()) if len(cpu) else nan
-        cpu_sum += float(row[f"cpu_{host}_percent"])
-        for key in COUNTERS:
-            col = f"net_{key}"
-            x = pd.to_numeric(h[col], errors="coerce") if len(h) and col in h else pd.Series()
-            x = x.dropna() if len(x) else x
-            ht = h.loc[x.index, "t"].astype(float) if len(x) else x
-            ok = len(x) >= 2 and float(x.iloc[-1]) >= float(x.iloc[0])
-            delta = float(x.iloc[-1] - x.iloc[0]) if ok else nan
-            span = float(ht.iloc[-1] - ht.iloc[0]) if ok else nan
-            row[f"{host}_{key}_per_s"] = delta / span if ok and span > 0 else nan
-            if not ok:
-                complete = False
-            else:
-                totals["bytes" if key.endswith("bytes") else "packets"] += delta
-    row["cpu_system_percent"] = cpu_sum  # NaN when any host lacks CPU samples
-    n = 0
-    if len(req) and np.isfinite(t0):
+        rt = res["t"].astype(float)
+        t0, t1 = float(rt.min()), float(rt.max())
         t = req["t"].astype(float)
         n = int(((t >= t0) & (t <= t1)).sum())
-    if complete and n > 0:
-        row["bytes_per_request"] = totals["bytes"] / n
-        row["packets_per_request"] = totals["packets"] / n
-        row["bytes_per_packet"] = (
-            totals["bytes"] / totals["packets"] if totals["packets"] > 0 else nan
-        )
+        res["host"] = [host_of(c, mapping) for c in res["component"]]
+        res["round"] = _rounds(rt)
+    present = sorted(set(res["host"])) if len(res) else []
+    order = [*THESIS_HOSTS, *(h for h in present if h not in THESIS_HOSTS)]
+    rows = []
+    for host in order:
+        h = res[res["host"] == host] if len(res) else res
+        roles = sorted(set(h["component"])) if len(h) else []
+        row: dict[str, object] = {
+            "run": run.path.name, "host": host, "roles": " ".join(roles),
+            "rounds": 0, "window_s": t1 - t0, "requests": n, "cpu_mean": nan, "cpu_sd": nan,
+        }  # fmt: skip
+        if len(h):
+            cpu = pd.to_numeric(h["cpu_percent"], errors="coerce")
+            per_round = cpu.groupby(h["round"]).sum(min_count=1).dropna()
+            row["rounds"] = len(per_round)
+            if len(per_round):
+                row["cpu_mean"] = float(per_round.mean())
+                row["cpu_sd"] = float(per_round.std(ddof=1)) if len(per_round) > 1 else nan
+        for key in COUNTERS:
+            deltas = [_counter_delta(g, f"net_{key}") for _, g in h.groupby("component")] if len(
+                h) else []  # fmt: skip
+            known = [d for d in deltas if d is not None]
+            total = float(sum(d for d, _ in known)) if known else nan  # a reset's NaN stays
+            row[key] = total
+            rates = [d / span if span > 0 else nan for d, span in known]
+            row[f"{key}_per_s"] = float(sum(rates)) if rates else nan
+            row[f"{key}_per_request"] = total / n if n > 0 else nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def host_tables(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
+    """:func:`host_table` of every run, one frame."""
+    parts = [host_table(r, warmup_s) for r in runs]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def row_from_hosts(run: str, table: pd.DataFrame) -> dict[str, float | str]:
+    """A run's wide row for the claims from its :func:`host_table`:
+    ``cpu_<host>_percent`` per host, ``cpu_system_percent`` (the five thesis hosts),
+    ``<host>_<counter>_per_s`` and Table 3's ``bytes_per_request``, ``packets_per_request``
+    and ``bytes_per_packet`` (sent and received over the five thesis hosts)."""
+    nan = float("nan")
+    row: dict[str, float | str] = {"run": run}
+    t = table.set_index("host") if len(table) else table
+    for host in t.index if len(t) else []:
+        row[f"cpu_{host}_percent"] = float(t.loc[host, "cpu_mean"])
+        for key in COUNTERS:
+            row[f"{host}_{key}_per_s"] = float(t.loc[host, f"{key}_per_s"])
+    five = t.reindex(list(THESIS_HOSTS)) if len(t) else pd.DataFrame(index=list(THESIS_HOSTS))
+    cpu = five["cpu_mean"].to_numpy(dtype=float) if "cpu_mean" in five else np.full(5, nan)
+    row["cpu_system_percent"] = float(cpu.sum())  # NaN when any host lacks CPU samples
+    n = int(table["requests"].max()) if len(table) else 0
+    if len(table) and n > 0:
+        b = five[["tx_bytes", "rx_bytes"]].to_numpy(dtype=float).sum()
+        p = five[["tx_packets", "rx_packets"]].to_numpy(dtype=float).sum()
+        row["bytes_per_request"] = b / n
+        row["packets_per_request"] = p / n
+        row["bytes_per_packet"] = b / p if p > 0 else nan
     else:
         row["bytes_per_request"] = row["packets_per_request"] = row["bytes_per_packet"] = nan
     return row
+
+
+def host_row(run: Run, warmup_s: float) -> dict[str, float | str]:
+    """One run's per-host CPU and network numbers over its measured window (wide)."""
+    return row_from_hosts(run.path.name, host_table(run, warmup_s))
 
 
 def host_rows(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
