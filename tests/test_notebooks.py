@@ -34,6 +34,34 @@ def test_notebook_is_clean_and_parameterised(nb: object) -> None:
         assert not any(isinstance(n, ast.FunctionDef | ast.ClassDef) for n in ast.walk(tree))
 
 
+@pytest.mark.slow
+def test_the_nyflott_notebook_runs_in_a_short_configuration(tmp_path: Path) -> None:
+    """Notebook 03 top to bottom as ``ipclab reproduce`` runs it (quick profile, local
+    backend), with a 2 s measured window: 9 runs, about 2 minutes."""
+    import papermill
+
+    from ipclab.studies import get_study
+
+    nb = get_study("nyflott").notebooks[0]
+    results = tmp_path / "results"
+    papermill.execute_notebook(
+        str(NOTEBOOK_DIR / nb.file),
+        str(tmp_path / nb.file),
+        parameters={"profile": "quick", "backend": "local", "runs_root": str(tmp_path / "runs"),
+                    "results_dir": str(results), "figures_dir": str(tmp_path / "figures"),
+                    "measured_s": 2.0},
+        cwd=str(REPO_ROOT), kernel_name="python3", progress_bar=False,
+    )  # fmt: skip
+    meta = json.loads((results / "study.json").read_text())
+    assert {"table2", "hosts", "gc_extremes", "claims", "runs"} <= {
+        t["name"] for t in meta["tables"]
+    }
+    assert {"nyflott_table2", "nyflott_fig10", "nyflott_fig15"} <= {
+        f["name"] for f in meta["figures"]
+    }
+    assert any("Measured window 2" in d for d in meta["deviations"])
+
+
 def test_relative_paths_are_taken_from_the_repository() -> None:
     assert from_repo("data/runs") == REPO_ROOT / "data" / "runs"
     assert from_repo(Path("/tmp/x")) == Path("/tmp/x")

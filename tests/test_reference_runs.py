@@ -70,7 +70,7 @@ def test_shafabakhsh_go_reference_is_complete_and_analyses() -> None:
     assert len(a.sittings) == 3 * len(p.users)
     assert len(a.statements) == 2 * len(p.users)  # per metric and load
     assert a.claims["verdict"].isin(VERDICTS).all()
-    assert (a.runs["failures"] == 0).all()
+    assert (a.runs["failures"] / a.runs["requests"] < 1e-3).all()
 
 
 def test_buono_full_reference_is_complete_and_analyses() -> None:
@@ -92,3 +92,33 @@ def test_buono_full_reference_is_complete_and_analyses() -> None:
     t = throughput.PROFILES["full"]
     assert len(a.throughput) == 4 * len(t.users) * t.repetitions
     assert a.claims["verdict"].isin(VERDICTS).all()
+
+
+def test_nyflott_full_reference_is_complete_and_analyses() -> None:
+    import json
+
+    import pytest
+
+    from ipclab.claims import VERDICTS
+    from ipclab.studies.nyflott import experiment
+    from ipclab.studies.nyflott import reference as nyflott_reference
+
+    base = REFERENCE / nyflott_reference.FOLDER
+    if not base.is_dir():
+        pytest.skip(f"no committed Nyfløtt reference yet ({base})")
+    # the reference may have a shorter measured window than the full profile's (stated)
+    described = json.loads((base / "delay0ms" / "experiment.json").read_text())
+    measured_s = float(described["duration_s"]) - float(described["warmup_s"])
+    exps = experiment.experiments("full", "docker", REFERENCE, measured_s=measured_s)
+    # the notebook's full profile over the reference reuses every run
+    assert all(e.pending() == [] for e in exps)
+    p = experiment.profile("full")
+    a = nyflott_reference.load()
+    assert not a.missing  # every run analysed, from its records or the per-run tables kept
+    stacks = experiment.stacks(p.adapter_sets)
+    assert len(a.runs) == len(experiment.DELAYS_MS) * len(stacks) * p.repetitions
+    assert (a.table2["runs"] == p.repetitions).all()
+    assert set(a.runs["adapters"]) == set(p.adapter_sets)
+    assert a.runs["bytes_per_request"].notna().all()  # docker: every host's counters
+    assert a.claims["verdict"].isin(VERDICTS).all()
+    assert (a.runs["failures"] / a.runs["requests"] < 1e-3).all()
