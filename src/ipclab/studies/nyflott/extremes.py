@@ -131,7 +131,7 @@ def run_extremes(
     x = w[ext].copy()
     x["gc_role"] = [gc["role"].iloc[k] if k >= 0 else "" for k in hit[ext]]
     x["gc_t"] = [float(gc["t"].iloc[k]) if k >= 0 else nan for k in hit[ext]]
-    x["t_rel"] = x["t"].astype(float) - start
+    x["t_rel"] = (x["t"].astype(float) - start).round(6)
     x.insert(0, "run", run.path.name)
     cols = ["run", "t", "t_rel", "name", "latency_ms", "gc_role", "gc_t"]
     gc_out = gc.assign(run=run.path.name, t_rel=gc["t"] - start)
@@ -205,13 +205,13 @@ def slow_requests(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
         s = w[(lat > lo) & (lat < hi)]
         parts.append(
             pd.DataFrame(
-                {
+                {  # rounded to 1 us and 10 us: a committed reference keeps these rows
                     "run": run.path.name,
-                    "t_rel": s["t"].astype(float) - float(w["t"].min()),
+                    "t_rel": (s["t"].astype(float) - float(w["t"].min())).round(6),
                     "name": s["name"],
-                    "latency_ms": s["latency_ms"].astype(float),
+                    "latency_ms": s["latency_ms"].astype(float).round(2),
                 }
-            )  # fmt: skip
+            )
         )
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=["run", "t_rel", "name", "latency_ms"])  # fmt: skip
