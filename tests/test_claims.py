@@ -353,3 +353,29 @@ def test_end_to_end_from_run_directories(tmp_path: Path) -> None:
     r = one("T06a", df)  # mean RT gRPC < REST at 100 users
     assert r["verdict"] == C.REPRODUCED
     assert r["n_a"] == 4 and r["n_b"] == 4
+
+
+def test_b_metric_compares_two_measures_of_one_cell_as_a_test_of_its_own() -> None:
+    base = replace(ALL["T01a"], a_style="grpc", b_style="grpc", a_users=(50,), b_users=(50,))
+    two = replace(base, claim_id="T01x", metric="share_a", b_metric="share_b")
+    rng = np.random.default_rng(1)
+    runs = pd.DataFrame(
+        {
+            "style": "grpc",
+            "users": 50,
+            "share_a": 0.9 + 0.02 * rng.standard_normal(5),
+            "share_b": 0.05 + 0.01 * rng.standard_normal(5),
+        }
+    )
+    r = C.evaluate_claims(runs, [two]).iloc[0]
+    assert r["verdict"] == C.REPRODUCED
+    assert r["measured_a"] == pytest.approx(runs["share_a"].mean())
+    assert r["measured_b"] == pytest.approx(runs["share_b"].mean())
+    assert "share_a of grpc@50 > share_b of grpc@50" == two.describe()
+    # not the same test as a one-metric comparison of the same cells, and swapping the
+    # sides (with their metrics) is the same test
+    assert C.test_key(two) != C.test_key(replace(two, b_metric=""))
+    swapped = replace(two, metric="share_b", b_metric="share_a", relation="<")
+    assert C.test_key(two) == C.test_key(swapped)
+    missing = C.evaluate_claims(runs.drop(columns="share_b"), [two]).iloc[0]
+    assert missing["verdict"] == C.INCONCLUSIVE and "share_b" in missing["reason"]

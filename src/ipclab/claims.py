@@ -297,10 +297,14 @@ def measure(
 def _measure(
     claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None
 ) -> Effect:
-    if claim.metric not in runs.columns:
-        return Effect.unmeasured(f"metric {claim.metric!r} not measured")
+    b_metric = claim.b_metric or claim.metric
+    for metric in dict.fromkeys((claim.metric, b_metric)):
+        if metric not in runs.columns:
+            return Effect.unmeasured(f"metric {metric!r} not measured")
     cells, users_txt, k = _cells(claim, users_map)
-    samples = [_values(runs, claim.metric, s, u) for s, u in cells]
+    samples = [
+        _values(runs, claim.metric if i < k else b_metric, s, u) for i, (s, u) in enumerate(cells)
+    ]
     empty = [
         f"{s}@{u}" if u is not None else s
         for (s, u), x in zip(cells, samples, strict=True)
@@ -427,6 +431,11 @@ def test_key(c: Claim) -> tuple[Any, ...]:
     (the same comparison said in several places, or with its sides swapped)."""
     sides = sorted([(c.a_style, tuple(c.a_users)), (c.b_style, tuple(c.b_users))])
     kind = "interaction" if c.test == "interaction" else "compare" if c.test == "compare" else "ab"
+    if c.b_metric and c.b_metric != c.metric:  # two measures: the sides keep their metric
+        sides = sorted(
+            [(c.metric, c.a_style, tuple(c.a_users)), (c.b_metric, c.b_style, tuple(c.b_users))]
+        )  # type: ignore[list-item]
+        return (c.scope, "two-metrics", kind, *sides, c.from_users, c.to_users)
     return (c.scope, c.metric, kind, *sides, c.from_users, c.to_users)
 
 

@@ -134,6 +134,10 @@ class Claim:
     * ``interaction``: growth of the metric from ``from_users`` to ``to_users`` for a_style
       divided by the same growth for b_style, compared with 1 by ``relation``.
     * ``compare``: a deterministic measurement (code size) of a_style vs b_style.
+
+    ``b_metric`` (optional column): the b side reads this metric instead of ``metric``, so one
+    cell's two measures can be compared (e.g. a share of extremes against the same share of
+    all other requests).
     """
 
     claim_id: str
@@ -162,6 +166,9 @@ class Claim:
     # a word of the sentence that sets a size as well as a direction (docs/statistics.md):
     # "slight" (the difference is small) or "considerable" (it is large); "" for none
     magnitude: str = ""
+    # the b side's metric when it is not ``metric`` (e.g. the share of extremes that overlap a
+    # major GC against the share of all other requests, in the same cells); "" for the same
+    b_metric: str = ""
 
     @property
     def source(self) -> str:
@@ -185,10 +192,13 @@ class Claim:
                 f"{self.metric}: {side(self.a_style, self.a_users)} {rel} "
                 f"{side(self.b_style, self.b_users)}"
             )
-        return (
-            f"{self.metric}: {side(self.a_style, self.a_users)} {self.relation} "
-            f"{side(self.b_style, self.b_users)}"
-        )
+        b_side = side(self.b_style, self.b_users)
+        if self.b_metric:
+            return (
+                f"{self.metric} of {side(self.a_style, self.a_users)} {self.relation} "
+                f"{self.b_metric} of {b_side}"
+            )
+        return f"{self.metric}: {side(self.a_style, self.a_users)} {self.relation} {b_side}"
 
 
 def _users(path: Path, i: int, col: str, raw: str) -> tuple[int, ...]:
@@ -247,6 +257,7 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
         band_high=_opt_float(path, i, "band_high", r["band_high"]),
         note=r["note"],
         magnitude=r.get("magnitude", ""),
+        b_metric=r.get("b_metric", ""),
     )
     if not c.claim_id.startswith(c.statement_id):
         raise _fail(path, i, f"claim_id {c.claim_id!r} does not start with {c.statement_id!r}")
@@ -289,8 +300,9 @@ MAGNITUDES = ("", "slight", "considerable")
 
 def _raw_claims(p: Path, styles: Sequence[str]) -> pd.DataFrame:
     df = _read(p, CLAIM_COLUMNS)
-    if "magnitude" not in df.columns:  # an optional column
-        df["magnitude"] = ""
+    for optional in ("magnitude", "b_metric"):  # optional columns
+        if optional not in df.columns:
+            df[optional] = ""
     _choice(df, p, "magnitude", MAGNITUDES)
     _choice(df, p, "document", DOCUMENTS)
     _choice(df, p, "scope", SCOPES)
@@ -305,7 +317,7 @@ def _raw_claims(p: Path, styles: Sequence[str]) -> pd.DataFrame:
         raise _fail(p, i, f"duplicate claim_id {df['claim_id'].iloc[i]!r}")
     for i, r in enumerate(df.to_dict("records")):
         _claim(p, i, r)
-    return df.loc[:, [*CLAIM_COLUMNS, "magnitude"]].copy()
+    return df.loc[:, [*CLAIM_COLUMNS, "magnitude", "b_metric"]].copy()
 
 
 def load_claims(path: str | Path, styles: Sequence[str]) -> pd.DataFrame:

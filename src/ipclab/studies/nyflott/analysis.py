@@ -250,6 +250,7 @@ def analyse(
     per, missing = per_run_tables(runs, warmup_s, cached)
     rows = per["runs"]
     primary = rows[rows["adapters"] == PRIMARY] if len(rows) else rows
+    primary = verdicts.with_gc_shares(primary, per["gc_runs"])
     claim_table = verdicts.evaluate(primary) if len(primary) else pd.DataFrame()
     power = verdicts.power(primary) if len(primary) else pd.DataFrame()
     return Analysis(

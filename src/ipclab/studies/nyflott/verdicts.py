@@ -30,6 +30,21 @@ def per_run(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
     return rows.merge(hosts.host_rows(runs, warmup_s), on="run", how="left")
 
 
+#: extremes.run_extremes's columns -> the claims' metrics (N29: extremes against GCs)
+GC_SHARES = {"fraction": "extremes_gc_share", "baseline_fraction": "others_gc_share"}
+
+
+def with_gc_shares(rows: pd.DataFrame, gc_runs: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with each run's share of extremes that overlap a major GC and the same
+    share of its other requests (``extremes.run_extremes``), for claim N29."""
+    if rows.empty or gc_runs.empty or not set(GC_SHARES) <= set(gc_runs.columns):
+        return rows
+    shares = gc_runs.loc[:, ["run", *GC_SHARES]].rename(columns=GC_SHARES)
+    return rows.drop(columns=list(GC_SHARES.values()), errors="ignore").merge(
+        shares, on="run", how="left"
+    )
+
+
 def claim_runs(rows: pd.DataFrame) -> pd.DataFrame:
     """The per-run table the claims read: one row per run with ``style``, ``delay_ms`` and
     metric columns (``tables.run_rows``, plus any per-host columns); ``users`` is set to the
