@@ -21,11 +21,10 @@ from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment, run_interleaved
 from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run
-from ipclab.stacks import UnknownStack, resolve
-from ipclab.studies.nyflott.stacks import ACMEAIR_COAP, ACMEAIR_H2C, ACMEAIR_HTTP1
+from ipclab.studies.nyflott.stacks import ACMEAIR
 
-STACKS = tuple(s.name for s in (ACMEAIR_HTTP1, ACMEAIR_H2C, ACMEAIR_COAP))  # python adapters
-NATIVE_STACKS = ("acmeair-http1-nginx", "acmeair-h2c-nghttpx")  # the thesis's nginx, nghttpx
+STACKS = tuple(s.name for s in ACMEAIR if s.adapters == "python")  # the three protocols
+NATIVE_STACKS = tuple(s.name for s in ACMEAIR if s.adapters == "native")  # nginx, nghttpx
 USERS = 10
 DELAYS_MS = (0, 2, 5)
 DELAYING_BACKENDS = ("docker",)
@@ -65,16 +64,8 @@ def delays(backend: str) -> tuple[int, ...]:
 
 def stacks(adapter_sets: tuple[str, ...]) -> tuple[str, ...]:
     """The stacks of the adapter sets: the python set's three protocols, the native set's
-    stacks that are registered (none until they are)."""
-    out = list(STACKS) if "python" in adapter_sets else []
-    if "native" in adapter_sets:
-        for name in NATIVE_STACKS:
-            try:
-                resolve(name)
-            except UnknownStack:
-                continue
-            out.append(name)
-    return tuple(out)
+    two (nginx, nghttpx)."""
+    return tuple(s.name for s in ACMEAIR if s.adapters in adapter_sets)
 
 
 def directory(profile_name: str, backend: str, root: Path = DEFAULT_ROOT) -> Path:
@@ -88,12 +79,18 @@ def experiments(
     root: Path = DEFAULT_ROOT,
     options: StackOptions | None = None,
     measured_s: float | None = None,
+    warmup_s: float | None = None,
 ) -> list[Experiment]:
     """One experiment per delay (delay is a stack option), all of the same profile;
-    ``measured_s`` shortens the measured window (a deviation the result must state)."""
+    ``measured_s`` and ``warmup_s`` shorten the measured window and the warm-up (the ramp
+    included): deviations the results state."""
     p = profile(profile_name)
     if measured_s is not None:
         p = replace(p, measured_s=measured_s)
+    if warmup_s is not None:
+        if warmup_s < p.ramp_s:
+            raise ValueError(f"warm-up {warmup_s:g} s is shorter than the {p.ramp_s:g} s ramp")
+        p = replace(p, warmup_s=warmup_s)
     base = options or StackOptions()
     return [
         Experiment(
@@ -119,7 +116,7 @@ def run_experiments(
     root: Path = DEFAULT_ROOT,
     progress: Callable[[str], None] = print,
     measured_s: float | None = None,
+    warmup_s: float | None = None,
 ) -> list[Run]:
-    return run_interleaved(
-        experiments(profile_name, backend, root, measured_s=measured_s), 2017, progress
-    )
+    chosen = experiments(profile_name, backend, root, measured_s=measured_s, warmup_s=warmup_s)
+    return run_interleaved(chosen, 2017, progress)
