@@ -1,15 +1,14 @@
 """Network delay: a constant delay on every container's egress raises the minimum product-page
 latency by (delayed hops on the critical path) x delay, within 25% (issue 3, must-show 3).
 
-The load generator is on the host, whose egress is not delayed, so the hops are:
-rest/grpc: gateway -> service, service -> gateway, gateway -> client = 3;
-amqp: gateway -> broker -> service -> broker -> gateway -> client = 5.
+The load generator is on the host, which is not delayed, so the hops are:
+rest/grpc: gateway -> service, service -> gateway, one between client and gateway = 3;
+amqp: gateway -> broker -> service -> broker -> gateway, one with the client = 5.
 
-Measured here, shop-amqp rises by about 6 x delay, not 5: delaying containers in groups (10 ms)
-gave gateway alone +2.07, broker alone +2.19, services alone +0.97 hops (sum 5.2), but gateway
-with services +4.1 (3 expected) and gateway with broker +5.1 (4 expected): one extra delay
-appears when the gateway *and* a peer are delayed, a round trip inside the AMQP exchange
-(acks or flow, to be traced), not in the delay method. It stays within the 25%.
+shop-amqp used to rise by about 6 x delay: the NFQUEUE delayer held packets on their way out,
+still charged to their socket, and TCP autocorking sent a second small write (AMQP frames are
+written apart) one delay later; it holds them on their way in now (docs/docker.md, "Network
+delay"), and shop-amqp rises by 4.9 delays.
 """
 
 from __future__ import annotations
