@@ -77,6 +77,34 @@ def test_short_run_has_no_failures(
     assert run_leftovers(out) == NOTHING
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a load host is entered with nsenter (root)")
+def test_a_run_from_a_load_host(tmp_path: Path, docker_images: dict[str, str]) -> None:
+    """A stack with a load host (``StackSpec.load_host``): Locust runs in the ``loadgen``
+    container's delayed network namespace; its row carries that interface's counters, and
+    the manifest the loadgen -> gateway round trips over TCP and UDP."""
+    out = tmp_path / "run"
+    r = ipclab(
+        "run", "acmeair-http1", "--backend", "docker", "--users", "4", "--spawn-rate", "4",
+        "--duration", "8s", "--delay-ms", "5", "--out", str(out),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = read_run(out)
+    assert run.complete and run.summary["requests"] > 0 and run.summary["failures"] == 0
+    netem = run.manifest["stack_info"]["netem"]
+    for key in ("rtt_ms", "udp_rtt_ms"):  # loadgen -> gateway, two delays of 5 ms each
+        (rtt,) = netem["load_host"][key].values()
+        assert rtt == pytest.approx(10.0, rel=0.25), netem["load_host"]
+    (start,) = [e for e in run.events() if e["event"] == "load_start"]
+    assert start["load_host"].endswith(":8000") and "127.0.0.1" not in start["load_host"]
+    res = run.resources()
+    loadgen = res[res["component"] == "loadgen"].sort_values("t")
+    assert (loadgen["kind"] == "loadgen").all()  # one row per sample: Locust's, with counters
+    assert loadgen["cpu_percent"].notna().any()
+    tx = pd.to_numeric(loadgen["net_tx_packets"])
+    assert tx.notna().all() and tx.is_monotonic_increasing and tx.iloc[-1] > tx.iloc[0]
+    assert run_leftovers(out) == NOTHING
+
+
 def test_fault_run_records_failures_and_recovers(
     tmp_path: Path, docker_images: dict[str, str]
 ) -> None:
