@@ -103,7 +103,7 @@ def _add_stack_args(p: argparse.ArgumentParser) -> None:
         "--delay-ms",
         type=non_negative,
         default=0.0,
-        help="netem egress delay on every container (docker backend)",
+        help="delay per container, each hop between containers once (docker backend)",
     )
 
 

@@ -22,7 +22,7 @@ class StackOptions:
     call_timeout_s: float = 2.0  # gateway -> service deadline; then 504
     cpus: float | None = None  # per-service CPU limit (docker backend)
     memory_mb: int | None = None  # per-service memory limit (docker backend)
-    delay_ms: float = 0.0  # netem egress delay per container (docker backend)
+    delay_ms: float = 0.0  # delay per container, each hop once (docker backend; netem.py)
     cpuset: str | None = None  # CPUs the stack runs on, e.g. "0" (the generator on others)
     extra_env: dict[str, str] = field(default_factory=dict)
 
