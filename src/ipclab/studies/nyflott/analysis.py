@@ -55,10 +55,14 @@ DEVIATIONS = [
     "tables and claims are compared with; the native set (Debian's nginx and nghttpx) "
     "carries HTTP/1.1 and h2c beside it. CoAP has no native variant (no Californium).",
     "One machine (2 shared cores): every host is a container with its own network "
-    "namespace (docker backend) instead of an OpenStack VM with 2 vCPUs and 4 GB; the added "
-    "delay is an NFQUEUE delayer on every container's egress (the kernel has no netem), for "
-    "TCP and UDP alike. The local backend (quick profile) runs processes on loopback: no "
-    "delay (0 ms only) and no per-host network counters.",
+    "namespace (docker backend) instead of an OpenStack VM with 2 vCPUs and 4 GB, the load "
+    "generator included (Locust in a container's namespace); the kernel has no netem, so "
+    "the delay is an NFQUEUE delayer in every host, holding each packet on its way in "
+    "rather than out (every hop between hosts is still delayed once, TCP and UDP alike; "
+    "held on the way out, a packet stays charged to its socket and Linux then delays a "
+    "second small write by one more delay: docs/docker.md). The local backend (quick "
+    "profile) runs processes on loopback: no delay (0 ms only) and no per-host network "
+    "counters.",
     "Load: Locust (FastHttpUser, 10 closed-loop users, no think time) running the AcmeAir "
     "JMeter driver's mix, in place of JMeter; repetitions in a randomized, interleaved order "
     "(the thesis ran each configuration once); every statistic is per run, then summarised "
