@@ -188,3 +188,26 @@ def test_posts_to_one_path_in_flight_get_their_own_multi_block_answers(style: st
             await asyncio.gather(*(one(i) for i in range(32)))
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_requests_to_one_peer_are_answered_concurrently(style: str) -> None:
+    """20 requests whose answers each take 0.3 s finish together, not one after another
+    (CoAP: aiocoap's NSTART = 1 per endpoint would queue them; the client's endpoint pool
+    keeps one exchange per endpoint)."""
+
+    async def slow(request: HttpRequest) -> HttpResponse:
+        await asyncio.sleep(0.3)
+        return HttpResponse(200, (), request.target.encode())
+
+    async def main() -> float:
+        async with relay_pair(style, slow) as relay:
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            answers = await asyncio.gather(
+                *(relay.request(HttpRequest("GET", f"/x/{i}"), 10) for i in range(20))
+            )
+            assert [a.body for a in answers] == [f"/x/{i}".encode() for i in range(20)]
+            return loop.time() - t0
+
+    assert asyncio.run(main()) < 1.5  # one at a time: 6 s
