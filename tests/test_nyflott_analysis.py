@@ -123,7 +123,7 @@ def test_a_run_without_records_or_cached_rows_is_listed(tmp_path: Path) -> None:
     path = make_run(tmp_path, "acmeair-coap", 1, 0.0, [5.0] * 100)
     shutil.rmtree(path / "requests")
     a = analysis.analyse([read_run(path)])
-    assert a.missing == [path.name] and a.runs.empty
+    assert a.missing == [f"{path.parent.name}/{path.name}"] and a.runs.empty
     res = StudyResults(tmp_path / "results", "nyflott", "N", figures_dir=tmp_path / "figs")
     analysis.write_results(a, res)
     assert "without per-request records" in res.skipped[0]
@@ -140,3 +140,27 @@ def test_local_runs_say_what_was_not_measured(tmp_path: Path) -> None:
     assert any("no per-host network counters" in s for s in res.skipped)
     assert "table3" not in {t["name"] for t in res.tables}
     assert (a.claims["verdict"] == "inconclusive").all()  # 2 runs a cell
+
+
+def test_runs_of_the_same_name_in_two_delay_folders_stay_apart(tmp_path: Path) -> None:
+    """An experiment names its runs alike in every delay's folder (acmeair-coap-u10-base-r1):
+    every per-run table keys a run by its folder and name, so no merge mixes delays."""
+    paths = []
+    for delay in (0.0, 5.0):
+        d = tmp_path / f"delay{int(delay)}ms"
+        d.mkdir()
+        lat = [5.0 + 4.8 * delay + 0.1 * (i % 7) for i in range(100)]
+        path = make_run(d, "acmeair-coap", 0, delay, lat, stack_spec={"adapters": "python"})
+        write_resources(path, gateway_cpu=30.0 - delay, bytes_per_s=1000.0, sidecars=True)
+        write_gc(path, "egress", [(1005.99, 30.0)])
+        paths.append(path.rename(d / "acmeair-coap-u10-base-r1"))
+    runs = [read_run(p) for p in paths]
+    a = analysis.analyse(runs, warmup_s=1.0)
+    assert sorted(a.runs["run"]) == [
+        "delay0ms/acmeair-coap-u10-base-r1",
+        "delay5ms/acmeair-coap-u10-base-r1",
+    ]
+    assert sorted(a.runs["delay_ms"]) == [0.0, 5.0]
+    assert len(a.hosts_runs.drop_duplicates(["run", "host"])) == len(a.hosts_runs)
+    assert list(a.gc.sort_values("delay_ms")["runs"]) == [1, 1]
+    assert a.runs.groupby("delay_ms")["mean_ms"].mean().diff().iloc[-1] > 20

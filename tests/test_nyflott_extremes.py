@@ -99,3 +99,17 @@ def test_slow_requests_are_figure_16s_range(tmp_path: Path) -> None:
     assert list(slow["latency_ms"]) == [120.0, 199.0]
     assert slow["t_rel"].tolist() == pytest.approx([5.0, 6.0])
     assert isinstance(slow, pd.DataFrame)
+
+
+def test_gc_lines_of_docker_logs_are_read_past_their_timestamps(tmp_path: Path) -> None:
+    from ipclab.studies.nyflott import gcevents
+
+    (tmp_path / "logs").mkdir()
+    event = json.dumps({"t": 1000.5, "ms": 20.4, "collected": 5, "uncollectable": 0})
+    (tmp_path / "logs" / "egress.log").write_text(
+        f"2026-11-25T09:33:39.252530119Z ipclab-gc {event}\n"
+        f"ipclab-gc {event.replace('1000.5', '1001.5')}\n"
+        "2026-11-25T09:33:40Z some text mentioning ipclab-gc {not json}\n"
+    )
+    gc = gcevents.read_gc_events(tmp_path)
+    assert list(gc["t"]) == [1000.5, 1001.5] and set(gc["role"]) == {"egress"}

@@ -133,7 +133,7 @@ def _measure(run: Run, warmup_s: float) -> dict[str, pd.DataFrame]:
     """Every per-run table of one run with per-request records."""
     row = tables.run_rows([run], warmup_s)
     ht = hosts.host_table(run, warmup_s)
-    wide = pd.DataFrame([hosts.row_from_hosts(run.path.name, ht)])
+    wide = pd.DataFrame([hosts.row_from_hosts(tables.run_key(run), ht)])
     gc_row, ext, gcs = extremes.run_extremes(run, warmup_s)
     return {
         "runs": row.merge(wide, on="run", how="left"),
@@ -158,7 +158,7 @@ def per_run_tables(
     for run in runs:
         if not run.complete:
             continue
-        name = run.path.name
+        name = tables.run_key(run)
         if has_records(run):
             got = _measure(run, warmup_s if warmup_s is not None else warmup_of(run))
         elif "runs" in cache and (cache["runs"]["run"] == name).any():

@@ -113,7 +113,7 @@ def run_extremes(
     hit = coincides(t, lat, gc["t"].to_numpy(float), gc["ms"].to_numpy(float))
     nan = float("nan")
     row: dict[str, object] = {
-        "run": run.path.name,
+        "run": tables.run_key(run),
         "requests": len(lat),
         "threshold_ms": thr,
         "extremes": int(ext.sum()),
@@ -132,9 +132,9 @@ def run_extremes(
     x["gc_role"] = [gc["role"].iloc[k] if k >= 0 else "" for k in hit[ext]]
     x["gc_t"] = [float(gc["t"].iloc[k]) if k >= 0 else nan for k in hit[ext]]
     x["t_rel"] = (x["t"].astype(float) - start).round(6)
-    x.insert(0, "run", run.path.name)
+    x.insert(0, "run", tables.run_key(run))
     cols = ["run", "t", "t_rel", "name", "latency_ms", "gc_role", "gc_t"]
-    gc_out = gc.assign(run=run.path.name, t_rel=gc["t"] - start)
+    gc_out = gc.assign(run=tables.run_key(run), t_rel=gc["t"] - start)
     return row, x[cols].reset_index(drop=True), gc_out[["run", "role", "t", "t_rel", "ms"]]
 
 
@@ -206,7 +206,7 @@ def slow_requests(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
         parts.append(
             pd.DataFrame(
                 {  # rounded to 1 us and 10 us: a committed reference keeps these rows
-                    "run": run.path.name,
+                    "run": tables.run_key(run),
                     "t_rel": (s["t"].astype(float) - float(w["t"].min())).round(6),
                     "name": s["name"],
                     "latency_ms": s["latency_ms"].astype(float).round(2),

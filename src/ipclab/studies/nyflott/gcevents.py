@@ -1,5 +1,6 @@
 """Major GC events of a run: the ``ipclab-gc`` lines every role of an AcmeAir stack logs
-(``services/gcwatch.py``), read from the run directory's ``logs/<role>.log``."""
+(``services/gcwatch.py``), read from the run directory's ``logs/<role>.log`` (the docker
+backend's lines begin with the container's timestamp)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ def read_gc_events(run_dir: str | Path) -> pd.DataFrame:
     rows = []
     for log in sorted(Path(run_dir, "logs").glob("*.log")):
         for line in log.read_text(errors="replace").splitlines():
-            if not line.startswith(PREFIX):
+            head, sep, body = line.partition(PREFIX)
+            if not sep or " " in head.strip():  # a docker log line starts with its timestamp
                 continue
             try:
-                event = json.loads(line[len(PREFIX) :])
+                event = json.loads(body)
                 rows.append({"role": log.stem, **{k: event[k] for k in COLUMNS[1:]}})
             except (ValueError, KeyError, TypeError):
                 continue
