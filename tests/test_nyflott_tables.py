@@ -64,17 +64,19 @@ def test_table2_per_protocol_and_delay_with_intervals(tmp_path: Path) -> None:
 
 
 def test_the_test_cases_are_the_users_names() -> None:
-    """The same tuple as the Locust user's (read from its source: importing it would
-    import Locust, whose gevent patches this process)."""
+    """Every request the Locust user names is one of the thesis's test cases, and every
+    test case is named (read from its source: importing it would import Locust, whose
+    gevent patches this process)."""
     import ast
 
     import ipclab.studies.nyflott as pkg
 
     tree = ast.parse((Path(pkg.__file__).parent / "users.py").read_text())
-    assigned = [n for n in tree.body if isinstance(n, ast.Assign)]
-    found = [
-        ast.literal_eval(n.value)
-        for n in assigned
-        if any(getattr(t, "id", "") == "TEST_CASES" for t in n.targets)
-    ]
-    assert found == [tables.TEST_CASES]
+    names = {
+        ast.literal_eval(k.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        for k in n.keywords
+        if k.arg == "name" and isinstance(k.value, ast.Constant)
+    }
+    assert names == set(tables.TEST_CASES)

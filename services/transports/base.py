@@ -148,6 +148,28 @@ class Relay(Protocol):
     async def close(self) -> None: ...
 
 
+class Peers(Protocol):
+    """A client of several peers, each by name."""
+
+    async def send(self, peer: str, message: HttpRequest, timeout: float) -> HttpResponse: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class PeerRelay:
+    """The :class:`Relay` to one peer of a client of several (``peers``)."""
+
+    peers: Peers
+    peer: str
+
+    async def request(self, message: HttpRequest, timeout: float) -> HttpResponse:
+        return await self.peers.send(self.peer, message, timeout)
+
+    async def close(self) -> None:
+        await self.peers.close()
+
+
 class Transport(Protocol):
     async def serve(self, service: ServiceDef, config: ServeConfig) -> None: ...
 

@@ -55,8 +55,10 @@ from ipclab_services import wire
 from ipclab_services.errors import Timeout, Unavailable
 from ipclab_services.transports.base import (
     ConnectConfig,
+    Headers,
     HttpRequest,
     HttpResponse,
+    PeerRelay,
     RelayHandler,
     ServeConfig,
     ServiceDef,
@@ -115,14 +117,30 @@ def _to_coap(message: HttpRequest, base: str, tag: int | None = None) -> aiocoap
     out.opt.uri_query = tuple(q for q in query.split("&") if q)
     if tag is not None:
         out.opt.request_tag = (tag.to_bytes((tag.bit_length() + 7) // 8, "big"),)
-    for name, value in message.headers:
+    _put_headers(out, message.headers, "cookie", COOKIE)
+    return out
+
+
+def _put_headers(out: aiocoap.Message, headers: Headers, cookie: str, option: int) -> None:
+    """The headers CoAP has a place for: Content-Type as the Content-Format, ``cookie``
+    (Cookie or Set-Cookie) as the experimental ``option``; the others are dropped."""
+    for name, value in headers:
         if name == "content-type":
             fmt = _content_format(value)
             if fmt is not None:
                 out.opt.content_format = fmt
-        elif name == "cookie":
-            out.opt.add_option(StringOption(COOKIE, value))
-    return out
+        elif name == cookie:
+            out.opt.add_option(StringOption(option, value))
+
+
+def _get_headers(message: aiocoap.Message, cookie: str, option: int) -> Headers:
+    """The headers :func:`_put_headers` carried, back from the options."""
+    headers: list[tuple[str, str]] = []
+    fmt = message.opt.content_format
+    if fmt is not None and int(fmt) in _MEDIA_TYPE:
+        headers.append(("content-type", _MEDIA_TYPE[int(fmt)]))
+    headers += [(cookie, _text(o.value)) for o in message.opt.get_option(option)]
+    return tuple(headers)
 
 
 def _text(value: object) -> str:
@@ -135,34 +153,19 @@ def _from_coap(request: aiocoap.Message) -> HttpRequest:
     target = "/" + "/".join(request.opt.uri_path)
     if request.opt.uri_query:
         target += "?" + "&".join(request.opt.uri_query)
-    headers: list[tuple[str, str]] = []
-    fmt = request.opt.content_format
-    if fmt is not None and int(fmt) in _MEDIA_TYPE:
-        headers.append(("content-type", _MEDIA_TYPE[int(fmt)]))
-    headers += [("cookie", _text(o.value)) for o in request.opt.get_option(COOKIE)]
     method = next((m for m, c in _METHODS.items() if c == request.code), "GET")
-    return HttpRequest(method, target, tuple(headers), request.payload)
+    return HttpRequest(method, target, _get_headers(request, "cookie", COOKIE), request.payload)
 
 
 def _answer_coap(answer: HttpResponse) -> aiocoap.Message:
     out = aiocoap.Message(code=code_of(answer.status), payload=answer.body)
-    for name, value in answer.headers:
-        if name == "content-type":
-            fmt = _content_format(value)
-            if fmt is not None:
-                out.opt.content_format = fmt
-        elif name == "set-cookie":
-            out.opt.add_option(StringOption(SET_COOKIE, value))
+    _put_headers(out, answer.headers, "set-cookie", SET_COOKIE)
     return out
 
 
 def _answer_http(response: aiocoap.Message) -> HttpResponse:
-    headers: list[tuple[str, str]] = []
-    fmt = response.opt.content_format
-    if fmt is not None and int(fmt) in _MEDIA_TYPE:
-        headers.append(("content-type", _MEDIA_TYPE[int(fmt)]))
-    headers += [("set-cookie", _text(o.value)) for o in response.opt.get_option(SET_COOKIE)]
-    return HttpResponse(status_of(response.code), tuple(headers), response.payload)
+    headers = _get_headers(response, "set-cookie", SET_COOKIE)
+    return HttpResponse(status_of(response.code), headers, response.payload)
 
 
 class _Relay(aiocoap.resource.Resource):
@@ -298,21 +301,8 @@ async def connect(services: Sequence[ServiceDef], config: ConnectConfig) -> Coap
     return clients
 
 
-class CoapRelay:
-    """Whole HTTP messages to one peer, each translated to one CoAP exchange."""
-
-    def __init__(self, address: str) -> None:
-        self._contexts = _Contexts({address: address}, tagged=True)
-        self._address = address
-
-    async def request(self, message: HttpRequest, timeout: float) -> HttpResponse:
-        return await self._contexts.send(self._address, message, timeout)
-
-    async def close(self) -> None:
-        await self._contexts.close()
-
-
-async def connect_relay(address: str) -> CoapRelay:
-    relay = CoapRelay(address)
-    await relay._contexts.start()
-    return relay
+async def connect_relay(address: str) -> PeerRelay:
+    """Whole HTTP messages to one peer, each a CoAP exchange with a Request-Tag."""
+    contexts = _Contexts({address: address}, tagged=True)
+    await contexts.start()
+    return PeerRelay(contexts, address)

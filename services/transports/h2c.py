@@ -51,6 +51,7 @@ from ipclab_services.transports.base import (
     Headers,
     HttpRequest,
     HttpResponse,
+    PeerRelay,
     RelayHandler,
     ServeConfig,
     ServiceDef,
@@ -510,19 +511,6 @@ async def connect(services: Sequence[ServiceDef], config: ConnectConfig) -> H2cC
     return H2cClients({s.name: config.addresses[s.name] for s in services})
 
 
-class H2cRelay:
+async def connect_relay(address: str) -> PeerRelay:
     """Whole HTTP messages to one peer over one multiplexed h2c connection."""
-
-    def __init__(self, address: str) -> None:
-        self._connections = _Connections({address: address})
-        self._address = address
-
-    async def request(self, message: HttpRequest, timeout: float) -> HttpResponse:
-        return await self._connections.send(self._address, message, timeout)
-
-    async def close(self) -> None:
-        await self._connections.close()
-
-
-async def connect_relay(address: str) -> H2cRelay:
-    return H2cRelay(address)
+    return PeerRelay(_Connections({address: address}), address)

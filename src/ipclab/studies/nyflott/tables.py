@@ -45,8 +45,8 @@ def measured_requests(run: Run, warmup_s: float) -> pd.DataFrame:
     return req[(t >= float(t.min()) + warmup_s) & (t <= end)]
 
 
-#: the thesis's eight test cases in its order (the Locust user names its requests so;
-#: ``users.TEST_CASES``, which imports Locust, is the same tuple)
+#: the thesis's eight test cases in its order; the Locust user (``users.py``) names its
+#: requests so
 TEST_CASES = (
     "Login",
     "Query Flight",

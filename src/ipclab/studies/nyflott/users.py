@@ -5,7 +5,7 @@ The request mix is the driver's (acmeair/acmeair-driver @ aaebd8e,
 per iteration a random customer ``uid0..uid199`` does Login; 25% of iterations View
 Profile Information + Update Customer; Query Flight 5 times; Book Flight when a flight
 was found; List Bookings; 25% of iterations Cancel Booking for each booking listed;
-Logout. Requests are named by the thesis's test cases (``TEST_CASES``), so the recorder
+Logout. Requests are named by the thesis's test cases (``tables.TEST_CASES``), so the recorder
 keeps the test case of every request. Cookies (the session) live in the user's own client.
 """
 
@@ -18,16 +18,6 @@ from locust import FastHttpUser, constant, task
 
 from ipclab.load import recorder  # noqa: F401 - registers the per-request recorder
 
-TEST_CASES = (
-    "Login",
-    "Query Flight",
-    "List Bookings",
-    "Logout",
-    "Book Flight",
-    "View Profile Information",
-    "Update Customer",
-    "Cancel Booking",
-)
 CUSTOMERS = int(os.environ.get("IPCLAB_ACMEAIR_CUSTOMERS", "200"))
 AIRPORTS = ("AMS", "BOM", "CDG", "FRA", "HKG", "JFK", "LHR", "NRT", "OSL", "SFO", "SIN", "TRD")
 QUERIES = 5  # the driver's "Query Loop"
