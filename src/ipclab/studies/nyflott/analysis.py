@@ -328,10 +328,12 @@ def table2_text(t2: pd.DataFrame) -> pd.DataFrame:
     set's measured row (mean over runs [95% t interval])."""
     if t2.empty:
         return t2
-    metrics = {"rps": ("req/s", 0), "mean_ms": ("mean ms", 2), "sd_ms": ("SD ms", 2),
-               "min_ms": ("min ms", 2), "max_ms": ("max ms", 1), "p50_ms": ("p50 ms", 2),
+    metrics = {"requests": ("requests", 0), "rps": ("req/s", 0), "mean_ms": ("mean ms", 2),
+               "sd_ms": ("SD ms", 2), "min_ms": ("min ms", 2), "max_ms": ("max ms", 1),
+               "p50_ms": ("p50 ms", 2), "p95_ms": ("p95 ms", 1),
                "p99_ms": ("p99 ms", 1)}  # fmt: skip
-    pub = {"rps": "published_rps", "mean_ms": "published_mean_ms", "sd_ms": "published_sd_ms",
+    pub = {"requests": "published_requests", "rps": "published_rps",
+           "mean_ms": "published_mean_ms", "sd_ms": "published_sd_ms",
            "min_ms": "published_min_ms", "max_ms": "published_max_ms"}  # fmt: skip
     return _side_by_side(t2, metrics, pub)
 
