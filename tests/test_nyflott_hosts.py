@@ -29,9 +29,10 @@ def write_resources(
     rows = []
     for i in range(11):
         t = 1000.0 + i
-        comps = [*hosts.HOSTS, *(SIDECARS if sidecars else ()), *(["loadgen"] if loadgen else [])]
+        comps = [*hosts.THESIS_HOSTS, *(SIDECARS if sidecars else ())]
+        comps += ["loadgen"] if loadgen else []
         for k, comp in enumerate(comps):
-            own = comp in hosts.HOSTS or comp == "loadgen"
+            own = comp in hosts.THESIS_HOSTS or comp == "loadgen"
             cpu = gateway_cpu if comp == "gateway" else 30.0 if comp == "loadgen" else 5.0
             rows.append(
                 {
@@ -86,17 +87,25 @@ def test_roles_are_summed_per_host_and_the_load_generator_is_a_host(tmp_path: Pa
 
 
 def test_the_manifest_says_which_host_a_role_is_on(tmp_path: Path) -> None:
-    assert hosts.host_of("egress") == "gateway"
-    assert hosts.host_of("booking-ingress") == "booking" and hosts.host_of("loadgen") == "loadgen"
-    assert hosts.host_of("-ingress") == "-ingress"
     spec = {"adapters": "python", "hosts": {"egress": "gateway", "auth-ingress": "flight"}}
     path = make_run(tmp_path, "acmeair-coap", 1, 0.0, [5.0] * 100, stack_spec=spec)
     write_resources(path, gateway_cpu=40.0, sidecars=True)
     run = read_run(path)
-    assert hosts.role_hosts(run) == spec["hosts"]
+    assert hosts.host_of(run, "auth-ingress") == "flight"  # recorded
+    assert hosts.host_of(run, "booking-ingress") == "booking"  # the stack's declaration
+    assert hosts.host_of(run, "loadgen") == "loadgen"
     t = hosts.host_table(run, warmup_s=1.0).set_index("host")
     assert t.loc["flight", "roles"] == "auth-ingress flight flight-ingress"
     assert t.loc["auth", "cpu_mean"] == 5.0
+
+
+def test_a_run_without_recorded_hosts_uses_its_stack_or_the_role(tmp_path: Path) -> None:
+    old = read_run(make_run(tmp_path, "acmeair-coap", 1, 0.0, [5.0] * 10))
+    assert hosts.host_of(old, "egress") == "gateway"  # the registry's acmeair-coap
+    assert hosts.host_of(old, "flight-ingress") == "flight"
+    assert hosts.host_of(old, "-ingress") == "-ingress"
+    unknown = read_run(make_run(tmp_path, "no-such-stack", 1, 0.0, [5.0] * 10))
+    assert hosts.host_of(unknown, "egress") == "egress"
 
 
 def test_a_role_that_is_not_a_host_is_kept(tmp_path: Path) -> None:

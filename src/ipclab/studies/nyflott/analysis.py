@@ -28,6 +28,7 @@ import pandas as pd
 from ipclab import claims as claims_mod
 from ipclab import stats
 from ipclab.runs import Run
+from ipclab.stacks import LOADGEN
 from ipclab.studies.nyflott import extremes, hosts, published, tables, verdicts
 
 PRIMARY = "python"  # the adapter set the thesis comparison and the claims use
@@ -357,7 +358,7 @@ def hosts_text(cells: pd.DataFrame) -> pd.DataFrame:
     packets sent and received per request [95% CI], and the run totals over the window."""
     if cells.empty:
         return cells
-    order = {h: i for i, h in enumerate((*hosts.THESIS_HOSTS, hosts.LOADGEN))}
+    order = {h: i for i, h in enumerate((*hosts.THESIS_HOSTS, LOADGEN))}
     cells = cells.assign(o=cells["host"].map(order).fillna(len(order)))
     cells = cells.sort_values(["adapters", "delay_ms", "style", "o", "host"], kind="stable")
     out = []

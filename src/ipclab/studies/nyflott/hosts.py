@@ -4,8 +4,9 @@ A **host** is the thesis's VM: the gateway (the thesis's ``nginx1``), the auth, 
 customer and flight services, and the load generator (``loadgen``; the thesis's
 ``acmeair-jmeter1``, left out of its figures). Every role of a stack runs on one host: the
 run manifest's ``stack_spec.hosts`` (role -> host) says which where it is recorded; without
-it the naming convention does (``egress`` on the gateway's host, ``<svc>-ingress`` on
-``<svc>``'s, any other role on a host of its own name), so no role is ever dropped.
+it the stack's declaration does (``StackSpec.host_of``: ``egress`` on the gateway's host,
+``<svc>-ingress`` on ``<svc>``'s), and any other component is a host of its own name, so
+no role is ever dropped (:func:`host_of`).
 
 ``resources.csv`` has one row per component (role, ``loadgen``) about once a second
 (``cpu_percent``: 100 = one core; ``net_*``: the interface counters of the container the
@@ -33,42 +34,34 @@ container).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from ipclab.runs import Run
+from ipclab.stacks import UnknownStack, resolve
 from ipclab.studies.nyflott import tables
 
-THESIS_HOSTS = ("gateway", "auth", "booking", "customer", "flight")
-HOSTS = THESIS_HOSTS  # the hosts the thesis's figures and Table 3 cover
-LOADGEN = "loadgen"
+THESIS_HOSTS = ("gateway", "auth", "booking", "customer", "flight")  # figures, Table 3
 COUNTERS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets")
 MACHINE = "host"  # resources.csv's whole-machine row: no role, not a host of the stack
 ROUND_GAP_S = 0.5  # samples further apart than this belong to different sampling rounds
-EGRESS = "egress"
-INGRESS_SUFFIX = "-ingress"
 
 
-def host_of(role: str, hosts: Mapping[str, str] | None = None) -> str:
-    """The host a role runs on: ``hosts`` (a manifest's ``stack_spec.hosts``) where it
-    names the role, else ``egress`` -> ``gateway``, ``<svc>-ingress`` -> ``<svc>``, and
-    any other role (``loadgen`` included) -> itself."""
-    if hosts and role in hosts:
-        return str(hosts[role])
-    if role == EGRESS:
-        return "gateway"
-    if role.endswith(INGRESS_SUFFIX) and len(role) > len(INGRESS_SUFFIX):
-        return role[: -len(INGRESS_SUFFIX)]
-    return role
-
-
-def role_hosts(run: Run) -> dict[str, str]:
-    """The run's recorded role -> host map (empty for runs recorded before it existed)."""
+def host_of(run: Run, role: str) -> str:
+    """The host ``role`` ran on in ``run``: the manifest's ``stack_spec.hosts`` where it
+    names the role, else the stack's declaration (``StackSpec.host_of``: ``egress`` ->
+    the gateway, ``<svc>-ingress`` -> ``<svc>``), else (an unknown stack, or a component
+    that is no role, as ``loadgen``) the role itself."""
     spec = run.manifest.get("stack_spec") or {}
-    hosts = spec.get("hosts") if isinstance(spec, dict) else None
-    return {str(k): str(v) for k, v in hosts.items()} if isinstance(hosts, dict) else {}
+    recorded = spec.get("hosts") if isinstance(spec, dict) else None
+    if isinstance(recorded, dict) and role in recorded:
+        return str(recorded[role])
+    try:
+        return resolve(str(run.manifest.get("stack", ""))).host_of(role)
+    except UnknownStack:
+        return role
 
 
 def _window(run: Run, warmup_s: float) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -114,7 +107,6 @@ def host_table(run: Run, warmup_s: float) -> pd.DataFrame:
     cpu_mean, cpu_sd``, the four counters' increase over the window, per second and per
     request (see the module's doc)."""
     req, res = _window(run, warmup_s)
-    mapping = role_hosts(run)
     nan = float("nan")
     n, t0, t1 = 0, nan, nan
     if len(res):
@@ -122,7 +114,7 @@ def host_table(run: Run, warmup_s: float) -> pd.DataFrame:
         t0, t1 = float(rt.min()), float(rt.max())
         t = req["t"].astype(float)
         n = int(((t >= t0) & (t <= t1)).sum())
-        res["host"] = [host_of(c, mapping) for c in res["component"]]
+        res["host"] = res["component"].map({c: host_of(run, c) for c in set(res["component"])})
         res["round"] = _rounds(rt)
     present = sorted(set(res["host"])) if len(res) else []
     order = [*THESIS_HOSTS, *(h for h in present if h not in THESIS_HOSTS)]
