@@ -435,7 +435,10 @@ class DockerStack:
                 raise TimeoutError(f"{role} not healthy {timeout_s:.0f}s after its restart")
             time.sleep(0.1)
 
-    def logs(self, tail: int = 5000) -> dict[str, str]:
+    def logs(self, tail: int | str = 5000) -> dict[str, str]:
+        """Each container's log, its last ``tail`` lines (``"all"``: whole). The default
+        tail is for error messages (``DockerStackError.logs``); the run's ``logs/`` are
+        written whole (``write_logs``)."""
         out: dict[str, str] = {}
         for comp, ctr in list(self._containers.items()):
             try:
@@ -445,8 +448,10 @@ class DockerStack:
         return out
 
     def write_logs(self, directory: Path) -> None:
+        """Each container's whole log into ``directory/<component>.log``: a chatty role's
+        early lines (its ``ipclab-gc`` events among them) are kept, not cut to a tail."""
         directory.mkdir(parents=True, exist_ok=True)
-        for comp, text in self.logs().items():
+        for comp, text in self.logs(tail="all").items():
             (directory / f"{comp}.log").write_text(text)
 
     def stop(self) -> None:
