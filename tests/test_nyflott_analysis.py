@@ -79,6 +79,9 @@ def test_analyse_puts_the_adapter_sets_beside_the_thesis(tmp_path: Path) -> None
     fx = a.adapters.set_index(["style", "delay_ms", "metric"])
     assert fx.loc[("http1", 0.0, "mean_ms"), "ratio"] == pytest.approx(0.9, rel=0.05)
     assert ("coap", 0.0, "mean_ms") not in fx.index  # no native CoAP
+    tested = fx[fx["p"].notna()]  # Holm over the table's rows
+    assert len(tested) and (tested["p_holm"] >= tested["p"]).all()
+    assert tested["p_holm"].max() <= 1.0 and fx["p_holm"].isna().sum() == fx["p"].isna().sum()
     # the claims are judged on the python set only: 3 runs a side
     c = a.claims.set_index("claim_id")
     assert c.loc["N01d", "n_a"] == 3 and c.loc["N01d", "verdict"] == "reproduced"
