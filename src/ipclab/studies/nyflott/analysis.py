@@ -497,7 +497,7 @@ def write_results(a: Analysis, results: Any) -> None:
         )
     if len(a.table2):
         results.table(table2_text(a.table2), "table2", "Table 2 beside the thesis's: per "
-                      "protocol and added delay (per host egress) the thesis's row, then each "
+                      "protocol and added delay (per host) the thesis's row, then each "
                       "adapter set's, mean over runs [95% t interval] of each run's value over "
                       "its measured window; the thesis's req/s: its requests / 600 s.")  # fmt: skip
         results.table(a.table2, "table2_cells", "Table 2 per cell, numeric (estimate, low, "

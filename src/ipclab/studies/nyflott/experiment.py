@@ -6,9 +6,11 @@ interleaved.
 the full profile, HTTP/1.1 and h2c through the thesis's own adapters (nginx, nghttpx: the
 ``native`` set), where those stacks are registered. Every (stack, delay) cell of a
 repetition runs in one shuffled order (``experiments.run_interleaved``), so no protocol,
-adapter set or delay gets one time of the session. The delay is added on every
-container's egress by the docker backend; the local backend cannot delay, so there the
-matrix has delay 0 only. Runs go under ``<root>/nyflott-<profile>-<backend>/delay<d>ms/``.
+adapter set or delay gets one time of the session. The delay is added per host by the
+docker backend (each host's packets held on their way in by the NFQUEUE delayer, so every
+hop between two hosts is delayed once: docs/docker.md; the thesis used netem on each VM's
+egress); the local backend cannot delay, so there the matrix has delay 0 only. Runs go
+under ``<root>/nyflott-<profile>-<backend>/delay<d>ms/``.
 """
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ chance, the same share among the run's **other** requests is reported beside it
 (``baseline_fraction``): extremes are explained by GCs only as far as they coincide more
 often than ordinary requests do.
 
-GCs come from ``logs/<role>.log`` (``gcevents``); a run without role logs (the docker
-backend keeps logs only on failure unless told otherwise) gives NaN counts, not zero.
+GCs come from ``logs/<role>.log`` (``gcevents``; the docker backend writes every
+container's log whenever the stack stops); a run without role logs (one recorded before
+that) gives NaN counts, not zero.
 """
 
 from __future__ import annotations

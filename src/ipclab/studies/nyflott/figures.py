@@ -141,7 +141,7 @@ def _beside_published(ax: Axes, cells: pd.DataFrame, metric: str, pub: str, ylab
                           label=None if label in labelled else label)  # fmt: skip
                 labelled.add(label)
     ax.set_xticks(range(len(delays)), [f"{d:g} ms" for d in delays])
-    ax.set_xlabel("added delay per host egress")
+    ax.set_xlabel("added delay per host")
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
 
