@@ -55,6 +55,17 @@ DEVIATIONS = [
     "an h2 client and server, aiocoap) carries all three protocols and is what the thesis's "
     "tables and claims are compared with; the native set (Debian's nginx and nghttpx) "
     "carries HTTP/1.1 and h2c beside it. CoAP has no native variant (no Californium).",
+    "CoAP client: aiocoap keeps RFC 7252's NSTART = 1 (one exchange in flight) per UDP "
+    "endpoint, so the egress adapter keeps a pool of endpoints per peer, one per exchange in "
+    "flight, up to 100 per peer (services/transports/coap.py), as the thesis fixed "
+    "Californium with a pool of EndPointManagers.",
+    "CoAP's Query Flight answer (3,752 B) travels block-wise (RFC 7959) in 4 blocks of at "
+    "most 1,024 B (UDP CoAP's largest block), each block a round trip between the gateway "
+    "and flight hosts: measured as 10 delayed hops where HTTP/1.1 and h2c take 4 "
+    "(tests/docker/test_acmeair_delay.py). Query Flight being about half the requests (5 "
+    "of the driver's ~10 per iteration), CoAP's mean response time carries ~3 extra round "
+    "trips (6 x the per-host delay) on half its requests; the thesis does not discuss "
+    "block-wise transfer.",
     "One machine (2 shared cores): every host is a container with its own network "
     "namespace (docker backend) instead of an OpenStack VM with 2 vCPUs and 4 GB, the load "
     "generator included (Locust in a container's namespace); the kernel has no netem, so "
