@@ -11,6 +11,10 @@ import pandas as pd
 from ipclab.runs import read_run
 
 SATURATION_CPU_PERCENT = 90.0  # Locust runs on one core: above this it is the bottleneck
+# resources.csv kinds that are not the system under test: the load generator, the docker
+# backend's network-delay emulation, and the whole machine; the first two run for the run
+OURS_TOO = ("loadgen", "delayer")
+NOT_THE_STACK = (*OURS_TOO, "host")
 
 
 def latency_stats(ms: pd.Series) -> dict[str, float | None]:
@@ -32,13 +36,15 @@ def machine_load(window: pd.DataFrame, rps: float) -> dict[str, Any]:
 
     ``stack_cpu_ms_per_request`` (gateway, services and broker) measures how expensive one
     request is on this machine: runs of the same cell on different machines, or on one VM
-    whose host got busier, differ here even when nothing else ran. ``other_cpu_percent`` is
-    the host's busy CPU not used by the stack or the load generator; ``steal_percent`` is CPU
+    whose host got busier, differ here even when nothing else ran. The docker backend's
+    NFQUEUE delayers (kind ``delayer``: the emulated network delay, which netem would do in
+    the kernel) are not the stack's, but are ours. ``other_cpu_percent`` is the host's busy
+    CPU not used by the stack, the delayers or the load generator; ``steal_percent`` is CPU
     the hypervisor gave to someone else. Runs before the host rows existed give None.
     """
     cpu = window.dropna(subset=["cpu_percent"]).groupby("component")["cpu_percent"].mean()
     kinds = window.drop_duplicates("component").set_index("component")["kind"]
-    stack = float(sum(v for k, v in cpu.items() if kinds.get(k) not in ("loadgen", "host")))
+    stack = float(sum(v for k, v in cpu.items() if kinds.get(k) not in NOT_THE_STACK))
     out: dict[str, Any] = {
         "cpu_percent_mean": {k: round(float(v), 1) for k, v in cpu.items() if k != "host"},
         "stack_cpu_ms_per_request": round(10 * stack / rps, 3) if rps else None,
@@ -48,7 +54,7 @@ def machine_load(window: pd.DataFrame, rps: float) -> dict[str, Any]:
     }
     if "host" in cpu:
         host = window[window["component"] == "host"]
-        ours = stack + float(sum(v for k, v in cpu.items() if kinds.get(k) == "loadgen"))
+        ours = stack + float(sum(v for k, v in cpu.items() if kinds.get(k) in OURS_TOO))
         out["host_cpu_percent"] = round(float(cpu["host"]), 1)
         out["other_cpu_percent"] = round(max(float(cpu["host"]) - ours, 0.0), 1)
         if "steal_percent" in host:

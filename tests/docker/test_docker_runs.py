@@ -102,6 +102,18 @@ def test_a_run_from_a_load_host(tmp_path: Path, docker_images: dict[str, str]) -
     assert loadgen["cpu_percent"].notna().any()
     tx = pd.to_numeric(loadgen["net_tx_packets"])
     assert tx.notna().all() and tx.is_monotonic_increasing and tx.iloc[-1] > tx.iloc[0]
+    # every host's NFQUEUE delayer (the loadgen container's too) is a row of its own, its
+    # CPU taken off its container's; the summary's stack CPU leaves it out
+    hosts = ["gateway", "auth", "booking", "customer", "flight", "loadgen"]
+    assert set(run.manifest["stack_info"]["delayers"]["host_pids"]) == set(hosts)
+    delayers = res[res["kind"] == "delayer"]
+    assert set(delayers["component"]) == {f"{h}-delayer" for h in hosts}
+    cpu = pd.to_numeric(delayers["cpu_percent"]).dropna()
+    assert len(cpu) and (cpu >= 0).all()
+    mean = delayers.groupby("component")["cpu_percent"].mean()
+    print(f"acmeair-http1 at 5 ms, 4 users: delayer CPU % {mean.round(2).to_dict()}")
+    assert mean["gateway-delayer"] > 0
+    assert "gateway-delayer" in run.summary["cpu_percent_mean"]
     assert run_leftovers(out) == NOTHING
 
 

@@ -48,7 +48,7 @@ from ipclab.backends.docker.ownership import (
     start_watchdog,
     sweep_orphans,
 )
-from ipclab.backends.docker.stats import StatsSampler
+from ipclab.backends.docker.stats import StatsSampler, split_delayer
 from ipclab.stacks import LOADGEN, StackSpec
 
 COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
@@ -286,6 +286,8 @@ class DockerStack:
         self.compose_path = write_compose(spec, self._tmp, net_admin=net_admin)
         self._containers: dict[str, Any] = {}
         self._sampler = StatsSampler(c.api)
+        self._delayers: dict[str, int] = {}  # component -> its delayer's host PID
+        self._delayer_retry: dict[str, float] = {}  # component -> when to look again
         self._stopped = False
         self._stop_lock = threading.Lock()
         env_file = self._tmp / "stack.env"
@@ -395,16 +397,46 @@ class DockerStack:
     # ----------------------------------------------------------------- RunningStack
 
     def sample(self) -> list[dict[str, Any]]:
+        """One row per container and one per NFQUEUE delayer (``<host>-delayer``, kind
+        ``delayer``), whose CPU is taken off its container's (``stats.split_delayer``)."""
         now = time.time()
-        rows = self._sampler.sample(
-            {comp: (ctr.id, ctr.name) for comp, ctr in self._containers.items()}
+        raw = self._sampler.sample(
+            {comp: (ctr.id, ctr.name) for comp, ctr in self._containers.items()},
+            self.delayers(),
         )
-        for row in rows:
+        rows = []
+        for row in raw:
             row["t"] = now
             if self.spec.is_sidecar(row["component"]):  # its host's interface: counted there
                 for key in [k for k in row if k.startswith("net_")]:
                     row[key] = None
+            rows += split_delayer(row)
         return rows
+
+    DELAYER_RETRY_S = 2.0
+
+    def delayers(self) -> dict[str, int]:
+        """Component -> the host PID of the NFQUEUE delayer in its container (a host process
+        in the container's PID namespace and cgroup, found by its command line: see
+        ``netem.find_delayer``); empty without a delay or with netem. Looked up again when a
+        delayer is gone (a restart starts a new one), at most every DELAYER_RETRY_S."""
+        if "nfqueue" not in self.delay_method.split(","):
+            self._delayers.clear()
+            return {}
+        now = time.monotonic()
+        for comp, ctr in list(self._containers.items()):
+            pid = self._delayers.get(comp)
+            if self.spec.is_sidecar(comp) or (pid and netem.is_delayer(pid, ctr.id)):
+                continue
+            self._delayers.pop(comp, None)
+            if now < self._delayer_retry.get(comp, 0.0):
+                continue
+            found = netem.find_delayer(ctr.id)
+            if found is None:
+                self._delayer_retry[comp] = now + self.DELAYER_RETRY_S
+            else:
+                self._delayers[comp] = found
+        return dict(self._delayers)
 
     def kill(self, role: str) -> None:
         self._container(role).kill()
@@ -496,6 +528,9 @@ class DockerStack:
             methods = set(pool.map(lambda ctr: netem.set_delay(ctr, delay_ms), ctrs))
         self.delay_method = ",".join(sorted(methods))
         self.delay_ms = delay_ms
+        self._delayers.clear()  # new delayers (or none): look them up, and tell the stats
+        self._delayer_retry.clear()  # followers, so their next readings split them off
+        self.sample()
         self.netem = self.measure_delay()
         return self.netem
 
@@ -553,6 +588,11 @@ class DockerStack:
             "containers": {c: ctr.name for c, ctr in self._containers.items()},
             "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},
             "netem": self.netem,
+            "delayers": {
+                "host_pids": self.delayers(),
+                "accounting": "each NFQUEUE delayer's CPU is a row of its own "
+                "(<host>-delayer, kind delayer), taken off its container's cpu_percent",
+            },
             **({"load_host": self._load_host_info()} if self.spec.load_host else {}),
             "capabilities": ["NET_ADMIN", "SYS_NICE"] if self.net_admin else [],
             "engine": self.client.version().get("Version"),

@@ -2,7 +2,8 @@
 
 Every container (every network namespace: an adapter sidecar shares its host's) gets the same
 delay X, so a hop between two containers costs X ms each way. With ``tc qdisc ... root netem
-delay Xms`` on ``eth0`` it is the sender's egress, as in the studies. The host is not a
+delay Xms`` on ``eth0`` it is held on the sender's way out, as in the studies; the NFQUEUE
+fallback below holds it on the receiver's way in (once per hop all the same). The host is not a
 container and is not delayed: a stack whose load generator runs on the host crosses 3 delayed
 hops for a REST/gRPC product page (gateway -> service, service -> gateway, and one between the
 client and the gateway) and 5 for an AMQP one; a stack with a load host of its own
@@ -12,7 +13,9 @@ hop delayed both ways.
 Where the kernel has no netem (``CONFIG_NET_SCH_NETEM`` unset, as on this project's
 machines), the same constant delay is made with an iptables NFQUEUE rule and a small delayer
 in the container (``ipclab.backends.docker.nfqdelay``); ``set_delay`` returns which method it
-used. The delayer's CPU is charged to the container. It holds packets on their way **in**
+used. The kernel charges the delayer's CPU to its container (netem's would be the kernel's,
+no container's): the samples report it as a row of its own and take it off the container's
+(``stats.split_delayer``; ``find_delayer`` finds its host PID). It holds packets on their way **in**
 (``PREROUTING -i eth0``), not out: a packet held on its way out is still charged to the
 sending socket until it leaves, which netem avoids (it orphans every delayed packet), and
 Linux TCP waits for such packets before sending more: a small write after another one
@@ -30,6 +33,7 @@ one SYN and one SYN-ACK, each delayed once, so RTT = 2 x delay + base; UDP likew
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -176,6 +180,70 @@ def _start_delayer(container: Any, delay_ms: float) -> None:
     _exec(container, ["iptables", "-t", "mangle", "-A", *NFQ_RULE.split()])
 
 
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:  # gone, or not ours to read
+        return None
+
+
+def is_delayer(pid: int, container_id: str, proc: Path = Path("/proc")) -> bool:
+    """Whether host process ``pid`` is the NFQUEUE delayer of the container ``container_id``:
+    its command line is the one ``_start_delayer`` runs (``--pidfile`` and :data:`PIDFILE`)
+    and its cgroup is the container's (its full id is in every docker cgroup path, cgroupfs
+    and systemd drivers alike, v1 and v2)."""
+    cmdline = _read(proc / str(pid) / "cmdline")
+    cgroup = _read(proc / str(pid) / "cgroup")
+    if not cmdline or not cgroup or container_id not in cgroup:
+        return False
+    args = cmdline.split("\0")
+    return any(a == "--pidfile" and b == PIDFILE for a, b in zip(args, args[1:], strict=False))
+
+
+def _start_ticks(pid: int, proc: Path) -> int:
+    stat = _read(proc / str(pid) / "stat") or ""
+    fields = stat.rpartition(")")[2].split()
+    return int(fields[19]) if len(fields) > 19 else 0  # starttime, the 22nd field
+
+
+def find_delayer(container_id: str, proc: Path = Path("/proc")) -> int | None:
+    """The host PID of the delayer running in the container ``container_id`` (it is exec'd
+    into the container's PID namespace, so the pidfile holds another number; every host
+    process is listed in the host's ``/proc``), or None (no delay, netem, or a /proc that
+    does not show the engine's processes). The newest if, for an instant, two run."""
+    found = [
+        int(d.name)
+        for d in proc.iterdir()
+        if d.name.isdigit() and is_delayer(int(d.name), container_id, proc)
+    ]
+    return max(found, key=lambda pid: _start_ticks(pid, proc)) if found else None
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ns(pid: int, proc: Path = Path("/proc")) -> int | None:
+    """CPU time (user + system) the single-threaded process ``pid`` has used, in ns:
+    ``/proc/<pid>/schedstat`` (ns, the scheduler's own count, as the cgroup's) where the
+    kernel keeps it, else ``/proc/<pid>/stat`` (clock ticks). None when it is gone."""
+    sched = _read(proc / str(pid) / "schedstat")
+    if sched and sched.split() and sched.split()[0] != "0":
+        return int(sched.split()[0])
+    stat = _read(proc / str(pid) / "stat")
+    if not stat:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // _CLK_TCK  # utime, stime
+
+
+def rss_bytes(pid: int, proc: Path = Path("/proc")) -> int | None:
+    """Resident anonymous memory of ``pid`` (``RssAnon``), as the cgroup's ``rss`` counts it."""
+    for line in (_read(proc / str(pid) / "status") or "").splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
 def show(container: Any) -> str:
     return _exec(container, ["tc", "qdisc", "show", "dev", DEV]).strip()
 
@@ -200,8 +268,10 @@ def _median(values: dict[str, float | None]) -> float | None:
 def measure(
     prober: Any, targets: list[str], delay_ms: float, method: str, tries: int = 20
 ) -> dict[str, Any]:
-    """Round trips from one container to others over TCP and UDP, and the per-egress delay
-    they imply (``measured_delay_ms`` from TCP, ``udp_measured_delay_ms`` from UDP)."""
+    """Round trips from one container to others over TCP and UDP, and the delay per hop
+    they imply (``measured_delay_ms`` from TCP, ``udp_measured_delay_ms`` from UDP): each
+    packet between two containers is held once (netem: on its way out of the sender; the
+    NFQUEUE delayer: on its way into the receiver), so RTT = 2 delays + base."""
     rtts = rtt_ms(prober, targets, tries)
     tcp, udp = _median(rtts["tcp"]), _median(rtts["udp"])
     return {
@@ -209,7 +279,7 @@ def measure(
         "method": method,
         "device": DEV,
         "measurement": f"min over {tries} tries from {prober.name}: TCP connect time, and UDP "
-        "datagram to a closed port until its ICMP port-unreachable; RTT = 2 egress delays + base",
+        "datagram to a closed port until its ICMP port-unreachable; RTT = 2 delays + base",
         "rtt_ms": rtts["tcp"],
         "rtt_median_ms": tcp,
         "measured_delay_ms": None if tcp is None else tcp / 2,

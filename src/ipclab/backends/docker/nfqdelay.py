@@ -1,4 +1,4 @@
-"""A constant delay without netem: hold each packet in an NFQUEUE for D ms.
+"""A constant delay without netem: hold each packet arriving on eth0 in an NFQUEUE for D ms.
 
 Used by ``ipclab.backends.docker.netem`` inside a container when the kernel has no ``sch_netem``
 (as on this project's machines). An iptables rule sends every packet arriving on ``eth0``
@@ -11,7 +11,8 @@ wake-up, not per packet. A lost notification (socket buffer overrun) is harmless
 same reason: the next batch verdict releases that packet too.
 
 Self-contained (standard library only, no ipclab imports): it is sent to containers as
-``python3 -c <this file> ...``.
+``python3 -c <this file> ...``. Its CPU is the kernel's charge to that container; the docker
+backend's samples split it off into a row of its own (``<host>-delayer``).
 
     python3 nfqdelay.py --delay-ms 5 [--queue 0] [--pidfile /run/ipclab-nfqdelay.pid]
 """
@@ -162,7 +163,10 @@ class Delayer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="constant egress delay via NFQUEUE")
+    p = argparse.ArgumentParser(
+        description="constant delay via NFQUEUE, on every packet's way in (the iptables "
+        "rule's PREROUTING -i eth0 chooses which packets)"
+    )
     p.add_argument("--delay-ms", type=float, required=True)
     p.add_argument("--queue", type=int, default=0)
     p.add_argument("--pidfile", default=None)
