@@ -171,7 +171,8 @@ def test_coap_drops_headers_it_has_no_option_for() -> None:
 def test_posts_to_one_path_in_flight_get_their_own_multi_block_answers(style: str) -> None:
     """32 POSTs to the same path at once, differing only in their bodies, each answered
     with 4 KB made from its body (four CoAP blocks): no answer takes another's blocks
-    (the mix-up the thesis found in Californium; CoAP needs the Request-Tag for it)."""
+    (the mix-up the thesis found in Californium; CoAP keeps them apart with an endpoint of
+    its own per exchange)."""
 
     async def grow(request: HttpRequest) -> HttpResponse:
         await asyncio.sleep(0.01)
@@ -211,3 +212,16 @@ def test_requests_to_one_peer_are_answered_concurrently(style: str) -> None:
             return loop.time() - t0
 
     assert asyncio.run(main()) < 1.5  # one at a time: 6 s
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_failing_handler_answers_500_at_once(style: str) -> None:
+    async def failing(request: HttpRequest) -> HttpResponse:
+        raise RuntimeError("a bug")
+
+    async def main() -> int:
+        async with relay_pair(style, failing) as relay:
+            answer = await relay.request(HttpRequest("GET", "/x/bug"), 5)
+            return answer.status
+
+    assert asyncio.run(asyncio.wait_for(main(), 4)) == 500

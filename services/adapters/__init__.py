@@ -3,9 +3,10 @@
 The gateway and the services speak HTTP/1.1; an **egress** adapter beside the gateway takes
 the gateway's HTTP/1.1 requests and sends them over the protocol under test to the
 **ingress** adapter beside the target service, which hands them to the service over
-HTTP/1.1 again (the sidecar pattern of a service mesh, as an inter-service study built it). HTTP/1.1 itself goes through the same two adapters, so every
-protocol has the same number of hops. Both route by the first path segment (the service's
-name); nothing rewrites paths.
+HTTP/1.1 again (the sidecar pattern of a service mesh, as an inter-service study built it).
+HTTP/1.1 itself goes through the same two adapters, so every protocol has the same number
+of hops. Both route by the first path segment (the service's name); nothing rewrites
+paths.
 
 Two sets: ``python`` (``python.py``: built from the transport modules' relay level, the same
 h2c and CoAP code the shop stacks use) and ``native`` (``native.py``: nginx for HTTP/1.1 and

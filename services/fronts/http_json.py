@@ -21,20 +21,28 @@ from ipclab_services.domains import GatewaySettings
 from ipclab_services.fronts import Handler, Reply, Request
 
 MAX_BODY = 1 << 20
+Header = tuple[bytes, bytes]
 
 
-async def _send_reply(send: Send, status: int, reply: Reply, took: bytes) -> None:
+async def _send_reply(send: Send, status: int, reply: Reply, took: list[Header]) -> None:
     headers = [
         *([(b"content-type", reply.content_type.encode("latin-1"))] if reply.content_type else []),
         (b"content-length", str(len(reply.body)).encode()),
-        (b"server-timing", took),
+        *took,
         *((k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers),
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": reply.body})
 
 
-def asgi_app(handler: Handler) -> Any:
+def asgi_app(handler: Handler, timing: bool = True) -> Any:
+    """``handler`` as an ASGI app; ``timing``: its time in a ``Server-Timing`` header."""
+
+    def took(t0: float) -> list[Header]:
+        if not timing:
+            return []
+        return [(b"server-timing", f"app;dur={(time.perf_counter() - t0) * 1000:.3f}".encode())]
+
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
@@ -56,12 +64,10 @@ def asgi_app(handler: Handler) -> Any:
         t0 = time.perf_counter()
         status, answer = await handler(request)
         if isinstance(answer, Reply):
-            took = f"app;dur={(time.perf_counter() - t0) * 1000:.3f}".encode()
-            await _send_reply(send, status, answer, took)
+            await _send_reply(send, status, answer, took(t0))
             return
         payload = orjson.dumps(answer)  # encoding is the server's work too
-        took = f"app;dur={(time.perf_counter() - t0) * 1000:.3f}".encode()
-        await respond(send, status, payload, [(b"server-timing", took)])
+        await respond(send, status, payload, took(t0))
 
     return app
 
@@ -74,5 +80,11 @@ def make_handler(
     return handler
 
 
-async def serve(handler: Handler, host: str, port: int, ready: asyncio.Event | None = None) -> None:
-    await serve_http(asgi_app(handler), host, port, ready)
+async def serve(
+    handler: Handler,
+    host: str,
+    port: int,
+    ready: asyncio.Event | None = None,
+    timing: bool = True,
+) -> None:
+    await serve_http(asgi_app(handler, timing), host, port, ready)

@@ -82,8 +82,9 @@ class Clients(Protocol):
 # --- whole HTTP messages (the relay level) ----------------------------------------------
 
 #: Hop-by-hop headers (RFC 9110 7.6.1) and the ones each hop sets itself (Host,
-#: Content-Length; Date and Server, which a proxy hides by default, as nginx does): never
-#: relayed.
+#: Content-Length): never relayed. The origin's Date and Server pass end to end, as the
+#: thesis's nginx and nghttpx adapters passed them (``proxy_pass_header``,
+#: ``no-server-rewrite``); the gateway hides them, as a front proxy does.
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -97,8 +98,6 @@ HOP_BY_HOP = frozenset(
         "upgrade",
         "host",
         "content-length",
-        "date",
-        "server",
     }
 )
 

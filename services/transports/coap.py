@@ -15,33 +15,21 @@ the CoAP code of the HTTP status (4.04, 4.00, 5.03, 5.04; ``wire.py``).
   checks 64 calls in flight of mixed sizes). The client keeps no cookie jar: nothing is
   carried from one response to the next request.
 - Block-wise answers and concurrency: aiocoap's server keeps a multi-block answer for its
-  later blocks under a key of the peer, the code and the options that are part of the
-  cache key, not the payload. Two POSTs to one path from one peer, in flight at once, with
-  different bodies (two Query Flights) would get each other's later blocks: the response
-  mix-up the thesis found in Californium. The relay client therefore gives every request a
-  Request-Tag (RFC 9175: part of the cache key; 1-2 bytes, cycling through
-  :data:`TAGS`), which keeps each exchange's blocks apart; operation calls (GETs whose
-  options name the whole request) need none.
-- The call deadline cancels the request (aiocoap stops retransmitting) and raises
-  ``Timeout``; an unreachable peer (ICMP port unreachable, retransmissions exhausted)
-  raises ``Unavailable``.
+  later blocks under a key of the client's endpoint, the code and the cache-key options,
+  not the payload. Two POSTs to one path in flight at once from one endpoint, with
+  different bodies (two Query Flights), would get each other's later blocks: the response
+  mix-up the thesis found in Californium. Each exchange has an endpoint of its own here
+  (the pool below), which keeps them apart (``tests/test_relay.py`` checks it).
+- A peer named by host name is resolved once, when the client starts (IPv4 first), and
+  again after a network error: aiocoap would otherwise look the name up for every request.
 
-The relay level (``serve_relay``/``connect_relay``, the protocol adapters) translates a whole
-HTTP message, as the thesis's Californium proxies did: the method to the CoAP code (GET,
-POST, PUT, DELETE; any other is answered 405 before it is sent), the path to Uri-Path
-options and the query to Uri-Query options (each as written), the body to the payload, the
-status to the response code (:func:`code_of`, :func:`status_of`), and only the headers
-CoAP has a place for: Content-Type as a Content-Format (:data:`CONTENT_FORMATS`, with
-experimental numbers for the three types the thesis added), and Cookie and Set-Cookie as
-the experimental options :data:`COOKIE` and :data:`SET_COOKIE`. Every other header is
-dropped, as the thesis's proxies dropped headers they had no mapping for.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
+import socket
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -83,7 +71,6 @@ _MEDIA_TYPE = {0: "text/plain; charset=utf-8"} | {
 COOKIE = 65000
 SET_COOKIE = 65004
 POOL_PER_PEER = 100  # client endpoints (exchanges in flight) per peer, as rest.POOL_PER_HOST
-TAGS = 1 << 16  # Request-Tag values cycle through this many (at most 2 bytes)
 _METHODS = {"GET": aiocoap.GET, "POST": aiocoap.POST, "PUT": aiocoap.PUT, "DELETE": aiocoap.DELETE}
 _SPECIAL = {200: Code.CONTENT, 201: Code.CREATED, 204: Code.CHANGED}
 _SPECIAL_BACK = {Code.CONTENT: 200, Code.CREATED: 201, Code.CHANGED: 204, Code.DELETED: 200}
@@ -108,15 +95,12 @@ def _content_format(content_type: str | None) -> int | None:
     return CONTENT_FORMATS.get(content_type.split(";", 1)[0].strip().lower())
 
 
-def _to_coap(message: HttpRequest, base: str, tag: int | None = None) -> aiocoap.Message:
-    """An HTTP request as a CoAP request to ``base`` (``coap://host:port``), with a
-    Request-Tag option when ``tag`` is given."""
+def _to_coap(message: HttpRequest, base: str) -> aiocoap.Message:
+    """An HTTP request as a CoAP request to ``base`` (``coap://host:port``)."""
     path, _, query = message.target.partition("?")
     out = aiocoap.Message(code=_METHODS[message.method], uri=base, payload=message.body)
     out.opt.uri_path = tuple(s for s in path.split("/") if s)
     out.opt.uri_query = tuple(q for q in query.split("&") if q)
-    if tag is not None:
-        out.opt.request_tag = (tag.to_bytes((tag.bit_length() + 7) // 8, "big"),)
     _put_headers(out, message.headers, "cookie", COOKIE)
     return out
 
@@ -220,9 +204,9 @@ class _Contexts:
     closed, not reused.
     """
 
-    def __init__(self, addresses: dict[str, str], tagged: bool = False) -> None:
+    def __init__(self, addresses: dict[str, str]) -> None:
+        self._addresses = dict(addresses)
         self._base = {name: f"coap://{addr}" for name, addr in addresses.items()}
-        self._tags = itertools.count() if tagged else None
         self._idle: dict[str, list[aiocoap.Context]] = {p: [] for p in addresses}
         self._slots = {p: asyncio.Semaphore(POOL_PER_PEER) for p in addresses}
         self._every: set[aiocoap.Context] = set()
@@ -230,9 +214,23 @@ class _Contexts:
         self.opened = self.discarded = 0
 
     async def start(self) -> None:
-        """One endpoint per peer ready before the first call."""
+        """Every peer's address resolved and one endpoint per peer ready before the first
+        call."""
         for peer in self._base:
+            await self._resolve(peer)
             self._idle[peer].append(await self._open())
+
+    async def _resolve(self, peer: str) -> None:
+        """``coap://<address>`` of ``peer``, its host name looked up once (IPv4 first)."""
+        host, _, port = self._addresses[peer].rpartition(":")
+        with contextlib.suppress(OSError):
+            found = await asyncio.get_running_loop().getaddrinfo(
+                host, int(port), type=socket.SOCK_DGRAM
+            )
+            found.sort(key=lambda info: info[0] != socket.AF_INET)
+            if found:
+                ip = str(found[0][4][0])
+                self._base[peer] = f"coap://{f'[{ip}]' if ':' in ip else ip}:{port}"
 
     async def _open(self) -> aiocoap.Context:
         context = await aiocoap.Context.create_client_context()
@@ -257,8 +255,7 @@ class _Contexts:
                 async with self._slots[peer]:
                     idle = self._idle[peer]
                     context = idle.pop() if idle else await self._open()
-                    tag = next(self._tags) % TAGS if self._tags is not None else None
-                    request = _to_coap(message, self._base[peer], tag)
+                    request = _to_coap(message, self._base[peer])
                     response = await context.request(request).response
                     reuse = True
                     idle.append(context)
@@ -267,6 +264,8 @@ class _Contexts:
         except aiocoap.error.TimeoutError as e:  # retransmissions exhausted
             raise Timeout(f"{peer}: {e}") from None
         except aiocoap.error.Error as e:
+            if isinstance(e, aiocoap.error.NetworkError):  # it may have moved
+                await self._resolve(peer)
             raise Unavailable(f"{peer}: {e!r}") from None
         finally:
             if context is not None and not reuse:
@@ -302,7 +301,7 @@ async def connect(services: Sequence[ServiceDef], config: ConnectConfig) -> Coap
 
 
 async def connect_relay(address: str) -> PeerRelay:
-    """Whole HTTP messages to one peer, each a CoAP exchange with a Request-Tag."""
-    contexts = _Contexts({address: address}, tagged=True)
+    """Whole HTTP messages to one peer, each a CoAP exchange of its own endpoint."""
+    contexts = _Contexts({address: address})
     await contexts.start()
     return PeerRelay(contexts, address)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,7 @@ from ipclab_services.transports.base import (
     end_to_end,
 )
 
+_log = logging.getLogger(__name__)
 MAX_STREAMS = 1000  # concurrent streams a server accepts on one connection
 WINDOW = 2**24  # the client's receive window, per stream and for the connection
 ATTEMPTS = 3  # sends of one call when connections end under it (GOAWAY)
@@ -133,7 +135,11 @@ class _Peer(asyncio.Protocol):
             self.flush()  # h2 has queued GOAWAY
             if self.transport is not None:
                 self.transport.close()
+            self.broken("protocol error from the peer")
             return []
+
+    def broken(self, why: str) -> None:
+        """The connection can carry nothing more (the client fails what it had in flight)."""
 
 
 # --- server -------------------------------------------------------------------------------
@@ -210,7 +216,11 @@ class _ServerConnection(_Peer):
             )
             method = pseudo.get(b":method", b"GET").decode("latin-1")
             target = pseudo.get(b":path", b"/").decode("latin-1")
-            answer = await self.handler(HttpRequest(method, target, headers, body))
+            try:
+                answer = await self.handler(HttpRequest(method, target, headers, body))
+            except Exception:  # noqa: BLE001 - a bug answers 500, the stream must not hang
+                _log.exception("h2c: the handler failed on %s", target)
+                answer = HttpResponse(500, (("content-type", "text/plain"),), b"internal error")
         try:
             self.h2.send_headers(
                 stream,
@@ -338,11 +348,17 @@ class _ClientConnection(_Peer):
         self._wake()
 
     def _wake(self) -> None:
-        while self.waiting and len(self.replies) < self._limit():
+        """Let a call waiting for a free stream go on; every one once the connection is
+        closed (each then goes to a new connection)."""
+        while self.waiting and (self.closed or len(self.replies) < self._limit()):
             future = self.waiting.pop(0)
             if not future.done():
                 future.set_result(None)
-                return
+                if not self.closed:
+                    return
+
+    def broken(self, why: str) -> None:
+        self._fail(why)
 
     def _limit(self) -> int:
         return int(self.h2.remote_settings.max_concurrent_streams)
@@ -407,20 +423,24 @@ class _ClientConnection(_Peer):
                     self.waiting.remove(wait)
         if self.closed:
             raise _Retry()
-        stream = self.h2.get_next_available_stream_id()
         method = message.method.encode("latin-1")
-        self.h2.send_headers(
-            stream,
-            [
-                (b":method", method),
-                (b":scheme", b"http"),
-                (b":authority", self.authority),
-                (b":path", message.target.encode("latin-1")),
-                *((k.encode("latin-1"), v.encode("latin-1")) for k, v in message.headers),
-                *([(b"content-length", b"%d" % len(message.body))] if message.body else []),
-            ],
-            end_stream=not message.body,
-        )
+        try:
+            stream = self.h2.get_next_available_stream_id()
+            self.h2.send_headers(
+                stream,
+                [
+                    (b":method", method),
+                    (b":scheme", b"http"),
+                    (b":authority", self.authority),
+                    (b":path", message.target.encode("latin-1")),
+                    *((k.encode("latin-1"), v.encode("latin-1")) for k, v in message.headers),
+                    *([(b"content-length", b"%d" % len(message.body))] if message.body else []),
+                ],
+                end_stream=not message.body,
+            )
+        except h2.exceptions.H2Error:  # the connection ended meanwhile: nothing was sent
+            self.closed = True
+            raise _Retry() from None
         future: asyncio.Future[HttpResponse] = loop.create_future()
         self.replies[stream] = _Pending(future, method in _SAFE)
         if message.body:

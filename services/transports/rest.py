@@ -19,7 +19,8 @@ from typing import Any
 
 import aiohttp
 import orjson
-from ipclab_services.asgi import Receive, Scope, Send, json_app, read_body, serve_http, target
+from aiohttp import web
+from ipclab_services.asgi import json_app, serve_http
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
 from ipclab_services.transports.base import (
     ConnectConfig,
@@ -30,6 +31,7 @@ from ipclab_services.transports.base import (
     ServiceDef,
     end_to_end,
 )
+from multidict import CIMultiDict
 
 POOL_PER_HOST = 100  # keep-alive connections per service
 
@@ -94,30 +96,33 @@ MAX_BODY = 1 << 20  # a relayed request body larger than this is refused (413)
 
 
 async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        body = await read_body(receive, MAX_BODY)
-        if body is None:
+    """Serve whole HTTP/1.1 messages with ``handler`` until cancelled, on aiohttp's
+    low-level server: it writes an answer's headers and body in one write, as nginx does,
+    where uvicorn writes them apart (one more TCP segment per answer on the measured hop).
+    An answer without Date or Server gets aiohttp's own."""
+
+    async def handle(request: web.BaseRequest) -> web.StreamResponse:
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
             answer = HttpResponse(413, (("content-type", "text/plain"),), b"body too large")
         else:
             headers = end_to_end(
-                (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers
             )
-            answer = await handler(HttpRequest(scope["method"], target(scope), headers, body))
-        await send(
-            {
-                "type": "http.response.start",
-                "status": answer.status,
-                "headers": [
-                    *((k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers),
-                    (b"content-length", b"%d" % len(answer.body)),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": answer.body})
+            answer = await handler(HttpRequest(request.method, request.raw_path, headers, body))
+        return web.Response(status=answer.status, headers=CIMultiDict(answer.headers),
+                            body=answer.body)  # fmt: skip
 
-    await serve_http(app, config.host, config.port, config.ready)
+    runner = web.ServerRunner(web.Server(handle, client_max_size=MAX_BODY), access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, config.host, config.port, backlog=4096)
+        await site.start()
+        config.ready.set()
+        await asyncio.Future()  # until cancelled
+    finally:
+        await runner.cleanup()
 
 
 class RestRelay:

@@ -49,4 +49,5 @@ async def serve_role(
     if role not in names or role not in SERVICES:
         raise SystemExit(f"unknown role {role!r}; this stack's services: {', '.join(names)}")
     defs = services.build(data.AcmeAirConfig.from_env(env), validator.from_env(env))
-    await http_json.serve(routes.handler(defs[role]), host, port)
+    # no Server-Timing: AcmeAir's services send none, and it would cross the measured hop
+    await http_json.serve(routes.handler(defs[role]), host, port, timing=False)

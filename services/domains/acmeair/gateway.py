@@ -3,8 +3,9 @@
 Every request under ``/<service>/...`` goes on as it came (method, path and query as
 sent, end-to-end headers, body) to the egress adapter beside the gateway
 (``IPCLAB_ADDR_EGRESS``), which routes it to the service's host; the answer comes back as
-it was given (status, ``Content-Type``, ``Set-Cookie``, body), with the gateway's own time
-in ``Server-Timing``. ``/healthz`` asks every service's ``/<service>/healthz`` the same way:
+it was given (status, ``Content-Type``, ``Set-Cookie``, body) but for the headers the
+gateway's own server sets (Date, Server, its time in ``Server-Timing``), as a front proxy
+hides the origin's. ``/healthz`` asks every service's ``/<service>/healthz`` the same way:
 200 once all answer. The gateway's deadline (``IPCLAB_CALL_TIMEOUT_S``) gives 504.
 """
 
@@ -17,6 +18,9 @@ from ipclab_services.domains import GatewaySettings
 from ipclab_services.errors import ServiceError
 from ipclab_services.fronts import Handler, Reply, Request
 from ipclab_services.transports.base import HttpRequest, Relay, end_to_end
+
+#: what the gateway's own server sets: the origin's are hidden, as nginx1's proxy did
+_OWN = frozenset({"content-type", "date", "server", "server-timing"})
 
 
 def handler(egress: Relay, services: tuple[str, ...], settings: GatewaySettings) -> Handler:
@@ -46,7 +50,7 @@ def handler(egress: Relay, services: tuple[str, ...], settings: GatewaySettings)
         except ServiceError as e:
             return e.http_status, {"error": e.code, "message": str(e)}
         kind = next((v for k, v in answer.headers if k == "content-type"), "")
-        rest = tuple((k, v) for k, v in answer.headers if k != "content-type")
+        rest = tuple((k, v) for k, v in answer.headers if k not in _OWN)
         return answer.status, Reply(answer.body, kind, rest)
 
     return route
