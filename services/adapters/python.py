@@ -1,9 +1,9 @@
 """The Python protocol adapters, built from the transport modules' relay level.
 
-- **egress** (beside the gateway): an HTTP/1.1 server (the REST transport's uvicorn +
-  httptools) whose requests go, by their first path segment, to that service's ingress
-  adapter over ``IPCLAB_TRANSPORT``'s relay client (one keep-alive pool, one multiplexed
-  h2c connection, or one CoAP endpoint per service).
+- **egress** (beside the gateway): an HTTP/1.1 server (the REST transport's relay server,
+  aiohttp's) whose requests go, by their first path segment, to that service's ingress
+  adapter over ``IPCLAB_TRANSPORT``'s relay client (a keep-alive pool, one multiplexed h2c
+  connection, or a pool of CoAP endpoints per service).
 - **ingress** (beside a service): ``IPCLAB_TRANSPORT``'s relay server, whose requests go to
   the service over HTTP/1.1 (the REST transport's aiohttp client, keep-alive).
 

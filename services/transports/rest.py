@@ -5,8 +5,9 @@ error document ``{"error": code, "message": ...}`` with the matching HTTP status
 keeps one aiohttp session with keep-alive connection pools for all services. aiohttp was
 chosen over httpx by ``bench/transports.py`` (see docs/transports.md).
 
-The relay level (``serve_relay``/``connect_relay``) carries whole HTTP/1.1 messages with
-the same server and client: method, target, end-to-end headers and body as they are. The
+The relay level (``serve_relay``/``connect_relay``) carries whole HTTP/1.1 messages:
+method, target, end-to-end headers and body as they are; its server is aiohttp's low-level
+one (one write per answer, see ``serve_relay``), its client the same aiohttp client. The
 client keeps no cookie jar (a proxy that stored cookies would log every user in as the
 last one: the thesis's Californium bug) and adds no headers of its own but Host.
 """
