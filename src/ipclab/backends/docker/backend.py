@@ -36,7 +36,7 @@ from typing import Any
 
 from ipclab import orphans
 from ipclab.backends.base import LoadHost, StackOptions
-from ipclab.backends.docker import netem
+from ipclab.backends.docker import netem, offloads
 from ipclab.backends.docker.compose import COMPOSE_DIR, write_compose
 from ipclab.backends.docker.ownership import (
     COMPOSE_PROJECT_LABEL,
@@ -288,6 +288,14 @@ class DockerStack:
         self._sampler = StatsSampler(c.api)
         self._delayers: dict[str, int] = {}  # component -> its delayer's host PID
         self._delayer_retry: dict[str, float] = {}  # component -> when to look again
+        # packets counted as on the wire (offloads.py) where a study measures them: the
+        # stacks with a load host (the AcmeAir ones); the others keep the kernel's defaults
+        self.wire_packets = spec.load_host
+        self.offloads: dict[str, Any] = {
+            "device": offloads.DEV,
+            "segmentation_offloads": "off" if self.wire_packets else "kernel defaults",
+            "containers": {},
+        }
         self._stopped = False
         self._stop_lock = threading.Lock()
         env_file = self._tmp / "stack.env"
@@ -330,6 +338,10 @@ class DockerStack:
         if missing:
             raise DockerStackError(f"compose created no container for {sorted(missing)}")
         self._wait_healthy(health_timeout_s)
+        if self.wire_packets:
+            for comp in self.components:
+                if not self.spec.is_sidecar(comp):
+                    self._offloads_off(comp)
         if self.delay_ms > 0:
             self.set_delay(self.delay_ms)
         else:
@@ -448,9 +460,26 @@ class DockerStack:
             ctr.restart(timeout=5)
         else:
             ctr.start()
-        if self.delay_ms > 0 and not self.spec.is_sidecar(role):  # a fresh network namespace
+        if self.wire_packets and not self.spec.is_sidecar(role):  # a fresh network namespace
+            self._offloads_off(role)
+        if self.delay_ms > 0 and not self.spec.is_sidecar(role):
             netem.set_delay(ctr, self.delay_ms)
         self._wait_container_healthy(ctr, role)
+
+    def _offloads_off(self, component: str) -> None:
+        """TSO, GSO and GRO off on the host container's eth0 (``offloads.turn_off``), its
+        state read back into ``self.offloads`` (the manifest's ``stack_info.offloads``)."""
+        ctr = self._container(component)
+        ctr.reload()
+        pid = int((ctr.attrs.get("State") or {}).get("Pid") or 0)
+        if not pid:
+            raise DockerStackError(f"{ctr.name} is not running: its offloads cannot be set")
+        try:
+            self.offloads["containers"][component] = offloads.turn_off(pid)
+        except offloads.OffloadError as e:
+            raise DockerStackError(
+                f"{ctr.name}: {e} (a stack with a load host counts its packets as on the wire)"
+            ) from None
 
     @staticmethod
     def _wait_container_healthy(ctr: Any, role: str, timeout_s: float = 60.0) -> None:
@@ -588,6 +617,7 @@ class DockerStack:
             "containers": {c: ctr.name for c, ctr in self._containers.items()},
             "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},
             "netem": self.netem,
+            "offloads": self.offloads,
             "delayers": {
                 "host_pids": self.delayers(),
                 "accounting": "each NFQUEUE delayer's CPU is a row of its own "
