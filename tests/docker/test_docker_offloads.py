@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from ipclab.backends import StackOptions
+from ipclab.backends.docker import offloads
 from ipclab.backends.docker.backend import DockerBackend, DockerStack
 from ipclab.stacks import resolve
 
@@ -85,3 +86,17 @@ def test_a_query_flight_answer_counts_as_its_segments(stack: DockerStack) -> Non
     # the answer leaves as its segments (an ACK of the request may ride on the first)
     assert per["tx_packets"] == pytest.approx(segments, abs=0.2)
     assert per["tx_bytes"] / per["tx_packets"] < 1514
+
+
+def test_a_restarted_host_gets_its_offloads_off_again(stack: DockerStack) -> None:
+    """A restarted container has a fresh network namespace (a new veth, docker's defaults)."""
+    stack.kill("flight")
+    stack.restart("flight")
+    ctr = stack.container("flight")
+    ctr.reload()
+    text = subprocess.run(
+        ["nsenter", "-t", str(ctr.attrs["State"]["Pid"]), "-n", "ethtool", "-k", "eth0"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert offloads.parse_features(text) == {"tso": "off", "gso": "off", "gro": "off"}
