@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 
@@ -28,6 +29,16 @@ LEFT_OUT = {
     for name, s in all_stacks().items()
     if s.domain == "shop" and (why := s.runtime.unavailable()) is not None
 }
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """No test module may import Locust (or a Locust user module): Locust patches the whole
+    process with gevent, and grpc's threads in later tests then hang for ever."""
+    if "locust" in sys.modules:
+        raise pytest.UsageError(
+            "a test module imported Locust (e.g. a stack's user module): take what it needs "
+            "from a module without Locust; the gevent patching hangs the grpc tests"
+        )
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -17,14 +17,17 @@ import orjson
 import pytest
 from ipclab_services.domains import acmeair
 from ipclab_services.domains.acmeair import validator
+from ipclab_services.domains.acmeair.routes import api
 
 from ipclab.backends import get_backend
 from ipclab.backends.base import StackOptions
 from ipclab.backends.local import LocalStack
 from ipclab.stacks import resolve
 from ipclab.studies.nyflott.stacks import ACMEAIR
-from ipclab.studies.nyflott.users import AUTH, BOOKING, CUSTOMER, FLIGHT
 
+# the services' API roots (not from the Locust user module: importing Locust patches this
+# process with gevent, which deadlocks grpc's threads in later tests)
+AUTH, FLIGHT, BOOKING, CUSTOMER = (api(s) for s in ("auth", "flight", "booking", "customer"))
 FORM = "application/x-www-form-urlencoded"
 QUERY = "fromAirport={}&toAirport={}&fromDate=2017-06-01&returnDate=2017-06-08&oneWay=false"
 NATIVE_BINARIES = {"acmeair-http1-nginx": "nginx", "acmeair-h2c-nghttpx": "nghttpx"}

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+import uvloop
 from ipclab_services import transports
 from ipclab_services.errors import Timeout, Unavailable
 from ipclab_services.transports.base import HttpRequest, HttpResponse, ServeConfig
@@ -225,3 +226,30 @@ def test_a_failing_handler_answers_500_at_once(style: str) -> None:
             return answer.status
 
     assert asyncio.run(asyncio.wait_for(main(), 4)) == 500
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_calls_cut_short_leave_the_server_serving(style: str) -> None:
+    """Calls cancelled before their answers come (a gateway's deadline, a page whose other
+    call failed) must not break the server: with CoAP, an endpoint closed under a late
+    answer drew an ICMP port unreachable, after which (uvloop) the server's socket received
+    nothing more, for every client."""
+
+    async def slow(request: HttpRequest) -> HttpResponse:
+        await asyncio.sleep(0.2)
+        return HttpResponse(200, (), b"late")
+
+    async def main() -> list[int]:
+        async with relay_pair(style, slow) as relay:
+            calls = [asyncio.ensure_future(relay.request(HttpRequest("GET", "/x"), 5))]
+            calls += [asyncio.ensure_future(relay.request(HttpRequest("GET", "/y"), 5))]
+            await asyncio.sleep(0.05)
+            for c in calls:
+                c.cancel()
+            await asyncio.gather(*calls, return_exceptions=True)
+            with pytest.raises(Timeout):
+                await relay.request(HttpRequest("GET", "/z"), 0.05)
+            await asyncio.sleep(0.4)  # the late answers arrive
+            return [(await relay.request(HttpRequest("GET", "/w"), 2)).status for _ in range(3)]
+
+    assert uvloop.run(main()) == [200, 200, 200]  # the stacks' loop

@@ -70,6 +70,7 @@ _MEDIA_TYPE = {0: "text/plain; charset=utf-8"} | {
 #: know them ignores them; safe-to-forward; not NoCacheKey). Set-Cookie repeats.
 COOKIE = 65000
 SET_COOKIE = 65004
+LINGER_S = 10.0  # an endpoint whose exchange was cut short stays open this long
 POOL_PER_PEER = 100  # client endpoints (exchanges in flight) per peer, as rest.POOL_PER_HOST
 _METHODS = {"GET": aiocoap.GET, "POST": aiocoap.POST, "PUT": aiocoap.PUT, "DELETE": aiocoap.DELETE}
 _SPECIAL = {200: Code.CONTENT, 201: Code.CREATED, 204: Code.CHANGED}
@@ -199,9 +200,10 @@ class _Contexts:
     opens up to ``POOL_PER_PEER`` keep-alive connections per peer and h2c multiplexes
     streams, an exchange here takes an endpoint of its own from the peer's pool (opened on
     demand, up to ``POOL_PER_PEER``, then reused), the fix the thesis made in Californium
-    (a pool of endpoint managers). An endpoint whose exchange timed out or met a network
-    error (under uvloop, a socket that received an ICMP error receives nothing more) is
-    closed, not reused.
+    (a pool of endpoint managers). An endpoint whose exchange met a network error (under
+    uvloop, a socket that received an ICMP error receives nothing more) is closed; one whose
+    exchange was cut short (deadline, cancellation) is not reused and closes
+    ``LINGER_S`` later (``_retire``).
     """
 
     def __init__(self, addresses: dict[str, str]) -> None:
@@ -211,6 +213,7 @@ class _Contexts:
         self._slots = {p: asyncio.Semaphore(POOL_PER_PEER) for p in addresses}
         self._every: set[aiocoap.Context] = set()
         self._closing: set[asyncio.Task[None]] = set()
+        self._lingering: dict[aiocoap.Context, asyncio.TimerHandle] = {}
         self.opened = self.discarded = 0
 
     async def start(self) -> None:
@@ -239,6 +242,7 @@ class _Contexts:
         return context
 
     def _discard(self, context: aiocoap.Context) -> None:
+        self._lingering.pop(context, None)
         self._every.discard(context)
         self.discarded += 1
         task = asyncio.get_running_loop().create_task(context.shutdown())
@@ -249,7 +253,7 @@ class _Contexts:
         if message.method not in _METHODS:
             return HttpResponse(405, (("content-type", "text/plain; charset=utf-8"),), b"")
         context: aiocoap.Context | None = None
-        reuse = False
+        fate = "retire"  # an exchange cut short (deadline, cancel): its endpoint lingers
         try:
             async with asyncio.timeout(timeout):
                 async with self._slots[peer]:
@@ -257,22 +261,36 @@ class _Contexts:
                     context = idle.pop() if idle else await self._open()
                     request = _to_coap(message, self._base[peer])
                     response = await context.request(request).response
-                    reuse = True
+                    fate = "reuse"
                     idle.append(context)
         except TimeoutError:
             raise Timeout(f"{peer} did not answer within {timeout}s") from None
         except aiocoap.error.TimeoutError as e:  # retransmissions exhausted
             raise Timeout(f"{peer}: {e}") from None
         except aiocoap.error.Error as e:
-            if isinstance(e, aiocoap.error.NetworkError):  # it may have moved
-                await self._resolve(peer)
+            if isinstance(e, aiocoap.error.NetworkError):  # the endpoint receives no more
+                fate = "discard"
+                await self._resolve(peer)  # the peer may have moved
             raise Unavailable(f"{peer}: {e!r}") from None
         finally:
-            if context is not None and not reuse:
+            if context is not None and fate == "retire":
+                self._retire(context)
+            elif context is not None and fate == "discard":
                 self._discard(context)
         return _answer_http(response)
 
+    def _retire(self, context: aiocoap.Context) -> None:
+        """Close an endpoint whose exchange was cut short only after ``LINGER_S``: the
+        peer's late answer must find the port open. Closed at once, the port answers with
+        an ICMP port unreachable, and under uvloop a server socket that received one
+        receives nothing more (every later request to that service timed out)."""
+        handle = asyncio.get_running_loop().call_later(LINGER_S, self._discard, context)
+        self._lingering[context] = handle
+
     async def close(self) -> None:
+        for handle in self._lingering.values():
+            handle.cancel()
+        self._lingering.clear()
         for context in list(self._every):
             with contextlib.suppress(Exception):
                 await context.shutdown()

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from ipclab_services.domains.acmeair.routes import api
 
 from ipclab.backends import StackOptions
 from ipclab.backends.docker import netem
@@ -39,12 +40,8 @@ STACKS = tuple(n for n, s in all_stacks().items() if s.domain == "acmeair" and s
 HOPS = {"Query Flight": 4, "List Bookings": 6}
 COAP_BLOCK = 1024
 USER = "uid3@email.com"
-# AcmeAir's own paths (ipclab.studies.nyflott.users: AUTH, FLIGHT, BOOKING)
-AUTH, FLIGHT, BOOKING = (
-    "/auth/acmeair-as/rest/api",
-    "/flight/acmeair-fs/rest/api",
-    "/booking/acmeair-bs/rest/api",
-)
+# AcmeAir's own paths (not from the Locust user module: importing Locust patches this process)
+AUTH, FLIGHT, BOOKING = (api(s) for s in ("auth", "flight", "booking"))
 QUERY = "fromAirport=OSL&toAirport=TRD&fromDate=2017-06-01&returnDate=2017-06-08&oneWay=false"
 
 # Runs in the loadgen container (python3 of the services image): log in, then alternate the

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import random
 
+from ipclab_services.domains.acmeair.routes import api
 from locust import FastHttpUser, constant, task
 
 from ipclab.load import recorder  # noqa: F401 - registers the per-request recorder
@@ -24,8 +25,7 @@ QUERIES = 5  # the driver's "Query Loop"
 SHARE = 0.25  # the driver's two throughput controllers
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 # each service's API root, AcmeAir microservices' own (the driver's paths)
-AUTH, FLIGHT = "/auth/acmeair-as/rest/api", "/flight/acmeair-fs/rest/api"
-BOOKING, CUSTOMER = "/booking/acmeair-bs/rest/api", "/customer/acmeair-cs/rest/api"
+AUTH, FLIGHT, BOOKING, CUSTOMER = (api(s) for s in ("auth", "flight", "booking", "customer"))
 _rng = random.Random(int(os.environ.get("IPCLAB_LOAD_SEED", "1")))
 
 
