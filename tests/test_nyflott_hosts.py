@@ -153,3 +153,19 @@ def test_claims_from_run_directories(tmp_path: Path) -> None:
     assert t.loc["N01d", "verdict"] == "reproduced"  # CoAP's mean above HTTP/1.1's at 0 ms
     assert t.loc["N10a", "verdict"] == "inconclusive"  # no h2c runs
     assert t.loc["N09d", "verdict"] == "inconclusive"
+
+
+def test_delayer_rows_are_reported_beside_their_host_not_as_hosts(tmp_path: Path) -> None:
+    path = make_run(tmp_path, "acmeair-coap", 1, 5.0, [25.0] * 100)
+    write_resources(path, gateway_cpu=40.0)
+    res = pd.read_csv(path / "resources.csv")
+    extra = [
+        {"t": t, "component": "gateway-delayer", "kind": "delayer", "cpu_percent": 7.0}
+        for t in res["t"].unique()
+    ]
+    pd.concat([res, pd.DataFrame(extra)]).to_csv(path / "resources.csv", index=False)
+    table = hosts.host_table(read_run(path), 1.0)
+    assert set(table["host"]) == set(hosts.THESIS_HOSTS)  # no delayer, no machine row
+    gw = table.set_index("host").loc["gateway"]
+    assert gw["cpu_mean"] == pytest.approx(40.0) and gw["delayer_cpu_mean"] == pytest.approx(7.0)
+    assert np.isnan(table.set_index("host").loc["auth", "delayer_cpu_mean"])

@@ -104,11 +104,20 @@ def _counter_delta(samples: pd.DataFrame, column: str) -> tuple[float, float] | 
 def host_table(run: Run, warmup_s: float) -> pd.DataFrame:
     """One row per host of the run (the five thesis hosts always, the load generator and
     any other host that has samples): ``run, host, roles, rounds, window_s, requests,
-    cpu_mean, cpu_sd``, the four counters' increase over the window, per second and per
+    cpu_mean, cpu_sd, delayer_cpu_mean`` (the delay emulation's own CPU on that host, kept
+    out of ``cpu_mean``), the four counters' increase over the window, per second and per
     request (see the module's doc)."""
     req, res = _window(run, warmup_s)
     nan = float("nan")
     n, t0, t1 = 0, nan, nan
+    delayers = pd.Series(dtype=float)
+    if len(res) and "kind" in res.columns:
+        # the delay emulation (docker's NFQUEUE delayer, its CPU already taken off its
+        # host's row) is reported beside each host; the machine's own row is no host
+        d = res[res["kind"] == "delayer"]
+        cpu = pd.to_numeric(d["cpu_percent"], errors="coerce")
+        delayers = cpu.groupby(d["component"].str.removesuffix("-delayer")).mean()
+        res = res[~res["kind"].isin(["delayer", "host"])]
     if len(res):
         rt = res["t"].astype(float)
         t0, t1 = float(rt.min()), float(rt.max())
@@ -125,6 +134,7 @@ def host_table(run: Run, warmup_s: float) -> pd.DataFrame:
         row: dict[str, object] = {
             "run": tables.run_key(run), "host": host, "roles": " ".join(roles),
             "rounds": 0, "window_s": t1 - t0, "requests": n, "cpu_mean": nan, "cpu_sd": nan,
+            "delayer_cpu_mean": float(delayers.get(host, nan)),
         }  # fmt: skip
         if len(h):
             cpu = pd.to_numeric(h["cpu_percent"], errors="coerce")
