@@ -298,7 +298,7 @@ def fig19(gc_runs: pd.DataFrame, ext: pd.DataFrame, gcs: pd.DataFrame, runs: pd.
                 f"and major GCs; one run: {what}", fontsize=9)  # fmt: skip
     a.set_xlabel("s since the measured window began")
     a.set_ylabel("response time (ms)")
-    a.legend(frameon=False, fontsize=7, loc="upper right")
+    a.legend(frameon=True, framealpha=0.85, fontsize=7, loc="best")
     a.grid(alpha=0.3)
     c = cells[cells["adapters"] == PRIMARY] if len(cells) else cells
     series = _series(c) if len(c) else []
