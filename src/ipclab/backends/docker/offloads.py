@@ -4,7 +4,7 @@ A container's interface counters (docker stats' ``networks``) count the kernel's
 frames: on a veth with TSO/GSO on (the default), TCP hands the interface one buffer of up to
 64 KB and nothing ever cuts it to the MTU (a veth has no wire), so a 3.7 KB HTTP answer counts
 as one packet while a CoAP answer sent as four 1 KB blocks counts as four. A study that
-compares protocols by packets per request or bytes per packet (Nyfløtt's Table 3) needs every
+compares protocols by packets per request or bytes per packet needs every
 packet counted to be one a real network would carry: with TSO and GSO off TCP cuts its segments
 to the MSS itself, and with GRO off the receiving side does not merge them back (veth's is off
 by default; turned off all the same). UDP datagrams are unchanged.
