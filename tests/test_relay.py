@@ -123,6 +123,17 @@ def test_a_large_request_body_arrives_whole(style: str) -> None:
     assert asyncio.run(main())["body"] == BIG.decode()
 
 
+@pytest.mark.parametrize("style", ["rest", "h2c"])
+def test_a_body_over_1_mib_is_refused_and_the_server_keeps_serving(style: str) -> None:
+    async def main() -> tuple[int, int]:
+        async with relay_pair(style) as relay:
+            big = await relay.request(HttpRequest("PUT", "/x/echo", body=b"x" * (1 << 20 | 1)), 5)
+            small = await relay.request(HttpRequest("PUT", "/x/echo", body=b"x"), 5)
+        return big.status, small.status
+
+    assert asyncio.run(main()) == (413, 200)
+
+
 @pytest.mark.parametrize("style", STYLES)
 def test_64_in_flight_each_get_their_own_answer(style: str) -> None:
     async def main() -> None:

@@ -542,6 +542,8 @@ def repetitions(
             measured = (g[1] / g[0]) / (g[3] / g[2])
         else:
             xa, xb = xs
+            if not xb.mean():  # no ratio to plan for (the metric was not measured: zeros)
+                continue
             need = repetitions_needed(
                 float(xb.mean()), float(xa.std(ddof=1)), float(xb.std(ddof=1)),
                 float(c.published_ratio), rules.alpha / family,
