@@ -371,7 +371,7 @@ def test_b_metric_compares_two_measures_of_one_cell_as_a_test_of_its_own() -> No
     assert r["verdict"] == C.REPRODUCED
     assert r["measured_a"] == pytest.approx(runs["share_a"].mean())
     assert r["measured_b"] == pytest.approx(runs["share_b"].mean())
-    assert "share_a of grpc@50 > share_b of grpc@50" == two.describe()
+    assert two.describe() == "share_a of grpc@50 > share_b of grpc@50"
     # not the same test as a one-metric comparison of the same cells, and swapping the
     # sides (with their metrics) is the same test
     assert C.test_key(two) != C.test_key(replace(two, b_metric=""))

@@ -179,9 +179,7 @@ class LocalStack:
     def components(self) -> dict[str, tuple[str, int]]:
         """name -> (kind, pid) for every live component."""
         out = {
-            role: (self._kind(role), p.pid)
-            for role, p in self.procs.items()
-            if p.poll() is None
+            role: (self._kind(role), p.pid) for role, p in self.procs.items() if p.poll() is None
         }
         if self.broker is not None and self.broker.process is not None:
             out["broker"] = ("broker", self.broker.process.pid)
