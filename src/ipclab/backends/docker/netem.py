@@ -77,7 +77,7 @@ out = {"tcp": {}, "udp": {}}
 for target in sys.argv[2:]:
     host, port = target.rsplit(":", 1)
     for proto, fn in (("tcp", tcp), ("udp", udp)):
-        best, misses = None, 0
+        best, misses, answers = None, 0, 0
         for _ in range(int(sys.argv[1])):
             try:
                 dt = fn(host, int(port))
@@ -85,10 +85,18 @@ for target in sys.argv[2:]:
                 dt = None
             if dt is not None:
                 best = dt if best is None else min(best, dt)
+                answers += 1
             else:
                 misses += 1
                 if misses >= 3:  # not answering (yet): do not wait out every try
                     break
+                if proto == "udp":
+                    # the target's ICMP answers are rate-limited per peer (a burst of 6,
+                    # then 1 a second; an earlier probe may have used the burst): the
+                    # answers so far are enough, else wait for the next one
+                    if answers >= 3:
+                        break
+                    time.sleep(1.0)
             time.sleep(0.01)
         out[proto][target] = best
 print(json.dumps(out))

@@ -53,6 +53,7 @@ NLM_F_REQUEST = 1
 NLM_F_ACK = 4
 NLMSG_ERROR = 2
 NF_ACCEPT = 1
+LATE_CAP_S = 0.001  # the most one release's lateness moves the aim (see Delayer.run)
 
 
 def _attr(kind: int, payload: bytes) -> bytes:
@@ -138,6 +139,9 @@ class Delayer:
         pending = self.pending
         # Wake-ups come late by a scheduler-dependent amount; aim that much earlier (an
         # average of recent lateness, at most half the delay) so the mean delay stays on target.
+        # A stall (the machine busy for tens of ms) is no wake-up latency: each sample counts
+        # for at most LATE_CAP_S, or one stall would send every packet after it up to half the
+        # delay early until enough on-time batches wore the estimate down.
         early = 0.0
         while True:
             now = time.monotonic()
@@ -147,7 +151,8 @@ class Delayer:
                 late = now - (due + early)
             if last_id is not None:
                 self._accept_upto(last_id)
-                early = min(self.delay_s / 2, max(0.0, 0.9 * early + 0.1 * (early + late)))
+                late = min(late, LATE_CAP_S)
+                early = min(self.delay_s / 2, max(0.0, early + 0.1 * late))
             timeout = None if not pending else max(0.0, pending[0][0] - now)
             if not select.select((fd,), (), (), timeout)[0]:
                 continue
