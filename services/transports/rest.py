@@ -115,10 +115,12 @@ async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
         return web.Response(status=answer.status, headers=CIMultiDict(answer.headers),
                             body=answer.body)  # fmt: skip
 
-    # aiohttp's low-level requests refuse a body over 1 MiB (BaseRequest's client_max_size),
-    # which is MAX_BODY; web.Server passes its keyword arguments to the protocol, not the request
-    assert MAX_BODY == 1 << 20
-    runner = web.ServerRunner(web.Server(handle), access_log=None)
+    loop = asyncio.get_running_loop()
+
+    def request(*parts: Any) -> web.BaseRequest:  # web.Server's own keywords go to the protocol
+        return web.BaseRequest(*parts, loop, client_max_size=MAX_BODY)
+
+    runner = web.ServerRunner(web.Server(handle, request_factory=request), access_log=None)
     await runner.setup()
     try:
         site = web.TCPSite(runner, config.host, config.port, backlog=4096)

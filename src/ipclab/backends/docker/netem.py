@@ -88,14 +88,12 @@ for target in sys.argv[2:]:
                 answers += 1
             else:
                 misses += 1
-                if misses >= 3:  # not answering (yet): do not wait out every try
+                # not answering (yet): do not wait out every try. A target's ICMP answers
+                # are rate-limited per peer (a burst of 6, then 1 a second; an earlier probe
+                # may have used the burst): 3 UDP answers are enough, else wait for the next
+                if misses >= 3 or (proto == "udp" and answers >= 3):
                     break
                 if proto == "udp":
-                    # the target's ICMP answers are rate-limited per peer (a burst of 6,
-                    # then 1 a second; an earlier probe may have used the burst): the
-                    # answers so far are enough, else wait for the next one
-                    if answers >= 3:
-                        break
                     time.sleep(1.0)
             time.sleep(0.01)
         out[proto][target] = best
