@@ -7,25 +7,32 @@ are shown beside them but are not judged. In short:
 
 * the run is the unit of replication; every compared cell needs ``min_repetitions`` runs,
   else **inconclusive**;
-* p-values: Welch's t on per-run values for one load per side (the exact permutation test
-  where Welch's is undefined: constant samples); the t test of the log ratio for averages
-  over loads and interactions; Holm-adjusted over the family of distinct tests of one
-  claims table (a comparison that several sentences make is one test);
+* **facts**: a claim on values fixed by construction (bytes of seeded data, the same in
+  every run) is compared as a value: the claim holds or it does not, with no p-value, no
+  interval and outside every family (``evidence`` = "fact", counted apart);
+* p-values: the t test of the log ratio (delta method, Welch-Satterthwaite df), the same
+  statistic as the interval, so p < 0.05 exactly when the interval excludes 1 (the exact
+  permutation test where samples are constant); Holm-adjusted over the family of distinct
+  tests of one call (one experiment; a comparison that several sentences make is one test);
 * ``direction`` and ``interaction``: **reproduced** when the estimate is on the claimed side
   of 1 and the adjusted p < alpha; **not reproduced** when significant on the other side;
   otherwise **inconclusive** (a direction is judged on its direction, never on its size);
   where every run of every compared cell gave one value (constant samples), a point not on
   the claimed side, or equal sides (0 against 0 too), is **not reproduced**;
-  with the word "slightly" (``magnitude == "slight"``) the interval must also lie inside
-  the slight band [0.8, 1.25] (**not reproduced** when it lies entirely outside);
+* size words, each with its standard band (a claim's own band only where its sentence states
+  a number): "slightly" (``magnitude == "slight"``): the interval also inside [0.8, 1.25];
+  "considerable(ly)", "much" (``magnitude == "considerable"``, on ``direction`` or
+  ``differ``): entirely outside [0.64, 1.5625] (**not reproduced** when entirely inside);
+  ``equal`` ("the same", "similar"): inside [0.8, 1.25];
 * ``ratio`` (a stated size, e.g. +22%): **not reproduced** when the CI lies entirely outside
   the claim's band; **reproduced** when it overlaps the band and the direction is
   significant; otherwise inconclusive;
-* ``equal``: **reproduced** when the CI lies inside the equivalence band, **not reproduced**
-  when entirely outside, otherwise inconclusive;
-* ``differ`` ("considerable difference": ``magnitude == "considerable"`` uses the band
-  [0.8, 1.25]): **reproduced** when significant and the CI lies entirely outside the band,
+* ``equal``: **reproduced** when the CI lies inside the band, **not reproduced** when
+  entirely outside, otherwise inconclusive;
+* ``differ``: **reproduced** when significant and the CI lies entirely outside the band,
   **not reproduced** when the CI lies inside it, otherwise inconclusive;
+* every size-word verdict again at +-5, 10 and 20% (``verdict_5pct`` ...; the
+  band-sensitivity table, :func:`band_sensitivity`);
 * ``compare`` (deterministic code measures of ipclab's own code, reported in a section of
   their own): **reproduced** when the relation holds, **not reproduced** when it does not.
 """
@@ -33,7 +40,7 @@ are shown beside them but are not judged. In short:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -57,6 +64,17 @@ VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 
 RULES = __doc__
 
+# The equivalence margin: a ratio within 80-125% (the margin of average bioequivalence, the
+# most used equivalence margin on a ratio scale) counts as "the same"; a "slight" difference
+# is a real one no larger than that margin.
+EQUAL_BAND = (0.8, 1.25)
+# "Considerable": at least twice the equivalence margin on the log scale (1.25 ** 2).
+CONSIDERABLE_BAND = (0.64, 1.5625)
+# The band-sensitivity table: each size-word verdict again with the band at +-5, 10, 20%
+# (symmetric on the log scale: [1 / (1 + x), 1 + x]).
+SENSITIVITY = (0.05, 0.10, 0.20)
+FACT, TEST, CODE = "fact", "test", "code"
+
 
 @dataclass(frozen=True)
 class Rules:
@@ -66,8 +84,11 @@ class Rules:
     min_repetitions: int = 3
     test: str = "welch"  # "welch" or "mannwhitney": the p-value of single-load comparisons
     p_adjust: str = "holm"  # "holm" (over the distinct tests of one claims table) or "none"
-    slight: tuple[float, float] = (0.8, 1.25)  # "slightly": the ratio stays inside
-    considerable: tuple[float, float] = (0.8, 1.25)  # "considerable": the ratio leaves it
+    # the standard bands of the size words (docs/statistics.md section 4); a claim's own
+    # band replaces them only where its sentence states a number
+    equal: tuple[float, float] = EQUAL_BAND  # "equal", "similar": the ratio stays inside
+    slight: tuple[float, float] = EQUAL_BAND  # "slightly": significant, and inside
+    considerable: tuple[float, float] = CONSIDERABLE_BAND  # "considerable": entirely outside
     confidence: float = 0.95
     n_resamples: int = 9999
     seed: int = 0
@@ -100,6 +121,7 @@ class Effect:
     users: str = ""
     missing: str = ""  # why the effect could not be measured, if it could not
     constant: bool = False  # every run of every compared cell gave one value (no spread)
+    fact: bool = False  # fixed by construction (seeded bytes): compared as a value, untested
 
     @classmethod
     def unmeasured(cls, why: str) -> Effect:
@@ -121,9 +143,42 @@ def _ci(r: Interval) -> str:
     return f"{_fmt(r.estimate)} [{_fmt(r.low)}, {_fmt(r.high)}]"
 
 
-def verdict(claim: Claim, effect: Effect, p: float, rules: Rules) -> tuple[str, str]:
+def size_words(claim: Claim) -> str:
+    """The size word a claim's verdict hangs on: ``equal``, ``differ``, ``slight``,
+    ``considerable``, or "" (a direction, a stated ratio, a code measure)."""
+    if claim.magnitude:
+        return claim.magnitude
+    return claim.test if claim.test in ("equal", "differ") else ""
+
+
+def band_of(claim: Claim, rules: Rules) -> tuple[float, float]:
+    """The band a claim is judged against: its own (stated) band for ``ratio``, and for
+    ``equal``/``differ`` where the sentence states a number; else the size word's
+    standard band (docs/statistics.md section 4)."""
+    own = (
+        (float(claim.band_low), float(claim.band_high))
+        if claim.band_low is not None and claim.band_high is not None
+        else None
+    )
+    if claim.magnitude == "considerable":
+        return rules.considerable
+    if claim.magnitude == "slight":
+        return rules.slight
+    if claim.test in ("ratio", "equal", "differ") and own is not None:
+        return own
+    return rules.equal
+
+
+def verdict(
+    claim: Claim,
+    effect: Effect,
+    p: float,
+    rules: Rules,
+    band: tuple[float, float] | None = None,
+) -> tuple[str, str]:
     """The verdict and its reason for one claim, given its measured effect and the
-    (possibly adjusted) p-value. Pure: the rules of the module docstring, nothing else."""
+    (possibly adjusted) p-value. Pure: the rules of the module docstring, nothing else.
+    ``band`` replaces the claim's band (the band-sensitivity table)."""
     if effect.missing:
         return INCONCLUSIVE, effect.missing
     r = effect.ratio
@@ -136,6 +191,9 @@ def verdict(claim: Claim, effect: Effect, p: float, rules: Rules) -> tuple[str, 
             if holds
             else (NOT_REPRODUCED, f"a/b = {_fmt(r.estimate)}, not {claim.relation} 1")
         )
+    band = band or band_of(claim, rules)
+    if effect.fact:
+        return _fact_verdict(claim, effect, band)
     if effect.n_min < rules.min_repetitions:
         return INCONCLUSIVE, (
             f"too few repetitions (n={effect.n_min}, need >= {rules.min_repetitions})"
@@ -148,51 +206,99 @@ def verdict(claim: Claim, effect: Effect, p: float, rules: Rules) -> tuple[str, 
         return INCONCLUSIVE, f"effect or CI undefined ({_ci(r)})"
     sig = bool(np.isfinite(p) and p < rules.alpha)
     ptxt = f"p = {_fmt(p)}"
-    lo, hi = r.low, r.high
+    bl, bh = band
+    inside = bl <= r.low and r.high <= bh
+    outside = r.high < bl or r.low > bh
+    btxt = f"[{_fmt(bl)}, {_fmt(bh)}]"
     if claim.test in ("direction", "interaction", "ratio"):
         up = claim.relation == ">"
         sign_ok = r.estimate > 1 if up else r.estimate < 1
         if claim.test == "ratio":
-            bl, bh = float(claim.band_low or np.nan), float(claim.band_high or np.nan)
-            if hi < bl or lo > bh:
+            if outside:
                 side = " although the direction holds" if sig and sign_ok else ""
-                return NOT_REPRODUCED, (
-                    f"ratio {_ci(r)} excludes the claimed band [{_fmt(bl)}, {_fmt(bh)}]{side}"
-                )
+                return NOT_REPRODUCED, f"ratio {_ci(r)} excludes the claimed band {btxt}{side}"
             if sig and sign_ok:
                 return REPRODUCED, (
-                    f"ratio {_ci(r)} overlaps the claimed band "
-                    f"[{_fmt(bl)}, {_fmt(bh)}], {ptxt} < {rules.alpha}"
+                    f"ratio {_ci(r)} overlaps the claimed band {btxt}, {ptxt} < {rules.alpha}"
                 )
             return INCONCLUSIVE, (
                 f"ratio {_ci(r)} overlaps the claimed band but {ptxt} is not below {rules.alpha}"
             )
-        if sig and sign_ok:
-            if claim.magnitude == "slight":
-                return _slight(r, ptxt, rules)
-            return REPRODUCED, f"ratio {_ci(r)} on the claimed side of 1, {ptxt} < {rules.alpha}"
-        if sig:
-            return NOT_REPRODUCED, (f"ratio {_ci(r)} significant in the opposite direction, {ptxt}")
-        return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: not significant at {rules.alpha}"
-    bl, bh = float(claim.band_low or np.nan), float(claim.band_high or np.nan)
-    if claim.magnitude == "considerable":
-        bl, bh = rules.considerable
-    inside = bl <= lo and hi <= bh
-    outside = hi < bl or lo > bh
-    band = f"[{_fmt(bl)}, {_fmt(bh)}]"
+        if sig and not sign_ok:
+            return NOT_REPRODUCED, f"ratio {_ci(r)} significant in the opposite direction, {ptxt}"
+        if claim.magnitude == "considerable" and inside:
+            return NOT_REPRODUCED, (
+                f"ratio {_ci(r)} inside {btxt}: not a considerable difference ({ptxt})"
+            )
+        if not sig:
+            return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: not significant at {rules.alpha}"
+        if claim.magnitude == "slight":
+            return _sized(r, ptxt, btxt, inside, outside, "slight", within=True)
+        if claim.magnitude == "considerable":
+            return _sized(r, ptxt, btxt, inside, outside, "considerable", within=False)
+        return REPRODUCED, f"ratio {_ci(r)} on the claimed side of 1, {ptxt} < {rules.alpha}"
     if claim.test == "equal":
         if inside:
-            return REPRODUCED, f"ratio {_ci(r)} inside the equivalence band {band}"
+            return REPRODUCED, f"ratio {_ci(r)} inside the equivalence band {btxt}"
         if outside:
-            return NOT_REPRODUCED, f"ratio {_ci(r)} entirely outside the band {band}"
-        return INCONCLUSIVE, f"ratio {_ci(r)} straddles the band {band}"
+            return NOT_REPRODUCED, f"ratio {_ci(r)} entirely outside the band {btxt}"
+        return INCONCLUSIVE, f"ratio {_ci(r)} straddles the band {btxt}"
     if claim.test == "differ":
         if sig and outside:
-            return REPRODUCED, f"ratio {_ci(r)} outside the band {band}, {ptxt}"
+            return REPRODUCED, f"ratio {_ci(r)} outside the band {btxt}, {ptxt}"
         if inside:
-            return NOT_REPRODUCED, f"ratio {_ci(r)} inside the band {band}: no considerable gap"
-        return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: neither outside nor inside {band}"
+            return NOT_REPRODUCED, f"ratio {_ci(r)} inside the band {btxt}: no such gap"
+        return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: neither outside nor inside {btxt}"
     raise ValueError(f"unknown test {claim.test!r} in claim {claim.claim_id}")
+
+
+def _fact_verdict(claim: Claim, effect: Effect, band: tuple[float, float]) -> tuple[str, str]:
+    """A value fixed by construction (docs/statistics.md section 4): the value itself holds
+    the claim or does not; no p-value, no interval, no family."""
+    r = effect.ratio.estimate
+    if not np.isfinite(r):
+        return INCONCLUSIVE, f"fact: a/b undefined ({_fmt(effect.measured_a)} / "\
+            f"{_fmt(effect.measured_b)})"  # fmt: skip
+    bl, bh = band
+    btxt = f"[{_fmt(bl)}, {_fmt(bh)}]"
+    val = f"fact: a/b = {_fmt(r)} ({_fmt(effect.measured_a)} against {_fmt(effect.measured_b)})"
+    in_band = bl <= r <= bh
+    if claim.test in ("direction", "interaction", "ratio"):
+        holds = r > 1 if claim.relation == ">" else r < 1
+        if not holds:
+            return NOT_REPRODUCED, f"{val}, not {claim.relation} 1"
+        if claim.test == "ratio" or claim.magnitude == "slight":
+            return (REPRODUCED, f"{val}, inside {btxt}") if in_band else (
+                NOT_REPRODUCED, f"{val}, outside {btxt}")  # fmt: skip
+        if claim.magnitude == "considerable":
+            outside = r < bl or r > bh
+            return (REPRODUCED, f"{val}, outside {btxt}") if outside else (
+                NOT_REPRODUCED, f"{val}, inside {btxt}: not considerable")  # fmt: skip
+        return REPRODUCED, f"{val} {claim.relation} 1"
+    if claim.test == "equal":
+        return (REPRODUCED, f"{val}, inside {btxt}") if in_band else (
+            NOT_REPRODUCED, f"{val}, outside {btxt}")  # fmt: skip
+    if claim.test == "differ":
+        return (NOT_REPRODUCED, f"{val}, inside {btxt}") if in_band else (
+            REPRODUCED, f"{val}, outside {btxt}")  # fmt: skip
+    raise ValueError(f"unknown test {claim.test!r} in claim {claim.claim_id}")
+
+
+def _sized(
+    r: Interval, ptxt: str, btxt: str, inside: bool, outside: bool, word: str, within: bool
+) -> tuple[str, str]:
+    """A significant difference on the claimed side, said to be of a size: "slight" (the
+    interval must lie inside the band) or "considerable" (entirely outside it)."""
+    ok, bad = (inside, outside) if within else (outside, inside)
+    where = "inside" if within else "outside"
+    if ok:
+        return REPRODUCED, f"ratio {_ci(r)} on the claimed side ({ptxt}) and {word}: {where} {btxt}"
+    if bad:
+        return NOT_REPRODUCED, (
+            f"ratio {_ci(r)} on the claimed side ({ptxt}) but not {word}: "
+            f"{'outside' if within else 'inside'} {btxt}"
+        )
+    return INCONCLUSIVE, f"ratio {_ci(r)} on the claimed side ({ptxt}); {word} or not is open"
 
 
 def _constant_off_side(claim: Claim, effect: Effect) -> str:
@@ -214,31 +320,24 @@ def _constant_off_side(claim: Claim, effect: Effect) -> str:
     return ""
 
 
-def _slight(r: Interval, ptxt: str, rules: Rules) -> tuple[str, str]:
-    """A significant difference on the claimed side, said to be slight."""
-    bl, bh = rules.slight
-    band = f"[{_fmt(bl)}, {_fmt(bh)}]"
-    if bl <= r.low and r.high <= bh:
-        return REPRODUCED, f"ratio {_ci(r)} on the claimed side ({ptxt}) and slight: inside {band}"
-    if r.high < bl or r.low > bh:
-        return NOT_REPRODUCED, (
-            f"ratio {_ci(r)} on the claimed side ({ptxt}) but not slight: outside {band}"
-        )
-    return INCONCLUSIVE, f"ratio {_ci(r)} on the claimed side ({ptxt}); slight or not is open"
-
-
-def published_consistent(claim: Claim) -> bool | None:
+def published_consistent(claim: Claim, rules: Rules | None = None) -> bool | None:
     """Whether the documents' own numbers (``published_ratio``) satisfy the claim's test;
     None when the documents print no number for it."""
     ref = claim.published_ratio
     if ref is None or not np.isfinite(ref):
         return None
+    bl, bh = band_of(claim, rules or Rules())
+    in_band = bool(bl <= ref <= bh)
+    side = ref > 1 if claim.relation == ">" else ref < 1
     if claim.test in ("direction", "interaction", "compare"):
-        return ref > 1 if claim.relation == ">" else ref < 1
-    bl, bh = float(claim.band_low or np.nan), float(claim.band_high or np.nan)
+        if claim.magnitude == "slight":
+            return side and in_band
+        if claim.magnitude == "considerable":
+            return side and not in_band
+        return side
     if claim.test == "differ":
-        return not (bl <= ref <= bh)
-    return bool(bl <= ref <= bh)  # ratio and equal
+        return not in_band
+    return in_band  # ratio and equal
 
 
 # --------------------------------------------------------------------------- effects
@@ -277,13 +376,23 @@ def _cells(
 
 
 def measure(
-    claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None = None
+    claim: Claim,
+    runs: pd.DataFrame,
+    rules: Rules,
+    users_map: Mapping[int, int] | None = None,
+    facts: Collection[str] = (),
 ) -> Effect:
     """The measured effect of one (non-``compare``) claim on a per-run table. With fewer than
     ``rules.min_repetitions`` runs in a compared cell the estimate stands alone: no interval
-    and no p-value (docs/statistics.md sections 2-3), so none enters the Holm family."""
-    e = _measure(claim, runs, rules, users_map)
-    if e.missing or e.n_min >= rules.min_repetitions:
+    and no p-value (docs/statistics.md sections 2-3), so none enters the Holm family. A
+    claim on metrics in ``facts`` (fixed by construction) is a fact: the value alone."""
+    samples, users_txt, k, why = _samples(claim, runs, users_map)
+    if why:
+        return Effect.unmeasured(why)
+    if is_fact(claim, facts):
+        return _fact(claim, samples, k, users_txt)
+    e = _measure(claim, samples, k, users_txt, rules)
+    if e.n_min >= rules.min_repetitions:
         return e
     nan = float("nan")
     alone = Interval(e.ratio.estimate, nan, nan, e.ratio.n, e.ratio.confidence, "none")
@@ -294,13 +403,21 @@ def measure(
     )  # fmt: skip
 
 
-def _measure(
-    claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None
-) -> Effect:
+def is_fact(claim: Claim, facts: Collection[str]) -> bool:
+    """Whether a claim compares values fixed by construction (every metric it reads is one
+    of ``facts``)."""
+    return claim.test != "compare" and {claim.metric, claim.b_metric or claim.metric} <= set(facts)
+
+
+def _samples(
+    claim: Claim, runs: pd.DataFrame, users_map: Mapping[int, int] | None
+) -> tuple[list[np.ndarray], str, int, str]:
+    """Each compared cell's per-run values, how to print its loads, how many cells are the
+    ``a`` side, and why the claim cannot be measured ("" when it can)."""
     b_metric = claim.b_metric or claim.metric
     for metric in dict.fromkeys((claim.metric, b_metric)):
         if metric not in runs.columns:
-            return Effect.unmeasured(f"metric {metric!r} not measured")
+            return [], "", 0, f"metric {metric!r} not measured"
     cells, users_txt, k = _cells(claim, users_map)
     samples = [
         _values(runs, claim.metric if i < k else b_metric, s, u) for i, (s, u) in enumerate(cells)
@@ -311,26 +428,65 @@ def _measure(
         if len(x) == 0
     ]
     if empty:
-        return Effect.unmeasured(f"no runs for {', '.join(empty)} ({claim.metric})")
+        return [], "", 0, f"no runs for {', '.join(empty)} ({claim.metric})"
+    return samples, users_txt, k, ""
+
+
+def _terms(claim: Claim, samples: list[np.ndarray], k: int) -> list[tuple[int, list[Any]]]:
+    """The claim's statistic as :func:`ipclab.stats.log_ratio_interval` terms."""
+    if claim.test == "interaction":  # (a@to / a@from) / (b@to / b@from)
+        s = samples
+        return [(1, [s[1]]), (-1, [s[0]]), (-1, [s[3]]), (1, [s[2]])]
+    return [(1, samples[:k]), (-1, samples[k:])]
+
+
+def _fact(claim: Claim, samples: list[np.ndarray], k: int, users_txt: str) -> Effect:
+    """A comparison of values fixed by construction: every run of a cell must give the same
+    value; the ratio is then exact (no interval, no p-value, no family)."""
+    n_min = min(len(x) for x in samples)
+    n_a, n_b = min(len(x) for x in samples[:k]), min(len(x) for x in samples[k:])
+    if any(np.ptp(x) > 0 for x in samples):
+        return Effect.unmeasured(
+            f"declared a fact ({claim.metric} fixed by construction) but its runs differ"
+        )
+    r = log_ratio_interval(_terms(claim, samples, k)).estimate
+    if claim.test == "interaction":
+        ma = float(samples[1][0] / samples[0][0]) if samples[0][0] else float("nan")
+        mb = float(samples[3][0] / samples[2][0]) if samples[2][0] else float("nan")
+    else:
+        ma = float(np.mean([x[0] for x in samples[:k]]))
+        mb = float(np.mean([x[0] for x in samples[k:]]))
+    nan = float("nan")
+    return Effect(Interval(r, nan, nan, n_min, method="fact"), ma, mb, n_min, n_a, n_b, nan,
+                  "fact", users=users_txt, constant=True, fact=True)  # fmt: skip
+
+
+def _measure(
+    claim: Claim, samples: list[np.ndarray], k: int, users_txt: str, rules: Rules
+) -> Effect:
     a, b = samples[:k], samples[k:]
     n_min = min(len(x) for x in samples)
     n_a, n_b = min(len(x) for x in a), min(len(x) for x in b)
     constant = n_min >= 2 and all(np.ptp(x) == 0 for x in samples)
-    if claim.test == "interaction":  # (a@to / a@from) / (b@to / b@from)
-        ci = log_ratio_interval(
-            [(1, [samples[1]]), (-1, [samples[0]]), (-1, [samples[3]]), (1, [samples[2]])],
-            rules.confidence,
-        )
+    if claim.test == "interaction":
+        ci = log_ratio_interval(_terms(claim, samples, k), rules.confidence)
         ga = samples[1].mean() / samples[0].mean()
         gb = samples[3].mean() / samples[2].mean()
         return Effect(ci, float(ga), float(gb), n_min, n_a, n_b, ci.p_value, "t (log ratio)",
                       users=users_txt, constant=constant)  # fmt: skip
     if k == 1 and len(b) == 1:
         c = compare_samples(samples[0], samples[1], confidence=rules.confidence, seed=rules.seed)
-        primary = "welch" if np.isfinite(c.welch_p) else "permutation"
+        # the primary test is the one the interval inverts (docs/statistics.md section 3):
+        # p < alpha exactly when the interval excludes 1; constant samples: permutation
+        candidates = {
+            "t (log ratio)": c.ratio.p_value,
+            "welch": c.welch_p,
+            "permutation": c.permutation_p,
+        }
+        primary = next((m for m, v in candidates.items() if np.isfinite(v)), "permutation")
         if rules.test == "mannwhitney":
             primary = "mannwhitney"
-        p = {"welch": c.welch_p, "permutation": c.permutation_p}.get(primary, c.mannwhitney_p)
+        p = candidates.get(primary, c.mannwhitney_p)
         return Effect(
             c.ratio,
             c.mean_a,
@@ -347,7 +503,7 @@ def _measure(
             users=users_txt,
             constant=constant,
         )
-    ci = log_ratio_interval([(1, a), (-1, b)], rules.confidence)  # mean over loads, a / b
+    ci = log_ratio_interval(_terms(claim, samples, k), rules.confidence)  # mean over loads
     ma = float(np.mean([x.mean() for x in a]))
     mb = float(np.mean([x.mean() for x in b]))
     return Effect(ci, ma, mb, n_min, n_a, n_b, ci.p_value, "t (log ratio)", users=users_txt,
@@ -392,9 +548,17 @@ def evaluate_claims(
     users_map: Mapping[int, int] | None = None,
     complexity: pd.DataFrame | None = None,
     think_time_s: float | None = None,
+    facts: Collection[str] = (),
+    family: str = "",
 ) -> pd.DataFrame:
-    """The claims table: one row per claim with the published and the measured effect, the
-    p-value, Cliff's delta, the verdict and its reason.
+    """The claims table of one family (one experiment: its p-values are Holm-adjusted
+    together, docs/statistics.md section 3): one row per claim with the published and the
+    measured effect, the p-value, Cliff's delta, the verdict and its reason, and the
+    verdicts of its size word at other bands (``verdict_5pct`` ...).
+
+    ``facts``: metrics fixed by construction (bytes of seeded data): claims on them are
+    compared as facts (``evidence`` = "fact"), with no p-value and outside the family.
+    ``family``: the experiment's label (column ``family``; default the scopes).
 
     ``runs`` is a per-run table (:func:`ipclab.stats.runs_table`, or any frame with
     ``style``, ``users`` and the claims' metric columns: ``rps``, ``mean_ms``; availability
@@ -418,11 +582,16 @@ def evaluate_claims(
                 f"({sorted(df['think_time_s'].unique())}); pass think_time_s"
             )
     effects = [
-        measure_compare(c, complexity) if c.test == "compare" else measure(c, df, rules, users_map)
+        measure_compare(c, complexity)
+        if c.test == "compare"
+        else measure(c, df, rules, users_map, facts)
         for c in cl
     ]
     adj = adjusted_p(cl, effects, rules)
-    rows = [_claim_row(c, e, float(p), rules) for c, e, p in zip(cl, effects, adj, strict=True)]
+    label = family or "+".join(wanted)
+    rows = [
+        _claim_row(c, e, float(p), rules, label) for c, e, p in zip(cl, effects, adj, strict=True)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -454,10 +623,32 @@ def adjusted_p(claims: Sequence[Claim], effects: Sequence[Effect], rules: Rules)
     return np.array([by_key[test_key(c)] for c in claims], dtype=float)
 
 
-def _claim_row(c: Claim, e: Effect, p: float, rules: Rules) -> dict[str, Any]:
+def evidence_of(c: Claim, e: Effect) -> str:
+    """``code`` (a measure of ipclab's own code), ``fact`` (fixed by construction) or
+    ``test`` (measured, with a p-value)."""
+    return CODE if c.test == "compare" else FACT if e.fact else TEST
+
+
+def sensitivity(c: Claim, e: Effect, p: float, rules: Rules) -> dict[str, str]:
+    """The verdict of a size-word claim again with its band at +-5, 10 and 20% (empty for a
+    claim without a size word, or with a band its sentence states)."""
+    word = size_words(c)
+    stated = c.test in ("equal", "differ") and not c.magnitude and c.band_low is not None
+    out = {}
+    for x in SENSITIVITY:
+        band = (1 / (1 + x), 1 + x)
+        out[f"verdict_{round(x * 100)}pct"] = (
+            verdict(c, e, p, rules, band)[0] if word and not stated else ""
+        )
+    return out
+
+
+def _claim_row(c: Claim, e: Effect, p: float, rules: Rules, family: str) -> dict[str, Any]:
     """One claim's row of the claims table: the claim, its measured effect, its verdict."""
     v, reason = verdict(c, e, p, rules)
     cd = e.cliffs_delta
+    bl, bh = band_of(c, rules)
+    own = c.band_low is not None and c.test in ("ratio", "equal", "differ") and not c.magnitude
     return {
         "claim_id": c.claim_id,
         "statement_id": c.statement_id,
@@ -473,9 +664,9 @@ def _claim_row(c: Claim, e: Effect, p: float, rules: Rules) -> dict[str, Any]:
         "published_value": c.published_value,
         "published_unit": c.published_unit,
         "published_ratio": c.published_ratio if c.published_ratio is not None else math.nan,
-        "published_consistent": published_consistent(c),
-        "band_low": c.band_low if c.band_low is not None else math.nan,
-        "band_high": c.band_high if c.band_high is not None else math.nan,
+        "published_consistent": published_consistent(c, rules),
+        "band_low": bl if size_words(c) or c.test == "ratio" else math.nan,
+        "band_high": bh if size_words(c) or c.test == "ratio" else math.nan,
         "measured_a": e.measured_a,
         "measured_b": e.measured_b,
         "n_a": e.n_a,
@@ -497,6 +688,13 @@ def _claim_row(c: Claim, e: Effect, p: float, rules: Rules) -> dict[str, Any]:
         "cliffs_high": cd.high if cd else math.nan,
         "verdict": v,
         "reason": reason,
+        "evidence": evidence_of(c, e),
+        "family": family,
+        "size_word": size_words(c),
+        "band": f"[{bl:.4g}, {bh:.4g}] ({'stated' if own else 'standard'})"
+        if size_words(c) or c.test == "ratio"
+        else "",
+        **sensitivity(c, e, p, rules),
         "note": c.note,
     }
 
@@ -506,16 +704,21 @@ def repetitions(
     runs: pd.DataFrame,
     rules: Rules | None = None,
     users_map: Mapping[int, int] | None = None,
+    facts: Collection[str] = (),
 ) -> pd.DataFrame:
     """Per distinct single-load test or interaction with a published ratio: the runs per cell
     that its primary test (Welch's t; the t test of the log interaction) needs to detect the
     published effect with 80% power at alpha / (family size), the
-    strictest Holm step (docs/statistics.md section 7), beside the runs there are."""
+    strictest Holm step (docs/statistics.md section 7), beside the runs there are.
+
+    ``claims`` are one family's (what one :func:`evaluate_claims` call adjusts together):
+    the family size is their distinct tests, facts (``facts``) and code claims apart."""
     rules = rules or Rules()
     single = [
         c
         for c in claims
-        if (
+        if not is_fact(c, facts)
+        and (
             c.test == "interaction"
             or (c.test in ("direction", "ratio") and len(c.a_users) <= 1 and len(c.b_users) <= 1)
         )
@@ -523,7 +726,8 @@ def repetitions(
         and np.isfinite(c.published_ratio)
         and c.metric in runs.columns
     ]
-    family = len({test_key(c) for c in claims if c.test != "compare"}) or 1
+    family = len({test_key(c) for c in claims if c.test != "compare" and not is_fact(c, facts)})
+    family = family or 1
     rows, seen = [], set()
     for c in single:
         if test_key(c) in seen:
@@ -569,13 +773,33 @@ def distinct_tests(table: pd.DataFrame) -> pd.DataFrame:
     the same test key, kind and size word count once."""
     if table.empty or "test_key" not in table.columns:
         return table
-    keys = ["test_key", "test"] + (["magnitude"] if "magnitude" in table.columns else [])
-    return table.drop_duplicates(keys)
+    return table.drop_duplicates(_test_columns(table))
 
 
-def tally(table: pd.DataFrame) -> dict[str, int]:
-    """Verdicts counted over distinct tests."""
+def _test_columns(table: pd.DataFrame) -> list[str]:
+    return ["test_key", "test"] + (["magnitude"] if "magnitude" in table.columns else [])
+
+
+def claim_ids(table: pd.DataFrame, row: pd.Series, verdict: str | None = None) -> str:
+    """The claim rows (ids) of one distinct test, e.g. 'T01a, P01a': the rows of ``table``
+    with ``row``'s test key, kind and size word (and ``verdict``, when given)."""
+    sel = pd.Series(True, index=table.index)
+    for c in _test_columns(table):
+        sel &= table[c].fillna("").astype(str) == ("" if pd.isna(row[c]) else str(row[c]))
+    if verdict is not None:
+        sel &= table["verdict"] == verdict
+    return ", ".join(dict.fromkeys(table.loc[sel, "claim_id"].astype(str)))
+
+
+def tally(table: pd.DataFrame, evidence: str = TEST) -> dict[str, int]:
+    """Verdicts counted over distinct tests of one kind of evidence: ``test`` (measured,
+    the default), ``fact`` (fixed by construction, counted apart) or ``code``. A table
+    written before the ``evidence`` column counts every row as a test."""
     d = distinct_tests(table)
+    if "evidence" in d.columns:
+        d = d[d["evidence"].fillna(TEST).replace("", TEST) == evidence]
+    elif evidence != TEST:
+        return {}
     if d.empty:
         return {}
     return {str(k): int(v) for k, v in d["verdict"].value_counts().items()}
@@ -604,3 +828,30 @@ def statement_verdicts(table: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(out)
+
+
+def band_sensitivity(table: pd.DataFrame) -> pd.DataFrame:
+    """The band-sensitivity table (docs/statistics.md section 4): one row per distinct test
+    whose verdict hangs on a size word (equal, differ, slight, considerable) judged on the
+    standard band, with its verdict again at +-5, 10 and 20%, and whether any differs."""
+    cols = [f"verdict_{round(x * 100)}pct" for x in SENSITIVITY]
+    if table.empty or any(c not in table.columns for c in cols):
+        return pd.DataFrame()
+    d = distinct_tests(table)
+    d = d[d[cols[0]].fillna("").astype(str) != ""]
+    out = pd.DataFrame(
+        {
+            "claims": [claim_ids(table, r) for _, r in d.iterrows()],
+            "comparison": d["comparison"],
+            "size_word": d["size_word"],
+            "measured": d["measured"],
+            "band": d["band"],
+            "verdict": d["verdict"],
+            **{c.replace("verdict_", "at_"): d[c] for c in cols},
+        }
+    )
+    out["band_decides"] = [
+        any(r[c.replace("verdict_", "at_")] != r["verdict"] for c in cols)
+        for _, r in out.iterrows()
+    ]
+    return out.reset_index(drop=True)

@@ -288,10 +288,25 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
         }[c.test]
         if c.relation not in allowed:
             raise _fail(path, i, f"relation {c.relation!r} does not fit test {c.test!r}")
-    if c.test in ("ratio", "equal", "differ") and (
+    given = c.band_low is not None or c.band_high is not None
+    if given and c.test not in ("ratio", "equal", "differ"):
+        raise _fail(path, i, f"a {c.test} claim has no band")
+    if (c.test == "ratio" or given) and (
         c.band_low is None or c.band_high is None or not 0 < c.band_low < c.band_high
     ):
-        raise _fail(path, i, f"a {c.test} claim needs 0 < band_low < band_high")
+        raise _fail(path, i, f"a {c.test} claim's band needs 0 < band_low < band_high")
+    if given and c.magnitude:
+        raise _fail(path, i, f"magnitude {c.magnitude!r} has its standard band "
+                    "(docs/statistics.md section 4): leave band_low/band_high empty")  # fmt: skip
+    if given and not c.published_value.strip():
+        raise _fail(
+            path, i, "a claim's own band needs the number its sentence states "
+            "(published_value); without one, leave the band empty (standard band)",
+        )  # fmt: skip
+    if c.magnitude and c.test not in ("direction", "differ"):
+        raise _fail(path, i, f"magnitude {c.magnitude!r} applies to direction or differ only")
+    if c.magnitude == "slight" and c.test != "direction":
+        raise _fail(path, i, "'slight' is a size of a direction (test = direction)")
     return c
 
 

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from ipclab import plotting
 from ipclab.atomic import write_json_atomic
+from ipclab.claims import band_sensitivity
 from ipclab.paths import from_repo
 from ipclab.runs import utcnow
 
@@ -70,6 +71,16 @@ class StudyResults:
             )
         path = self.table(df[~code], "claims", "Published claims and computed verdicts", False)
         self.claims = path.name
+        bands = band_sensitivity(df[~code])
+        if not bands.empty:
+            self.table(
+                bands,
+                "band_sensitivity",
+                "Band sensitivity: every verdict that hangs on a size word (equal, differ, "
+                "slight, considerable), at its standard band (docs/statistics.md section 4) "
+                "and again at +-5%, +-10% and +-20%; band_decides marks the verdicts a "
+                "different band would change.",
+            )
         self.save()
         return path
 
