@@ -53,7 +53,6 @@ from ipclab.stats import (
     compare_samples,
     holm,
     log_ratio_interval,
-    repetitions_needed,
     repetitions_needed_log_ratio,
 )
 
@@ -707,7 +706,7 @@ def repetitions(
     facts: Collection[str] = (),
 ) -> pd.DataFrame:
     """Per distinct single-load test or interaction with a published ratio: the runs per cell
-    that its primary test (Welch's t; the t test of the log interaction) needs to detect the
+    that its primary test (the t test of the log ratio or interaction) needs to detect the
     published effect with 80% power at alpha / (family size), the
     strictest Holm step (docs/statistics.md section 7), beside the runs there are.
 
@@ -737,22 +736,15 @@ def repetitions(
         xs = [_values(runs, c.metric, s, u) for s, u in cells]
         if min(len(x) for x in xs) < 2:
             continue
-        if c.test == "interaction":  # the t test of the log interaction (section 7)
-            need = repetitions_needed_log_ratio(
-                [float(x.std(ddof=1) / x.mean()) for x in xs],
-                float(c.published_ratio), rules.alpha / family,
-            )  # fmt: skip
-            g = [float(x.mean()) for x in xs]
-            measured = (g[1] / g[0]) / (g[3] / g[2])
-        else:
-            xa, xb = xs
-            if not xb.mean():  # no ratio to plan for (the metric was not measured: zeros)
-                continue
-            need = repetitions_needed(
-                float(xb.mean()), float(xa.std(ddof=1)), float(xb.std(ddof=1)),
-                float(c.published_ratio), rules.alpha / family,
-            )  # fmt: skip
-            measured = float(xa.mean() / xb.mean())
+        g = [float(x.mean()) for x in xs]
+        if not all(g):  # no ratio to plan for (the metric was not measured: zeros)
+            continue
+        # the primary test (section 3): the t test of the log ratio, from the cells' CVs
+        need = repetitions_needed_log_ratio(
+            [float(x.std(ddof=1)) / m for x, m in zip(xs, g, strict=True)],
+            float(c.published_ratio), rules.alpha / family,
+        )  # fmt: skip
+        measured = (g[1] / g[0]) / (g[3] / g[2]) if c.test == "interaction" else g[0] / g[1]
         rows.append(
             {
                 "claim_id": c.claim_id,
