@@ -12,6 +12,7 @@ import pytest
 
 from ipclab.backends.postgres import PostgresUnavailable, find_bin_dir
 from ipclab.claims import VERDICTS
+from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.studies.johansson import performance as study
 from ipclab.studies.johansson import serialisation as ser
@@ -74,6 +75,51 @@ def test_schedule_interleaves_in_balanced_random_rounds() -> None:
     assert parse_targets("a=http://x:1, b=http://y:2") == {"a": "http://x:1", "b": "http://y:2"}
     with pytest.raises(ValueError, match="not name=url"):
         parse_targets("a")
+
+
+RESULTS = from_repo("data/runs/reference/johansson-full-local/results")
+BYTE_CLAIMS = {
+    *(f"S01{x}" for x in "abcdefghij"), "J14a", "J14b", "J16a", "J16b", "J16d", "J16e",
+}  # fmt: skip
+
+
+def _reference_claims() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The claims table from the committed per-run tables (no stacks): thesis runs with
+    concurrent service calls, serialisation rounds."""
+    thesis = pd.read_csv(RESULTS / "thesis_runs.csv")
+    thesis = thesis[~thesis["sequential"].astype(bool)]
+    serial = pd.read_csv(RESULTS / "serialisation_rounds.csv")
+    return study.claims_table(thesis, serial), thesis, serial
+
+
+def test_one_holm_family_per_experiment_and_bytes_as_facts() -> None:
+    t, thesis, serial = _reference_claims()
+    assert t.groupby("family")["scope"].unique().map(list).to_dict() == {
+        "thesis test": ["performance"], "serialisation micro-benchmark": ["serialisation"],
+    }  # fmt: skip
+    facts = t[t["evidence"] == "fact"]
+    assert set(facts["claim_id"]) == BYTE_CLAIMS
+    assert facts["comparison"].str.startswith("bytes:").all()
+    assert facts["p_value"].isna().all()
+    tested = t[t["evidence"] == "test"]
+    sizes = tested.groupby("family")["test_key"].nunique().to_dict()
+    assert sizes == {"thesis test": 14, "serialisation micro-benchmark": 12}
+    for family, g in tested.groupby("family"):  # Holm over its own family, no wider
+        assert (g["p_value"] <= sizes[family] * g["p_raw"] * (1 + 1e-9)).all(), family
+    # no test left on a Monte Carlo permutation p-value
+    assert not tested["p_method"].astype(str).str.contains("permutation").any()
+    assert "J15b" not in set(t["claim_id"])  # an argument about flexibility, not a test
+    power = study.power_table(thesis, serial)
+    assert set(power["family"]) == {"thesis test"}
+    assert power["alpha"].eq(0.05 / sizes["thesis test"]).all()
+    only = study.claims_table(thesis, pd.DataFrame())
+    assert set(only["family"]) == {"thesis test"}
+
+
+def test_deviations_name_the_serialisation_libraries() -> None:
+    ser_dev = [d for d in study.DEVIATIONS if "thriftpy2" in d]
+    assert len(ser_dev) == 1
+    assert all(w in ser_dev[0] for w in ("orjson", "upb", "ElementTree", "S03b", "S05a", "J16f"))
 
 
 def _no_postgres() -> str | None:
@@ -139,6 +185,8 @@ def test_a_tiny_profile_runs_analyses_and_writes_results(
     assert "no runs for" in claims.loc["J04b", "reason"]  # 25 rows were not run
     assert claims.loc["S01a", "verdict"] != "not reproduced"  # XML is larger than JSON
     assert set(claims["scope"]) == {"performance", "serialisation"}
+    assert set(claims["family"]) == {"thesis test", "serialisation micro-benchmark"}
+    assert (claims.loc[claims["evidence"] == "fact"].index.isin(BYTE_CLAIMS)).all()
 
     results = StudyResults(tmp_path / "results", "johansson", "J", figures_dir=tmp_path / "figs")
     study.write_results(a, results)

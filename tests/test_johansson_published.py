@@ -115,6 +115,30 @@ def test_claims_published_ratios_match_the_printed_numbers() -> None:
     assert (j11b.published_value, j11b.table_value) == ("179", "170.2")
 
 
+def test_own_bands_only_where_a_number_is_printed() -> None:
+    cl = published.claims()
+    own = {c.claim_id: c for c in cl if c.band_low is not None}
+    assert set(own) == {"J03a", "J06a", "J11a"}
+    for c in own.values():  # the printed percentage, in the sentence
+        assert c.published_value and c.published_value in c.quote, c.claim_id
+    sized = {c.claim_id: (c.test, c.magnitude) for c in cl if c.magnitude}
+    assert sized == {
+        **dict.fromkeys(("J02c", "J02d", "J08c", "J08d"), ("direction", "considerable")),
+        **dict.fromkeys(("S01c", "S01d", "S01i", "S01j"), ("direction", "considerable")),
+        **dict.fromkeys(("S01e", "S01f"), ("direction", "slight")),
+    }  # fmt: skip
+    j09 = next(c for c in cl if c.claim_id == "J09a")
+    assert j09.test == "equal" and j09.band_low is None and j09.band_high is None
+
+
+def test_j15_recommendation_is_not_a_performance_test() -> None:
+    """'GraphQL can ... where few data resources are fetched at a time be a good idea to use'
+    argues for GraphQL's flexibility: no row tests it; the sentence stays traceable in J15a."""
+    j15 = [c for c in published.claims() if c.statement_id == "J15"]
+    assert [c.claim_id for c in j15] == ["J15a"]
+    assert "be a good idea to use" in j15[0].quote and "J15b" in j15[0].note
+
+
 @pytest.mark.skipif(not THESIS.exists(), reason="set IPCLAB_SEEDS to the folder of the study texts")
 def test_every_quote_and_number_is_in_the_thesis() -> None:
     text = THESIS.read_text()

@@ -6,8 +6,9 @@ files, without rerunning anything: ``python -m ipclab.studies.johansson.referenc
 records) and ``results/``, whose ``serialisation_rounds.csv`` is the micro-benchmark as
 measured then (timings cannot be rebuilt from files, so they are read back). This reads
 them, analyses them as the notebook does, and rewrites ``results/`` and
-``figures/reference/johansson-full-local/``; ``--tables`` prints the tables of its README
-(:func:`ipclab.studies.johansson.performance.summary_markdown`).
+``figures/reference/johansson-full-local/``, and fills the findings block of its README
+from ``results/claims.csv`` (:func:`ipclab.findings.write_findings`); ``--tables`` prints the
+tables of its README (:func:`ipclab.studies.johansson.performance.summary_markdown`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ipclab.experiments import load_runs
+from ipclab.findings import write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.studies.johansson import performance
@@ -26,6 +28,7 @@ from ipclab.studies.johansson import performance
 ROOT = Path("data/runs/reference")
 FIGURES = Path("figures/reference")
 FOLDER = "johansson-full-local"
+CLAIMS = "results/claims.csv"  # the findings block's label: relative to the README's folder
 
 
 def load(root: Path = ROOT, folder: str = FOLDER) -> performance.Analysis:
@@ -44,6 +47,9 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) ->
         parameters={"profile": "full", "backend": "local"}, figures_dir=figures / folder,
     )  # fmt: skip
     performance.write_results(a, results)
+    readme = from_repo(root) / folder / "README.md"
+    if readme.exists():  # the sentences of what was found, from the table just written
+        write_findings(readme, pd.read_csv(readme.parent / CLAIMS), CLAIMS)
     return results.directory
 
 
