@@ -763,13 +763,16 @@ def repetitions(
 def distinct_tests(table: pd.DataFrame) -> pd.DataFrame:
     """One row per distinct test of a claims table (docs/statistics.md section 5): claims with
     the same test key, kind and size word count once."""
-    if table.empty or "test_key" not in table.columns:
+    if table.empty:
         return table
     return table.drop_duplicates(_test_columns(table))
 
 
 def _test_columns(table: pd.DataFrame) -> list[str]:
-    return ["test_key", "test"] + (["magnitude"] if "magnitude" in table.columns else [])
+    """The columns that name a distinct test (a table without test keys: each row one)."""
+    if "test_key" not in table.columns:
+        return ["claim_id"]
+    return ["test_key"] + [c for c in ("test", "magnitude") if c in table.columns]
 
 
 def claim_ids(table: pd.DataFrame, row: pd.Series, verdict: str | None = None) -> str:

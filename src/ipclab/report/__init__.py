@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ipclab.claims import RULES, VERDICTS, tally
+from ipclab.claims import FACT, NOT_REPRODUCED, REPRODUCED, RULES, VERDICTS, tally
+from ipclab.findings import findings_lines
 from ipclab.report import html as rh
 from ipclab.report.pdf import ChromiumMissing, find_chromium, html_to_pdf
 from ipclab.results import read_results
@@ -180,6 +181,8 @@ def study_section(
         out.append('<p class="missing">No claims table in this results folder.</p>')
     else:
         out.append(f"<p>{rh.esc(_tally_text(claims))}.</p>")
+        if "verdict" in claims and len(claims):
+            out.append(rh.markdown_lines_html(findings_lines(claims, "the claims table below")))
         cap = rh.caption(
             "Table", n.table(), f"Claims of {title}: published statements (source and quote), "
             "the comparison tested, the published and measured effect (ratio a/b with 95% CI; "
@@ -275,10 +278,16 @@ def _tally_text(claims: pd.DataFrame) -> str:
     """'N distinct tests (a reproduced, b not reproduced, c inconclusive), from M claims'."""
     if "verdict" not in claims:
         return "no verdicts"
-    c = tally(claims)
+    c, f = tally(claims), tally(claims, FACT)
     n = sum(c.values())
     parts = ", ".join(f"{c.get(v, 0)} {v}" for v in VERDICTS)
-    return f"{n} distinct tests ({parts}), from {len(claims)} claims"
+    facts = (
+        f"; and {sum(f.values())} facts fixed by construction ({f.get(REPRODUCED, 0)} as "
+        f"claimed, {f.get(NOT_REPRODUCED, 0)} not)"
+        if f
+        else ""
+    )
+    return f"{n} distinct tests ({parts}){facts}, from {len(claims)} claims"
 
 
 def _machine_and_date(results_dir: Path) -> str:
@@ -392,7 +401,11 @@ def summary_section(all_claims: pd.DataFrame, n: Counter) -> str:
     if all_claims.empty or "verdict" not in all_claims:
         out.append('<p class="quiet">No study produced a claims table.</p></section>')
         return "\n".join(out)
-    counts = rh.verdict_counts(all_claims, VERDICTS)
+    counted = all_claims.copy()
+    if "evidence" in counted:  # facts apart (docs/statistics.md section 5)
+        fact = counted["evidence"] == FACT
+        counted.loc[fact, "verdict"] = "fact: " + counted.loc[fact, "verdict"].astype(str)
+    counts = rh.verdict_counts(counted, VERDICTS)
     out.append(rh.counts_table(counts, rh.caption("Table", n.table(), "Claims per verdict.")))
     cap = rh.caption(
         "Table", n.table(), "Every claim of every study with its measured effect (ratio a/b, "

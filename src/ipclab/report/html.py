@@ -418,3 +418,26 @@ def kv_table(items: Sequence[tuple[str, object]], cls: str = "kv") -> str:
         f'<tr><th scope="row">{esc(k)}</th><td>{esc(fmt_text(v))}</td></tr>' for k, v in items
     )
     return f'<table class="{cls}"><tbody>{rows}</tbody></table>'
+
+
+def _inline_md(text: str) -> str:
+    out = esc(text)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+
+
+def markdown_lines_html(lines: Sequence[str]) -> str:
+    """The little Markdown of generated findings (``ipclab.findings``): paragraphs, ``- ``
+    lists, ``code`` and bold."""
+    parts: list[str] = []
+    items: list[str] = []
+    for ln in [*lines, ""]:
+        if ln.startswith("- "):
+            items.append(f"<li>{_inline_md(ln[2:])}</li>")
+            continue
+        if items:
+            parts.append(f'<ul class="findings">{"".join(items)}</ul>')
+            items = []
+        if ln.strip():
+            parts.append(f'<p class="findings">{_inline_md(ln)}</p>')
+    return "".join(parts)
