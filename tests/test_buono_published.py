@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ipclab.claims import NOT_REPRODUCED, REPRODUCED, evaluate_claims, published_consistent
+from ipclab.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, published_consistent
 from ipclab.claims import test_key as family_key
-from ipclab.studies.buono import published
+from ipclab.studies.buono import analysis, published
 from tests.test_published import SEEDS, _quote_in, _tokens
 
 THESIS = SEEDS / "004_8bd2ed9805fa0c03.txt"
@@ -158,7 +158,7 @@ def test_the_reported_cells() -> None:
 
 def test_claims_are_valid_rows_on_grid_styles() -> None:
     cl = published.claims()
-    assert len(cl) == len({c.claim_id for c in cl}) == 50
+    assert len(cl) == len({c.claim_id for c in cl}) == 53
     assert {c.statement_id for c in cl} == {f"B{i:02d}" for i in range(1, 18)}
     assert {c.metric for c in cl} <= set(published.METRICS)
     counts = {5, 325, 650, 100_000, 300_000}
@@ -171,9 +171,15 @@ def test_claims_are_valid_rows_on_grid_styles() -> None:
         differ = [k for k in vars(a) if getattr(a, k) != getattr(b, k)]
         assert len(differ) == 1, (c.claim_id, differ)  # one factor at a time
     assert {c.section for c in cl} == {"Abstract", "6.1", "7"}
-    # the family sizes data/published/README.md gives (Holm over distinct tests)
-    for scope, n in (("performance", 16), ("serialisation", 8)):
-        assert len({family_key(c) for c in published.claims(scope=scope)}) == n, scope
+    # one Holm family per experiment (docs/statistics.md section 3), of the sizes the
+    # reference README and data/published/README.md give; the bytes are facts, in none
+    fam = analysis.families()
+    assert sum(len(v) for v in fam.values()) == len(cl)
+    assert {f: len({family_key(c) for c in v}) for f, v in fam.items()} == {
+        "procedure": 16, "memory": 4, "sizes (facts)": 8,
+    }  # fmt: skip
+    assert all(c.metric in published.FACTS for c in fam["sizes (facts)"])
+    assert not any(c.metric in published.FACTS for f in ("procedure", "memory") for c in fam[f])
 
 
 def test_claims_bands_hold_the_printed_numbers() -> None:
@@ -292,16 +298,21 @@ def _thesis_world(runs: int = 7, seed: int = 0) -> pd.DataFrame:
     s = published.style
     base: dict[tuple[str, int], dict[str, float]] = {}
     for structure in published.STRUCTURES:
-        base[(s("json", structure), 5)] = {"response_ms": 24.0, "server_ms": 2.0}
-        base[(s("protobuf", structure), 5)] = {"response_ms": 24.0 * 0.9187, "server_ms": 1.5}
+        base[(s("json", structure), 5)] = {"response_ms": 24.0, "codec_ms": 2.0}
+        base[(s("protobuf", structure), 5)] = {"response_ms": 24.0 * 0.9187, "codec_ms": 1.5}
         for f in published.FORMATS:
             base[(s(f, structure, cache="cache"), 5)] = {"response_ms": 5.0}
     post = {f: s(f, "nested", "post", "gzip") for f in published.FORMATS}
-    base[(post["json"], 650)] = {"server_ms": 654.6, "response_ms": 800.0}
-    base[(post["protobuf"], 650)] = {"server_ms": 490.3, "response_ms": 800.0 * 0.749}
+    get = {f: s(f, "nested", "get", "gzip") for f in published.FORMATS}
+    # parsing is slower than encoding, and Protobuf's gain is larger in parsing (B06)
+    base[(post["json"], 650)] = {"server_ms": 654.6, "response_ms": 800.0, "codec_ms": 600.0}
+    base[(post["protobuf"], 650)] = {
+        "server_ms": 490.3, "response_ms": 800.0 * 0.749, "codec_ms": 300.0, "codec_pb_json": 0.5,
+    }  # fmt: skip
     base[(post["json"], 5)] = {"server_ms": 6.0}
     base[(post["protobuf"], 5)] = {"server_ms": 5.5}
-    base[(s("json", "nested", "get", "gzip"), 650)] = {"server_ms": 300.0}
+    base[(get["json"], 650)] = {"server_ms": 400.0, "codec_ms": 300.0}
+    base[(get["protobuf"], 650)] = {"codec_pb_json": 0.9}
     sizes = {  # (structure, count, compression): (json bytes, protobuf / json)
         ("flat", 5, "raw"): (1000.0, 1.1),  # the exception of Fig. 29
         ("flat", 100_000, "raw"): (21.2e6, 0.742),
@@ -315,28 +326,54 @@ def _thesis_world(runs: int = 7, seed: int = 0) -> pd.DataFrame:
             base.setdefault((s(f, structure, compression=comp), count), {})["body_bytes"] = v
     base[(s("json", "flat"), 100_000)] |= {"peak_rss_mb": 200.0}
     base[(s("protobuf", "flat"), 100_000)] |= {"peak_rss_mb": 210.0}
-    base[(s("json", "flat"), 300_000)] = {"oom_killed": 1.0}
-    base[(s("protobuf", "flat"), 300_000)] = {"oom_killed": 0.0}
+    base[(s("json", "flat"), 300_000)] = {"oom_killed": 1.0, "transient_rss_mb": 200.0}
+    base[(s("protobuf", "flat"), 300_000)] = {"oom_killed": 0.0, "transient_rss_mb": 220.0}
+    fixed = ("oom_killed", *published.FACTS)  # the same in every run
     rows = []
     for (st, users), metrics in base.items():
         for _ in range(runs):
-            noisy = {
-                m: v if m == "oom_killed" else v * rng.normal(1, 0.005) for m, v in metrics.items()
-            }
+            noisy = {m: v if m in fixed else v * rng.normal(1, 0.005) for m, v in metrics.items()}
             rows.append({"style": st, "users": users, **noisy})
     return pd.DataFrame(rows)
 
 
 def test_a_world_that_does_what_the_thesis_says_reproduces_every_claim() -> None:
     world = _thesis_world()
-    for scope in ("performance", "serialisation"):  # each its own Holm family
-        table = evaluate_claims(world, published.claims(scope=scope), scope=scope)
-        wrong = table.loc[table["verdict"] != REPRODUCED, ["claim_id", "verdict", "reason"]]
-        assert wrong.empty, wrong.to_string()
+    table = analysis.evaluate(world).set_index("claim_id")  # one Holm family per experiment
+    assert len(table) == len(published.claims())
+    wrong = table.loc[table["verdict"] != REPRODUCED, ["verdict", "reason"]]
+    # but two: the JVM's committed heap is never measured (B16c), and the thesis's own flat
+    # worst case (25.80 % smaller) is not a "considerable" improvement on the standard band
+    assert sorted(wrong.index) == ["B08a", "B16c"], wrong.to_string()
+    assert wrong.loc["B16c", "verdict"] == INCONCLUSIVE
+    assert "not measured" in wrong.loc["B16c", "reason"]
+    assert wrong.loc["B08a", "verdict"] == NOT_REPRODUCED
+    # the bytes are facts: compared by value, no p-value, in no Holm family
+    sizes = table[table["family"] == "sizes (facts)"]
+    assert (sizes["evidence"] == "fact").all() and sizes["p_value"].isna().all()
+    assert (table.loc[table["family"] != "sizes (facts)", "evidence"] == "test").all()
     # and one that does the opposite (Protobuf slower) is caught
     flipped = world.copy()
     pb = flipped["style"].str.startswith("protobuf") & flipped["style"].str.contains("nocache")
     flipped.loc[pb, "response_ms"] *= 1.5
-    table = evaluate_claims(flipped, published.claims(scope="performance")).set_index("claim_id")
+    table = analysis.evaluate(flipped).set_index("claim_id")
     assert table.loc["B02a", "verdict"] == NOT_REPRODUCED
     assert table.loc["B03d", "verdict"] == NOT_REPRODUCED
+
+
+@pytest.mark.parametrize(
+    ("pb_at_650", "verdict"),
+    [(0.28, REPRODUCED), (0.33, NOT_REPRODUCED), (0.33 * 1.000037, NOT_REPRODUCED)],
+)
+def test_the_reduction_growing_with_size_is_a_fact_either_way(
+    pb_at_650: float, verdict: str
+) -> None:
+    """B13b (the efficiency grows with the size): the exact growth ratio decides, strictly:
+    a reduction that grows is reproduced, one that stays or falls (1.000037) is not."""
+    world = _thesis_world()
+    s = published.style
+    at650 = (world["style"] == s("protobuf", "nested")) & (world["users"] == 650)
+    world.loc[at650, "body_bytes"] = 910_000.0 * pb_at_650  # P / J at 5 is 0.33
+    table = analysis.evaluate(world).set_index("claim_id")
+    assert table.loc["B13b", "verdict"] == verdict
+    assert table.loc["B13b", "evidence"] == "fact"

@@ -1,5 +1,6 @@
-"""Buono & Petrović 2021 (KTH thesis): JSON against Protocol Buffers between two services:
-payload sizes, response and processing time, memory under a 400 MB limit, schema evolution.
+"""Buono & Petrović 2021 (Kristianstad University, bachelor thesis): JSON against Protocol
+Buffers between two services: payload sizes, response and processing time, memory under a
+400 MB limit, schema evolution.
 
 The published numbers and claims (``published``), the schemas and byte-level checks
 (``schemas``, ``sizes``), schema evolution (``evolution``), the payload stack (``stacks``),

@@ -6,14 +6,17 @@ and claims read.
   repetition, and its place in the cell's sequence (``seq`` 1..N; warm-ups dropped);
 * :func:`cell_table`: per run and cell, the client's response time (mean, SD, p50, p95),
   the data service's own time (``server_ms``: the sum of its ``Server-Timing``; ``ser_ms``,
-  ``deser_ms``, ``gzip_ms``, ``gunzip_ms`` apart), the answer's bytes as sent
+  ``deser_ms``, ``gzip_ms``, ``gunzip_ms`` apart; ``codec_ms``: the (de)serialisation
+  alone, ``ser_ms`` of a GET and ``deser_ms`` of a POST; ``codec_pb_json``: on a Protobuf
+  row, its ``codec_ms`` over the JSON cell's of the same run), the answer's bytes as sent
   (``body_bytes``) and decoded (``decoded_bytes``) and its header bytes. ``first`` keeps
   the first N requests of each cell only (Table 3's request counts 1, 5, 50, 100);
-* :func:`memory_table`: the memory runs, one row each (outcome and peaks);
+* :func:`memory_table`: the memory runs, one row each (outcome, peaks, and the memory the
+  request takes above the idle footprint: ``transient_rss_mb``);
 * :func:`runs_table`: both as the per-run table of the claims (``style``, ``users`` = the
   data generation count, and the claims' metrics), for one JSON encoder;
-* :func:`evaluate`: the claims' verdicts, each scope its own Holm family
-  (docs/statistics.md).
+* :func:`evaluate`: the claims' verdicts, one Holm family per experiment (:data:`FAMILIES`,
+  docs/statistics.md section 3); the bytes (:data:`published.FACTS`) compared as facts.
 """
 
 from __future__ import annotations
@@ -25,12 +28,21 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ipclab.claims import evaluate_claims
+from ipclab.claims import evaluate_claims, repetitions
+from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.studies.buono import published
 from ipclab.studies.buono.procedure import WARMUP, parse_cell
 
 SCOPES = ("performance", "serialisation")
+#: one Holm family per experiment (docs/statistics.md section 3), by the metric a claim reads:
+#: the procedure's times (its runs: 100 sequential requests per cell), the memory runs'
+#: outcomes and peaks, and the bytes, fixed by construction: facts, in no family at all
+FAMILIES = {
+    "procedure": ("response_ms", "server_ms", "codec_ms", "codec_pb_json"),
+    "memory": ("oom_killed", "peak_rss_mb", "transient_rss_mb", "heap_committed_mb"),
+    "sizes (facts)": published.FACTS,
+}
 _TIMING = re.compile(r"(\w+);dur=([0-9.]+)")
 
 
@@ -110,9 +122,35 @@ def cell_table(requests: pd.DataFrame, first: int | None = None) -> pd.DataFrame
         decoded_bytes=("bytes", "mean"),
         header_bytes=("header_bytes", "mean"),
     ).reset_index()
+    out["codec_ms"] = out["ser_ms"].where(out["method"] == "GET", out["deser_ms"])
+    out["codec_pb_json"] = _protobuf_over_json(out, "codec_ms")
     out["style"] = out.apply(_style, axis=1)
     out["users"] = out["count"]
     return out
+
+
+def _protobuf_over_json(cells: pd.DataFrame, metric: str) -> pd.Series:
+    """On each Protobuf row, its ``metric`` over the JSON row of the same run and cell
+    (NaN on the JSON rows and where either is missing)."""
+    keys = ["run", "gzip", "cache", "json_library", "structure", "method", "count"]
+    json_rows = cells[cells["fmt"] == "json"].set_index(keys)[metric]
+    json_rows = json_rows[~json_rows.index.duplicated()]
+    idx = pd.MultiIndex.from_frame(cells[keys])
+    same_cell_json = json_rows.reindex(idx).to_numpy(dtype=float)
+    ratio = cells[metric].to_numpy(dtype=float) / same_cell_json
+    return pd.Series(np.where(cells["fmt"] == "protobuf", ratio, np.nan), index=cells.index)
+
+
+def idle_rss_bytes(run: Run) -> float:
+    """The data service's resident memory before the request: the median of the samples
+    ``memory.csv`` holds before the run's ``request`` event (NaN without them)."""
+    path = run.path / "memory.csv"
+    if not path.exists():
+        return float("nan")
+    samples = pd.read_csv(path)
+    sent = [e["t"] for e in run.events() if e.get("event") == "request"]
+    idle = samples[samples["t"] < sent[0]] if sent else samples.iloc[:0]
+    return float(idle["rss_bytes"].median()) if len(idle) else float("nan")
 
 
 def memory_table(runs: Sequence[Run]) -> pd.DataFrame:
@@ -144,6 +182,8 @@ def memory_table(runs: Sequence[Run]) -> pd.DataFrame:
                 "header_bytes": s.get("header_bytes") or np.nan,
                 "elapsed_s": s.get("elapsed_s"),
                 "peak_rss_mb": (s.get("peak_rss_bytes") or np.nan) / 2**20,
+                "transient_rss_mb": ((s.get("peak_rss_bytes") or np.nan) - idle_rss_bytes(run))
+                / 2**20,
                 "peak_usage_mb": (s.get("peak_usage_bytes") or np.nan) / 2**20,
                 "peak_mb": max(peaks) / 2**20 if peaks else np.nan,
                 "cgroup_peak_mb": (s.get("cgroup_peak_bytes") or np.nan) / 2**20,
@@ -169,7 +209,38 @@ def runs_table(
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def evaluate(table: pd.DataFrame) -> pd.DataFrame:
-    """Every claim's verdict on ``table`` (:func:`runs_table`), scope by scope."""
-    parts = [evaluate_claims(table, published.claims(scope=scope), scope=scope) for scope in SCOPES]
+def family_of(claim: Claim) -> str:
+    """The experiment (and so the Holm family) a claim belongs to: :data:`FAMILIES`."""
+    for family, metrics in FAMILIES.items():
+        if claim.metric in metrics:
+            return family
+    raise ValueError(f"claim {claim.claim_id}: metric {claim.metric!r} is in no family")
+
+
+def families(claims: Sequence[Claim] | None = None) -> dict[str, list[Claim]]:
+    """The study's claims (or ``claims``) split by :func:`family_of`, in :data:`FAMILIES`'
+    order."""
+    cl = published.claims() if claims is None else list(claims)
+    return {f: [c for c in cl if family_of(c) == f] for f in FAMILIES}
+
+
+def evaluate(table: pd.DataFrame, claims: Sequence[Claim] | None = None) -> pd.DataFrame:
+    """Every claim's verdict on ``table`` (:func:`runs_table`): one ``evaluate_claims`` call,
+    so one Holm family, per experiment; the bytes compared as facts."""
+    parts = [
+        evaluate_claims(table, cl, scope=SCOPES, facts=published.FACTS, family=family)
+        for family, cl in families(claims).items()
+        if cl
+    ]
     return pd.concat(parts, ignore_index=True)
+
+
+def power(table: pd.DataFrame, claims: Sequence[Claim] | None = None) -> pd.DataFrame:
+    """Runs per cell each test with a published ratio needs (docs/statistics.md section 7),
+    at the level of its own family."""
+    parts = [
+        repetitions(cl, table, facts=published.FACTS).assign(family=family)
+        for family, cl in families(claims).items()
+        if cl
+    ]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

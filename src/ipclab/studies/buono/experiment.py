@@ -35,6 +35,7 @@ from ipclab.stats import log_ratio_interval, t_interval
 from ipclab.studies.buono import analysis, memory, procedure, throughput
 
 PRIMARY_ENCODER = "orjson"
+STDLIB_CLAIMS = "claims_stdlib"  # the claims table with the standard library's encoder
 DEVIATIONS = [
     "Python services (uvicorn, orjson or the standard library's json, protobuf on upb) in "
     "place of Quarkus with RESTEasy, Jackson and protobuf-java (JVM or GraalVM native, which "
@@ -56,8 +57,20 @@ DEVIATIONS = [
     "its size and memory), not by 100 sequential requests.",
     "Memory is the data service's memory sampled at 20 Hz (in a container the cgroup's "
     "usage, which the limit counts, and its rss; psutil's resident memory locally), not "
-    "JConsole's heap; the local backend has no memory limit, so only the docker backend can "
-    "OOM-kill.",
+    "JConsole's heap: 'transient memory' is read as the peak resident memory minus the idle "
+    "footprint before the request, and the JVM's committed ('requested') heap has no "
+    "counterpart, so its claim stays inconclusive; the local backend has no memory limit, so "
+    "only the docker backend can OOM-kill.",
+    "No heap cap. The thesis's JVM image (Fig. 40: OpenJDK 11 started by run-java.sh 1.3.8, "
+    "no -Xmx and no JAVA_MAX_MEM_RATIO) leaves the maximum heap to the JVM's container "
+    "default, a quarter of the container's memory limit (MaxRAMPercentage 25: about 100 MB "
+    "of the 400 MB), and run-java.sh adds -XX:+ExitOnOutOfMemoryError, so a full heap ends "
+    "the JVM far below the container's limit (a native image sizes its heap by its own "
+    "rules, and the thesis does not say which mode ran Figs. 32-35). A Python process has "
+    "no such cap: the data service can use the whole 400 MB before the kernel OOM-kills it. "
+    "The JSON out-of-memory claims (B02e, B12a, B16a) rest on this difference: a JSON "
+    "service that stays under 400 MB is not killed here although it may use more than a "
+    "JVM's 100 MB heap (memory.csv gives each run's peak).",
 ]
 
 
@@ -115,9 +128,12 @@ class Analysis:
     memory: pd.DataFrame
     sizes: pd.DataFrame
     processing: pd.DataFrame
+    codec: pd.DataFrame
     table3: pd.DataFrame
     claims: pd.DataFrame
     encoders: pd.DataFrame
+    claims_stdlib: pd.DataFrame
+    power: pd.DataFrame
     throughput: pd.DataFrame
     throughput_summary: pd.DataFrame
     environment: dict[str, Any] = field(default_factory=dict)
@@ -166,6 +182,37 @@ def processing_table(cells: pd.DataFrame, encoder: str = PRIMARY_ENCODER) -> pd.
                     "thesis": "25.1 % (164.3 ms) faster, the best case" if count == 650 else "",
                 }
             )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def codec_table(cells: pd.DataFrame, encoder: str = PRIMARY_ENCODER) -> pd.DataFrame:
+    """Fig. 28's variant (nested, gzip on, no cache): the (de)serialisation alone
+    (``codec_ms``: ``ser`` of a GET, ``deser`` of a POST, no gzip or gunzip) per count and
+    method, JSON against Protobuf, means over runs with 95 % t intervals and P / J with its
+    log-ratio interval (the claims B06a and B06b read these cells)."""
+    sel = cells[
+        (cells["structure"] == "nested") & cells["gzip"] & ~cells["cache"]
+        & (cells["json_library"] == encoder)
+    ]  # fmt: skip
+    rows = []
+    for (count, method), g in sel.groupby(["count", "method"]):
+        j = g.loc[g["fmt"] == "json", "codec_ms"].dropna().to_numpy(float)
+        p = g.loc[g["fmt"] == "protobuf", "codec_ms"].dropna().to_numpy(float)
+        if not len(j) or not len(p):
+            continue
+        tj, tp = t_interval(j), t_interval(p)
+        r = log_ratio_interval([(1, [p]), (-1, [j])])
+        rows.append(
+            {
+                "count": int(count), "method": method,
+                "phase": "serialisation" if method == "GET" else "deserialisation",
+                "runs": min(len(j), len(p)),
+                "json_ms": tj.estimate, "json_low": tj.low, "json_high": tj.high,
+                "protobuf_ms": tp.estimate, "protobuf_low": tp.low, "protobuf_high": tp.high,
+                "pb_over_json": r.estimate, "pb_over_json_low": r.low,
+                "pb_over_json_high": r.high,
+            }
+        )  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -245,10 +292,12 @@ def analyse(
     tp = throughput.runs_table(list(throughput_runs))
     cells = analysis.cell_table(req)
     mem = analysis.memory_table(memory_runs)
-    claims = analysis.evaluate(analysis.runs_table(cells, mem, PRIMARY_ENCODER))
+    table = analysis.runs_table(cells, mem, PRIMARY_ENCODER)
+    claims = analysis.evaluate(table)
     encoders = claims[["claim_id", "comparison", "verdict"]].rename(
         columns={"verdict": PRIMARY_ENCODER}
     )
+    std = pd.DataFrame()
     if not cells.empty and (cells["json_library"] == "json").any():
         std = analysis.evaluate(analysis.runs_table(cells, mem, "json"))
         encoders["json"] = std["verdict"].to_numpy()
@@ -263,8 +312,10 @@ def analyse(
     return Analysis(
         requests=req, cells=cells, memory=mem, sizes=sizes_table(cells, mem),
         processing=processing_table(cells) if not cells.empty else pd.DataFrame(),
+        codec=codec_table(cells) if not cells.empty else pd.DataFrame(),
         table3=table3(req) if not req.empty else pd.DataFrame(),
-        claims=claims, encoders=encoders, environment=env,
+        claims=claims, encoders=encoders, claims_stdlib=std, environment=env,
+        power=analysis.power(table) if len(table) else pd.DataFrame(),
         throughput=tp, throughput_summary=throughput.summary(tp),
     )  # fmt: skip
 
@@ -286,6 +337,11 @@ def write_results(a: Analysis, results: Any) -> None:
                       "deserialisation alone: deser_ms) and the client's, mean over runs with "
                       "95 % t intervals; J - P (Welch) and % faster (log-ratio "
                       "interval).")  # fmt: skip
+    if len(a.codec):
+        results.table(a.codec, "codec", "The (de)serialisation alone (Server-Timing's ser of "
+                      "a GET, deser of a POST; no gzip or gunzip), nested with gzip on and no "
+                      "cache: JSON and Protobuf in ms, mean over runs with 95 % t intervals, "
+                      "and Protobuf / JSON (log-ratio interval).")  # fmt: skip
     if len(a.memory):
         results.table(a.memory.drop(columns=["style", "users", "path"]), "memory",
                       "The memory cells: flat GET of 100,000 and 300,000 users, one run each "
@@ -309,6 +365,14 @@ def write_results(a: Analysis, results: Any) -> None:
     if "json" in a.encoders.columns:
         results.table(a.encoders, "encoders", "Each claim's verdict with orjson (primary) and "
                       "with the standard library's json encoder.")  # fmt: skip
+    if len(a.claims_stdlib):
+        results.table(a.claims_stdlib, STDLIB_CLAIMS, "Every claim judged again with the "
+                      "standard library's json encoder in place of orjson (the same rules and "
+                      "families as claims.csv).", in_report=False)  # fmt: skip
+    if len(a.power):
+        results.table(a.power, "power", "Runs per cell each test with a published ratio needs "
+                      "for 80 % power at its own family's strictest Holm level "
+                      "(docs/statistics.md section 7).")  # fmt: skip
     for name, (fig, caption) in figures.all_figures(a).items():
         results.figure(fig, name, caption)
         plt.close(fig)

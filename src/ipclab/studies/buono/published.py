@@ -98,11 +98,23 @@ STYLES = tuple(style(*p) for p in product(FORMATS, STRUCTURES, METHODS, COMPRESS
 #: the per-run measures the claims compare (an experiment's per-run table provides them)
 METRICS = {
     "response_ms": "the client's mean response time over a run's requests",
-    "server_ms": "the data service's mean (de)serialisation time per request (Server-Timing)",
-    "body_bytes": "bytes of the body on the wire (after gzip where the style says gzip)",
+    "server_ms": "the data service's mean time per request (the sum of its Server-Timing: "
+    "(de)serialisation plus gzip or gunzip where the style says gzip)",
+    "codec_ms": "the data service's mean (de)serialisation time alone (Server-Timing's ser "
+    "of a GET, deser of a POST; no gzip or gunzip)",
+    "codec_pb_json": "per run, Protobuf's codec_ms over JSON's in the same run and cell (on "
+    "the Protobuf row): how much of JSON's (de)serialisation time Protobuf takes",
+    "body_bytes": "bytes of the body on the wire (after gzip where the style says gzip); "
+    "fixed by construction (seeded data): a fact",
     "peak_rss_mb": "the data service's peak resident memory during the run",
+    "transient_rss_mb": "the data service's peak resident memory during the run minus its "
+    "resident memory before the request (the memory the request takes)",
+    "heap_committed_mb": "the JVM's committed heap: no counterpart in a Python service, never "
+    "measured (its rows stay inconclusive)",
     "oom_killed": "1 when the data service was OOM-killed during the run, else 0",
 }
+#: the metrics whose values are fixed by construction (the same in every run): facts
+FACTS = ("body_bytes",)
 
 QUANTITIES = (
     "request_count",

@@ -4,8 +4,9 @@ files, without rerunning anything: ``python -m ipclab.studies.buono.reference``.
 ``data/runs/reference/buono-full-docker/`` holds the two experiments' runs
 (``procedure/``: one run per variant and repetition with its per-request records;
 ``memory/``: one run per cell and repetition with its 20 Hz samples) and ``results/``.
-This reads them, analyses them as notebook 05 does, and rewrites ``results/`` and
-``figures/reference/buono-full-docker/``; ``--tables`` prints the headline numbers
+This reads them, analyses them as notebook 05 does, rewrites ``results/`` and
+``figures/reference/buono-full-docker/``, and fills the README's findings blocks from the
+claims tables (:func:`ipclab.findings.write_findings`); ``--tables`` prints the headline numbers
 (:func:`ipclab.studies.buono.experiment.summary_markdown`).
 """
 
@@ -15,6 +16,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from ipclab.findings import write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.studies.buono import experiment
@@ -37,6 +39,10 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES) -> Path:
         parameters={"profile": "full", "backend": "docker"}, figures_dir=figures / FOLDER,
     )  # fmt: skip
     experiment.write_results(a, results)
+    readme = results.directory.parent / "README.md"
+    write_findings(readme, a.claims, "results/claims.csv")
+    if len(a.claims_stdlib):
+        write_findings(readme, a.claims_stdlib, f"results/{experiment.STDLIB_CLAIMS}.csv")
     return results.directory
 
 
