@@ -260,7 +260,8 @@ def _fact_verdict(claim: Claim, effect: Effect, band: tuple[float, float]) -> tu
             f"{_fmt(effect.measured_b)})"  # fmt: skip
     bl, bh = band
     btxt = f"[{_fmt(bl)}, {_fmt(bh)}]"
-    val = f"fact: a/b = {_fmt(r)} ({_fmt(effect.measured_a)} against {_fmt(effect.measured_b)})"
+    # a fact has no interval to round into: enough digits to show how it differs from 1
+    val = f"fact: a/b = {r:.7g} ({effect.measured_a:.7g} against {effect.measured_b:.7g})"
     in_band = bl <= r <= bh
     if claim.test in ("direction", "interaction", "ratio"):
         holds = r > 1 if claim.relation == ">" else r < 1

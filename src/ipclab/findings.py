@@ -55,7 +55,11 @@ def _estimate(r: pd.Series) -> str:
     """'1.23 [1.10, 1.38], p = 0.004' (a fact: the value alone)."""
     est = _num(r.get("measured_ratio"))
     if str(r.get("evidence", TEST)) == FACT:
-        return f"a/b = {est}, {r['verdict']} (a fact: fixed by construction, no test)"
+        exact = f"{float(r.get('measured_ratio')):.7g}"  # no interval: every digit it has
+        return f"a/b = {exact}, {r['verdict']} (a fact: fixed by construction, no test)"
+    if est == "nan":  # no ratio (0 against 0): the two sides
+        a, b = _num(r.get("measured_a")), _num(r.get("measured_b"))
+        return f"a = {a} against b = {b} (no ratio)"
     lo, hi = _num(r.get("ci_low")), _num(r.get("ci_high"))
     ci = f" [{lo}, {hi}]" if lo != "nan" and hi != "nan" else ""
     p = _num(r.get("p_value"))

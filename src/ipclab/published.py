@@ -24,7 +24,8 @@ SCOPES = ("performance", "availability", "complexity", "serialisation")
 TESTS = ("direction", "ratio", "equal", "differ", "interaction", "compare")
 RELATIONS = (">", "<", "=", "!=")
 
-_PAGE = re.compile(r"^\d+(-\d+)?$")
+# a printed page or range: arabic, or the roman numbers of a front matter (an abstract on p. v)
+_PAGE = re.compile(r"^(\d+|[ivxlc]+)(-(\d+|[ivxlc]+))?$")
 
 
 class PublishedDataError(ValueError):
@@ -92,7 +93,11 @@ def _choice(
 def _pages(df: pd.DataFrame, path: Path) -> None:
     for i, v in enumerate(df["page"].astype(str)):
         if not _PAGE.match(v):
-            raise _fail(path, i, f"page={v!r} is not a page or a page range like 35-36")
+            raise _fail(
+                path,
+                i,
+                f"page={v!r} is not a page (35, or v in a front matter) or a range like 35-36",
+            )
 
 
 CLAIM_COLUMNS = (
