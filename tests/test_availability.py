@@ -831,3 +831,37 @@ def test_summary_counts_runs_per_cell_not_per_style() -> None:
     grpc400 = table[(table["style"] == "grpc") & (table["users"] == 400)].iloc[0]
     assert grpc400["failures"] == 1 and grpc400["mttf_s"] == pytest.approx(150.2, abs=0.05)
     assert grpc400["availability"] == pytest.approx(0.9306, abs=5e-5)
+
+
+def test_each_experiment_is_a_family_of_its_own_with_only_its_claims() -> None:
+    """Until failure, outage and fault injection are three experiments: three Holm families
+    (docs/statistics.md section 3), each with the claims its runs measure and no other, so
+    the outage claims' adjustment does not depend on how many MTTF claims there are."""
+    from ipclab import claims as claims_mod
+    from ipclab.studies.shafabakhsh import published
+    from ipclab.studies.shafabakhsh.availability.analysis import FAMILY_METRICS, family_claims
+
+    every = {c.claim_id for c in published.claims(scope="availability")}
+    until, outage = family_claims("until failure"), family_claims("outage")
+    ids = [c.claim_id for c in until + outage]
+    assert sorted(ids) == sorted(every) and len(set(ids)) == len(ids)  # a partition
+    assert {c.metric for c in outage} == {"outage_failure_fraction"}
+    assert {c.metric for c in family_claims("fault injection")} == {"mttr_s"}
+    assert set(FAMILY_METRICS) == {"until failure", "outage", "fault injection"}
+    # the outage family alone: 3 runs each of 0 against 1, two distinct tests in its Holm
+    rows = pd.DataFrame(
+        [{"style": s, "users": 50, "outage_failure_fraction": v}
+         for s, v in (("amqp", 0.0), ("rest", 1.0), ("grpc", 1.0)) for _ in range(3)]
+    )  # fmt: skip
+    t = claims_mod.evaluate_claims(rows, outage, scope="availability", family="outage")
+    assert set(t["family"]) == {"outage"}
+    assert t["p_raw"].to_numpy() == pytest.approx(0.1)
+    assert t["p_value"].to_numpy() == pytest.approx(0.2)
+
+
+def test_the_availability_deviations_say_the_client_speaks_plain_http() -> None:
+    from ipclab.studies.shafabakhsh import availability
+
+    text = " ".join(availability.DEVIATIONS)
+    assert "HTTPS" in text and "plain HTTP" in text
+    assert "15 s gateway call timeout" in text

@@ -90,6 +90,21 @@ def test_python_file_metrics_by_hand(tmp_path: Path) -> None:
     assert m.language == "python" and not m.generated
 
 
+def test_excluded_definitions_count_no_lines_and_no_functions(tmp_path: Path) -> None:
+    """Definitions that serve another study's stacks (REST's relay) are left out whole:
+    ``serve`` (4 code lines, 2 functions) and ``Client`` (5 code lines, 1 function, 1 class);
+    what remains is counted as before."""
+    root = make_tree(tmp_path)
+    m = complexity.file_metrics(
+        root / "services/transports/rest.py", root, exclude=("serve", "Client")
+    )
+    whole = complexity.file_metrics(root / "services/transports/rest.py", root)
+    assert m.loc == whole.loc - 4 - 5 == 3  # import, def get, return
+    assert m.functions == 1 and m.classes == 0
+    assert m.lines == whole.lines - 5 - 6  # serve's and Client's rows (blank inside included)
+    assert m.comment == whole.comment and m.blank == whole.blank - 2
+
+
 def test_proto_metrics_by_hand(tmp_path: Path) -> None:
     root = make_tree(tmp_path)
     m = complexity.file_metrics(root / "services/proto/shop.proto", root)

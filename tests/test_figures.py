@@ -109,3 +109,45 @@ def test_buono_memory_figure_draws_the_limit_in_mib_as_docker_sets_it(tmp_path: 
     assert max(lines["json (orjson), usage"]) == 300
     assert "mem_limit 400m = 400 MiB" in caption
     plt.close(fig)
+
+
+def _cells_with_tails() -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    base = published.published_cells()
+    reps = pd.concat(
+        [base.assign(p95_ms=base["mean_ms"] * (1.5 + 0.05 * rng.standard_normal(len(base))))
+         for _ in range(3)]
+    )  # fmt: skip
+    return stats.cell_summary(reps, metrics=("mean_ms", "p95_ms"), n_resamples=999)
+
+
+def test_latency_lines_draw_the_mean_per_style_and_the_tail_dashed() -> None:
+    fig = figures.latency_lines(_cells_with_tails(), tail="p95_ms")
+    ax = fig.axes[0]
+    lines = ax.get_lines()
+    assert len(lines) == 6 and sum(ln.get_linestyle() == "--" for ln in lines) == 3
+    assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
+    assert list(ax.get_xticks()) == [50, 100, 200]
+    plt.close(fig)
+
+
+def test_thesis_fig_a2_published_beside_measured() -> None:
+    """Fig. A.2 rebuilt from the cells: published means (no tail) left, measured right."""
+    from ipclab.studies.shafabakhsh import performance
+
+    fig = performance._latency_a2(_cells_with_tails())
+    left, right = fig.axes
+    assert len(left.get_lines()) == 3 and len(right.get_lines()) == 6
+    assert "Tables 5.1-5.3" in left.get_title()
+    plt.close(fig)
+
+
+def test_timeseries_captions_name_the_thesis_figures_or_say_there_is_none() -> None:
+    from ipclab.studies.shafabakhsh import performance
+
+    assert performance._TIMESERIES_FIGURES == {
+        50: "thesis Figs. A.3 and A.4",
+        100: "thesis Figs. A.5 and A.6",
+    }
+    assert "none published" not in performance._NO_TIMESERIES
+    assert "no time series" in performance._NO_TIMESERIES

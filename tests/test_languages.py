@@ -150,3 +150,44 @@ def test_the_window_check_sets_the_first_window_against_the_whole(tmp_path: Path
     assert s.loc["rps", "within_1pct"] == 1 and s.loc["mean_ms", "min"] == pytest.approx(2 / 3)
     assert s.loc["rps", "cells"] == 1 and s.loc["rps", "cell_mean_max"] == pytest.approx(1.25)
     assert languages.window_summary(check.iloc[:0]).empty
+
+
+def _with_reps(df: pd.DataFrame) -> pd.DataFrame:
+    return df.assign(repetition=df.groupby("style").cumcount() + 1)
+
+
+def test_the_runs_that_define_the_order_never_test_it() -> None:
+    py = _with_reps(_runs("python", RPS))
+    anchor = _with_reps(_runs("python", RPS, n=1))
+    defining, testing, source = languages.split_python(py, anchor)
+    assert defining is anchor and testing is py and source == languages.ANCHOR_SOURCE
+    defining, testing, source = languages.split_python(py, py.iloc[:0])
+    assert set(defining["repetition"]) == {1} and 1 not in set(testing["repetition"])
+    assert len(defining) + len(testing) == len(py) and source == languages.HELD_OUT_SOURCE
+    roles = languages.roles(defining, testing, _runs("go", RPS), source).set_index("role")
+    assert roles.loc["defines the claimed ordering", "runs"] == 3
+    assert roles.loc["tests the Python parts", "runs_per_cell"] == "4"
+
+
+def test_a_python_part_can_fail_when_its_order_is_read_off_other_runs() -> None:
+    """Not circular: the anchor orders gRPC above REST, the Python matrix the other way
+    round, so the Python part of that pair is not reproduced (and Go's, ordered as the
+    matrix, neither); judged on the anchor's own runs it could only have passed."""
+    anchor = _runs("python", {"rest": 900.0, "grpc": 1500.0, "amqp": 500.0}, n=1)
+    py, go = _runs("python", RPS), _runs("go", RPS)
+    claims = languages.ordering_claims(anchor, languages.ANCHOR_SOURCE)
+    assert languages.ANCHOR_SOURCE in claims[0].quote
+    table = evaluate_claims(languages._tagged(pd.concat([py, go])), claims).set_index("claim_id")
+    for lang in ("python", "go"):
+        assert table.loc[f"L-rps-50-grpc-rest-{lang}", "verdict"] == "not reproduced"
+        assert table.loc[f"L-rps-50-grpc-amqp-{lang}", "verdict"] == "reproduced"
+
+
+def test_the_language_deviations_name_the_plain_http_client_and_the_deadline() -> None:
+    from ipclab.backends import StackOptions
+    from ipclab.studies.shafabakhsh import performance
+
+    for deviations in (performance.DEVIATIONS, languages.DEVIATIONS):
+        text = " ".join(deviations)
+        assert "HTTPS" in text and "thesis section 4.1" in text and "paper section 3" in text
+        assert f"deadline of {StackOptions().call_timeout_s:g} s" in text and "504" in text

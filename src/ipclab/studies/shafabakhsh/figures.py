@@ -1,9 +1,11 @@
 """Figures of the kinds Shafabakhsh's study shows, from ipclab's tables.
 
 * :func:`grouped_bars`: one metric per load (x) and style (bars) with CI error bars
-  (thesis Figs. 5.1, 5.2 and A.2, paper Fig. 3);
+  (thesis Figs. 5.1 and 5.2, paper Fig. 3);
 * :func:`latency_growth`: a metric over users, one line per style, optionally normalised to
   the lowest load (thesis Fig. 5.3);
+* :func:`latency_lines`: mean response time over users, one line per style, optionally a
+  percentile beside it (thesis Fig. A.2);
 * :func:`timeseries`: per-second throughput or latency from Locust's history (thesis
   Figs. A.3 to A.6);
 * :func:`save`: PNG and SVG into ``figures/``.
@@ -21,6 +23,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from ipclab.plotting import FIGURES_DIR, save
 from ipclab.runs import Run
@@ -162,6 +165,39 @@ def latency_growth(
         ax.set_title(title)
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
+    return fig
+
+
+def _two_and_five(v: float, _: object) -> str:
+    """A log axis's minor label at 2 and 5 times a power of ten only."""
+    text = f"{v:g}"
+    return text if text[0] in "25" else ""
+
+
+def latency_lines(
+    summary: pd.DataFrame,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    tail: str | None = None,
+) -> Figure:
+    """Mean response time over users, one line per style with its 95% CI band (none for
+    single runs), log scale; ``tail`` (e.g. ``p95_ms``) adds that metric's mean over runs
+    as a dashed line of the same colour."""
+    fig = latency_growth(summary, "mean_ms", ax=ax, title=title, log_y=True)
+    ax = fig.axes[0] if ax is None else ax
+    if tail is not None:
+        s = _metric_rows(summary, tail)
+        for st in _styles(list(s["style"].unique())):
+            rows = s[s["style"] == st].sort_values("users")
+            label = f"{STYLE_LABELS.get(st, st)}, p95"
+            color = STYLE_COLORS.get(st)
+            ax.plot(rows["users"], rows["mean"], "--", marker=".", color=color, label=label)
+        ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_ylabel("Response time (ms), log scale")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(_two_and_five))
+    ax.set_xticks(sorted(summary["users"].unique()))
     return fig
 
 

@@ -31,6 +31,7 @@ from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stacks import resolve
 from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh import performance as perf
+from ipclab.studies.shafabakhsh.readme import ci, machine_markdown, span
 from ipclab.studies.shafabakhsh.stacks import COMPARED, IN_GO
 
 LANGUAGES = {"python": tuple(s.name for s in COMPARED), "go": tuple(s.name for s in IN_GO)}
@@ -65,6 +66,8 @@ DEVIATIONS = [
     "The Go and Python matrices ran in different sittings: absolute figures are set side by "
     "side for reading, the claims compare each language's ordering of the styles, measured "
     "within one sitting.",
+    *perf.CLIENT_DEVIATIONS,
+    perf.DEADLINE_DEVIATION,
 ]
 
 
@@ -146,15 +149,37 @@ def _tagged(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(style=df["style"] + "-" + df["language"])
 
 
-def ordering_claims(python_runs: pd.DataFrame) -> list[Claim]:
+ANCHOR_SOURCE = "the Python anchor runs of the Go sitting"
+HELD_OUT_SOURCE = "the Python matrix's first repetition, held out"
+
+
+def split_python(
+    python: pd.DataFrame, anchor: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The Python runs that define the claimed ordering, the Python runs that test it (never
+    the same runs: a part judged on the runs it was read off would pass by construction), and
+    the definers in words. With an anchor (Python in the Go sitting), the anchor defines and
+    the whole Python matrix tests; without one, the matrix's first repetition defines and the
+    other repetitions test."""
+    if not anchor.empty:
+        return anchor, python, ANCHOR_SOURCE
+    if python.empty:
+        return python, python, HELD_OUT_SOURCE
+    first = python["repetition"] == python["repetition"].min()
+    return python[first], python[~first], HELD_OUT_SOURCE
+
+
+def ordering_claims(defining: pd.DataFrame, source: str = "Python measured") -> list[Claim]:
     """ "The ordering of the styles is the same in Go as in Python", one statement per load
-    and metric: for every pair of styles, the better side as Python measured it (the order of
-    the Python means), claimed for Python and for Go. Python's part is reproduced when its own
-    ordering is significant; Go's when Go orders the pair the same way, significantly."""
+    and metric: for every pair of styles, the better side in ``defining`` (the order of its
+    means; ``source`` names those runs in the quote), claimed for Python and for Go. Judge
+    the claims on runs that did not define them (``split_python``): Python's part is then
+    reproduced when other Python runs order the pair the same way, significantly; Go's when
+    Go does."""
     out: list[Claim] = []
     for metric in METRICS:
-        for users in sorted(python_runs["users"].dropna().unique().astype(int)):
-            g = python_runs[python_runs["users"] == users]
+        for users in sorted(defining["users"].dropna().unique().astype(int)):
+            g = defining[defining["users"] == users]
             means = g.groupby("style")[metric].mean()
             ranked = sorted(
                 (s for s in STYLES if s in means.index),
@@ -166,7 +191,7 @@ def ordering_claims(python_runs: pd.DataFrame) -> list[Claim]:
             sid = f"L-{metric}-{users}"
             quote = (
                 f"The ordering of the styles by {_WORDS[metric]} at {users} users is the same in "
-                f"Go as in Python (Python measured, {first} first: {order})"
+                f"Go as in Python ({source}, {first} first: {order})"
             )
             for i, a in enumerate(ranked):
                 for b in ranked[i + 1 :]:
@@ -217,6 +242,7 @@ class Analysis:
     machine: pd.DataFrame  # per language and cell: comparable repetitions?
     sittings: pd.DataFrame  # the anchor: Python in the Go sitting against the Python matrix
     window: pd.DataFrame  # per Python run: the Go matrix's window against its own
+    roles: pd.DataFrame  # which runs define the claimed ordering and which test it
 
 
 def analyse(
@@ -246,8 +272,12 @@ def analyse(
         ignore_index=True,
     )
     comparisons["p_holm"] = stats.holm(comparisons["p"])
-    claims = claims_mod.evaluate_claims(_tagged(runs), ordering_claims(py))
     anchor = runs_table(anchor_runs or [], warmup_s=p.warmup_s)
+    defining, testing, source = split_python(py, anchor)
+    tested = pd.concat([testing, go], ignore_index=True)
+    claims = claims_mod.evaluate_claims(
+        _tagged(tested), ordering_claims(defining, source), family=FAMILY
+    )
     return Analysis(
         profile=profile_name,
         runs=runs,
@@ -262,7 +292,42 @@ def analyse(
         window=window_check(
             python_runs, perf.profile(profile_name).warmup_s, p.duration_s - p.warmup_s
         ),
+        roles=roles(defining, testing, go, source),
     )
+
+
+#: The Holm family of the language factor's claims (one experiment, docs/statistics.md §3).
+FAMILY = "language factor"
+
+
+def roles(defining: pd.DataFrame, testing: pd.DataFrame, go: pd.DataFrame, source: str
+          ) -> pd.DataFrame:  # fmt: skip
+    """Which runs define the claimed ordering and which test it, with their counts (the
+    defining runs test nothing)."""
+    rows = [
+        ("defines the claimed ordering", source, defining),
+        ("tests the Python parts", "the Python runs that did not define it", testing),
+        ("tests the Go parts", "the Go matrix", go),
+    ]
+    return pd.DataFrame(
+        [
+            {"role": role, "runs_of": what, "runs": len(df),
+             "runs_per_cell": _per_cell(df), "experiments": ", ".join(_experiments(df))}
+            for role, what, df in rows
+        ]
+    )  # fmt: skip
+
+
+def _per_cell(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "0"
+    n = df.groupby(["style", "users"]).size()
+    return f"{n.min()}" if n.min() == n.max() else f"{n.min()}-{n.max()}"
+
+
+def _experiments(df: pd.DataFrame) -> list[str]:
+    col = df["experiment"] if "experiment" in df.columns else pd.Series(dtype=str)
+    return sorted(str(x) for x in col.dropna().unique())
 
 
 def _values(df: pd.DataFrame, lang: str, style: str, users: int, metric: str) -> np.ndarray:
@@ -584,6 +649,12 @@ def write_results(a: Analysis, results: StudyResults) -> None:
         "Was the machine comparable across each cell's repetitions, per language? Stack CPU "
         "ms per request (slowest over fastest: cost_ratio), other processes' CPU and steal.",
     )
+    results.table(
+        a.roles,
+        "ordering_roles",
+        "Which runs define the ordering the claims state (the order of their means) and which "
+        "test it: no run does both, so no part is reproduced by construction.",
+    )
     results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
     results.table(a.cells, "cells", "Per-cell statistics over runs.", in_report=False)
     results.claims_table(a.claims)
@@ -639,3 +710,87 @@ def markdown_tables(a: Analysis) -> str:
             f"{s['inconclusive']} | **{s['verdict']}** |"
         )
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- README parts
+
+
+def roles_markdown(a: Analysis) -> str:
+    """Which runs define the claimed ordering, which test it, and how many tests that makes
+    (from the analysis, never typed)."""
+    r = a.roles.set_index("role")
+    d = claims_mod.distinct_tests(a.claims)
+    py = int(d["comparison"].str.contains("-python").sum()) if len(d) else 0
+    go = len(d) - py
+
+    def runs(role: str) -> str:
+        x = r.loc[role]
+        return f"{x['runs']} runs ({x['runs_per_cell']} per cell; `{x['experiments']}`)"
+
+    return (
+        f"The ordering each statement claims is the order of the means of "
+        f"{r.loc['defines the claimed ordering', 'runs_of']}: "
+        f"{runs('defines the claimed ordering')}. Those runs test nothing. The Python parts "
+        f"({py} distinct tests) are judged on {runs('tests the Python parts')}, the Go parts "
+        f"({go}) on {runs('tests the Go parts')}. So each of the {len(d)} tests could have come "
+        f"out either way; none is reproduced by construction."
+    )
+
+
+def relative_markdown(a: Analysis) -> str:
+    """Each style's req/s over REST's within each language, as a table."""
+    rel = a.relative[a.relative["metric"] == "rps"]
+    lines = ["| language | users | gRPC / REST req/s | AMQP / REST req/s |", "|---|---|---|---|"]
+    for (lang, users), g in rel.groupby(["language", "users"], sort=False):
+        cells = []
+        for style in ("grpc", "amqp"):
+            x = g[g["style"] == style].iloc[0]
+            cells.append(ci(x["ratio"], x["ci_low"], x["ci_high"], 2))
+        lines.append(f"| {lang} | {users} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
+
+
+def sittings_markdown(a: Analysis) -> str:
+    """The anchor against the Python matrix, per cell, and what it says in a sentence."""
+    s = a.sittings
+    if s.empty:
+        return "No anchor in this profile: the two matrices' sittings are not compared."
+    lines = [
+        "| style | users | CPU ms per request, Python matrix (mean) | anchor | anchor / matrix "
+        "| req/s matrix | anchor | comparable |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in s.itertuples():
+        lines.append(
+            f"| {_LABELS[r.style]} | {r.users} | {r.cpu_ms_per_request_matrix:.2f} | "
+            f"{r.cpu_ms_per_request_anchor:.2f} | {r.cost_ratio:.2f} | {r.rps_matrix:.0f} | "
+            f"{r.rps_anchor:.0f} | {r.comparable} |"
+        )
+    ok = int(s["comparable"].astype(bool).sum())
+    same = a.side_by_side.set_index("style")
+    gaps = "; ".join(
+        f"{_LABELS[st]} {span(same.loc[[st], 'go_over_anchor_rps'], 1)}x"
+        for st in STYLES
+        if "go_over_anchor_rps" in same.columns and st in same.index
+    )
+    lines += [
+        "",
+        f"The anchor's stack CPU per request is {span(s['cost_ratio'], 2)} times the Python "
+        f"matrix's; {ok} of {len(s)} cells are within the machine check's limit of "
+        f"{stats.MachineLimits().max_cost_ratio:g}x either way. Where they are not, the Go / "
+        f"Python ratios across sittings carry the change of machine; Go's req/s over the "
+        f"anchor's, in one sitting (one anchor run per cell, no interval): {gaps}.",
+    ]
+    return "\n".join(lines)
+
+
+def readme_blocks(a: Analysis) -> dict[str, str]:
+    """The generated blocks of the reference README (``readme.fill``)."""
+    return {
+        "tables": markdown_tables(a),
+        "roles": roles_markdown(a),
+        "relative": relative_markdown(a),
+        "sittings": sittings_markdown(a),
+        "window": window_markdown(a),
+        "machine": machine_markdown(a.machine[a.machine["language"] == "go"], "the Go matrix"),
+    }

@@ -24,6 +24,7 @@ from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.studies.shafabakhsh import complexity, published
 from ipclab.studies.shafabakhsh import figures as figs
+from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 STACKS = tuple(s.name for s in COMPARED)
@@ -80,6 +81,30 @@ DEVIATIONS = [
     "RabbitMQ topology (not stated in the thesis): per-service queues, transient messages, "
     "manual acks, prefetch 64, an exclusive reply queue with correlation ids.",
 ]
+
+#: Deviations of the client and the gateway, the same in every Shafabakhsh experiment
+#: (performance, languages, availability).
+CLIENT_DEVIATIONS = [
+    "The load generator reaches the gateway over plain HTTP/1.1, without TLS; the thesis's "
+    "clients send their request 'over HTTPS to the API gateway endpoint' (thesis section 4.1, "
+    "with Fig. 4.2, p. 28; paper section 3, p. 58). TLS would cost the gateway a handshake per "
+    "connection and encryption per page, the same in every style (the styles differ behind the "
+    "gateway; neither document says whether those calls were encrypted, and ipclab's are not).",
+]
+
+#: The gateway's deadline as the performance and language experiments run it.
+DEADLINE_DEVIATION = (
+    "The gateway gives a page's five service calls a deadline of "
+    f"{StackOptions().call_timeout_s:g} s (StackOptions.call_timeout_s, passed to every stack as "
+    "IPCLAB_CALL_TIMEOUT_S: the Python gateways hold the whole page to it, the Go gateways each "
+    "of the five concurrent calls); a page not complete by then is answered 504, which Locust "
+    "counts as a failed request. The thesis states no deadline: its mean response times of "
+    "3.3-7.8 s at 100 and 200 users (Tables 5.2-5.3), in so far as they were spent waiting for "
+    "the services, would be failed requests here, not slow ones (each run's failures: "
+    "failure_rate in runs.csv)."
+)
+
+DEVIATIONS = [*DEVIATIONS, *CLIENT_DEVIATIONS, DEADLINE_DEVIATION]
 
 
 def profile(name: str) -> Profile:
@@ -210,9 +235,9 @@ def analyse(
     means = runs.groupby(["style", "users"], as_index=False)[["rps", "mean_ms"]].mean()
     saturation = stats.detect_saturation(means)
     code = complexity.complexity_table()
-    claims = claims_mod.evaluate_claims(runs, published.claims(), complexity=code, think_time_s=0.0)
+    claims = evaluate(runs, code)
     base = runs[np.isclose(runs["think_time_s"].astype(float), 0.0)] if len(runs) else runs
-    power = claims_mod.repetitions(published.claims(scope="performance"), base)
+    power = claims_mod.repetitions(published.claims(scope="performance"), base)  # its family
     return Analysis(
         profile=profile_name,
         runs=runs,
@@ -229,6 +254,30 @@ def analyse(
         sensitivity_cells=stats.cell_summary(srun, seed=seed) if len(srun) else pd.DataFrame(),
         published_saturation=stats.detect_saturation(published.published_cells()),
         machine=stats.machine_check(runs),
+    )
+
+
+#: One Holm family per experiment (docs/statistics.md section 3): the load matrix; the
+#: code-size claims (``compare``, decided on ipclab's code) are evaluated apart.
+FAMILIES = (("performance", "performance"), ("complexity", "code"))
+
+
+def evaluate(runs: pd.DataFrame, code: pd.DataFrame) -> pd.DataFrame:
+    """The claims table: one ``evaluate_claims`` call per family (``FAMILIES``), the load
+    matrix's runs without think time."""
+    return pd.concat(
+        [
+            claims_mod.evaluate_claims(
+                runs,
+                published.claims(scope=scope),
+                scope=scope,
+                complexity=code,
+                think_time_s=0.0,
+                family=family,
+            )  # fmt: skip
+            for scope, family in FAMILIES
+        ],
+        ignore_index=True,
     )
 
 
@@ -275,6 +324,15 @@ def write_results(a: Analysis, perf_runs: list[Run], results: StudyResults) -> N
         "shafabakhsh_fig5_3_latency_growth",
         "Growth of mean response time with load, normalised to 50 users (thesis "
         "Fig. 5.3): published (left) and measured (right).",
+    )
+    results.figure(
+        _latency_a2(a.cells),
+        "shafabakhsh_figA_2_latency",
+        "Latency of the three IPC methods at each load (thesis Fig. A.2, p. 54, 'Graph "
+        "demonstrating the latency difference between the three IPC methods', printed as an "
+        "image only; its numbers are those of Tables 5.1-5.3): published mean response time "
+        "(left) and measured (right): mean with its 95% interval over runs, and the mean of "
+        "the runs' 95th percentiles dashed; log scale.",
     )
     _timeseries_figures(a, perf_runs, results)
     results.figure(
@@ -365,6 +423,24 @@ def _write_tables(a: Analysis, results: StudyResults) -> None:
         )
 
 
+def _latency_a2(cells: pd.DataFrame) -> plt.Figure:
+    """Thesis Fig. A.2: mean response time of the three styles over load, published
+    (left) and measured with the 95th percentile beside the mean (right)."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.2))
+    figs.latency_lines(_published_summary(), ax=a, title="Published (thesis Tables 5.1-5.3)")
+    figs.latency_lines(
+        cells, ax=b, title="Measured here (mean, 95% CI over runs; p95 dashed)", tail="p95_ms"
+    )
+    a.get_legend().remove() if a.get_legend() else None
+    fig.tight_layout()
+    return fig
+
+
+#: The thesis's time-series figures per load (none at 200 users).
+_TIMESERIES_FIGURES = {50: "thesis Figs. A.3 and A.4", 100: "thesis Figs. A.5 and A.6"}
+_NO_TIMESERIES = "the thesis shows no time series at this load"
+
+
 def _timeseries_figures(a: Analysis, perf_runs: list[Run], results: StudyResults) -> None:
     """Per-second throughput and median latency at each load, first repetition."""
     by_cell: dict[int, dict[str, Run]] = {}
@@ -373,7 +449,6 @@ def _timeseries_figures(a: Analysis, perf_runs: list[Run], results: StudyResults
             by_cell.setdefault(int(run.parameters["users"]), {})[str(run.manifest.get("style"))] = (
                 run
             )
-    names = {50: "A.3/A.4", 100: "A.5/A.6", 200: "(none published)"}
     for users, runs in sorted(by_cell.items()):
         hist = {style: figs.history_frame(r) for style, r in runs.items()}
         fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
@@ -389,8 +464,8 @@ def _timeseries_figures(a: Analysis, perf_runs: list[Run], results: StudyResults
         results.figure(
             fig,
             f"shafabakhsh_timeseries_u{users}",
-            f"Per-second throughput and median response time at {users} users, "
-            f"first repetition (thesis Figs. {names.get(users, '')}).",
+            f"Per-second throughput and median response time at {users} users, first "
+            f"repetition ({_TIMESERIES_FIGURES.get(users, _NO_TIMESERIES)}).",
         )
 
 
@@ -418,3 +493,121 @@ def _complexity_figure(complexity: pd.DataFrame) -> plt.Figure:
     axes[0].legend(frameon=False)
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------- README parts
+
+#: The documents' conclusion (T18, P19: averaged over the loads) and the 200-user claims
+#: (T13 throughput, T12 mean response time) that the headline reports, in that order.
+HEADLINE = (("T18a", "T18b", "T18c", "T18d"), ("T13a", "T13b", "T12a", "T12b"))
+
+
+def _side(row: pd.Series, relation: str) -> str:
+    """'reversed' when significant on the other side of the claim, else the verdict."""
+    lo, hi = float(row["ci_low"]), float(row["ci_high"])
+    other = hi < 1 if relation == ">" else lo > 1
+    return "reversed" if row["verdict"] == claims_mod.NOT_REPRODUCED and other else row["verdict"]
+
+
+def _ratio_text(row: pd.Series) -> str:
+    est, lo, hi = (float(row[k]) for k in ("measured_ratio", "ci_low", "ci_high"))
+    return f"{ci(est, lo, hi, 2)}x"
+
+
+def headline_markdown(claims: pd.DataFrame) -> str:
+    """The headline in one paragraph, from the claims table: does the asynchronous style
+    perform better, as the thesis and the paper conclude (T18, P19), and at 200 users (T13,
+    T12)? Empty when those claims were not evaluated."""
+    by_id = claims.set_index("claim_id")
+    if not all(i in by_id.index for ids in HEADLINE for i in ids):
+        return ""
+    rel = {c.claim_id: c.relation for c in published.claims(scope="performance")}
+    parts = []
+    for ids, where in zip(HEADLINE, ("averaged over 50, 100 and 200 users", "at 200 users"),
+                          strict=True):  # fmt: skip
+        r = [by_id.loc[i] for i in ids]
+        words = {_side(x, rel[i]) for x, i in zip(r, ids, strict=True)}
+        said = words.pop() if len(words) == 1 else "mixed"
+        parts.append(
+            f"{where} ({', '.join(ids)}: {said}), AMQP carries {_ratio_text(r[0])} REST's "
+            f"throughput and {_ratio_text(r[1])} gRPC's, with {_ratio_text(r[2])} REST's mean "
+            f"response time and {_ratio_text(r[3])} gRPC's"
+        )
+    return (
+        "**Headline** (generated from `results/claims.csv`). The thesis (ch. 7) and the paper "
+        "(section 6) conclude that the asynchronous style offers the better performance "
+        "efficiency, and both find RabbitMQ ahead on throughput and response time at 200 "
+        f"users. Measured here, {parts[0]}; {parts[1]}. 'reversed': significant on the other "
+        "side of the claim."
+    )
+
+
+def power_markdown(power: pd.DataFrame) -> str:
+    """``power.csv`` in two sentences: the runs per cell the single-load tests and the
+    interactions would need to detect the published ratios."""
+    if power.empty:
+        return ""
+    growth = power["users"].astype(str).str.contains("->")
+    single, inter = power[~growth], power[growth]
+    need = pd.to_numeric(single["runs_needed"], errors="coerce")
+    over = int(need.isna().sum())
+    listed = ", ".join(
+        f"{r.claim_id} {int(r.runs_needed)}" if np.isfinite(r.runs_needed)
+        else f"{r.claim_id} more than 1,000"
+        for r in inter.itertuples()
+    )  # fmt: skip
+    alpha = float(power["alpha"].iloc[0])
+    return (
+        f"`results/power.csv`: the runs per cell each test of the performance family would "
+        f"need to detect the published ratio with 80% power at alpha / family = {alpha:.2g} "
+        f"(docs/statistics.md section 7), against the {int(power['runs_per_cell'].min())} made. "
+        f"The {len(single)} single-load comparisons' published ratios are "
+        f"{single['published_ratio'].min():.4g}-{single['published_ratio'].max():.4g}: they "
+        f"would need {need.min():.0f}-{need.max():.0f} runs per cell"
+        + (f", {over} of them more than 1,000" if over else "")
+        + f". The growth claims (interactions): {listed}."
+    )
+
+
+def cells_markdown(a: Analysis) -> str:
+    """Per cell: runs, req/s and mean ms with their intervals, percentiles, and the
+    published req/s and mean s; then failures, saturation and Little's law in a sentence."""
+    pub = published.published_cells().set_index(["style", "users"])
+    lines = [
+        "| style | users | runs | req/s (95% CI) | mean ms (95% CI) | p50 ms | p95 ms | p99 ms "
+        "| published req/s, mean s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for users in sorted(a.cells["users"].unique()):
+        for style in ("rest", "grpc", "amqp"):
+            c = {m: _cell(a.cells, style, int(users), m) for m in
+                 ("rps", "mean_ms", "p50_ms", "p95_ms", "p99_ms")}  # fmt: skip
+            if not len(c["rps"]):
+                continue
+            cell = [ci(c[m]["mean"], c[m]["ci_low"], c[m]["ci_high"], 0) for m in c]
+            p = pub.loc[(style, int(users))] if (style, int(users)) in pub.index else None
+            shown = f"{p['rps']:.1f}, {p['mean_ms'] / 1000:.2f}" if p is not None else "-"
+            lines.append(f"| {LABELS[style]} | {int(users)} | {int(c['rps']['n'])} | "
+                         + " | ".join(cell) + f" | {shown} |")  # fmt: skip
+    failed = int(pd.to_numeric(a.runs.get("failures"), errors="coerce").fillna(0).sum())
+    sat = a.saturation
+    onset = ", ".join(f"{LABELS.get(r.style, r.style)} from {int(r.onset_users)} users"
+                      for r in sat.itertuples() if r.saturated)  # fmt: skip
+    err = float(a.little["relative_error"].abs().max()) if len(a.little) else float("nan")
+    lines += [
+        "",
+        f"Requests failed in these runs: {failed}. Saturated (throughput flat while latency "
+        f"grows): {onset or 'none'}. Little's law N = X(R + Z) holds in every run to within "
+        f"{err * 100:.1f}%.",
+    ]
+    return "\n".join(lines)
+
+
+def readme_blocks(a: Analysis) -> dict[str, str]:
+    """The generated blocks of the reference README (``readme.fill``)."""
+    return {
+        "cells": cells_markdown(a),
+        "machine": machine_markdown(a.machine, "the Python matrix"),
+        "headline": headline_markdown(a.claims),
+        "power": power_markdown(a.power),
+    }

@@ -2,20 +2,26 @@
 without rerunning anything: ``python -m ipclab.studies.shafabakhsh.reference``.
 
 Each folder under ``data/runs/reference/`` keeps its runs' manifests and summaries; this
-reads them, analyses them as the notebooks do, and rewrites ``<folder>/results/`` and
-``figures/reference/<folder>/``.
+reads them, analyses them as the notebooks do, and rewrites ``<folder>/results/``,
+``figures/reference/<folder>/`` and the generated parts of ``<folder>/README.md``: its
+findings blocks (``ipclab.findings``, from the claims tables just written) and its other
+generated blocks (tables and sentences computed by the study, ``readme.fill``).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from ipclab.experiments import load_runs
+from ipclab.findings import write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.studies.shafabakhsh import availability, languages, performance
+from ipclab.studies.shafabakhsh.readme import fill
 
 ROOT = Path("data/runs/reference")
 FIGURES = Path("figures/reference")
@@ -25,6 +31,24 @@ def _results(root: Path, figures: Path, folder: str, study: str, title: str) -> 
     return StudyResults(root / folder / "results", study, title, figures_dir=figures / folder)
 
 
+def _readme(results: StudyResults, blocks: Mapping[str, str] | None = None) -> None:
+    """Fill the folder's README (when it has one): the generated ``blocks`` and a findings
+    block per claims table written (read back from its CSV, as the README test reads it)."""
+    readme = results.directory.parent / "README.md"
+    if not readme.exists():
+        return
+    if blocks:
+        fill(readme, blocks)
+    for name in CLAIMS_TABLES:
+        csv = results.directory / name
+        if csv.exists() and csv.stat().st_size and len(table := pd.read_csv(csv)):
+            write_findings(readme, table, f"results/{name}")
+
+
+#: The claims tables a reference folder may hold, each with a findings block in its README.
+CLAIMS_TABLES = ("claims.csv", "claims_mttr_fault_injection.csv")
+
+
 def rebuild_performance(root: Path = ROOT, figures: Path = FIGURES) -> Path:
     runs = load_runs(from_repo(root) / "shafabakhsh-full-local")
     think = load_runs(from_repo(root) / "shafabakhsh-think-full-local")
@@ -32,7 +56,9 @@ def rebuild_performance(root: Path = ROOT, figures: Path = FIGURES) -> Path:
         root, figures, "shafabakhsh-full-local", "shafabakhsh",
         "Shafabakhsh 2020 (full profile, local)",
     )  # fmt: skip
-    performance.write_results(performance.analyse(runs, think, "full"), runs, results)
+    a = performance.analyse(runs, think, "full")
+    performance.write_results(a, runs, results)
+    _readme(results, performance.readme_blocks(a))
     return results.directory
 
 
@@ -53,7 +79,9 @@ def rebuild_languages(root: Path = ROOT, figures: Path = FIGURES) -> Path:
         root, figures, "shafabakhsh-go-full-local", "languages",
         "Shafabakhsh 2020 in Python and Go: the language factor (full profile, local)",
     )  # fmt: skip
-    languages.write_results(analyse_languages(root), results)
+    a = analyse_languages(root)
+    languages.write_results(a, results)
+    _readme(results, languages.readme_blocks(a))
     return results.directory
 
 
@@ -64,6 +92,7 @@ def rebuild_availability(
     runs = exp.load()
     results = _results(root, figures, f"availability-full-{backend}", "availability", title)
     availability.write_results(availability.analyse(runs, "full"), runs, results)
+    _readme(results)
     return results.directory
 
 
@@ -89,7 +118,7 @@ def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--root", type=Path, default=ROOT)
     p.add_argument("--figures", type=Path, default=FIGURES)
     a = p.parse_args(argv)

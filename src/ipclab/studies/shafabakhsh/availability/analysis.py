@@ -3,7 +3,7 @@ values, the outage table and the claims."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -13,6 +13,7 @@ from ipclab import claims as claims_mod
 from ipclab.availability.estimators import availability_summary
 from ipclab.availability.outage import CLASSES, classify_requests, outage_table
 from ipclab.availability.tracker import Cycle, read_cycles
+from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.studies.shafabakhsh import published
 from ipclab.studies.shafabakhsh.availability.profiles import STYLES, AvailabilityRuns, profile
@@ -278,6 +279,24 @@ class Analysis:
     claims: pd.DataFrame
     claims_fault_injection: pd.DataFrame
     users_map: dict[int, int]
+    power: pd.DataFrame = field(default_factory=pd.DataFrame)  # per family, where runs allow
+
+
+#: One Holm family per experiment (docs/statistics.md section 3), each with the metrics its
+#: runs measure: method 1 (until failure) gives MTTF, MTTR and A per run; the outage
+#: experiment the share of requests failed in the outage; fault injection (method 2) the
+#: MTTR after the restart, one value per run, standing in for the thesis's.
+FAMILY_METRICS = {
+    "until failure": ("mttf_s", "mttr_s", "availability"),
+    "outage": ("outage_failure_fraction",),
+    "fault injection": ("mttr_s",),
+}
+
+
+def family_claims(family: str) -> list[Claim]:
+    """The availability claims one experiment tests (``FAMILY_METRICS``)."""
+    metrics = FAMILY_METRICS[family]
+    return [c for c in published.claims(scope="availability") if c.metric in metrics]
 
 
 def _users_map(users: tuple[int, ...]) -> dict[int, int]:
@@ -305,16 +324,25 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
     formula = published_table()
     umap = _users_map(p.until_failure_users)
     crow = claims_rows(runs.until_failure, runs.outage)
-    claims = claims_mod.evaluate_claims(
-        crow, published.claims(), scope="availability", users_map=umap
+    fi_rows, fi_map = fault_injection_rows(cyc), _fi_users_map(cyc)
+    evaluated = {
+        "until failure": (crow, umap),
+        "outage": (crow, {}),
+        "fault injection": (fi_rows, fi_map),
+    }
+    tables = {
+        fam: claims_mod.evaluate_claims(
+            rows, family_claims(fam), scope="availability", users_map=m, family=fam
+        )
+        for fam, (rows, m) in evaluated.items()
+    }
+    power = pd.concat(
+        [
+            claims_mod.repetitions(family_claims(fam), rows, users_map=m).assign(family=fam)
+            for fam, (rows, m) in evaluated.items()
+        ],
+        ignore_index=True,
     )
-    claims_fi = claims_mod.evaluate_claims(
-        fault_injection_rows(cyc),
-        published.claims(),
-        scope="availability",
-        users_map=_fi_users_map(cyc),
-    )
-    claims_fi = claims_fi[claims_fi["claim_id"].str.startswith("P15")].reset_index(drop=True)
     return Analysis(
         profile=profile_name,
         until_failure=m1,
@@ -324,7 +352,8 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
         side_by_side=side_by_side(formula, m1, m2, p.until_failure_users[0]),
         outage=outage_summary(runs.outage),
         claims_runs=crow,
-        claims=claims,
-        claims_fault_injection=claims_fi,
+        claims=pd.concat([tables["until failure"], tables["outage"]], ignore_index=True),
+        claims_fault_injection=tables["fault injection"],
         users_map=umap,
+        power=power,
     )

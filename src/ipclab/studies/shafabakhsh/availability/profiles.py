@@ -23,6 +23,7 @@ from ipclab.availability.tracker import Criteria
 from ipclab.backends import RunningStack, StackOptions
 from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run, read_run
+from ipclab.studies.shafabakhsh.performance import CLIENT_DEVIATIONS
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 STACKS = tuple(s.name for s in COMPARED)
@@ -100,6 +101,7 @@ DEVIATIONS = [
     "restart; the load keeps running through the restart.",
     "Client-side duplicates cannot occur (the AMQP gateway drops replies that match no "
     "waiting request); the gateway's count of such unmatched replies is reported instead.",
+    *CLIENT_DEVIATIONS,
 ]
 
 

@@ -81,11 +81,20 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
     results.table(
         a.claims_fault_injection,
         "claims_mttr_fault_injection",
-        "Claim P15 (MTTR after the restart) on the fault-injection runs: one value per run "
-        "(its mean over its cycles; the run is the unit of replication), at the load the "
-        "runs used (users_map); verdicts computed by the same rules.",
+        "Claims T20 and P15 (MTTR after the restart) on the fault-injection runs, a Holm family "
+        "of their own: one value per run (its mean over its cycles; the run is the unit of "
+        "replication), at the load the runs used (users_map); verdicts by the same rules.",
         in_report=False,
     )
+    if len(a.power):
+        results.table(
+            a.power,
+            "power",
+            "Runs per cell each test would need to detect the published ratio with 80% power "
+            "at alpha / (its family's distinct tests) (docs/statistics.md section 7), per "
+            "family (until failure, outage, fault injection); only tests with 2 or more runs "
+            "per cell are planned.",
+        )
     results.figure(
         figure_availability(a),
         "availability_fig4_side_by_side",

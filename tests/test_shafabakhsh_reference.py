@@ -1,0 +1,82 @@
+"""The Shafabakhsh reference READMEs: their measured parts and headline are generated from
+the analysis (never typed), and say what the committed runs say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ipclab.experiments import load_runs
+from ipclab.paths import from_repo
+from ipclab.studies.shafabakhsh import languages, performance, readme, reference
+
+REFERENCE = from_repo("data/runs/reference")
+
+
+def test_fill_replaces_only_the_named_blocks_and_refuses_a_missing_one(tmp_path: Path) -> None:
+    md = tmp_path / "README.md"
+    md.write_text(
+        "# x\n<!-- generated: a -->\nold\n<!-- /generated -->\nhand\n"
+        "<!-- generated: b -->\nkeep\n<!-- /generated -->\n"
+    )
+    readme.fill(md, {"a": "new 1\nnew 2"})
+    text = md.read_text()
+    assert "<!-- generated: a -->\nnew 1\nnew 2\n<!-- /generated -->" in text
+    assert "old" not in text and "keep" in text and "hand" in text
+    with pytest.raises(readme.ReadmeError, match="generated: c"):
+        readme.fill(md, {"c": "x"})
+
+
+def _claims(verdict: str, ratio: float, lo: float, hi: float) -> pd.DataFrame:
+    rows = [
+        {"claim_id": i, "verdict": verdict, "measured_ratio": ratio, "ci_low": lo, "ci_high": hi}
+        for ids in performance.HEADLINE
+        for i in ids
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_the_headline_says_reversed_only_when_significant_on_the_other_side() -> None:
+    # every headline claim says AMQP is better: higher rps (>) or lower mean_ms (<); a ratio
+    # of 0.35 [0.33, 0.38] is on the other side for '>' and on the claimed side for '<'
+    text = performance.headline_markdown(_claims("not reproduced", 0.35, 0.33, 0.38))
+    assert "mixed" in text and "0.35 [0.33, 0.38]x REST's throughput" in text
+    rows = _claims("not reproduced", 2.8, 2.5, 3.1)
+    rel = {c.claim_id: c.relation for c in performance.published.claims(scope="performance")}
+    rows.loc[rows["claim_id"].map(rel) == ">", ["measured_ratio", "ci_low", "ci_high"]] = (
+        0.35, 0.33, 0.38,
+    )  # fmt: skip
+    assert performance.headline_markdown(rows).count(": reversed)") == 2
+    assert (
+        performance.headline_markdown(_claims("reproduced", 1.5, 1.2, 1.8)).count(": reproduced)")
+        == 2
+    )
+    assert performance.headline_markdown(_claims("reproduced", 1, 1, 1).iloc[:3]) == ""
+
+
+def _block(path: Path, name: str) -> str:
+    text = path.read_text()
+    start = text.index(f"<!-- generated: {name} -->\n") + len(f"<!-- generated: {name} -->\n")
+    return text[start : text.index("\n<!-- /generated -->", start)]
+
+
+@pytest.mark.skipif(
+    not (REFERENCE / "shafabakhsh-go-full-local").is_dir(), reason="no committed reference"
+)
+def test_the_committed_readmes_say_what_the_committed_runs_give() -> None:
+    """Every generated block of the two performance READMEs is what the rebuilder writes
+    from the committed runs (so "3 of 9 cells" against a table of 6 cannot come back)."""
+    a = reference.analyse_languages()
+    go = REFERENCE / "shafabakhsh-go-full-local" / "README.md"
+    for name, text in languages.readme_blocks(a).items():
+        assert _block(go, name) == text.rstrip(), name
+    assert "6 of 9 cells are within" in _block(go, "sittings")
+    runs = load_runs(REFERENCE / "shafabakhsh-full-local")
+    think = load_runs(REFERENCE / "shafabakhsh-think-full-local")
+    p = performance.analyse(runs, think, "full")
+    py = REFERENCE / "shafabakhsh-full-local" / "README.md"
+    for name, text in performance.readme_blocks(p).items():
+        assert _block(py, name) == text.rstrip(), name
+    assert "T18a, T18b, T18c, T18d: reversed" in _block(py, "headline")
