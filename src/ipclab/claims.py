@@ -659,6 +659,7 @@ def _claim_row(c: Claim, e: Effect, p: float, rules: Rules, family: str) -> dict
         "quote": c.quote,
         "scope": c.scope,
         "test": c.test,
+        "relation": c.relation,
         "comparison": c.describe(),
         "measured_users": e.users,
         "published_value": c.published_value,

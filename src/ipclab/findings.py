@@ -76,7 +76,15 @@ def _counts(c: dict[str, int]) -> str:
 
 
 def _reversed(r: pd.Series) -> bool:
-    return r["verdict"] == NOT_REPRODUCED and "opposite direction" in str(r.get("reason", ""))
+    """Not reproduced because the data say the opposite: significant, on the other side of 1
+    than the claimed direction (a direction, interaction or stated ratio)."""
+    if r["verdict"] != NOT_REPRODUCED or str(r.get("relation", "")) not in ("<", ">"):
+        return False
+    est, p = float(r.get("measured_ratio", math.nan)), float(r.get("p_value", math.nan))
+    if str(r.get("evidence", TEST)) == FACT:
+        p = 0.0  # a fact is certain
+    wrong = est < 1 if r["relation"] == ">" else est > 1
+    return bool(math.isfinite(est) and p < 0.05 and wrong)
 
 
 def findings_lines(table: pd.DataFrame, source: str) -> list[str]:
