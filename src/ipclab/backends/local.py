@@ -29,6 +29,7 @@ from ipclab.atomic import write_json_atomic
 from ipclab.backends.base import StackOptions
 from ipclab.backends.broker import RabbitNode
 from ipclab.backends.postgres import PostgresCluster
+from ipclab.private import UnsafeState, owned_alone, private_dir
 from ipclab.procs import free_ports, kill_group, parse_cpus, pin_tree, spawn, stop_group, tail
 from ipclab.stacks import StackSpec, resolve
 
@@ -350,20 +351,9 @@ def state_file(stack: str) -> Path:
     return STATE_DIR / f"{stack}.json"
 
 
-class UnsafeState(ValueError):
-    """A state file or directory this user does not own alone: never acted upon."""
-
-
 def _private_dir(path: Path) -> Path:
     """``path`` as a directory only this user can write (made so if new), or UnsafeState."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = path.lstat()
-    if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o022:
-        raise UnsafeState(
-            f"{path} is not a directory owned by uid {os.getuid()} and writable only by it; "
-            "ipclab will not trust the stack state in it (remove it or set IPCLAB_STATE_DIR)"
-        )
-    return path
+    return private_dir(path, "the stack state", "remove it or set IPCLAB_STATE_DIR")
 
 
 def _started(pid: int) -> float | None:
@@ -382,8 +372,7 @@ def save_state(stack: LocalStack) -> Path:
 
 def read_state(path: Path) -> dict[str, Any]:
     _private_dir(path.parent)
-    st = path.lstat()
-    if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o022:
+    if not owned_alone(path.lstat()):
         raise UnsafeState(f"{path}: not a file owned by uid {os.getuid()} alone; not trusted")
     state: dict[str, Any] = json.loads(path.read_text())
     return state
