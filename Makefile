@@ -28,7 +28,7 @@ setup: system-deps
 # foreground with SIGINT restored: a shell's background job or nohup ignores it, and the
 # tests that send Ctrl-C to `ipclab up`/`run` rely on the CLI setting its own handlers.
 test: setup
-	$(PYTHON) -m pytest -q -ra
+	$(PYTHON) -m pytest -q -ra --durations=30
 
 test-fast: setup
 	$(PYTHON) -m pytest -q -m "not slow and not docker"
