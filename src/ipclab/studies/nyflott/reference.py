@@ -9,7 +9,8 @@ are not committed (``.gitignore``), so the per-run tables derived from them (``r
 ``gc_events.csv``, ``slow_requests.csv``) are read back from ``results/`` for every run
 without records (``analysis.analyse``'s ``cached``); a run that has its records is
 analysed from them. This rewrites ``results/`` and
-``figures/reference/nyflott-full-docker/``; ``--tables`` prints Tables 2 and 3 and the GC
+``figures/reference/nyflott-full-docker/``, and fills the README's findings block from
+``results/claims.csv`` (``ipclab.findings``); ``--tables`` prints Tables 2 and 3 and the GC
 test (:func:`ipclab.studies.nyflott.analysis.summary_markdown`).
 """
 
@@ -19,7 +20,10 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from ipclab.experiments import load_runs
+from ipclab.findings import write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.runs import Run
@@ -52,6 +56,10 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) ->
         parameters={"profile": "full", "backend": "docker"}, figures_dir=figures / folder,
     )  # fmt: skip
     analysis.write_results(a, results)
+    readme = from_repo(root) / folder / "README.md"
+    claims_csv = results.directory / "claims.csv"
+    if readme.is_file() and claims_csv.is_file():  # the README's findings, from the table
+        write_findings(readme, pd.read_csv(claims_csv), "results/claims.csv")
     return results.directory
 
 

@@ -1,24 +1,55 @@
 """Nyfløtt 2017's claims (``data/published/nyflott2017_claims.csv``) judged on measured runs.
 
-The verdicts are ``ipclab.claims``'s, under the rules of docs/statistics.md; this module only
-shapes the experiment's per-run table for them. The claims' loads are the added delays in ms
-(the thesis runs 10 users throughout), so each run's ``delay_ms`` becomes the ``users``
-column the claims machinery selects cells by. A claim whose metric the table lacks (CPU or
-network per host, until they are measured per run) is inconclusive, with the reason
+The verdicts are ``ipclab.claims``'s, under the rules of docs/statistics.md; this module
+shapes the experiment's per-run table for them and runs the two tests no claim kind
+expresses. The claims' loads are the added delays in ms (the thesis runs 10 users
+throughout), so each run's ``delay_ms`` becomes the ``users`` column the claims machinery
+selects cells by. A claim whose metric the table lacks is inconclusive, with the reason
 "metric ... not measured".
+
+Three kinds of test, two families (docs/statistics.md section 3: one family per
+experiment):
+
+* **the delay experiment** (family :data:`FAMILY`): every comparison of cells, one
+  ``evaluate_claims`` call, Holm over its distinct tests; with it the two **size gaps** of
+  N32 (R2: "the major observed difference ... was the bandwidth usage": is the bytes per
+  request gap between h2c and HTTP/1.1 larger than the response-time gap, and than the
+  throughput gap?), which compare the sizes of two effects, a statistic no claim kind
+  computes: :func:`size_gap` gives its delta-method t test and the two join the family's
+  Holm adjustment (:func:`evaluate`);
+* **GC coincidence** (family :data:`GC_FAMILY`, N29a and N30a): whether extremes and major
+  GCs meet more often than each run's own GC schedule shifted in time would
+  (``gcshift``): a randomisation test inside runs, a different kind of test from the
+  comparisons of cells, so a family of its own (Holm over its two tests).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from ipclab import claims as claims_mod
 from ipclab.published import Claim
 from ipclab.runs import Run
-from ipclab.studies.nyflott import hosts, published, tables
+from ipclab.stats import Interval, holm
+from ipclab.studies.nyflott import gcshift, hosts, published, tables
+
+FAMILY = "delay experiment"
+GC_FAMILY = "GC coincidence"
+
+#: the GC claims' metrics -> the share each counts (``gcshift.SIDES``)
+GC_METRICS = {"extremes_with_gc_share": "extremes", "gcs_with_extreme_share": "gcs"}
+#: N32's statistics -> (the metric whose gap is claimed the larger, the metric it is
+#: compared with): exp(|log r_a| - |log r_b|), r = h2c / HTTP/1.1 of each
+SIZE_GAPS = {
+    "gap_bytes_over_mean_ms": ("bytes_per_request", "mean_ms"),
+    "gap_bytes_over_rps": ("bytes_per_request", "rps"),
+}
 
 
 def per_run(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
@@ -30,18 +61,22 @@ def per_run(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
     return rows.merge(hosts.host_rows(runs, warmup_s), on="run", how="left")
 
 
-#: extremes.run_extremes's columns -> the claims' metrics (N29: extremes against GCs)
-GC_SHARES = {"fraction": "extremes_gc_share", "baseline_fraction": "others_gc_share"}
+def case_metric(test_case: str) -> str:
+    """The per-run column of a test case's minimum response time (N07, N20), e.g.
+    ``min_ms_query_flight``."""
+    return "min_ms_" + test_case.lower().replace(" ", "_")
 
 
-def with_gc_shares(rows: pd.DataFrame, gc_runs: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` with each run's share of extremes that overlap a major GC and the same
-    share of its other requests (``extremes.run_extremes``), for claim N29."""
-    if rows.empty or gc_runs.empty or not set(GC_SHARES) <= set(gc_runs.columns):
+def with_test_cases(rows: pd.DataFrame, cases_runs: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with each run's minimum response time per test case (Fig. 10's cases,
+    ``tables.per_test_case``) as columns :func:`case_metric`."""
+    need = {"run", "test_case", "min_ms"}
+    if rows.empty or cases_runs.empty or not need <= set(cases_runs.columns):
         return rows
-    shares = gc_runs.loc[:, ["run", *GC_SHARES]].rename(columns=GC_SHARES)
-    return rows.drop(columns=list(GC_SHARES.values()), errors="ignore").merge(
-        shares, on="run", how="left"
+    wide = cases_runs.pivot_table(index="run", columns="test_case", values="min_ms")
+    wide.columns = [case_metric(str(c)) for c in wide.columns]
+    return rows.drop(columns=list(wide.columns), errors="ignore").merge(
+        wide.reset_index(), on="run", how="left"
     )
 
 
@@ -67,15 +102,245 @@ def claim_runs(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+@dataclass
+class GcRecords:
+    """What the GC test reads (the committed per-run tables): the extreme requests
+    (``run, t_rel, latency_ms``), the major GCs in each window (``run, t_rel, ms``), and
+    each run's window length in s."""
+
+    extremes: pd.DataFrame
+    gc_events: pd.DataFrame
+    windows: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
+
+
+def split(claims: Sequence[Claim]) -> tuple[list[Claim], list[Claim], list[Claim]]:
+    """The claims of the delay experiment judged by ``evaluate_claims``, the size gaps (N32)
+    and the GC claims (N29a, N30a)."""
+    gaps = [c for c in claims if c.metric in SIZE_GAPS]
+    gc = [c for c in claims if c.metric in GC_METRICS]
+    main = [c for c in claims if c not in gaps and c not in gc]
+    return main, gaps, gc
+
+
 def evaluate(
     rows: pd.DataFrame,
     rules: claims_mod.Rules | None = None,
     claims: Sequence[Claim] | None = None,
+    gc: GcRecords | None = None,
 ) -> pd.DataFrame:
-    """The claims table (one row per claim: published and measured effect, interval,
-    Holm-adjusted p-value, verdict and reason) from a per-run table."""
+    """The claims table (one row per claim, in the claims file's order: published and
+    measured effect, interval, Holm-adjusted p-value, verdict and reason, family) from a
+    per-run table and, for the GC claims, the GC records (without them: inconclusive)."""
+    rules = rules or claims_mod.Rules()
     cl = list(claims) if claims is not None else published.claims()
-    return claims_mod.evaluate_claims(claim_runs(rows), cl, rules=rules, scope="performance")
+    main, gaps, gc_claims = split(cl)
+    runs = claim_runs(rows)
+    table = claims_mod.evaluate_claims(runs, main, rules=rules, scope="performance",
+                                       family=FAMILY)  # fmt: skip
+    parts = [table]
+    if gaps:
+        parts.append(_gap_rows(gaps, runs, table, rules))
+    if gc_claims:
+        parts.append(gc_rows(gc_claims, runs, gc, rules))
+    out = pd.concat([p for p in parts if len(p)], ignore_index=True)
+    order = {c.claim_id: i for i, c in enumerate(cl)}
+    return out.sort_values("claim_id", key=lambda s: s.map(order), ignore_index=True)
+
+
+# --------------------------------------------------------------------------- size gaps (N32)
+
+
+def _cell(runs: pd.DataFrame, style: str, delay: int, cols: Sequence[str]) -> np.ndarray:
+    sel = runs[(runs["style"] == style) & (runs["users"] == delay)]
+    x = sel.loc[:, list(cols)].apply(pd.to_numeric, errors="coerce").to_numpy(float)
+    return x[np.isfinite(x).all(axis=1)]
+
+
+def size_gap(claim: Claim, runs: pd.DataFrame, rules: claims_mod.Rules) -> claims_mod.Effect:
+    """N32's statistic: with r_x = (x of a averaged over a's delays) / (x of b averaged over
+    b's), D = |log r_first| - |log r_second| (``SIZE_GAPS[claim.metric]``), reported as
+    exp(D) (> 1: the first metric's gap is the larger). Its variance by the delta method
+    over the cells' per-run pairs (the two metrics of a run are correlated: their
+    covariance enters), Welch-Satterthwaite degrees of freedom, the t test of D = 0: the
+    same construction as ``stats.log_ratio_interval``, for two metrics at once."""
+    first, second = SIZE_GAPS[claim.metric]
+    lacking = [m for m in (first, second) if m not in runs.columns]
+    if lacking:
+        return claims_mod.Effect.unmeasured(f"metric {', '.join(map(repr, lacking))} not measured")
+    sides = [(claim.a_style, claim.a_users, 1.0), (claim.b_style, claim.b_users, -1.0)]
+    cells = [(s, d, sign, _cell(runs, s, d, (first, second))) for s, ds, sign in sides
+             for d in ds]  # fmt: skip
+    empty = [f"{s}@{d}" for s, d, _, x in cells if not len(x)]
+    if empty:
+        return claims_mod.Effect.unmeasured(f"no runs for {', '.join(empty)} ({first}, {second})")
+    n = [len(x) for *_, x in cells]
+    totals = {(s, j): sum(float(x[:, j].mean()) for s2, _, _, x in cells if s2 == s)
+              for s, _, _ in sides for j in (0, 1)}  # fmt: skip
+    logr = [math.log(totals[(claim.a_style, j)] / totals[(claim.b_style, j)]) for j in (0, 1)]
+    sgn = [math.copysign(1.0, v) for v in logr]
+    d_est = abs(logr[0]) - abs(logr[1])
+    users = "+".join(map(str, claim.a_users))
+    nan = float("nan")
+    if min(n) < 2:
+        return claims_mod.Effect(Interval(math.exp(d_est), nan, nan, min(n), method="none"),
+                                 math.exp(abs(logr[0])), math.exp(abs(logr[1])), min(n),
+                                 min(n), min(n), nan, "none", users=users)  # fmt: skip
+    parts = []
+    for s, _, sign, x in cells:
+        g = np.array([sign * sgn[j] / totals[(s, j)] * (1 if j == 0 else -1) for j in (0, 1)])
+        parts.append((float(g @ np.cov(x, rowvar=False) @ g) / len(x), len(x)))
+    var = sum(v for v, _ in parts)
+    df = var**2 / sum(v**2 / (k - 1) for v, k in parts) if var > 0 else nan
+    se = math.sqrt(var)
+    t = sps.t.ppf(0.5 + rules.confidence / 2, df) if var > 0 else nan
+    p = float(2 * sps.t.sf(abs(d_est) / se, df)) if var > 0 else nan
+    ci = Interval(math.exp(d_est), math.exp(d_est - t * se), math.exp(d_est + t * se), min(n),
+                  rules.confidence, "t (delta method)", p)  # fmt: skip
+    return claims_mod.Effect(ci, math.exp(abs(logr[0])), math.exp(abs(logr[1])), min(n),
+                             min(n), min(n), p, "t (delta method, gap sizes)",
+                             users=users)  # fmt: skip
+
+
+def _row(c: Claim, e: claims_mod.Effect, p: float, verdict: tuple[str, str],
+         family: str) -> dict[str, object]:  # fmt: skip
+    """A claims-table row for a test this module computes (the columns it can fill)."""
+    r = e.ratio
+    ci = "" if e.missing else (f"{r.estimate:.4g}" if not np.isfinite(r.low) else str(r))
+    return {
+        "claim_id": c.claim_id, "statement_id": c.statement_id, "source": c.source,
+        "document": c.document, "section": c.section, "page": c.page, "quote": c.quote,
+        "scope": c.scope, "test": c.test, "relation": c.relation, "comparison": c.describe(),
+        "measured_users": e.users,
+        "published_value": c.published_value, "published_unit": c.published_unit,
+        "published_ratio": c.published_ratio if c.published_ratio is not None else math.nan,
+        "published_consistent": claims_mod.published_consistent(c),
+        "band_low": math.nan, "band_high": math.nan,
+        "measured_a": e.measured_a, "measured_b": e.measured_b, "n_a": e.n_a, "n_b": e.n_b,
+        "measured_ratio": r.estimate, "ci_low": r.low, "ci_high": r.high, "measured": ci,
+        "p_value": p, "p_raw": e.p_value, "p_method": e.p_method, "magnitude": c.magnitude,
+        "test_key": "|".join(str(x) for x in claims_mod.test_key(c)),
+        "verdict": verdict[0], "reason": verdict[1], "evidence": claims_mod.TEST,
+        "family": family, "size_word": "", "band": "", "note": c.note,
+    }  # fmt: skip
+
+
+def _gap_rows(gaps: Sequence[Claim], runs: pd.DataFrame, table: pd.DataFrame,
+              rules: claims_mod.Rules) -> pd.DataFrame:  # fmt: skip
+    """N32's rows: each gap's test Holm-adjusted together with the experiment's distinct
+    tests (``table``: the rest of the family, as ``evaluate_claims`` adjusted it)."""
+    effects = [size_gap(c, runs, rules) for c in gaps]
+    adj = family_adjusted(table, [e.p_value for e in effects], rules)
+    return pd.DataFrame([
+        _row(c, e, float(p), claims_mod.verdict(c, e, float(p), rules), FAMILY)
+        for c, e, p in zip(gaps, effects, adj, strict=True)
+    ])  # fmt: skip
+
+
+def _family_raw(table: pd.DataFrame) -> pd.Series:
+    d = claims_mod.distinct_tests(table)
+    if "evidence" in d.columns:
+        d = d[d["evidence"].fillna(claims_mod.TEST) == claims_mod.TEST]
+    return d["p_raw"].astype(float)
+
+
+def family_adjusted(
+    table: pd.DataFrame, extra: Sequence[float], rules: claims_mod.Rules
+) -> np.ndarray:
+    """The Holm-adjusted p-values of ``extra`` raw p-values in one family with the distinct
+    tests of ``table``."""
+    if rules.p_adjust != "holm":
+        return np.asarray(extra, dtype=float)
+    raw = np.concatenate([_family_raw(table).to_numpy(float), np.asarray(extra, float)])
+    return holm(raw)[len(raw) - len(extra) :]
+
+
+def family_check(table: pd.DataFrame, rules: claims_mod.Rules | None = None) -> list[str]:
+    """The claims of the delay experiment whose verdict could change were the family
+    adjusted with the size gaps (N32) as well (``evaluate_claims`` adjusts without them):
+    every test that is significant at the family's Holm level and would not be with the
+    two more tests. Empty when the two more tests change nothing."""
+    rules = rules or claims_mod.Rules()
+    fam = table[table["family"] == FAMILY]
+    mine = fam["test_key"].astype(str).str.split("|").str[1].isin(list(SIZE_GAPS))
+    rest, gaps = fam[~mine], claims_mod.distinct_tests(fam[mine])
+    raw = np.concatenate([_family_raw(rest).to_numpy(float), gaps["p_raw"].to_numpy(float)])
+    d = claims_mod.distinct_tests(rest)
+    d = d[d["evidence"].fillna(claims_mod.TEST) == claims_mod.TEST] if "evidence" in d else d
+    union = holm(raw)[: len(d)]
+    flips = (d["p_value"].to_numpy(float) < rules.alpha) & (union >= rules.alpha)
+    return [claims_mod.claim_ids(rest, r) for (_, r), f in zip(d.iterrows(), flips,
+                                                              strict=True) if f]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- GC (N29a, N30a)
+
+
+def _gc_runs(c: Claim, runs: pd.DataFrame) -> list[str]:
+    sel = runs[(runs["style"] == c.a_style) & runs["users"].isin(c.a_users)]
+    return sorted(sel["run"].astype(str))
+
+
+def gc_effect(
+    c: Claim, runs: pd.DataFrame, gc: GcRecords | None, shifts: int = gcshift.SHIFTS
+) -> tuple[claims_mod.Effect, gcshift.Combined]:
+    """One GC claim's combined shift test over the runs of its cells (``gcshift``)."""
+    nan = float("nan")
+    empty = gcshift.Combined(0, nan, nan, nan, nan, nan)
+    if gc is None or gc.extremes.empty:
+        return claims_mod.Effect.unmeasured("no extremes or GC records (role logs)"), empty
+    names = [r for r in _gc_runs(c, runs) if r in gc.windows.index]
+    if not names:
+        return claims_mod.Effect.unmeasured(f"no runs for {c.a_style}@{c.a_users}"), empty
+    _, nulls = gcshift.run_nulls(gc.extremes, gc.gc_events, gc.windows, names, shifts)
+    comb = gcshift.combine(nulls[GC_METRICS[c.metric]].values())
+    ratio = comb.observed / comb.expected if comb.expected > 0 else nan
+    users = "+".join(map(str, c.a_users))
+    e = claims_mod.Effect(Interval(ratio, nan, nan, comb.runs, method="none"), comb.observed,
+                          comb.expected, comb.runs, comb.runs, comb.runs, comb.p_value,
+                          f"circular shift of each run's GCs ({shifts} offsets), exact",
+                          users=users)  # fmt: skip
+    return e, comb
+
+
+def gc_verdict(c: Claim, e: claims_mod.Effect, comb: gcshift.Combined, p: float,
+               rules: claims_mod.Rules) -> tuple[str, str]:  # fmt: skip
+    """A direction claim on the shift test: reproduced when significant (two-sided, Holm
+    over the GC family) with the observed share above its mean under the shifts, not
+    reproduced when significant below it, otherwise inconclusive (docs/statistics.md
+    section 4's direction rule; no interval: the test is a randomisation test)."""
+    if e.missing:
+        return claims_mod.INCONCLUSIVE, e.missing
+    if comb.runs < rules.min_repetitions:
+        return claims_mod.INCONCLUSIVE, (
+            f"too few repetitions (n={comb.runs}, need >= {rules.min_repetitions})")  # fmt: skip
+    txt = (f"share {comb.observed:.4g} against {comb.expected:.4g} under shifted GC "
+           f"schedules over {comb.runs} runs, p = {p:.4g}")  # fmt: skip
+    if not (np.isfinite(p) and p < rules.alpha):
+        return claims_mod.INCONCLUSIVE, f"{txt}: not significant at {rules.alpha}"
+    above = comb.observed > comb.expected
+    if above == (c.relation == ">"):
+        return claims_mod.REPRODUCED, f"{txt} < {rules.alpha}"
+    return claims_mod.NOT_REPRODUCED, f"{txt}: significant in the opposite direction"
+
+
+def gc_rows(claims: Sequence[Claim], runs: pd.DataFrame, gc: GcRecords | None,
+            rules: claims_mod.Rules | None = None) -> pd.DataFrame:  # fmt: skip
+    """The GC family's rows, Holm-adjusted over its distinct tests."""
+    rules = rules or claims_mod.Rules()
+    done = [gc_effect(c, runs, gc) for c in claims]
+    raw = np.array([e.p_value for e, _ in done], dtype=float)
+    keys = [claims_mod.test_key(c) for c in claims]
+    first: dict[object, int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    distinct = raw[list(first.values())]
+    adj = holm(distinct) if rules.p_adjust == "holm" else distinct
+    by_key = dict(zip(first, adj, strict=True))
+    out = []
+    for c, (e, comb), k in zip(claims, done, keys, strict=True):
+        p = float(by_key[k])
+        out.append(_row(c, e, p, gc_verdict(c, e, comb, p, rules), GC_FAMILY))
+    return pd.DataFrame(out)
 
 
 def statements(table: pd.DataFrame) -> pd.DataFrame:
@@ -89,7 +354,10 @@ def power(
     rules: claims_mod.Rules | None = None,
     claims: Sequence[Claim] | None = None,
 ) -> pd.DataFrame:
-    """Runs per cell each single-delay test or interaction needs to detect the published
-    effect (docs/statistics.md section 7), beside the runs there are."""
+    """Runs per cell each single-delay test or interaction of the delay experiment needs to
+    detect the published effect (docs/statistics.md section 7) at its family's Holm level
+    (the family: the delay experiment's claims with the size gaps; the GC family's
+    randomisation test has no such plan), beside the runs there are."""
     cl = list(claims) if claims is not None else published.claims()
-    return claims_mod.repetitions(cl, claim_runs(rows), rules)
+    main, gaps, _ = split(cl)
+    return claims_mod.repetitions([*main, *gaps], claim_runs(rows), rules)
