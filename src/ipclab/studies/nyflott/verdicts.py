@@ -236,11 +236,18 @@ def _gap_rows(gaps: Sequence[Claim], runs: pd.DataFrame, table: pd.DataFrame,
     ])  # fmt: skip
 
 
-def _family_raw(table: pd.DataFrame) -> pd.Series:
-    d = claims_mod.distinct_tests(table)
+def _family_tests(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per p-value of the family: per test key, as ``claims.adjusted_p`` adjusts
+    (a direction and its size word, e.g. N25a and N25c, share one p-value); facts have
+    none."""
+    d = table.drop_duplicates("test_key")
     if "evidence" in d.columns:
         d = d[d["evidence"].fillna(claims_mod.TEST) == claims_mod.TEST]
-    return d["p_raw"].astype(float)
+    return d
+
+
+def _family_raw(table: pd.DataFrame) -> pd.Series:
+    return _family_tests(table)["p_raw"].astype(float)
 
 
 def family_adjusted(
@@ -262,10 +269,9 @@ def family_check(table: pd.DataFrame, rules: claims_mod.Rules | None = None) -> 
     rules = rules or claims_mod.Rules()
     fam = table[table["family"] == FAMILY]
     mine = fam["test_key"].astype(str).str.split("|").str[1].isin(list(SIZE_GAPS))
-    rest, gaps = fam[~mine], claims_mod.distinct_tests(fam[mine])
-    raw = np.concatenate([_family_raw(rest).to_numpy(float), gaps["p_raw"].to_numpy(float)])
-    d = claims_mod.distinct_tests(rest)
-    d = d[d["evidence"].fillna(claims_mod.TEST) == claims_mod.TEST] if "evidence" in d else d
+    rest, gaps = fam[~mine], _family_tests(fam[mine])
+    d = _family_tests(rest)
+    raw = np.concatenate([d["p_raw"].to_numpy(float), gaps["p_raw"].to_numpy(float)])
     union = holm(raw)[: len(d)]
     flips = (d["p_value"].to_numpy(float) < rules.alpha) & (union >= rules.alpha)
     return [claims_mod.claim_ids(rest, r) for (_, r), f in zip(d.iterrows(), flips,
