@@ -2,6 +2,13 @@
 
 Both the gateway (in every style) and the REST services use it, so the client-facing HTTP
 path is the same code everywhere. No framework: routing is a path split, bodies are orjson.
+
+uvicorn has a keep-alive timeout but neither a header timeout nor a head size limit: a
+client that opens a connection and sends half a request kept it for ever. The server runs
+:class:`GuardedHttpTools`, uvicorn's httptools protocol with the limits of
+``ipclab_services.limits`` (the Go servers' values): the head within ``HEADER_TIMEOUT_S``
+and ``MAX_HEADER_BYTES`` (431 beyond), the whole request within ``READ_TIMEOUT_S``, an idle
+keep-alive connection closed after ``IDLE_TIMEOUT_S``.
 """
 
 from __future__ import annotations
@@ -14,6 +21,13 @@ from urllib.parse import parse_qsl
 
 import orjson
 import uvicorn
+from ipclab_services.limits import (
+    HEADER_TIMEOUT_S,
+    IDLE_TIMEOUT_S,
+    MAX_HEADER_BYTES,
+    READ_TIMEOUT_S,
+)
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -48,11 +62,14 @@ def target(scope: Scope) -> str:
 
 
 async def read_body(receive: Receive, limit: int) -> bytes | None:
-    """A request's body, or None when it is longer than ``limit`` bytes."""
+    """A request's body, or None when it is longer than ``limit`` bytes or the client went
+    away before sending all of it (the answer then goes nowhere)."""
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -79,6 +96,97 @@ def json_app(route: Route) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
     return app
 
 
+_TOO_LARGE = b'{"error":"header_too_large","message":"request head too large"}'
+_431 = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_TOO_LARGE), _TOO_LARGE)
+)
+
+
+class GuardedHttpTools(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a header timeout, a whole-request timeout and a
+    head size limit (``ipclab_services.limits``), as Go's ``http.Server`` has them.
+
+    A deadline runs from the connection's opening, and again from the first byte of each
+    request, to the end of the request's head (``HEADER_TIMEOUT_S``), then to the end of its
+    body (``READ_TIMEOUT_S`` from the first byte); past it the connection is closed without
+    an answer (what Go does). Between requests uvicorn's keep-alive timeout applies. The
+    bytes of a head are counted as they arrive, before httptools buffers them: past
+    ``MAX_HEADER_BYTES`` the client gets 431 and the connection is closed.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._began = 0.0  # loop time the current head's deadline counts from
+        self._head_left: int | None = MAX_HEADER_BYTES  # None: not inside a head
+        self._heads = 0  # request heads read whole on this connection
+
+    def _arm(self, seconds: float) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self.loop.call_later(seconds, self._expired)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expired(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._began = self.loop.time()  # the first head counts from the connection's start
+        self._arm(HEADER_TIMEOUT_S)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        left = self._head_left
+        if left is None or len(data) <= left:
+            if left is not None:
+                self._head_left = left - len(data)
+            super().data_received(data)
+            return
+        heads = self._heads
+        if left > 0:
+            super().data_received(data[:left])  # may end the head (and begin the next)
+        if self._heads == heads:  # the head is not over after MAX_HEADER_BYTES
+            self._refuse_head()
+        elif not self.transport.is_closing():
+            self.data_received(data[left:])
+
+    def _refuse_head(self) -> None:
+        self._disarm()
+        if self.transport.is_closing():
+            return
+        if self.cycle is None or self.cycle.response_complete:
+            self.transport.write(_431)
+        self.transport.close()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_left = MAX_HEADER_BYTES
+        if self._heads:  # a later request: its head counts from its first byte
+            self._began = self.loop.time()
+            self._arm(HEADER_TIMEOUT_S)
+
+    def on_headers_complete(self) -> None:
+        self._head_left = None
+        self._heads += 1
+        self._arm(max(0.0, self._began + READ_TIMEOUT_S - self.loop.time()))
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
+
+
 async def serve_http(
     app: Callable[[Scope, Receive, Send], Awaitable[None]],
     host: str,
@@ -90,12 +198,12 @@ async def serve_http(
         app,
         host=host,
         port=port,
-        http="httptools",
+        http=GuardedHttpTools,
         lifespan="off",
         log_level="warning",
         access_log=False,
         backlog=4096,
-        timeout_keep_alive=75,
+        timeout_keep_alive=int(IDLE_TIMEOUT_S),
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

@@ -19,8 +19,8 @@ import orjson
 from ipclab_services.asgi import Receive, Scope, Send, read_body, respond, serve_http, target
 from ipclab_services.domains import GatewaySettings
 from ipclab_services.fronts import Handler, Reply, Request
+from ipclab_services.limits import MAX_BODY
 
-MAX_BODY = 1 << 20
 Header = tuple[bytes, bytes]
 
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -167,9 +169,23 @@ func errorDoc(e *ServiceError) (int, any) {
 	return e.Status(), map[string]string{"error": e.Code, "message": e.Message}
 }
 
-func (g *gateway) route(r *http.Request) (int, any) {
+// refuseMethod answers a request other than GET as the Python front does: its body read
+// up to maxBody (413 beyond, as fronts/http_json.py), then 405.
+func refuseMethod(w http.ResponseWriter, r *http.Request) (int, any) {
+	_, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return 413, map[string]string{"error": "too_large", "message": "body too large"}
+	case err != nil:
+		return 400, map[string]string{"error": "bad_request", "message": "the body could not be read"}
+	}
+	return 405, map[string]string{"error": "method_not_allowed"}
+}
+
+func (g *gateway) route(w http.ResponseWriter, r *http.Request) (int, any) {
 	if r.Method != http.MethodGet {
-		return 405, map[string]string{"error": "method_not_allowed"}
+		return refuseMethod(w, r)
 	}
 	var parts []string
 	for _, p := range strings.Split(r.URL.Path, "/") {
@@ -227,10 +243,10 @@ func writeJSON(w http.ResponseWriter, status int, body []byte, extra map[string]
 func serveGateway(g *gateway, addr string) error {
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t0 := time.Now()
-		status, doc := g.route(r)
+		status, doc := g.route(w, r)
 		body := encode(doc)
 		took := fmt.Sprintf("app;dur=%.3f", float64(time.Since(t0).Microseconds())/1000)
 		writeJSON(w, status, body, map[string]string{"Server-Timing": took})
 	})
-	return http.ListenAndServe(addr, handler)
+	return newServer(addr, handler).ListenAndServe()
 }

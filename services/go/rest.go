@@ -20,6 +20,10 @@ const poolPerHost = 100
 // error document {"error", "message"} with the matching status (transports/rest.py).
 func serveREST(f *Fixture, service, addr string) error {
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet { // as asgi.json_app: the body is not read
+			writeJSON(w, 405, encode(map[string]string{"error": "method_not_allowed"}), nil)
+			return
+		}
 		op := strings.Trim(r.URL.Path, "/")
 		if op != "get" && op != "ping" {
 			writeJSON(w, 404, encode(map[string]string{"error": "no_such_operation", "message": op}), nil)
@@ -33,7 +37,7 @@ func serveREST(f *Fixture, service, addr string) error {
 		}
 		writeJSON(w, 200, encode(doc), nil)
 	})
-	return http.ListenAndServe(addr, handler)
+	return newServer(addr, handler).ListenAndServe()
 }
 
 // invoke runs one operation on a request given as strings (services.py's _id rules).
@@ -92,12 +96,15 @@ func (c *restClients) Call(ctx context.Context, service, op string, id int64, ou
 		return unavailable(fmt.Sprintf("%s: %v", service, err))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return timeout(fmt.Sprintf("%s did not answer within %v", service, deadlineOf(ctx)))
 		}
 		return unavailable(fmt.Sprintf("%s: %v", service, err))
+	}
+	if len(body) > maxAnswer {
+		return &ServiceError{"internal", fmt.Sprintf("%s: an answer longer than %d bytes", service, maxAnswer)}
 	}
 	if resp.StatusCode != 200 {
 		var doc struct{ Error, Message string }

@@ -23,6 +23,7 @@ import orjson
 from aiohttp import web
 from ipclab_services.asgi import json_app, serve_http
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
+from ipclab_services.limits import MAX_ANSWER, MAX_BODY
 from ipclab_services.transports.base import (
     ConnectConfig,
     HttpRequest,
@@ -49,6 +50,20 @@ async def serve(service: ServiceDef, config: ServeConfig) -> None:
     await serve_http(json_app(route), config.host, config.port, config.ready)
 
 
+async def read_answer(resp: aiohttp.ClientResponse, limit: int = MAX_ANSWER) -> bytes | None:
+    """An answer's body, or None when it is longer than ``limit`` bytes (not read further)."""
+    if resp.content_length is not None:
+        return None if resp.content_length > limit else await resp.read()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class RestClients:
     def __init__(self, addresses: dict[str, str]):
         self._base = {name: f"http://{addr}" for name, addr in addresses.items()}
@@ -66,11 +81,13 @@ class RestClients:
             async with self._session.get(
                 url, params=params, timeout=aiohttp.ClientTimeout(total=timeout)
             ) as resp:
-                body = await resp.read()
+                body = await read_answer(resp)
         except TimeoutError:
             raise Timeout(f"{service} did not answer within {timeout}s") from None
         except aiohttp.ClientError as e:
             raise Unavailable(f"{service}: {e}") from None
+        if body is None:
+            raise ServiceError(f"{service}: an answer longer than {MAX_ANSWER} bytes")
         try:
             doc = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -93,7 +110,7 @@ async def connect(services: Sequence[ServiceDef], config: ConnectConfig) -> Rest
 
 # --- relay: whole HTTP/1.1 messages ------------------------------------------------------
 
-MAX_BODY = 1 << 20  # a relayed request body larger than this is refused (413)
+# MAX_BODY (limits.py): a relayed request body larger than this is refused (413)
 
 
 async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
