@@ -22,6 +22,14 @@ the CoAP code of the HTTP status (4.04, 4.00, 5.03, 5.04; ``wire.py``).
   (the pool below), which keeps them apart (``tests/test_relay.py`` checks it).
 - A peer named by host name is resolved once, when the client starts (IPv4 first), and
   again after a network error: aiocoap would otherwise look the name up for every request.
+- Limits: a request body over ``limits.MAX_BODY`` (the REST and h2c relays' cap) is refused
+  with 4.13 Request Entity Too Large (Size1 = the cap) as soon as its Block1 transfer
+  announces (Size1) or reaches more than that, and what was reassembled is dropped; at
+  most ``MAX_ASSEMBLIES`` block-wise requests are reassembled at once (5.03 beyond), so a
+  server holds at most that many times the cap for the ~93 s aiocoap keeps an unfinished
+  one. A client endpoint is bound to the address the host sends from to reach its peer
+  (loopback for a peer on loopback, the container's own address on the stack's network),
+  never to every address.
 
 """
 
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import socket
 from collections.abc import Sequence
 from typing import Any
@@ -37,10 +46,12 @@ from urllib.parse import parse_qsl, urlencode
 import aiocoap
 import aiocoap.error
 import aiocoap.resource
+from aiocoap.blockwise import Block1Spool, _extract_block_key
 from aiocoap.numbers.codes import Code
 from aiocoap.optiontypes import StringOption
 from ipclab_services import wire
 from ipclab_services.errors import Timeout, Unavailable
+from ipclab_services.limits import MAX_BODY
 from ipclab_services.transports.base import (
     ConnectConfig,
     Headers,
@@ -72,6 +83,7 @@ COOKIE = 65000
 SET_COOKIE = 65004
 LINGER_S = 10.0  # an endpoint whose exchange was cut short stays open this long
 POOL_PER_PEER = 100  # client endpoints (exchanges in flight) per peer, as rest.POOL_PER_HOST
+MAX_ASSEMBLIES = 64  # block-wise request bodies a server reassembles at once
 _METHODS = {"GET": aiocoap.GET, "POST": aiocoap.POST, "PUT": aiocoap.PUT, "DELETE": aiocoap.DELETE}
 _SPECIAL = {200: Code.CONTENT, 201: Code.CREATED, 204: Code.CHANGED}
 _SPECIAL_BACK = {Code.CONTENT: 200, Code.CREATED: 201, Code.CHANGED: 204, Code.DELETED: 200}
@@ -153,14 +165,48 @@ def _answer_http(response: aiocoap.Message) -> HttpResponse:
     return HttpResponse(status_of(response.code), headers, response.payload)
 
 
+class _TooLarge(aiocoap.error.RequestEntityTooLarge):
+    """4.13 with Size1: the largest body this server takes (RFC 7959, 2.9.3)."""
+
+    def to_message(self) -> aiocoap.Message:
+        message = super().to_message()
+        message.opt.size1 = MAX_BODY
+        return message
+
+
+class _Busy(aiocoap.error.ConstructionRenderableError):
+    code = Code.SERVICE_UNAVAILABLE
+
+
+class _CappedSpool(Block1Spool):
+    """aiocoap's Block1 reassembly with a size cap and a cap on assemblies at once."""
+
+    def feed_and_take(self, req: aiocoap.Message) -> aiocoap.Message:
+        block1 = req.opt.block1
+        if block1 is None:
+            return super().feed_and_take(req)
+        pending: dict[Any, aiocoap.Message] = getattr(self._assemblies, "_items", {})
+        key = _extract_block_key(req)
+        announced = req.opt.size1 or 0
+        if block1.start + len(req.payload) > MAX_BODY or announced > MAX_BODY:
+            pending.pop(key, None)
+            raise _TooLarge()
+        if block1.block_number == 0 and key not in pending and len(pending) >= MAX_ASSEMBLIES:
+            raise _Busy()
+        return super().feed_and_take(req)
+
+
 class _Relay(aiocoap.resource.Resource):
     """Every path and method of the server, handed to one HTTP handler."""
 
     def __init__(self, handler: RelayHandler) -> None:
         super().__init__()
         self.handler = handler
+        self._block1 = _CappedSpool()
 
     async def render(self, request: aiocoap.Message) -> aiocoap.Message:
+        if len(request.payload) > MAX_BODY:  # in one message (CoAP over TCP)
+            raise _TooLarge()
         return _answer_coap(await self.handler(_from_coap(request)))
 
 
@@ -187,6 +233,16 @@ async def serve(service: ServiceDef, config: ServeConfig) -> None:
         return HttpResponse(status, (("content-type", "application/json"),), body)
 
     await serve_relay(operation, config)
+
+
+def source_address(host: str, port: int) -> str:
+    """The local address this host sends from to reach ``host:port`` (a UDP socket's
+    ``connect`` sends nothing: the kernel only picks the route and the address)."""
+    address = ipaddress.ip_address(host)  # a name not resolved yet: ValueError, no lookup
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        probe.connect((host, port))
+        return str(probe.getsockname()[0])
 
 
 class _Contexts:
@@ -218,10 +274,11 @@ class _Contexts:
 
     async def start(self) -> None:
         """Every peer's address resolved and one endpoint per peer ready before the first
-        call."""
+        call (when the peer's name resolves already)."""
         for peer in self._base:
             await self._resolve(peer)
-            self._idle[peer].append(await self._open())
+            with contextlib.suppress(aiocoap.error.NetworkError):
+                self._idle[peer].append(await self._open(peer))
 
     async def _resolve(self, peer: str) -> None:
         """``coap://<address>`` of ``peer``, its host name looked up once (IPv4 first)."""
@@ -235,8 +292,17 @@ class _Contexts:
                 ip = str(found[0][4][0])
                 self._base[peer] = f"coap://{f'[{ip}]' if ':' in ip else ip}:{port}"
 
-    async def _open(self) -> aiocoap.Context:
-        context = await aiocoap.Context.create_client_context()
+    async def _open(self, peer: str) -> aiocoap.Context:
+        """A client endpoint for ``peer``: a UDP socket bound to the address this host
+        sends from to reach the peer (aiocoap's client contexts bind every address)."""
+        host, _, port = self._base[peer].removeprefix("coap://").rpartition(":")
+        try:
+            local = source_address(host.strip("[]"), int(port))
+            context = await aiocoap.Context.create_server_context(
+                None, bind=(local, 0), transports=["udp6"]
+            )
+        except (OSError, ValueError) as e:  # the peer's name not resolved (yet), no route
+            raise aiocoap.error.NetworkError(f"no local address for {peer}: {e}") from None
         self._every.add(context)
         self.opened += 1
         return context
@@ -258,7 +324,7 @@ class _Contexts:
             async with asyncio.timeout(timeout):
                 async with self._slots[peer]:
                     idle = self._idle[peer]
-                    context = idle.pop() if idle else await self._open()
+                    context = idle.pop() if idle else await self._open(peer)
                     request = _to_coap(message, self._base[peer])
                     response = await context.request(request).response
                     fate = "reuse"
