@@ -134,6 +134,33 @@ def end_to_end(headers: Iterable[tuple[str, str]]) -> Headers:
     return tuple(out)
 
 
+#: Headers that are about one connection (RFC 9113 8.2.2): a request carrying one is not
+#: relayed (they smuggle a second request's framing past the next hop).
+CONNECTION_SPECIFIC = frozenset(
+    {"connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade"}
+)
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
+
+
+def smuggling(headers: Headers, body: bytes = b"") -> str | None:
+    """Why a request with ``headers`` (lower-case names) and ``body`` must not be relayed,
+    or None: a name that is not a lower-case token, a value with CR, LF or NUL or with
+    whitespace around it, a connection-specific header, TE other than ``trailers``, or a
+    Content-Length that repeats or disagrees with the body. What HTTP/2's own validation
+    refuses (RFC 9113 8.2.1), checked before a request reaches a shared connection."""
+    lengths = [v for k, v in headers if k == "content-length"]
+    if len(lengths) > 1 or (lengths and lengths[0] != str(len(body))):
+        return "a repeated or wrong content-length"
+    for name, value in headers:
+        if not name or not set(name) <= _TOKEN:
+            return f"header name {name!r}"
+        if "\r" in value or "\n" in value or "\0" in value or value != value.strip(" \t"):
+            return f"the value of {name}"
+        if name in CONNECTION_SPECIFIC or (name == "te" and value.lower() != "trailers"):
+            return f"the connection-specific header {name}"
+    return None
+
+
 RelayHandler = Callable[[HttpRequest], Awaitable[HttpResponse]]
 
 
