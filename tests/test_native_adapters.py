@@ -345,8 +345,10 @@ def test_the_proxy_dies_with_its_adapter_and_its_directory_is_swept(
         proc = await start_adapter(env, tmp_path / "a.log")
         try:
             await wait_port(int(env["IPCLAB_PORT"]), proc)
-            family = psutil.Process(proc.pid).children(recursive=True)
-            assert len(family) >= 2, family  # master and worker(s)
+            deadline = time.monotonic() + 5  # the worker may start just after the listener
+            while len(family := psutil.Process(proc.pid).children(recursive=True)) < 2:
+                assert time.monotonic() < deadline, family  # master and worker(s)
+                await asyncio.sleep(0.05)
             left = list(tmp_path.glob(f"{native.DIR_PREFIX}{proc.pid}-*"))
             assert (
                 len(left) == 1 and (left[0] / f"{native.TRANSPORTS[transport][0]}.conf").is_file()
@@ -429,3 +431,70 @@ def test_bad_environments_and_missing_binaries_say_what_to_do() -> None:
             mp.setenv("PATH", "/nonexistent")
             with pytest.raises(native.NativeAdapterError, match=f"apt-get install {package}"):
                 native.binary(plan)
+
+
+# --------------------------------------------------------------------------- issue 28
+
+
+def _workers(proc: asyncio.subprocess.Process, program: str) -> list[psutil.Process]:
+    """The proxy's worker processes: its master's children (nginx: ``nginx: worker
+    process``; nghttpx: the worker process)."""
+    masters = [p for p in psutil.Process(proc.pid).children() if p.name() == program]
+    return [w for m in masters for w in m.children()]
+
+
+@pytest.mark.parametrize("transport", PARAMS)
+def test_the_proxy_workers_uid_is_not_0(transport: str, tmp_path: Path) -> None:
+    """A root harness (as here in CI) runs the proxies' workers as ``nobody``; any other
+    user runs them as itself: never as uid 0. Requests still pass (a worker served them)."""
+    program = native.TRANSPORTS[transport][0]
+
+    async def main() -> None:
+        async with chain(transport, tmp_path) as c, session() as http:
+            async with http.post(f"{c.url}/auth/x", data=b"y" * 100_000) as r:
+                assert r.status == 200 and (await r.json())["body"] == "y" * 100_000
+            for role, proc in c.procs.items():
+                deadline = time.monotonic() + 5
+                while not (workers := _workers(proc, program)):
+                    assert time.monotonic() < deadline, f"{role}: no worker process"
+                    await asyncio.sleep(0.05)
+                uids = {u for w in workers for u in w.uids()}
+                assert 0 not in uids, (role, uids)
+                if os.geteuid() == 0:
+                    assert uids == {native.pwd.getpwnam(native.UNPRIVILEGED_USER).pw_uid}
+
+    run(main)
+
+
+@pytest.mark.parametrize("transport", [p for p in PARAMS if p.id == "rest"])
+def test_nginx_refuses_a_body_over_the_python_relays_limit_and_drops_underscored_headers(
+    transport: str, tmp_path: Path
+) -> None:
+    from ipclab_services.limits import MAX_BODY
+
+    async def main() -> None:
+        async with chain(transport, tmp_path) as c, session() as http:
+            async with http.post(f"{c.url}/auth/x", data=b"z" * (MAX_BODY + 1)) as r:
+                assert r.status == 413
+            async with http.post(f"{c.url}/auth/x", data=b"z" * 1000) as r:
+                assert r.status == 200  # the connection and the adapter serve on
+            async with http.get(f"{c.url}/auth/x", headers={"X_Smuggled": "1", "X-Ok": "1"}) as r:
+                headers = (await r.json())["headers"]
+            assert "x-ok" in headers and "x_smuggled" not in headers
+
+    run(main)
+
+
+def test_the_configs_have_the_limits_and_no_underscores(tmp_path: Path) -> None:
+    from ipclab_services.limits import HEADER_TIMEOUT_S, MAX_BODY
+
+    plan = native.plan_from_env(env_of("auth-ingress", auth="127.0.0.1:9"))
+    nginx = native.nginx_config(plan, tmp_path)
+    assert f"client_max_body_size {MAX_BODY};" in nginx
+    assert f"client_header_timeout {round(HEADER_TIMEOUT_S * 1000)}ms;" in nginx
+    assert "underscores_in_headers" not in nginx and "client_max_body_size 0" not in nginx
+    user = native.UNPRIVILEGED_USER
+    assert (f"user {user} " in nginx) == (os.geteuid() == 0)
+    assert "user root" not in nginx
+    h2 = native.plan_from_env(env_of("auth-ingress", "h2c", auth="127.0.0.1:9"))
+    assert (f"user={user}" in native.nghttpx_config(h2, tmp_path)) == (os.geteuid() == 0)

@@ -10,16 +10,25 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import aiocoap
+import h2.config
+import h2.connection
+import h2.events
+import psutil
 import pytest
 import uvloop
+from aiocoap.numbers.codes import Code
 from ipclab_services import transports
 from ipclab_services.domains.shop import data, services
 from ipclab_services.errors import BadRequest, NotFound, Timeout, Unavailable
+from ipclab_services.limits import MAX_BODY
 from ipclab_services.proto import shop_pb2 as pb
-from ipclab_services.transports import h2c
+from ipclab_services.transports import coap, h2c
 from ipclab_services.transports.base import (
     Clients,
     ConnectConfig,
+    HttpRequest,
+    HttpResponse,
     Operation,
     ServeConfig,
     ServiceDef,
@@ -202,5 +211,238 @@ def test_h2c_calls_a_leaving_server_did_not_answer_are_sent_again(
             )
             assert [r["call"] for r in replies] == [str(i) for i in range(12)]
             assert clients.stats()["connections_opened"] > 1
+
+    run(main)
+
+
+# --- issue 28: limits, bound addresses, header validation --------------------------------
+
+
+@contextlib.asynccontextmanager
+async def relay_server(style: str, seen: list[HttpRequest]) -> AsyncIterator[int]:
+    """A relay server of ``style`` on a free loopback port that records what reaches it."""
+
+    async def handler(request: HttpRequest) -> HttpResponse:
+        seen.append(request)
+        return HttpResponse(200, (("content-type", "text/plain"),), b"%d" % len(request.body))
+
+    port = free_port()
+    config = ServeConfig("127.0.0.1", port)
+    server = asyncio.create_task(transports.load(style).serve_relay(handler, config))
+    await asyncio.wait_for(config.ready.wait(), 10)
+    try:
+        yield port
+    finally:
+        server.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await server
+
+
+def test_coap_body_over_the_limit_is_refused_with_4_13_and_never_reaches_the_handler() -> None:
+    """The cap is the REST and h2c relays' (limits.MAX_BODY): announced (Size1, as aiocoap's
+    client sends it) it is refused at the first block; not announced, at the block that
+    passes it; a body of exactly the cap arrives whole."""
+
+    async def main() -> None:
+        seen: list[HttpRequest] = []
+        async with relay_server("coap", seen) as port:
+            relay = await coap.connect_relay(f"127.0.0.1:{port}")
+            try:
+                t0 = time.monotonic()
+                big = HttpRequest("POST", "/x", (), b"x" * (MAX_BODY + 1))
+                assert (await relay.request(big, 10)).status == 413
+                assert time.monotonic() - t0 < 1.0 and seen == []  # at the first block
+                whole = await relay.request(HttpRequest("POST", "/x", (), b"y" * MAX_BODY), 30)
+                assert (whole.status, whole.body) == (200, b"%d" % MAX_BODY)
+            finally:
+                await relay.close()
+            answer = await _blocks_without_size1(port, MAX_BODY // 1024 + 1)
+            assert answer.code == Code.REQUEST_ENTITY_TOO_LARGE
+            assert answer.opt.size1 == MAX_BODY
+            assert len(seen) == 1
+
+    run(main)
+
+
+async def _blocks_without_size1(port: int, blocks: int) -> aiocoap.Message:
+    """A POST sent block by block (1 KiB each, no Size1) until the server stops asking for
+    more: its last answer."""
+    context = await aiocoap.Context.create_server_context(
+        None, bind=("127.0.0.1", 0), transports=["udp6"]
+    )
+    try:
+        for n in range(blocks):
+            message = aiocoap.Message(
+                code=aiocoap.POST, uri=f"coap://127.0.0.1:{port}/x", payload=b"z" * 1024
+            )
+            message.opt.block1 = (n, n < blocks - 1, 6)
+            answer = await context.request(message, handle_blockwise=False).response
+            if answer.code != Code.CONTINUE:
+                return answer
+        return answer
+    finally:
+        await context.shutdown()
+
+
+def test_coap_reassembles_at_most_max_assemblies_requests_at_once() -> None:
+    async def main() -> None:
+        async with relay_server("coap", []) as port:
+            context = await aiocoap.Context.create_server_context(
+                None, bind=("127.0.0.1", 0), transports=["udp6"]
+            )
+            try:
+                codes = []
+                for n in range(coap.MAX_ASSEMBLIES + 1):  # each its own path: its own assembly
+                    message = aiocoap.Message(
+                        code=aiocoap.POST, uri=f"coap://127.0.0.1:{port}/p{n}", payload=b"a" * 1024
+                    )
+                    message.opt.block1 = (0, True, 6)
+                    codes.append(
+                        (await context.request(message, handle_blockwise=False).response).code
+                    )
+            finally:
+                await context.shutdown()
+            assert codes[:-1] == [Code.CONTINUE] * coap.MAX_ASSEMBLIES
+            assert codes[-1] == Code.SERVICE_UNAVAILABLE
+
+    run(main)
+
+
+def _udp_addresses() -> set[str]:
+    return {c.laddr.ip for c in psutil.Process().net_connections("udp")}
+
+
+def test_coap_client_endpoints_bind_loopback_not_every_address() -> None:
+    """The gateway's CoAP endpoints bind the address that reaches their peer (here
+    loopback), as the services do: no UDP socket of the process is on ``*``."""
+    assert coap.source_address("127.0.0.1", 5683) == "127.0.0.1"
+    assert coap.source_address("::1", 5683) == "::1"
+
+    async def main() -> None:
+        async with served("coap", TEST_SERVICE) as clients:
+            replies = await asyncio.gather(
+                *(clients.call("sized", "get", {"call": i, "size": 10}, 10) for i in range(8))
+            )
+            assert len(replies) == 8 and clients.stats()["endpoints_opened"] >= 1
+            addresses = _udp_addresses()
+            assert addresses and addresses <= LOOPBACK, addresses
+
+    run(main)
+
+
+LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+#: Headers that would smuggle a second request past an HTTP/1.1 hop, as raw HTTP/2 fields.
+SMUGGLING = {
+    "CR LF in a value": [(b"x-a", b"1\r\nTransfer-Encoding: chunked")],
+    "NUL in a value": [(b"x-a", b"1\x002")],
+    "transfer-encoding": [(b"transfer-encoding", b"chunked")],
+    "connection": [(b"connection", b"close")],
+    "upgrade": [(b"upgrade", b"websocket")],
+    "conflicting content-length": [(b"content-length", b"0"), (b"content-length", b"5")],
+    "repeated content-length": [(b"content-length", b"0"), (b"content-length", b"0")],
+    "upper-case name": [(b"X-Upper", b"1")],
+    "a second :path": [(b":path", b"/other")],
+    "space in :path": [(b":path", b"/a HTTP/1.1\r\nx: y")],
+}
+
+
+async def _raw_h2(port: int, *requests: list[tuple[bytes, bytes]]) -> list[int]:
+    """Requests with these extra fields, one after another on one connection of a client
+    that validates nothing: each one's status (0: the connection ended instead)."""
+    connection = h2.connection.H2Connection(
+        h2.config.H2Configuration(
+            client_side=True,
+            header_encoding=None,
+            validate_outbound_headers=False,
+            normalize_outbound_headers=False,  # sent exactly as written
+        )
+    )
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    statuses: list[int] = []
+    try:
+        connection.initiate_connection()
+        for extra in requests:
+            fields = [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"x"),
+                      (b":path", b"/get?size=1"), *extra]  # fmt: skip
+            connection.send_headers(connection.get_next_available_stream_id(), fields, True)
+            writer.write(connection.data_to_send())
+            statuses.append(await _status_of(connection, reader, writer))
+            if statuses[-1] == 0:
+                break
+        return statuses
+    finally:
+        writer.close()
+
+
+async def _status_of(
+    connection: h2.connection.H2Connection,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+) -> int:
+    async with asyncio.timeout(5):
+        while data := await reader.read(65536):
+            for event in connection.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    return int(dict(event.headers)[b":status"])
+                if isinstance(event, h2.events.ConnectionTerminated):
+                    return 0
+            writer.write(connection.data_to_send())
+    return 0
+
+
+@pytest.mark.parametrize("what", SMUGGLING)
+def test_h2c_a_smuggling_shaped_header_is_refused_and_never_relayed(what: str) -> None:
+    """Refused twice: by the h2c server (400 on that stream, the handler sees nothing, the
+    connection serves on) and, before that, by the relay client, which answers 400 itself
+    rather than send it on a connection other calls share."""
+
+    async def main() -> None:
+        seen: list[HttpRequest] = []
+        async with relay_server("h2c", seen) as port:
+            statuses = await _raw_h2(port, [], SMUGGLING[what], [])
+            # conflicting content-lengths: h2 itself ends the connection (always checked)
+            assert statuses == ([200, 0] if what.startswith("conflicting") else [200, 400, 200])
+            assert len(seen) == len(statuses) - 1
+            relay = await h2c.connect_relay(f"127.0.0.1:{port}")
+            try:
+                headers = tuple(
+                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in SMUGGLING[what]
+                )
+                answer = await relay.request(HttpRequest("GET", "/x", headers), 5)
+                assert answer.status == 400, answer
+                assert (await relay.request(HttpRequest("GET", "/x"), 5)).status == 200
+            finally:
+                await relay.close()
+            assert len(seen) == len(statuses)
+
+    run(main)
+
+
+def test_h2c_a_body_over_the_limit_is_not_kept_and_is_refused_with_413() -> None:
+    async def main() -> None:
+        seen: list[HttpRequest] = []
+        async with relay_server("h2c", seen) as port:
+            relay = await h2c.connect_relay(f"127.0.0.1:{port}")
+            try:
+                big = HttpRequest("POST", "/x", (), b"x" * (MAX_BODY + 1))
+                assert (await relay.request(big, 10)).status == 413
+                whole = await relay.request(HttpRequest("POST", "/x", (), b"y" * MAX_BODY), 10)
+                assert (whole.status, whole.body) == (200, b"%d" % MAX_BODY)
+            finally:
+                await relay.close()
+            assert len(seen) == 1
+
+    run(main)
+
+
+def test_h2c_an_answer_over_max_answer_fails_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(h2c, "MAX_ANSWER", 5000)
+
+    async def main() -> None:
+        async with served("h2c", TEST_SERVICE) as clients:
+            with pytest.raises(Unavailable, match="longer than 5000"):
+                await clients.call("sized", "get", {"call": "big", "size": 9000}, 5)
+            assert (await clients.call("sized", "get", {"call": "ok", "size": 10}, 5))["size"] == 10
 
     run(main)

@@ -24,7 +24,14 @@ must agree with the role) as a proxy child process in the foreground:
 - a missing binary raises ``NativeAdapterError`` naming the Debian package.
 
 Per transport (``IPCLAB_RELAY_TIMEOUT_S``, default 30 s as for the Python adapters, bounds
-connect, read and write on the next hop; the gateway's own deadline is shorter):
+connect, read and write on the next hop; the gateway's own deadline is shorter). When the
+harness is root, the proxy's workers run as :func:`unprivileged` (``nobody``, its group),
+never as root (nginx ``user``, nghttpx ``user=``); they need nothing in the private
+directory (nginx keeps request bodies in memory, answers are not spooled). The limits are
+``ipclab_services.limits``' (the Python relays'): nginx refuses a body over ``MAX_BODY``
+(413) and closes a connection whose head is not in within ``HEADER_TIMEOUT_S``; header
+names with underscores are dropped (nginx's default: no stack sends one). nghttpx has no
+body limit of its own: the service behind the ingress refuses (413).
 
 - ``rest``: nginx, one worker process, HTTP/1.1 keep-alive on both sides
   (``proxy_http_version 1.1``, ``Connection ""``, an upstream block with ``keepalive``),
@@ -50,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import grp
 import os
 import pwd
 import re
@@ -65,6 +73,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ipclab_services.adapters import EGRESS, INGRESS_SUFFIX, addr_env
+from ipclab_services.limits import HEADER_TIMEOUT_S, IDLE_TIMEOUT_S, MAX_BODY, READ_TIMEOUT_S
 
 TRANSPORTS = {"rest": ("nginx", "nginx"), "h2c": ("nghttpx", "nghttp2-proxy")}  # program, package
 DIR_PREFIX = "ipclab-native-"
@@ -75,6 +84,8 @@ NGINX_WORKER_CONNECTIONS = 4096
 NGINX_UPSTREAM_KEEPALIVE = 128  # idle connections kept per upstream
 NOFILE = 65536
 NOT_FOUND = b"no service at this path\n"
+UNPRIVILEGED_USER = "nobody"  # a root harness's proxies run their workers as this user
+SHARED_TMP = Path("/tmp")  # searchable by everyone (1777)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -181,12 +192,29 @@ def _seconds(t: float) -> str:
     return f"{max(1, round(t * 1000))}ms"
 
 
+def unprivileged() -> tuple[str, str]:
+    """The user and group a proxy's workers run as when the harness is root: ``nobody``
+    and its own group (``nogroup`` on Debian), both checked to exist."""
+    try:
+        user = pwd.getpwnam(UNPRIVILEGED_USER)
+        group = grp.getgrgid(user.pw_gid).gr_name
+    except KeyError:
+        raise NativeAdapterError(
+            f"the harness runs as root and there is no user {UNPRIVILEGED_USER!r} (or no "
+            "group for its gid) to run the proxy's workers as: the workers will not run as root"
+        ) from None
+    if user.pw_uid == 0:
+        raise NativeAdapterError(f"user {UNPRIVILEGED_USER!r} has uid 0")
+    return user.pw_name, group
+
+
 def nginx_config(plan: Plan, workdir: Path) -> str:
-    """nginx.conf: one worker, no daemon, every path in ``workdir``, errors on stderr."""
+    """nginx.conf: one worker, no daemon, every path in ``workdir``, errors on stderr; as
+    root, the worker runs as :func:`unprivileged` (nginx gives it its temporary paths)."""
     t = _seconds(plan.timeout_s)
     user = ""
-    if os.geteuid() == 0:  # workers would switch to nobody, who cannot enter workdir
-        user = f"user {pwd.getpwuid(0).pw_name};\n"
+    if os.geteuid() == 0:
+        user = "user {} {};\n".format(*unprivileged())
     upstreams, locations = [], []
     for service, hop in plan.routes:
         upstreams.append(
@@ -226,9 +254,11 @@ def nginx_config(plan: Plan, workdir: Path) -> str:
         f"    uwsgi_temp_path {workdir}/uwsgi;\n"
         f"    scgi_temp_path {workdir}/scgi;\n"
         "    server_tokens off;\n"
-        "    underscores_in_headers on;\n"
-        "    client_max_body_size 0;\n"
-        "    keepalive_timeout 75s;\n"
+        f"    client_max_body_size {MAX_BODY};\n"
+        f"    client_body_buffer_size {MAX_BODY};\n"  # in memory: no temp file to write
+        f"    client_header_timeout {_seconds(HEADER_TIMEOUT_S)};\n"
+        f"    client_body_timeout {_seconds(READ_TIMEOUT_S)};\n"
+        f"    keepalive_timeout {_seconds(IDLE_TIMEOUT_S)};\n"
         "    keepalive_requests 1000000;\n"
         "    proxy_http_version 1.1;\n"
         '    proxy_set_header Connection "";\n'
@@ -250,8 +280,10 @@ def nginx_config(plan: Plan, workdir: Path) -> str:
     )
 
 
-def nghttpx_config(plan: Plan, workdir: Path) -> str:
-    """nghttpx.conf (long option names without ``--``)."""
+def nghttpx_config(plan: Plan, workdir: Path, sockets: Path | None = None) -> str:
+    """nghttpx.conf (long option names without ``--``); an egress sends the paths that
+    name no service to the 404 answerer on ``<sockets>/not-found.sock`` (``sockets``:
+    ``workdir`` unless given, see :func:`socket_dir`)."""
     t = _seconds(plan.timeout_s)
     lines = [
         f"# ipclab native {plan.kind} adapter ({plan.role}, {plan.transport}): nghttpx",
@@ -259,9 +291,11 @@ def nghttpx_config(plan: Plan, workdir: Path) -> str:
     ]
     if plan.kind == EGRESS:
         lines += [f"backend={hop.nghttpx()};/{s}/;proto=h2" for s, hop in plan.routes]
-        lines.append(f"backend=unix:{workdir}/not-found.sock;/;proto=http/1.1")
+        lines.append(f"backend=unix:{sockets or workdir}/not-found.sock;/;proto=http/1.1")
     else:
         lines.append(f"backend={plan.routes[0][1].nghttpx()};/;proto=http/1.1")
+    if os.geteuid() == 0:
+        lines.append(f"user={unprivileged()[0]}")
     lines += [
         "workers=1",
         "no-via=yes",
@@ -281,14 +315,14 @@ def nghttpx_config(plan: Plan, workdir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def command(plan: Plan, program: str, workdir: Path) -> list[str]:
+def command(plan: Plan, program: str, workdir: Path, sockets: Path | None = None) -> list[str]:
     """The proxy's command line; writes its configuration into ``workdir``."""
     if plan.transport == "rest":
         conf = workdir / "nginx.conf"
         conf.write_text(nginx_config(plan, workdir))
         return [program, "-e", "stderr", "-p", f"{workdir}/", "-c", str(conf)]
     conf = workdir / "nghttpx.conf"
-    conf.write_text(nghttpx_config(plan, workdir))
+    conf.write_text(nghttpx_config(plan, workdir, sockets))
     return [program, f"--conf={conf}"]
 
 
@@ -357,7 +391,8 @@ def _raise_nofile() -> None:
 
 
 async def _not_found(path: Path) -> asyncio.AbstractServer:
-    """A 404 answerer for nghttpx's catch-all backend (paths naming no service)."""
+    """A 404 answerer for nghttpx's catch-all backend (paths naming no service), on a unix
+    socket (a loopback port of its own could take one the harness chose for a role)."""
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(Exception):
@@ -369,7 +404,24 @@ async def _not_found(path: Path) -> asyncio.AbstractServer:
             await writer.drain()
         writer.close()
 
-    return await asyncio.start_unix_server(answer, path=str(path))
+    server = await asyncio.start_unix_server(answer, path=str(path))
+    if os.geteuid() == 0:
+        path.chmod(0o666)  # nghttpx's unprivileged worker connects to it
+    return server
+
+
+def socket_dir(workdir: Path) -> Path:
+    """Where the 404 answerer's socket goes: ``workdir``, or, when the harness is root,
+    a directory of its own under ``/tmp`` (0711, named as ``workdir`` is, so the sweep
+    finds it): nghttpx's worker then runs as nobody, who must search every directory
+    above the socket, and those above ``workdir`` (``$TMPDIR``) may be private."""
+    if os.geteuid() != 0:
+        return workdir
+    sockets = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-", dir=SHARED_TMP))
+    sockets.chmod(0o711)
+    if os.environ.get(HARNESS_MARK):
+        (sockets / HARNESS_MARK_FILE).write_text(os.environ[HARNESS_MARK])
+    return sockets
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
@@ -392,7 +444,10 @@ async def run(plan: Plan) -> None:
     """Run ``plan``'s proxy until cancelled (see the module docstring)."""
     program = binary(plan)
     sweep_stale()
+    if os.geteuid() == 0:
+        sweep_stale(SHARED_TMP)
     workdir = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-"))
+    sockets = workdir
     server: asyncio.AbstractServer | None = None
     proc: asyncio.subprocess.Process | None = None
     try:
@@ -401,8 +456,9 @@ async def run(plan: Plan) -> None:
         deadline = float(os.environ.get("IPCLAB_ADAPTER_RESOLVE_TIMEOUT_S", "60"))
         plan = await resolve(plan, deadline)
         if plan.transport == "h2c" and plan.kind == EGRESS:
-            server = await _not_found(workdir / "not-found.sock")
-        argv = command(plan, program, workdir)
+            sockets = socket_dir(workdir)
+            server = await _not_found(sockets / "not-found.sock")
+        argv = command(plan, program, workdir, sockets)
         setpriv = shutil.which("setpriv")
         preexec = None
         if setpriv:  # no preexec_fn: unsafe while other threads run in this process
@@ -429,6 +485,7 @@ async def run(plan: Plan) -> None:
             if server is not None:
                 server.close()
             shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(sockets, ignore_errors=True)
 
 
 async def serve(env: Mapping[str, str]) -> None:
