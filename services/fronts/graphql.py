@@ -8,8 +8,8 @@
 Bad input gets a GraphQL error, never a crash: a body that is not a JSON object or a
 query that does not parse or validate answers 400; a query longer than ``MAX_QUERY``
 characters 413; more than ``MAX_FIELDS`` field selections in all (aliases multiply the
-service calls) 400. A failed service call answers the status the REST API would (503,
-504, ...) with the GraphQL errors.
+service calls; a fragment counts each time it is spread) 400. A failed service call
+answers the status the REST API would (503, 504, ...) with the GraphQL errors.
 """
 
 from __future__ import annotations
@@ -18,8 +18,16 @@ import asyncio
 from typing import Any
 
 import orjson
-from graphql import GraphQLError, ValidationRule
-from graphql.language import FieldNode
+from graphql import BREAK, GraphQLError, ValidationRule
+from graphql.language import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+)
 from ipclab_services.domains import GatewaySettings
 from ipclab_services.errors import ServiceError
 from ipclab_services.fronts import Handler, Request, http_json
@@ -30,16 +38,59 @@ PATH = ["api", "graphql"]
 
 
 class FieldLimit(ValidationRule):
-    """Refuse documents that select more than ``MAX_FIELDS`` fields (aliases included)."""
+    """Refuse documents whose operations select more than ``MAX_FIELDS`` fields in all:
+    aliases included, and every use of a fragment counted (a spread costs what its
+    fragment selects, each time it is spread), so root aliases that reuse one fragment
+    cost the calls they make. Fragments are counted once each (memo) and a cycle of
+    spreads ends the count (NoFragmentCycles refuses it); no count passes the budget by
+    more than one, however the spreads multiply."""
 
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self.count = 0
+    def enter_document(self, node: DocumentNode, *_: Any) -> Any:
+        fragments = {
+            d.name.value: d for d in node.definitions if isinstance(d, FragmentDefinitionNode)
+        }
+        memo: dict[str, int] = {}
+        total = 0
+        try:
+            for op in node.definitions:
+                if isinstance(op, OperationDefinitionNode):
+                    total += _cost(op.selection_set, fragments, memo, frozenset())
+                    if total > MAX_FIELDS:
+                        self.report_error(
+                            GraphQLError(f"more than {MAX_FIELDS} fields selected", op)
+                        )
+                        return BREAK
+        except RecursionError:
+            self.report_error(GraphQLError("the document nests too deeply", node))
+            return BREAK
+        return None
 
-    def enter_field(self, node: FieldNode, *_: Any) -> None:
-        self.count += 1
-        if self.count == MAX_FIELDS + 1:
-            self.report_error(GraphQLError(f"more than {MAX_FIELDS} fields selected", node))
+
+def _cost(
+    selection_set: SelectionSetNode | None,
+    fragments: dict[str, FragmentDefinitionNode],
+    memo: dict[str, int],
+    spreading: frozenset[str],
+) -> int:
+    """The fields ``selection_set`` selects, each fragment spread expanded (at most
+    ``MAX_FIELDS + 1``: beyond that the exact number does not matter)."""
+    total = 0
+    for selection in selection_set.selections if selection_set else ():
+        if isinstance(selection, FieldNode):
+            total += 1 + _cost(selection.selection_set, fragments, memo, spreading)
+        elif isinstance(selection, InlineFragmentNode):
+            total += _cost(selection.selection_set, fragments, memo, spreading)
+        elif isinstance(selection, FragmentSpreadNode):
+            name = selection.name.value
+            if name in spreading or name not in fragments:
+                continue  # a cycle or an unknown fragment: other rules refuse it
+            if name not in memo:
+                inner = fragments[name].selection_set
+                memo[name] = _cost(inner, fragments, memo, spreading | {name})
+            total += memo[name]
+        if total > MAX_FIELDS:
+            return MAX_FIELDS + 1
+    return total
 
 
 def _request_document(request: Request) -> dict[str, Any] | str:
