@@ -97,15 +97,12 @@ def test_buono_full_reference_is_complete_and_analyses() -> None:
 def test_nyflott_full_reference_is_complete_and_analyses() -> None:
     import json
 
-    import pytest
-
     from ipclab.claims import VERDICTS
     from ipclab.studies.nyflott import experiment
     from ipclab.studies.nyflott import reference as nyflott_reference
 
     base = REFERENCE / nyflott_reference.FOLDER
-    if not base.is_dir():
-        pytest.skip(f"no committed Nyfløtt reference yet ({base})")
+    assert base.is_dir(), f"the committed Nyfløtt reference is missing ({base})"
     # the reference may have a shorter warm-up and measured window than the full profile's
     # (stated in its README and its results' deviations)
     described = json.loads((base / "delay0ms" / "experiment.json").read_text())
@@ -126,3 +123,40 @@ def test_nyflott_full_reference_is_complete_and_analyses() -> None:
     assert a.runs["bytes_per_request"].notna().all()  # docker: every host's counters
     assert a.claims["verdict"].isin(VERDICTS).all()
     assert (a.runs["failures"] / a.runs["requests"] < 1e-3).all()
+
+
+def _committed_folders() -> set[str]:
+    """The folders under data/runs/reference that git tracks (a fresh clone's), or, outside
+    a git checkout, those on disk."""
+    import subprocess
+
+    from ipclab.paths import REPO_ROOT
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--", str(REFERENCE)], cwd=REPO_ROOT, capture_output=True
+    )
+    if listed.returncode != 0:
+        return {d.name for d in REFERENCE.iterdir() if d.is_dir()}
+    rel = REFERENCE.relative_to(REPO_ROOT).parts
+    paths = [p.split("/") for p in listed.stdout.decode().split("\0") if p]
+    return {p[len(rel)] for p in paths if len(p) > len(rel) + 1}
+
+
+def test_every_committed_reference_folder_is_a_studys_and_present() -> None:
+    """A renamed, removed or unclaimed reference folder fails (none is skipped): each
+    committed folder is on disk and named after a registered study or notebook results
+    (``<name>-...``), and each notebook's reference is a committed folder with its README."""
+    from ipclab.studies import all_studies
+
+    committed = _committed_folders()
+    assert committed, f"no committed folder under {REFERENCE}"
+    studies = all_studies()
+    owners = set(studies) | {n.results for s in studies.values() for n in s.notebooks}
+    for folder in sorted(committed):
+        assert (REFERENCE / folder).is_dir() and any((REFERENCE / folder).iterdir()), folder
+        assert any(folder.startswith(f"{o}-") for o in owners), f"{folder}: no study names it"
+    for study in studies.values():
+        for notebook in study.notebooks:
+            if notebook.reference:
+                assert notebook.reference in committed, (notebook.file, notebook.reference)
+                assert (REFERENCE / notebook.reference / "README.md").is_file()
