@@ -120,3 +120,34 @@ def test_the_raw_p_agrees_with_the_interval(seed: int) -> None:
     r = one(claim("P01a", "direction", ">"), df)
     excludes = r["ci_low"] > 1 or r["ci_high"] < 1
     assert (r["p_raw"] < 0.05) == excludes
+
+
+# --------------------------------------------------------------------------- families
+
+
+def _committed_claims_tables() -> list:
+    from ipclab.paths import from_repo
+
+    root = from_repo("data/runs/reference")
+    return sorted(p for p in root.glob("*/results/claims*.csv") if p.name != "claims_code.csv")
+
+
+@pytest.mark.parametrize("path", _committed_claims_tables(), ids=lambda p: p.parent.parent.name)
+def test_every_committed_family_is_holm_adjusted_as_one(path) -> None:  # noqa: ANN001
+    """docs/statistics.md section 3: one family, one adjustment over all its distinct tests
+    (a test a study computes itself included; facts in none)."""
+    from ipclab.stats import holm
+
+    table = pd.read_csv(path)
+    if "family" not in table.columns:
+        pytest.skip(f"{path}: written before families were labelled")
+    tests = table[table["evidence"].fillna(C.TEST) == C.TEST]
+    for fam, g in tests.groupby("family"):
+        d = g.drop_duplicates("test_key")
+        raw = d["p_raw"].to_numpy(float)
+        want = holm(raw)
+        got = d["p_value"].to_numpy(float)
+        ok = np.isfinite(raw)
+        assert np.allclose(got[ok], want[ok], rtol=1e-9), f"{path.name}: family {fam}"
+    facts = table[table["evidence"] == C.FACT]
+    assert facts["p_value"].isna().all() and facts["p_raw"].isna().all()

@@ -550,6 +550,7 @@ def evaluate_claims(
     think_time_s: float | None = None,
     facts: Collection[str] = (),
     family: str = "",
+    effects: Mapping[str, Effect] | None = None,
 ) -> pd.DataFrame:
     """The claims table of one family (one experiment: its p-values are Holm-adjusted
     together, docs/statistics.md section 3): one row per claim with the published and the
@@ -559,6 +560,9 @@ def evaluate_claims(
     ``facts``: metrics fixed by construction (bytes of seeded data): claims on them are
     compared as facts (``evidence`` = "fact"), with no p-value and outside the family.
     ``family``: the experiment's label (column ``family``; default the scopes).
+    ``effects``: claim id -> an :class:`Effect` a study computed itself (a statistic no claim
+    kind expresses, with its interval and raw p-value); such a claim joins this family's
+    Holm adjustment and gets the verdict of its kind like every other.
 
     ``runs`` is a per-run table (:func:`ipclab.stats.runs_table`, or any frame with
     ``style``, ``users`` and the claims' metric columns: ``rps``, ``mean_ms``; availability
@@ -581,16 +585,19 @@ def evaluate_claims(
                 "runs hold several think times "
                 f"({sorted(df['think_time_s'].unique())}); pass think_time_s"
             )
-    effects = [
-        measure_compare(c, complexity)
+    given = dict(effects or {})
+    measured = [
+        given[c.claim_id]
+        if c.claim_id in given
+        else measure_compare(c, complexity)
         if c.test == "compare"
         else measure(c, df, rules, users_map, facts)
         for c in cl
     ]
-    adj = adjusted_p(cl, effects, rules)
+    adj = adjusted_p(cl, measured, rules)
     label = family or "+".join(wanted)
     rows = [
-        _claim_row(c, e, float(p), rules, label) for c, e, p in zip(cl, effects, adj, strict=True)
+        _claim_row(c, e, float(p), rules, label) for c, e, p in zip(cl, measured, adj, strict=True)
     ]
     return pd.DataFrame(rows)
 

@@ -100,9 +100,8 @@ DEVIATIONS = [
     "which a 10 min window would count as failures rather than as extremes.",
     "Claims N32a-b (R2: the bandwidth gap the largest) compare two effects' sizes, which "
     "no claim kind of ipclab.claims computes: the study's delta-method t test "
-    "(verdicts.size_gap) joins the delay experiment's Holm family after the other tests "
-    "were adjusted without it (verdicts.family_check lists any verdict the two more tests "
-    "could change).",
+    "(verdicts.size_gap) is given to evaluate_claims as the claims' effect, so it joins "
+    "the delay experiment's Holm family with every other test of it.",
 ]
 
 

@@ -15,8 +15,8 @@ experiment):
   N32 (R2: "the major observed difference ... was the bandwidth usage": is the bytes per
   request gap between h2c and HTTP/1.1 larger than the response-time gap, and than the
   throughput gap?), which compare the sizes of two effects, a statistic no claim kind
-  computes: :func:`size_gap` gives its delta-method t test and the two join the family's
-  Holm adjustment (:func:`evaluate`);
+  computes: :func:`size_gap` gives its delta-method t test, and ``evaluate_claims`` takes
+  it as a given effect, so the two join the family's Holm adjustment (:func:`evaluate`);
 * **GC coincidence** (family :data:`GC_FAMILY`, N29a and N30a): whether extremes and major
   GCs meet more often than each run's own GC schedule shifted in time would
   (``gcshift``): a randomisation test inside runs, a different kind of test from the
@@ -135,11 +135,10 @@ def evaluate(
     cl = list(claims) if claims is not None else published.claims()
     main, gaps, gc_claims = split(cl)
     runs = claim_runs(rows)
-    table = claims_mod.evaluate_claims(runs, main, rules=rules, scope="performance",
-                                       family=FAMILY)  # fmt: skip
+    gap_effects = {c.claim_id: size_gap(c, runs, rules) for c in gaps}
+    table = claims_mod.evaluate_claims(runs, [*main, *gaps], rules=rules, scope="performance",
+                                       family=FAMILY, effects=gap_effects)  # fmt: skip
     parts = [table]
-    if gaps:
-        parts.append(_gap_rows(gaps, runs, table, rules))
     if gc_claims:
         parts.append(gc_rows(gc_claims, runs, gc, rules))
     out = pd.concat([p for p in parts if len(p)], ignore_index=True)
@@ -222,60 +221,6 @@ def _row(c: Claim, e: claims_mod.Effect, p: float, verdict: tuple[str, str],
         "verdict": verdict[0], "reason": verdict[1], "evidence": claims_mod.TEST,
         "family": family, "size_word": "", "band": "", "note": c.note,
     }  # fmt: skip
-
-
-def _gap_rows(gaps: Sequence[Claim], runs: pd.DataFrame, table: pd.DataFrame,
-              rules: claims_mod.Rules) -> pd.DataFrame:  # fmt: skip
-    """N32's rows: each gap's test Holm-adjusted together with the experiment's distinct
-    tests (``table``: the rest of the family, as ``evaluate_claims`` adjusted it)."""
-    effects = [size_gap(c, runs, rules) for c in gaps]
-    adj = family_adjusted(table, [e.p_value for e in effects], rules)
-    return pd.DataFrame([
-        _row(c, e, float(p), claims_mod.verdict(c, e, float(p), rules), FAMILY)
-        for c, e, p in zip(gaps, effects, adj, strict=True)
-    ])  # fmt: skip
-
-
-def _family_tests(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per p-value of the family: per test key, as ``claims.adjusted_p`` adjusts
-    (a direction and its size word, e.g. N25a and N25c, share one p-value); facts have
-    none."""
-    d = table.drop_duplicates("test_key")
-    if "evidence" in d.columns:
-        d = d[d["evidence"].fillna(claims_mod.TEST) == claims_mod.TEST]
-    return d
-
-
-def _family_raw(table: pd.DataFrame) -> pd.Series:
-    return _family_tests(table)["p_raw"].astype(float)
-
-
-def family_adjusted(
-    table: pd.DataFrame, extra: Sequence[float], rules: claims_mod.Rules
-) -> np.ndarray:
-    """The Holm-adjusted p-values of ``extra`` raw p-values in one family with the distinct
-    tests of ``table``."""
-    if rules.p_adjust != "holm":
-        return np.asarray(extra, dtype=float)
-    raw = np.concatenate([_family_raw(table).to_numpy(float), np.asarray(extra, float)])
-    return holm(raw)[len(raw) - len(extra) :]
-
-
-def family_check(table: pd.DataFrame, rules: claims_mod.Rules | None = None) -> list[str]:
-    """The claims of the delay experiment whose verdict could change were the family
-    adjusted with the size gaps (N32) as well (``evaluate_claims`` adjusts without them):
-    every test that is significant at the family's Holm level and would not be with the
-    two more tests. Empty when the two more tests change nothing."""
-    rules = rules or claims_mod.Rules()
-    fam = table[table["family"] == FAMILY]
-    mine = fam["test_key"].astype(str).str.split("|").str[1].isin(list(SIZE_GAPS))
-    rest, gaps = fam[~mine], _family_tests(fam[mine])
-    d = _family_tests(rest)
-    raw = np.concatenate([d["p_raw"].to_numpy(float), gaps["p_raw"].to_numpy(float)])
-    union = holm(raw)[: len(d)]
-    flips = (d["p_value"].to_numpy(float) < rules.alpha) & (union >= rules.alpha)
-    return [claims_mod.claim_ids(rest, r) for (_, r), f in zip(d.iterrows(), flips,
-                                                              strict=True) if f]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- GC (N29a, N30a)
