@@ -697,7 +697,7 @@ def _claim_row(c: Claim, e: Effect, p: float, rules: Rules, family: str) -> dict
         "verdict": v,
         "reason": reason,
         "evidence": evidence_of(c, e),
-        "family": family,
+        "family": family if evidence_of(c, e) == TEST else "",  # facts join no family
         "size_word": size_words(c),
         "band": f"[{bl:.4g}, {bh:.4g}] ({'stated' if own else 'standard'})"
         if size_words(c) or c.test == "ratio"
