@@ -117,33 +117,47 @@ class GuardedHttpTools(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._deadline: asyncio.TimerHandle | None = None
+        self._due: float | None = None  # loop time the current deadline ends, if one runs
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._began = 0.0  # loop time the current head's deadline counts from
         self._head_left: int | None = MAX_HEADER_BYTES  # None: not inside a head
         self._heads = 0  # request heads read whole on this connection
 
-    def _arm(self, seconds: float) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-        self._deadline = self.loop.call_later(seconds, self._expired)
+    def _arm(self, due: float) -> None:
+        """The deadline ends at loop time ``due``. One timer per connection, moved only
+        when a deadline comes earlier than it: most deadlines cost no timer."""
+        self._due = due
+        if self._timer is not None and self._timer_at <= self._due:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = self._due
+        self._timer = self.loop.call_at(self._due, self._expired)
 
     def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        self._due = None
 
     def _expired(self) -> None:
-        self._deadline = None
-        if not self.transport.is_closing():
-            self.transport.close()
+        self._timer = None
+        if self._due is None or self.transport.is_closing():
+            return
+        if self.loop.time() < self._due:  # the deadline moved on meanwhile
+            self._timer_at = self._due
+            self._timer = self.loop.call_at(self._due, self._expired)
+            return
+        self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._began = self.loop.time()  # the first head counts from the connection's start
-        self._arm(HEADER_TIMEOUT_S)
+        self._arm(self._began + HEADER_TIMEOUT_S)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -174,12 +188,12 @@ class GuardedHttpTools(HttpToolsProtocol):
         self._head_left = MAX_HEADER_BYTES
         if self._heads:  # a later request: its head counts from its first byte
             self._began = self.loop.time()
-            self._arm(HEADER_TIMEOUT_S)
+            self._arm(self._began + HEADER_TIMEOUT_S)
 
     def on_headers_complete(self) -> None:
         self._head_left = None
         self._heads += 1
-        self._arm(max(0.0, self._began + READ_TIMEOUT_S - self.loop.time()))
+        self._arm(self._began + READ_TIMEOUT_S)
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
