@@ -789,7 +789,8 @@ def claim_ids(table: pd.DataFrame, row: pd.Series, verdict: str | None = None) -
     with ``row``'s test key, kind and size word (and ``verdict``, when given)."""
     sel = pd.Series(True, index=table.index)
     for c in _test_columns(table):
-        sel &= table[c].fillna("").astype(str) == ("" if pd.isna(row[c]) else str(row[c]))
+        text = table[c].map(lambda v: "" if pd.isna(v) else str(v))
+        sel &= text == ("" if pd.isna(row[c]) else str(row[c]))
     if verdict is not None:
         sel &= table["verdict"] == verdict
     return ", ".join(dict.fromkeys(table.loc[sel, "claim_id"].astype(str)))
