@@ -75,3 +75,17 @@ def test_a_readme_without_its_block_is_refused(tmp_path: Path) -> None:
     readme.write_text("# no block\n")
     with pytest.raises(findings.FindingsError, match="no block"):
         findings.write_findings(readme, pd.DataFrame(), "results/claims.csv")
+
+
+def test_fill_replaces_only_the_named_blocks_and_refuses_a_missing_one(tmp_path: Path) -> None:
+    md = tmp_path / "README.md"
+    md.write_text(
+        "# x\n<!-- generated: a -->\nold\n<!-- /generated -->\nhand\n"
+        "<!-- generated: b -->\nkeep\n<!-- /generated -->\n"
+    )
+    findings.fill_blocks(md, {"a": "new 1\nnew 2"})
+    text = md.read_text()
+    assert "<!-- generated: a -->\nnew 1\nnew 2\n<!-- /generated -->" in text
+    assert "old" not in text and "keep" in text and "hand" in text
+    with pytest.raises(findings.FindingsError, match="generated: c"):
+        findings.fill_blocks(md, {"c": "x"})

@@ -10,23 +10,9 @@ import pytest
 
 from ipclab.experiments import load_runs
 from ipclab.paths import from_repo
-from ipclab.studies.shafabakhsh import languages, performance, readme, reference
+from ipclab.studies.shafabakhsh import languages, performance, reference
 
 REFERENCE = from_repo("data/runs/reference")
-
-
-def test_fill_replaces_only_the_named_blocks_and_refuses_a_missing_one(tmp_path: Path) -> None:
-    md = tmp_path / "README.md"
-    md.write_text(
-        "# x\n<!-- generated: a -->\nold\n<!-- /generated -->\nhand\n"
-        "<!-- generated: b -->\nkeep\n<!-- /generated -->\n"
-    )
-    readme.fill(md, {"a": "new 1\nnew 2"})
-    text = md.read_text()
-    assert "<!-- generated: a -->\nnew 1\nnew 2\n<!-- /generated -->" in text
-    assert "old" not in text and "keep" in text and "hand" in text
-    with pytest.raises(readme.ReadmeError, match="generated: c"):
-        readme.fill(md, {"c": "x"})
 
 
 def _claims(verdict: str, ratio: float, lo: float, hi: float) -> pd.DataFrame:

@@ -13,13 +13,15 @@ adjusted p-value, the reversals (significant on the other side of the claim) and
 tests stay open. :func:`check_findings` says where a README disagrees with its tables: a
 block that is not what the table generates (one verdict word changed by hand is enough),
 or a line outside the blocks that names a claim with a verdict word its row does not have.
+Measured tables and sentences a study computes go into ``<!-- generated: NAME -->`` blocks
+the same way (:func:`fill_blocks`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -39,8 +41,31 @@ from ipclab.claims import distinct_tests as _distinct
 BLOCK = re.compile(r"<!-- findings: (?P<label>\S+) -->\n(?P<body>.*?)<!-- /findings -->", re.S)
 
 
+GENERATED = re.compile(r"<!-- generated: (?P<name>[\w-]+) -->\n.*?<!-- /generated -->", re.S)
+
+
 class FindingsError(ValueError):
-    """A README has no findings block for a claims table, or disagrees with it."""
+    """A README has no findings (or generated) block for what should fill it."""
+
+
+def fill_blocks(readme: Path, blocks: Mapping[str, str]) -> None:
+    """Replace each ``<!-- generated: NAME -->`` ... ``<!-- /generated -->`` block of
+    ``readme`` by ``blocks[NAME]`` (measured tables and sentences a study computes, beside
+    the findings blocks); every name of ``blocks`` must have its block."""
+    text = readme.read_text()
+    missing = set(blocks) - {m.group("name") for m in GENERATED.finditer(text)}
+    if missing:
+        raise FindingsError(f"{readme}: no block '<!-- generated: {sorted(missing)[0]} -->'")
+
+    def repl(m: re.Match[str]) -> str:
+        name = m.group("name")
+        if name not in blocks:
+            return m.group(0)
+        return f"<!-- generated: {name} -->\n{blocks[name].rstrip()}\n<!-- /generated -->"
+
+    new = GENERATED.sub(repl, text)
+    if new != text:
+        readme.write_text(new)
 
 
 def _num(x: object) -> str:

@@ -785,7 +785,7 @@ def sittings_markdown(a: Analysis) -> str:
 
 
 def readme_blocks(a: Analysis) -> dict[str, str]:
-    """The generated blocks of the reference README (``readme.fill``)."""
+    """The generated blocks of the reference README (``ipclab.findings.fill_blocks``)."""
     return {
         "tables": markdown_tables(a),
         "roles": roles_markdown(a),

@@ -604,7 +604,7 @@ def cells_markdown(a: Analysis) -> str:
 
 
 def readme_blocks(a: Analysis) -> dict[str, str]:
-    """The generated blocks of the reference README (``readme.fill``)."""
+    """The generated blocks of the reference README (``ipclab.findings.fill_blocks``)."""
     return {
         "cells": cells_markdown(a),
         "machine": machine_markdown(a.machine, "the Python matrix"),

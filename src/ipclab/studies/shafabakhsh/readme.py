@@ -1,51 +1,18 @@
 """The reference READMEs' measured parts, generated from the analysis so that no number or
 verdict in them is typed by hand.
 
-A README holds marked blocks
-
-    <!-- generated: NAME -->
-    ...
-    <!-- /generated -->
-
-that :func:`fill` replaces with the text the study computes (tables of cells, the machine
-check, the headline); the verdicts themselves are in the findings blocks that
-:func:`ipclab.findings.write_findings` fills from the claims tables.
+A README holds marked blocks (``<!-- generated: NAME -->`` ... ``<!-- /generated -->``)
+that :func:`ipclab.findings.fill_blocks` replaces with the text the study computes here
+(tables of cells, the machine check, the headline); the verdicts themselves are in the
+findings blocks that :func:`ipclab.findings.write_findings` fills from the claims tables.
 """
 
 from __future__ import annotations
-
-import re
-from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 LABELS = {"rest": "REST", "grpc": "gRPC", "amqp": "AMQP"}
-_BLOCK = re.compile(r"<!-- generated: (?P<name>[\w-]+) -->\n.*?<!-- /generated -->", re.S)
-
-
-class ReadmeError(ValueError):
-    """A README lacks a block the rebuilder fills."""
-
-
-def fill(readme: Path, blocks: Mapping[str, str]) -> None:
-    """Replace each ``<!-- generated: NAME -->`` block of ``readme`` by ``blocks[NAME]``;
-    every name of ``blocks`` must have its block."""
-    text = readme.read_text()
-    missing = set(blocks) - {m.group("name") for m in _BLOCK.finditer(text)}
-    if missing:
-        raise ReadmeError(f"{readme}: no block '<!-- generated: {sorted(missing)[0]} -->'")
-
-    def repl(m: re.Match[str]) -> str:
-        name = m.group("name")
-        if name not in blocks:
-            return m.group(0)
-        return f"<!-- generated: {name} -->\n{blocks[name].rstrip()}\n<!-- /generated -->"
-
-    new = _BLOCK.sub(repl, text)
-    if new != text:
-        readme.write_text(new)
 
 
 def ci(est: float, lo: float, hi: float, digits: int) -> str:

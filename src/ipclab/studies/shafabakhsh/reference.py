@@ -5,7 +5,7 @@ Each folder under ``data/runs/reference/`` keeps its runs' manifests and summari
 reads them, analyses them as the notebooks do, and rewrites ``<folder>/results/``,
 ``figures/reference/<folder>/`` and the generated parts of ``<folder>/README.md``: its
 findings blocks (``ipclab.findings``, from the claims tables just written) and its other
-generated blocks (tables and sentences computed by the study, ``readme.fill``).
+generated blocks (tables and sentences computed by the study, ``ipclab.findings.fill_blocks``).
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from pathlib import Path
 import pandas as pd
 
 from ipclab.experiments import load_runs
-from ipclab.findings import write_findings
+from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.studies.shafabakhsh import availability, languages, performance
-from ipclab.studies.shafabakhsh.readme import fill
 
 ROOT = Path("data/runs/reference")
 FIGURES = Path("figures/reference")
@@ -38,7 +37,7 @@ def _readme(results: StudyResults, blocks: Mapping[str, str] | None = None) -> N
     if not readme.exists():
         return
     if blocks:
-        fill(readme, blocks)
+        fill_blocks(readme, blocks)
     for name in CLAIMS_TABLES:
         csv = results.directory / name
         if csv.exists() and csv.stat().st_size and len(table := pd.read_csv(csv)):
