@@ -94,9 +94,11 @@ def _reference_claims() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 
 def test_one_holm_family_per_experiment_and_bytes_as_facts() -> None:
     t, thesis, serial = _reference_claims()
-    assert t.groupby("family")["scope"].unique().map(list).to_dict() == {
+    tests = t[t["evidence"] == "test"]  # facts join no family (their family cell is empty)
+    assert tests.groupby("family")["scope"].unique().map(list).to_dict() == {
         "thesis test": ["performance"], "serialisation micro-benchmark": ["serialisation"],
     }  # fmt: skip
+    assert (t.loc[t["evidence"] == "fact", "family"] == "").all()
     facts = t[t["evidence"] == "fact"]
     assert set(facts["claim_id"]) == BYTE_CLAIMS
     assert facts["comparison"].str.startswith("bytes:").all()
@@ -185,7 +187,8 @@ def test_a_tiny_profile_runs_analyses_and_writes_results(
     assert "no runs for" in claims.loc["J04b", "reason"]  # 25 rows were not run
     assert claims.loc["S01a", "verdict"] != "not reproduced"  # XML is larger than JSON
     assert set(claims["scope"]) == {"performance", "serialisation"}
-    assert set(claims["family"]) == {"thesis test", "serialisation micro-benchmark"}
+    assert set(claims["family"]) == {"thesis test", "serialisation micro-benchmark", ""}
+    assert (claims.loc[claims["family"] == "", "evidence"] == "fact").all()
     assert (claims.loc[claims["evidence"] == "fact"].index.isin(BYTE_CLAIMS)).all()
 
     results = StudyResults(tmp_path / "results", "johansson", "J", figures_dir=tmp_path / "figs")
