@@ -20,6 +20,10 @@ from ipclab.claims import band_sensitivity
 from ipclab.paths import from_repo
 from ipclab.runs import utcnow
 
+# what a claim about ipclab's own code has to show (no interval, p-value or band)
+CODE_COLUMNS = ("claim_id", "source", "quote", "comparison", "measured_a", "measured_b",
+                "measured_ratio", "verdict", "reason", "note")  # fmt: skip
+
 
 @dataclass
 class StudyResults:
@@ -63,8 +67,9 @@ class StudyResults:
         ``compare`` claims: evidence about this repository, not about the thesis's system)."""
         code = df["test"] == "compare" if "test" in df.columns else pd.Series(False, df.index)
         if code.any():
+            shown = [c for c in CODE_COLUMNS if c in df.columns]
             self.table(
-                df[code],
+                df.loc[code, shown],
                 "claims_code",
                 "Claims about code size, judged on ipclab's own code (not on the thesis's "
                 "system): a separate question from the claims about performance.",
