@@ -45,6 +45,13 @@ def test_an_own_band_only_where_the_sentence_states_its_number(
         assert n.replace(",", "") in quote, f"{where}: {n} is not in the quote"
 
 
+def _write(path: Path, header: list[str], row: dict[str, str]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, header)
+        w.writeheader()
+        w.writerow(row)
+
+
 def test_the_loader_refuses_a_band_without_a_stated_number(tmp_path: Path) -> None:
     src = FILES[0].read_text(encoding="utf-8").splitlines()
     header = next(csv.reader([src[0]]))
@@ -54,22 +61,13 @@ def test_the_loader_refuses_a_band_without_a_stated_number(tmp_path: Path) -> No
                test="equal", relation="=", a_style="a", a_users="1", b_style="b", b_users="1",
                band_low="0.95", band_high="1.05")  # fmt: skip
     path = tmp_path / "x_claims.csv"
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, header)
-        w.writeheader()
-        w.writerow(row)
+    _write(path, header, row)
     with pytest.raises(PublishedDataError, match="the number its sentence states"):
         claims(path, ("a", "b"))
     row.update(band_low="", band_high="", test="differ", relation="!=", magnitude="considerable")
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, header)
-        w.writeheader()
-        w.writerow(row)
+    _write(path, header, row)
     assert claims(path, ("a", "b"))[0].band_low is None  # the standard band applies
     row.update(band_low="0.8", band_high="1.25", published_value="1")
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, header)
-        w.writeheader()
-        w.writerow(row)
+    _write(path, header, row)
     with pytest.raises(PublishedDataError, match="standard band"):
         claims(path, ("a", "b"))
