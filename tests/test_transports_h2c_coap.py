@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -331,6 +332,30 @@ def test_coap_client_endpoints_bind_loopback_not_every_address() -> None:
 
 
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+
+def test_coap_no_socket_shares_its_port_with_another() -> None:
+    """No CoAP socket sets SO_REUSEPORT. With it, a port-0 bind may be given a port that a
+    server already holds, and the kernel then splits the server's datagrams between the two
+    sockets (a client endpoint answered some of a service's calls "4.04 not a server")."""
+
+    async def main() -> None:
+        port = free_port()
+        async with served("coap", TEST_SERVICE, port) as clients:
+            await clients.call("sized", "get", {"call": "c", "size": 1}, 10)
+            endpoints = [*clients._every]
+            assert endpoints
+            for context in endpoints:
+                interface = context.request_interfaces[0].token_interface.message_interface
+                sock = interface.transport.get_extra_info("socket")
+                assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT) == 0
+            with pytest.raises(OSError):
+                await aiocoap.Context.create_server_context(
+                    None, bind=("127.0.0.1", port), transports=["udp6"]
+                )
+
+    run(main)
+
 
 #: Headers that would smuggle a second request past an HTTP/1.1 hop, as raw HTTP/2 fields.
 SMUGGLING = {

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import os
 import socket
 from collections.abc import Sequence
 from typing import Any
@@ -62,6 +63,13 @@ from ipclab_services.transports.base import (
     ServeConfig,
     ServiceDef,
 )
+
+# aiocoap sets SO_REUSEPORT on every socket it binds. Two sockets of one user that both set
+# it may share a port, and the kernel may give a port-0 bind a port already bound so: a
+# client endpoint then received part of a server's datagrams on loopback and answered them
+# "4.04 not a server" (seen in CI: one call in 192). Its documented switch turns it off, for
+# servers too (a second socket on a service's port is refused: EADDRINUSE).
+os.environ["AIOCOAP_REUSE_PORT"] = "0"
 
 JSON = 50  # Content-Format application/json (RFC 7252, 12.3)
 
