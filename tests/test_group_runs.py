@@ -79,7 +79,8 @@ def _fake_run(path: Path, e: Experiment, cell: Cell, **override: Any) -> None:
     if e.group is not None:
         params["group"] = {"stacks": list(e.stacks), **e.group.as_dict()}
     params.update(override)
-    w = RunWriter(path, "load", params, backend="local")
+    spec = {n: resolve(n).declaration() for n in e.stacks}
+    w = RunWriter(path, "load", params, backend="local", stack_spec=spec)
     w.finish("complete")
 
 

@@ -565,11 +565,13 @@ def test_reuse_requires_the_same_stack_options(tmp_path: Path) -> None:
     from ipclab.backends import StackOptions
     from ipclab.experiments import Experiment
     from ipclab.runs import RunWriter
+    from ipclab.stacks import resolve
 
     base = Experiment("e", ["shop-rest"], [1], duration_s=30, root=tmp_path)
     cell = base.cells()[0]
     params = {"profile": asdict(base.profile(cell)), "options": base.options.as_dict()}
-    writer = RunWriter(base.directory / cell.key, "load", params, backend="local")
+    spec = resolve("shop-rest").declaration()
+    writer = RunWriter(base.directory / cell.key, "load", params, backend="local", stack_spec=spec)
     writer.finish("complete")
     assert base.pending() == []  # the same experiment reuses the run (the check can pass)
     for other in (

@@ -26,6 +26,7 @@ from ipclab.backends import StackOptions
 from ipclab.load.group import GroupLoad, run_group
 from ipclab.load.runner import LoadProfile, run
 from ipclab.runs import DEFAULT_ROOT, Run, read_run, utcnow
+from ipclab.runstore import reusable
 from ipclab.stacks import resolve
 
 
@@ -118,27 +119,43 @@ class Experiment:
             seed=cell.repetition,
         )
 
-    def _reusable(self, path: Path, cell: Cell) -> bool:
+    def _reusable(self, path: Path, cell: Cell, current_only: bool = True) -> bool:
         try:
             r = read_run(path)
         except ValueError:
             return False
         group = self.group
-        return (
-            r.complete
-            and _same(r.parameters.get("profile"), asdict(self.profile(cell)))
-            # other cpus, delay, sequential, timeout or seed: another experiment
-            and _same(r.parameters.get("options"), self._options(cell).as_dict())
-            and (r.manifest.get("backend") == self.backend)
-            and (
-                group is None
-                or r.parameters.get("group") == {"stacks": list(self.stacks), **group.as_dict()}
+
+        def same(p: Mapping[str, Any]) -> bool:
+            return (
+                _same(p.get("profile"), asdict(self.profile(cell)))
+                # other cpus, delay, sequential, timeout or seed: another experiment
+                and _same(p.get("options"), self._options(cell).as_dict())
+                and (
+                    group is None
+                    or p.get("group") == {"stacks": list(self.stacks), **group.as_dict()}
+                )
             )
+
+        names = list(self.stacks) if group is not None else [cell.stack]
+        declared = {n: resolve(n).declaration() for n in names}
+        spec = declared if group is not None else declared[cell.stack]
+        return reusable(
+            r.manifest,
+            backend=self.backend,
+            stack_spec=spec,
+            same_parameters=same,
+            current_only=current_only,
         )
 
-    def pending(self) -> list[Cell]:
-        """The cells that :meth:`run` would run (not yet done, or done differently)."""
-        return [c for c in self.cells() if not self._reusable(self.directory / c.key, c)]
+    def pending(self, current_only: bool = True) -> list[Cell]:
+        """The cells that :meth:`run` would run (not yet done, or done differently: other
+        parameters, stacks, backend or measuring code). ``current_only=False``: the cells no
+        run of this experiment covers, whatever code and declarations made it (a committed
+        reference)."""
+        return [
+            c for c in self.cells() if not self._reusable(self.directory / c.key, c, current_only)
+        ]
 
     def run(self, progress: Callable[[str], None] = print) -> list[Run]:
         """Run every cell not yet done; return all cells' runs in cell order."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from ipclab import runstore
 from ipclab.atomic import write_json_atomic
 from ipclab.environment import describe_environment
 
@@ -71,11 +72,16 @@ class RunWriter:
     def __init__(self, path: Path, kind: str, parameters: Mapping[str, Any], **fields: Any):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
+        code = runstore.current_code().id
         self.manifest: dict[str, Any] = {
             "schema": SCHEMA,
             "kind": kind,
             "status": "running",
             **fields,
+            "code": code,
+            "key": runstore.run_key(
+                kind, parameters, fields.get("stack_spec"), fields.get("backend"), code
+            ),
             "parameters": dict(parameters),
             "environment": describe_environment(),
             "started_at": utcnow(),

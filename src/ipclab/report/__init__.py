@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ipclab import runstore
 from ipclab.claims import FACT, NOT_REPRODUCED, REPRODUCED, RULES, VERDICTS, tally
 from ipclab.findings import findings_lines
 from ipclab.report import html as rh
@@ -307,6 +308,14 @@ def _machine_and_date(results_dir: Path) -> str:
     return f"{len(docs)} runs on {cpu} ({cores} cores), {when}"
 
 
+def _made_by(results_dir: Path) -> str:
+    """Which measuring code made a reference's runs, and what of it changed since
+    (``runstore.provenance``: a reference is read and rebuilt whatever the current code)."""
+    manifests = sorted(Path(results_dir).parent.rglob("manifest.json"))
+    groups = runstore.provenance(json.loads(m.read_text()) for m in manifests)
+    return runstore.provenance_text(groups, shown=3)
+
+
 def reference_section(
     pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame | None]], n: Counter
 ) -> str:
@@ -320,7 +329,8 @@ def reference_section(
         tally_txt = _tally_text(claims) if claims is not None else "no claims table"
         out.append(
             f"<li><b>{rh.esc(title)}</b>: {rh.esc(tally_txt)}. "
-            f'<span class="quiet">{rh.esc(_machine_and_date(d))}.</span></li>'
+            f'<span class="quiet">{rh.esc(_machine_and_date(d))}. '
+            f"Code: {rh.esc(_made_by(d))}.</span></li>"
         )
     out.append("</ul></section>")
     for i, (d, meta, claims) in enumerate(pairs, 1):

@@ -26,7 +26,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from typing import Any
 from ipclab.backends import StackOptions, get_backend, memory
 from ipclab.backends.described import describe_stack
 from ipclab.runs import CsvAppender, Run, RunWriter, read_run
+from ipclab.runstore import reusable
 from ipclab.studies.buono.stacks import PAYLOAD, knobs
 
 LIMIT_MB = 400  # the thesis's limit on the service's container (§6.1)
@@ -158,7 +159,15 @@ def run_cell(
         "options": options.as_dict(),
         **(extra or {}),
     }
-    writer = RunWriter(out, "memory", parameters, stack=PAYLOAD.name, style="http", backend=backend)
+    writer = RunWriter(
+        out,
+        "memory",
+        parameters,
+        stack=PAYLOAD.name,
+        style="http",
+        stack_spec=PAYLOAD.declaration(),
+        backend=backend,
+    )
     with writer.guard():
         stack = get_backend(backend).start(PAYLOAD, options, logs_dir=out / "logs")
         try:
@@ -253,13 +262,14 @@ def run_plan(
         limit = limit_mb if backend != "local" and not cell.traced else None
         with contextlib.suppress(ValueError):
             r = read_run(path)
-            p = r.parameters
-            same = (p.get("cell"), p.get("repetition"), p.get("limit_mb")) == (
-                asdict(cell),
-                rep,
-                limit,
-            )
-            if r.complete and same and r.manifest.get("backend") == backend:
+
+            def same(
+                p: Mapping[str, Any], wanted: tuple[Any, ...] = (asdict(cell), rep, limit)
+            ) -> bool:
+                return (p.get("cell"), p.get("repetition"), p.get("limit_mb")) == wanted
+
+            spec = PAYLOAD.declaration()
+            if reusable(r.manifest, backend=backend, stack_spec=spec, same_parameters=same):
                 progress(f"{label}: reused")
                 out.append(r)
                 continue

@@ -4,7 +4,7 @@ deviations from the thesis."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,8 @@ from ipclab.availability.tracker import Criteria
 from ipclab.backends import RunningStack, StackOptions
 from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run, read_run
+from ipclab.runstore import reusable
+from ipclab.stacks import resolve
 from ipclab.studies.shafabakhsh.performance import CLIENT_DEVIATIONS
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
@@ -196,11 +198,17 @@ class AvailabilityExperiment:
             r = read_run(self.directory / job.key)
         except ValueError:
             return False
-        return (
-            r.complete
-            and r.parameters.get("plan") == asdict(self.plan(job))
-            and r.manifest.get("backend") == self.backend
-            and _limits(r.parameters.get("options") or {}) == _limits(self.options(job).as_dict())
+
+        def same(p: Mapping[str, Any]) -> bool:
+            return p.get("plan") == asdict(self.plan(job)) and _limits(
+                p.get("options") or {}
+            ) == _limits(self.options(job).as_dict())
+
+        return reusable(
+            r.manifest,
+            backend=self.backend,
+            stack_spec=resolve(job.stack).declaration(),
+            same_parameters=same,
         )
 
     def run(self, progress: Progress = print) -> AvailabilityRuns:
