@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ipclab_services.domains.shop import SERVICES as SHOP_SERVICES
+
 from ipclab.load.runner import LoadProfile, run
-from ipclab.stacks import SHOP_SERVICES
 
 STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
 
