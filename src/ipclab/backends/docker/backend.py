@@ -223,10 +223,11 @@ class DockerBackend:
         from ipclab.backends.docker import images
 
         runtime = spec.runtime.name
+        # image ids, pinned when built (images.pinned): a tag moved since is rebuilt or refused
         if self.build:
             imgs = images.ensure_images(base=self.base, broker=spec.needs_broker, runtime=runtime)
         else:
-            imgs = {"services": images.runtime_image(runtime), "broker": images.BROKER_IMAGE}
+            imgs = images.pinned_images(runtime, broker=spec.needs_broker)
         sweep_orphans(c=c)  # what a killed harness left, saying so
         orphans.sweep()  # and its processes and workdirs (compose files), saying so
         net_admin = self.net_admin or options.delay_ms > 0
@@ -613,7 +614,8 @@ class DockerStack:
             "project": self.project,
             "compose": " ".join(compose_command()),
             "compose_file": f"generated from the {self.spec.name} declaration (ipclab compose)",
-            "images": {k: {"name": v, "id": self._image_id(v)} for k, v in self.images.items()},
+            # id, tag, base, wheel lock and Debian packages of each image (images.image_record)
+            "images": {k: self._image_record(v) for k, v in self.images.items()},
             "containers": {c: ctr.name for c, ctr in self._containers.items()},
             "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},
             "netem": self.netem,
@@ -640,10 +642,12 @@ class DockerStack:
                 }
         return {"container": None}
 
-    def _image_id(self, name: str) -> str | None:
+    def _image_record(self, name: str) -> dict[str, Any]:
+        from ipclab.backends.docker import images
+
         with contextlib.suppress(Exception):
-            return str(self.client.images.get(name).id)
-        return None
+            return images.image_record(name)
+        return {"name": name, "id": None}
 
     def __repr__(self) -> str:
         return f"DockerStack({self.spec.name}, project={self.project}, url={self.gateway_url})"

@@ -147,6 +147,7 @@ def build_base_image(tag: str = LOCAL_BASE, mirror: str = DEBIAN_MIRROR) -> str:
             stdout=subprocess.DEVNULL,
         )
         _trim_rootfs(rootfs, mirror)
+        packages = _record_rootfs_packages(rootfs)
         log(f"docker import -> {tag}")
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         changes = [
@@ -168,8 +169,29 @@ def build_base_image(tag: str = LOCAL_BASE, mirror: str = DEBIAN_MIRROR) -> str:
         tar.stdout.close()
         if tar.wait() != 0 or imp.returncode != 0:
             raise ImageError(f"docker import failed: {imp.stderr.decode(errors='replace')}")
-    log(f"{tag}: {_image_size_mb(tag)} MB in {time.monotonic() - t0:.0f} s")
+    image_id = _image_id(tag) or ""
+    record_image(tag, {"id": image_id, "mirror": mirror, "apt_packages": packages})
+    log(f"{tag}: {image_id[:19]}, {_image_size_mb(tag)} MB in {time.monotonic() - t0:.0f} s")
     return tag
+
+
+def _record_rootfs_packages(rootfs: Path) -> list[str]:
+    """Write the debootstrapped tree's package=version list to its ``APT_RECORD`` (what every
+    image built on it carries too) and return it."""
+    out = subprocess.run(
+        [
+            "sh",
+            "-c",
+            DPKG_QUERY.replace("dpkg-query ", f"dpkg-query --admindir={rootfs}/var/lib/dpkg ", 1),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    record = rootfs / APT_RECORD.lstrip("/")
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(out)
+    return out.split()
 
 
 def local_base_current(tag: str = LOCAL_BASE) -> bool:
@@ -223,51 +245,139 @@ def service_requirements() -> list[str]:
     return out
 
 
-def download_wheels(requirements: list[str], dest: Path) -> None:
-    """Wheels for the container's CPython 3.11 / x86_64, downloaded on the host."""
-    stamp = dest / "requirements.txt"
-    want = "\n".join(requirements) + "\n"
-    if stamp.exists() and stamp.read_text() == want and (dest / HASHES).is_file():
-        return
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    log(f"downloading wheels for: {' '.join(requirements)}")
-    platforms = [a for p in WHEEL_PLATFORMS for a in ("--platform", p)]
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--only-binary=:all:",
-            *platforms,
-            "--python-version",
-            WHEEL_PYTHON,
-            "--implementation",
-            "cp",
-            "--abi",
-            "cp311",
-            "--abi",
-            "abi3",
-            "--abi",
-            "none",
-            "--dest",
-            str(dest),
-            *requirements,
-        ],
-        check=True,
-    )
-    # pip checked each file against the index's hash as it downloaded it; record them now, so
-    # the image's offline install (--require-hashes) refuses a file changed afterwards.
-    (dest / HASHES).write_text(
-        "".join(f"{_sha256(w)}  {w.name}\n" for w in sorted(dest.glob("*.whl")))
-    )
-    stamp.write_text(want)
+# The container's interpreter and platform, for evaluating a wheel's dependency markers.
+CONTAINER_MARKERS = {
+    "python_version": WHEEL_PYTHON,
+    "python_full_version": f"{WHEEL_PYTHON}.2",  # Debian 12's; no dependency here tells apart
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+}
+
+# The committed lock: every wheel the services image installs, by version and sha256
+# (``python -m ipclab.backends.docker.images lock`` writes it). The build downloads exactly
+# these files, checks them on the host, and the image installs them with --require-hashes.
+LOCK = REPO_ROOT / "services" / "requirements.lock"
+LOCK_HEADER = """\
+# The services image's Python packages (services/Dockerfile): every wheel, for CPython 3.11
+# on x86_64 Linux, pinned by version and sha256; `# requires:` names each one's dependencies
+# in the image (markers evaluated for it). The image build downloads these files, checks
+# each one's hash on the host, and installs them with `pip install --require-hashes`.
+# Generated from the host's installed versions; do not edit, regenerate with
+#   python -m ipclab.backends.docker.images lock
+"""
 
 
-HASHES = "SHA256SUMS"
+@dataclass(frozen=True)
+class Locked:
+    """One line of the lock: a wheel pinned by version and sha256."""
+
+    name: str  # canonical (PEP 503)
+    extras: str  # "[standard]" or ""
+    version: str
+    sha256: str
+    requires: tuple[str, ...]  # canonical names of its dependencies in the image
+
+    def line(self) -> str:
+        requires = ", ".join(self.requires) or "-"
+        return (
+            f"{self.name}{self.extras}=={self.version} --hash=sha256:{self.sha256}"
+            f"  # requires: {requires}"
+        )
+
+
+_LOCK_LINE = re.compile(
+    r"^(?P<name>[a-z0-9][a-z0-9._-]*)(?P<extras>\[[^\]]*\])?==(?P<version>\S+)"
+    r" --hash=sha256:(?P<sha256>[0-9a-f]{64})\s+# requires: (?P<requires>.*)$"
+)
+
+
+def read_lock(path: Path = LOCK) -> dict[str, Locked]:
+    """The lock's entries by canonical name; a line of another shape is an error."""
+    if not path.is_file():
+        raise ImageError(f"{path} is missing: python -m ipclab.backends.docker.images lock")
+    out: dict[str, Locked] = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = _LOCK_LINE.match(line)
+        if not m:
+            raise ImageError(f"{path}:{n}: not a lock line: {line!r}")
+        req = m.group("requires").strip()
+        requires = () if req == "-" else tuple(r.strip() for r in req.split(","))
+        out[m.group("name")] = Locked(
+            m.group("name"), m.group("extras") or "", m.group("version"), m.group("sha256"),
+            requires,
+        )  # fmt: skip
+    return out
+
+
+def lock_text(entries: Iterable[Locked]) -> str:
+    return LOCK_HEADER + "".join(e.line() + "\n" for e in sorted(entries, key=lambda e: e.name))
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _wheel_metadata(wheel: Path) -> tuple[str, str, list[str]]:
+    """(canonical name, version, Requires-Dist lines) read from a wheel's METADATA."""
+    import email.parser
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        msg = email.parser.HeaderParser().parsestr(z.read(meta).decode())
+    return _canonical(msg["Name"]), msg["Version"], msg.get_all("Requires-Dist") or []
+
+
+def _needed(requires_dist: list[str], extras: set[str]) -> list[Any]:
+    """The Requires-Dist entries that apply in the container with ``extras`` asked for."""
+    from packaging.requirements import Requirement
+
+    out = []
+    for line in requires_dist:
+        r = Requirement(line)
+        if r.marker is None or any(
+            r.marker.evaluate({**CONTAINER_MARKERS, "extra": e}) for e in ["", *sorted(extras)]
+        ):
+            out.append(r)
+    return out
+
+
+def lock_entries(requirements: list[str], wheels: Path) -> list[Locked]:
+    """The lock for ``requirements`` from the wheels pip downloaded for them: the closure of
+    their dependencies, markers evaluated for the container, each with its file's sha256.
+    A dependency with no wheel here is an error (the lock would not install)."""
+    from packaging.requirements import Requirement
+
+    files = {}
+    for w in sorted(wheels.glob("*.whl")):
+        name, version, requires = _wheel_metadata(w)
+        files[name] = (w, version, requires)
+    wanted: dict[str, set[str]] = {}
+    todo = [Requirement(r) for r in requirements]
+    top_extras = {_canonical(r.name): r.extras for r in todo}
+    while todo:
+        req = todo.pop()
+        name = _canonical(req.name)
+        seen = wanted.get(name)
+        if seen is not None and req.extras <= seen:
+            continue
+        wanted[name] = (seen or set()) | req.extras
+        if name not in files:
+            raise ImageError(f"no wheel for {name} (needed by the image) in {wheels}")
+        todo += _needed(files[name][2], wanted[name])
+    out = []
+    for name, extras in wanted.items():
+        wheel, version, requires = files[name]
+        top = sorted(top_extras.get(name, set()))
+        deps = tuple(sorted({_canonical(r.name) for r in _needed(requires, extras)}))
+        out.append(Locked(name, f"[{','.join(top)}]" if top else "", version, _sha256(wheel), deps))
+    return out
 
 
 def _sha256(path: Path) -> str:
@@ -278,18 +388,79 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def hashed_requirements(wheels: Path) -> str:
-    """A requirements file pinning every downloaded wheel by name, version and the hash recorded
-    at download: what ``pip install --require-hashes`` in the image accepts and nothing else."""
-    sums = wheels / HASHES
-    if not sums.is_file():
-        raise ImageError(f"{sums} is missing: remove {wheels} and build again")
-    lines = []
-    for line in sums.read_text().splitlines():
-        digest, name = line.split(maxsplit=1)
-        dist, version = name.split("-")[:2]
-        lines.append(f"{dist}=={version} --hash=sha256:{digest}")
-    return "\n".join(lines) + "\n"
+def _pip_download(args: list[str], dest: Path) -> None:
+    platforms = [a for p in WHEEL_PLATFORMS for a in ("--platform", p)]
+    subprocess.run(
+        [
+            sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
+            *platforms, "--python-version", WHEEL_PYTHON, "--implementation", "cp",
+            "--abi", "cp311", "--abi", "abi3", "--abi", "none", "--dest", str(dest), *args,
+        ],
+        check=True,
+    )  # fmt: skip
+
+
+def write_lock(dest: Path = LOCK) -> Path:
+    """Download the services' requirements (pinned to the host's versions) for the container
+    and write the lock: ``python -m ipclab.backends.docker.images lock``."""
+    reqs = service_requirements()
+    with tempfile.TemporaryDirectory(prefix="ipclab-lock-") as tmp:
+        log(f"downloading wheels for: {' '.join(reqs)}")
+        _pip_download(reqs, Path(tmp))
+        dest.write_text(lock_text(lock_entries(reqs, Path(tmp))))
+    log(f"{dest}: {len(read_lock(dest))} wheels")
+    return dest
+
+
+def lock_drift(lock: dict[str, Locked] | None = None) -> dict[str, tuple[str, str]]:
+    """The services' direct requirements whose locked version is not the host's
+    (name -> (lock, host)): the two backends then run different libraries; regenerate the
+    lock to align them. Missing from the lock: version ``""``."""
+    lock = read_lock() if lock is None else lock
+    out = {}
+    for req in service_requirements():
+        name = _canonical(re.split(r"[\[=<>!~ ]", req, maxsplit=1)[0])
+        host = req.split("==", 1)[1] if "==" in req else "?"
+        have = lock[name].version if name in lock else ""
+        if have != host:
+            out[name] = (have, host)
+    return out
+
+
+def verify_wheels(wheels: Path, lock: dict[str, Locked]) -> dict[str, Path]:
+    """Each locked package's wheel in ``wheels``, found by its sha256; raises ``ImageError``
+    naming every package whose file is missing or differs from the lock."""
+    by_hash: dict[str, Path] = {}
+    for w in sorted(wheels.glob("*.whl")) if wheels.is_dir() else []:
+        by_hash.setdefault(_sha256(w), w)
+    out, bad = {}, []
+    for name, entry in lock.items():
+        wheel = by_hash.get(entry.sha256)
+        if wheel is None:
+            named = [w.name for w in by_hash.values() if _canonical(w.name.split("-")[0]) == name]
+            bad.append(f"{name}=={entry.version}: " + (
+                f"{', '.join(named)} does not match the lock's sha256 {entry.sha256}"
+                if named else "no file"
+            ))  # fmt: skip
+            continue
+        out[name] = wheel
+    if bad:
+        raise ImageError(f"wheels in {wheels} differ from {LOCK.name}: " + "; ".join(bad))
+    return out
+
+
+def download_wheels(lock_path: Path, dest: Path) -> dict[str, Path]:
+    """The locked wheels in ``dest``: downloaded (pip in hash-checking mode: a file whose hash
+    is not the lock's is refused, and so is a dependency the lock lacks) unless ``dest``
+    already holds them all, then checked against the lock here too."""
+    lock = read_lock(lock_path)
+    with contextlib.suppress(ImageError):
+        return verify_wheels(dest, lock)
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    log(f"downloading the {len(lock)} locked wheels into {dest}")
+    _pip_download(["--require-hashes", "-r", str(lock_path)], dest)
+    return verify_wheels(dest, lock)
 
 
 # --------------------------------------------------------------------------- contexts
@@ -300,7 +471,7 @@ GO_SOURCES = REPO_ROOT / "services" / "go"
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "Dockerfile")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "Dockerfile", LOCK.name)
 
     def ignored(directory: str, names: list[str]) -> set[str]:
         skip = set(ignore(directory, names))
@@ -323,30 +494,39 @@ def _tree_hash(paths: Iterable[Path], extra: str = "") -> str:
     return h.hexdigest()[:16]
 
 
+def _image_id(name: str) -> str | None:
+    import docker.errors
+
+    try:
+        return str(docker_client().images.get(name).id)
+    except docker.errors.ImageNotFound:
+        return None
+
+
 def services_context_hash(base: str) -> str:
-    # the local base's packages too: a base rebuilt with other packages rebuilds the image
+    """The services tree (its Dockerfile and the wheel lock included) and the base *by its
+    id*: a base tag moved to another image makes the services image stale."""
     packages = ",".join(BASE_PACKAGES) if base == LOCAL_BASE else ""
     return _tree_hash(
-        [REPO_ROOT / "services"],
-        extra=base + packages + "\n" + "\n".join(service_requirements()),
+        [REPO_ROOT / "services", LOCK], extra=f"{base}@{_image_id(base) or ''}\n{packages}"
     )
 
 
 def broker_context_hash(base: str) -> str:
-    return _tree_hash([REPO_ROOT / "compose" / "broker"], extra=base)
+    return _tree_hash([REPO_ROOT / "compose" / "broker"], extra=f"{base}@{_image_id(base) or ''}")
 
 
-def go_context_hash(services_hash: str) -> str:
-    """The Go image's: the services image it is built on, the Go sources and build flags
-    (``gobuild.sources_hash``) and its Dockerfile."""
+def go_context_hash(services_id: str) -> str:
+    """The Go image's: the services image it is built on (by id), the Go sources and build
+    flags (``gobuild.sources_hash``) and its Dockerfile."""
     from ipclab import gobuild
 
     dockerfile = (GO_SOURCES / "Dockerfile").read_text()
-    text = f"{services_hash}\n{gobuild.sources_hash()}\n{dockerfile}"
+    text = f"{services_id}\n{gobuild.sources_hash()}\n{dockerfile}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def prepare_go_context(dest: Path = BUILD_DIR / "services-go") -> Path:
+def prepare_go_context(dest: Path | None = None) -> Path:
     """The Go image's context: its Dockerfile and the static binary built on the host."""
     from ipclab import gobuild
 
@@ -354,6 +534,7 @@ def prepare_go_context(dest: Path = BUILD_DIR / "services-go") -> Path:
         binary = gobuild.go_binary()
     except gobuild.ToolchainMissing as e:
         raise ImageError(f"cannot build {GO_IMAGE}: {e}") from None
+    dest = dest or BUILD_DIR / "services-go"
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     shutil.copy2(GO_SOURCES / "Dockerfile", dest / "Dockerfile")
@@ -361,20 +542,216 @@ def prepare_go_context(dest: Path = BUILD_DIR / "services-go") -> Path:
     return dest
 
 
-def prepare_services_context(dest: Path = BUILD_DIR / "services") -> Path:
-    """Assemble the build context: Dockerfile, requirements, wheels, the services package
-    (which imports nothing from the harness)."""
-    reqs = service_requirements()
-    download_wheels(reqs, BUILD_DIR / "wheels")
-    for sub in ("ipclab_services", "ipclab"):  # "ipclab": what older contexts also held
+def check_lock_covers_requirements(lock: dict[str, Locked]) -> None:
+    """Every direct requirement of the services is in the lock (else the image would lack it:
+    pip installs what the lock names and nothing else); a version other than the host's is
+    only logged (the image runs the lock's)."""
+    drift = lock_drift(lock)
+    missing = sorted(name for name, (have, _) in drift.items() if not have)
+    if missing:
+        raise ImageError(
+            f"{LOCK} lacks {', '.join(missing)} (services' dependencies in pyproject.toml): "
+            "regenerate it with python -m ipclab.backends.docker.images lock"
+        )
+    if drift:
+        log(
+            "the image installs the locked versions, not the host's: "
+            + ", ".join(f"{n} {lk} (host {h})" for n, (lk, h) in sorted(drift.items()))
+        )
+
+
+def prepare_services_context(dest: Path | None = None) -> Path:
+    """Assemble the build context: Dockerfile, the lock, its wheels (checked against it), the
+    services package (which imports nothing from the harness)."""
+    dest = dest or BUILD_DIR / "services"
+    lock = read_lock()
+    check_lock_covers_requirements(lock)
+    wheels = download_wheels(LOCK, BUILD_DIR / "wheels")
+    for sub in ("ipclab_services", "ipclab", "wheels"):  # "ipclab": what older contexts held
         shutil.rmtree(dest / sub, ignore_errors=True)
-    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "requirements.txt").unlink(missing_ok=True)  # older contexts' unlocked hashes
+    (dest / "wheels").mkdir(parents=True)
     shutil.copy2(REPO_ROOT / "services" / "Dockerfile", dest / "Dockerfile")
-    (dest / "requirements.txt").write_text(hashed_requirements(BUILD_DIR / "wheels"))
-    shutil.rmtree(dest / "wheels", ignore_errors=True)
-    shutil.copytree(BUILD_DIR / "wheels", dest / "wheels")
+    shutil.copy2(LOCK, dest / LOCK.name)
+    for wheel in wheels.values():
+        shutil.copy2(wheel, dest / "wheels" / wheel.name)
     _copy_tree(REPO_ROOT / "services", dest / "ipclab_services")
     return dest
+
+
+# --------------------------------------------------------------------------- pins
+#
+# With no registry an image has no repository digest; its id (the sha256 of its config, which
+# names every layer's content) is the digest. Each image the harness builds is recorded in
+# MANIFEST by that id with what made it; stacks run the id, never the tag.
+
+MANIFEST = BUILD_DIR / "images.json"
+APT_RECORD = "/etc/ipclab/apt-packages.txt"  # written by each Dockerfile: dpkg-query at build
+# the package=version list of the installed Debian packages, sorted (a Dockerfile's RUN line)
+DPKG_QUERY = (
+    "dpkg-query -W -f='${db:Status-Status} ${Package}=${Version}\\n' "
+    "| sed -n 's/^installed //p' | LC_ALL=C sort"
+)
+
+
+def _manifest_path() -> Path:
+    return MANIFEST  # read at call time: tests (and a trial build) point it elsewhere
+
+
+def read_manifest() -> dict[str, dict[str, Any]]:
+    import json
+
+    path = _manifest_path()
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as e:
+        raise ImageError(f"{path} is not JSON ({e}): remove it and build again") from None
+    return data if isinstance(data, dict) else {}
+
+
+def record_image(tag: str, entry: dict[str, Any]) -> None:
+    """Pin ``tag`` to ``entry["id"]`` in the manifest (written whole, atomically)."""
+    import fcntl
+    import json
+
+    path = _manifest_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with (path.parent / f".{path.name}.lock").open("w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        data = read_manifest()
+        data[tag] = entry
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+
+
+def pinned(tag: str) -> str:
+    """The id ``tag`` was built as, after checking that the tag still names it: a clear
+    ``ImageError`` when the harness recorded no build of it or the tag now names another
+    image (re-tagged, or built by something else)."""
+    entry = read_manifest().get(tag)
+    if not entry or not entry.get("id"):
+        raise ImageError(
+            f"{tag}: no build of it is recorded in {_manifest_path()}; build it with "
+            "python -m ipclab.backends.docker.images build"
+        )
+    current = _image_id(tag)
+    if current != entry["id"]:
+        now = f"now names {current}" if current else "names no image now"
+        raise ImageError(
+            f"{tag} {now}, not {entry['id']}, the image the harness built and recorded in "
+            f"{_manifest_path()}; rebuild it with python -m ipclab.backends.docker.images build"
+        )
+    return str(entry["id"])
+
+
+def _stale(tag: str, want_hash: str) -> str | None:
+    """Why ``tag`` must be (re)built, or None when it is the pinned build of ``want_hash``."""
+    label = _image_label(tag, LABEL_HASH)
+    if label is None:
+        return "missing"
+    if label != want_hash:
+        return "built from other sources"
+    try:
+        pinned(tag)
+    except ImageError as e:
+        return str(e)
+    if read_manifest()[tag].get("context_hash") != want_hash:
+        return "its recorded build is of other sources"
+    return None
+
+
+def apt_packages(image: str) -> list[str]:
+    """The image's own record of its Debian packages (``APT_RECORD``), read without starting
+    it; [] for an image built before the record existed."""
+    import io
+    import tarfile
+
+    import docker.errors
+
+    c = docker_client().containers.create(image, command=["true"], network_mode="none")
+    try:
+        stream, _ = c.get_archive(APT_RECORD)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.extractfile(tar.getmembers()[0])
+            return member.read().decode().split() if member else []
+    except docker.errors.NotFound:
+        return []
+    finally:
+        c.remove(force=True)
+
+
+def _pin_build(tag: str, image_id: str, context_hash: str, base: str, **extra: Any) -> None:
+    import datetime
+
+    import docker.errors
+
+    base_id = base if base.startswith("sha256:") else _image_id(base)
+    try:
+        digests = docker_client().images.get(base).attrs.get("RepoDigests") or []
+    except docker.errors.ImageNotFound:
+        digests = []
+    packages = apt_packages(image_id)
+    if not packages:
+        raise ImageError(f"{tag} ({image_id}) has no package record at {APT_RECORD}")
+    record_image(
+        tag,
+        {
+            "id": image_id,
+            "context_hash": context_hash,
+            "base": base,
+            "base_id": base_id,
+            "base_repo_digests": digests,
+            "built_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "apt_packages": packages,
+            **extra,
+        },
+    )
+
+
+def image_record(ref: str) -> dict[str, Any]:
+    """What a run records of an image it ran (``stack_info.images``): its id, and, when the
+    harness built it, the tag, base, wheel lock and Debian packages that made it."""
+    image_id = _image_id(ref) if not ref.startswith("sha256:") else ref
+    out: dict[str, Any] = {"name": ref, "id": image_id}
+    for tag, entry in read_manifest().items():
+        if image_id and entry.get("id") == image_id:
+            keep = ("base", "base_id", "base_repo_digests", "built_at", "wheel_lock_sha256")
+            out.update({"tag": tag, **{k: entry[k] for k in keep if k in entry}})
+            out["apt_packages"] = entry.get("apt_packages", [])
+            break
+    else:
+        out["pinned"] = False
+    return out
+
+
+_BUILD_DEPTH = 0
+
+
+@contextlib.contextmanager
+def _build_lock() -> Any:
+    """One builder at a time on this machine (concurrent harnesses share the wheel cache and
+    the tags); re-entrant within a process."""
+    import fcntl
+
+    global _BUILD_DEPTH
+    if _BUILD_DEPTH:
+        _BUILD_DEPTH += 1
+        try:
+            yield
+        finally:
+            _BUILD_DEPTH -= 1
+        return
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    with (BUILD_DIR / ".build.lock").open("w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        _BUILD_DEPTH = 1
+        try:
+            yield
+        finally:
+            _BUILD_DEPTH = 0
 
 
 # --------------------------------------------------------------------------- build
@@ -389,21 +766,18 @@ class Bases:
 def resolve_bases(base: str = "auto") -> Bases:
     """``official``: python:3.11-slim / rabbitmq:3 (pulled if missing); ``local``: the
     debootstrapped base (built if missing); ``auto``: official when present or pullable, else
-    local; any other value: that image for both."""
+    local; any other value: that image for both (``name@sha256:...`` pins a registry image)."""
     if base == "official":
         for img in (OFFICIAL_PYTHON, OFFICIAL_RABBITMQ):
             if not image_exists(img):
                 _pull(img)
         return Bases(OFFICIAL_PYTHON, OFFICIAL_RABBITMQ)
     if base == "local":
-        if not local_base_current():
-            build_base_image()
+        _ensure_local_base()
         return Bases(LOCAL_BASE, LOCAL_BASE)
     if base == "auto":
         if image_exists(LOCAL_BASE):
-            if not local_base_current():
-                log(f"{LOCAL_BASE} lacks some of {', '.join(BASE_PACKAGES)}: rebuilding it")
-                build_base_image()
+            _ensure_local_base()
             return Bases(LOCAL_BASE, LOCAL_BASE)
         try:
             return resolve_bases("official")
@@ -411,6 +785,29 @@ def resolve_bases(base: str = "auto") -> Bases:
             log(f"no official images ({e}); building the local base")
             return resolve_bases("local")
     return Bases(base, base)
+
+
+def _ensure_local_base() -> None:
+    """The local base with today's ``BASE_PACKAGES``, and the one the harness recorded: a
+    base tag moved to another image is rebuilt from the Debian archive. A base made before
+    builds were recorded is recorded as found (``adopted``): nothing else can vouch for it,
+    and its packages are read back from it."""
+    if not local_base_current():
+        if image_exists(LOCAL_BASE):
+            log(f"{LOCAL_BASE} lacks some of {', '.join(BASE_PACKAGES)}: rebuilding it")
+        build_base_image()
+        return
+    entry = read_manifest().get(LOCAL_BASE)
+    if entry is None:
+        image_id = _image_id(LOCAL_BASE) or ""
+        log(f"{LOCAL_BASE} ({image_id[:19]}) was built before builds were recorded: adopting it")
+        record_image(LOCAL_BASE, {"id": image_id, "adopted": True})
+        return
+    try:
+        pinned(LOCAL_BASE)
+    except ImageError as e:
+        log(f"{e}: rebuilding it")
+        build_base_image()
 
 
 def _pull(image: str) -> None:
@@ -430,14 +827,12 @@ def _build(
     labels: dict[str, str],
     dockerfile: str,
     network_mode: str | None = None,
-) -> None:
+) -> str:
+    """Build ``tag`` FROM ``base`` (an id); returns the new image's id."""
     import docker.errors
 
     client = docker_client()
-    try:
-        old_id = client.images.get(tag).id
-    except docker.errors.ImageNotFound:
-        old_id = None
+    old_id = _image_id(tag)
     t0 = time.monotonic()
     log(f"building {tag} from {base}")
     tail: list[str] = []
@@ -461,11 +856,20 @@ def _build(
                     log(line)
         if "error" in chunk:
             raise ImageError(f"building {tag} failed: {chunk['error']}\n" + "\n".join(tail))
-    log(f"{tag}: {_image_size_mb(tag)} MB in {time.monotonic() - t0:.0f} s")
-    if old_id and old_id != client.images.get(tag).id:
+    new_id = str(client.images.get(tag).id)
+    log(f"{tag}: {new_id[:19]}, {_image_size_mb(tag)} MB in {time.monotonic() - t0:.0f} s")
+    if old_id and old_id != new_id:
         # The image this tag named before is now untagged; drop it (not if a container uses it).
         with contextlib.suppress(docker.errors.APIError):
             client.images.remove(old_id, noprune=False)
+    return new_id
+
+
+def _base_id(base: str) -> str:
+    image_id = _image_id(base)
+    if image_id is None:
+        raise ImageError(f"no base image {base}")
+    return image_id
 
 
 def build_services_image(
@@ -473,29 +877,43 @@ def build_services_image(
 ) -> str:
     """``network_mode="auto"``: no network at all on the local base (it has every system
     package; Python packages come from the host's wheels), the default network otherwise
-    (the official python image lacks tc and iptables, installed with apt)."""
-    ctx = prepare_services_context()
-    labels = {LABEL_HASH: services_context_hash(base), "ipclab.image": "services"}
-    if network_mode == "auto":
-        network_mode = "none" if base == LOCAL_BASE else None
-    _build(ctx, tag, base, labels, "Dockerfile", network_mode)
+    (the official python image lacks tc and iptables, installed with apt). Built FROM the
+    base's id; pinned (``MANIFEST``) with its Debian packages and the wheel lock's hash."""
+    with _build_lock():
+        ctx = prepare_services_context()
+        context_hash = services_context_hash(base)
+        labels = {LABEL_HASH: context_hash, "ipclab.image": "services"}
+        if network_mode == "auto":
+            network_mode = "none" if base == LOCAL_BASE else None
+        image_id = _build(ctx, tag, _base_id(base), labels, "Dockerfile", network_mode)
+        _pin_build(
+            tag, image_id, context_hash, base,
+            wheel_lock_sha256=_sha256(LOCK), wheels=len(read_lock()),
+        )  # fmt: skip
     return tag
 
 
 def build_go_image(services: str = SERVICES_IMAGE, tag: str = GO_IMAGE) -> str:
     """The Go roles' image on top of the services image ``services`` (by its id, so a tag
     moved meanwhile changes nothing), with no network: everything comes from the host."""
-    ctx = prepare_go_context()
-    services_hash = _image_label(services, LABEL_HASH) or ""
-    base_id = docker_client().images.get(services).id
-    labels = {LABEL_HASH: go_context_hash(services_hash), "ipclab.image": "services-go"}
-    _build(ctx, tag, base_id, labels, "Dockerfile", network_mode="none")
+    with _build_lock():
+        ctx = prepare_go_context()
+        base_id = _base_id(services)
+        context_hash = go_context_hash(base_id)
+        labels = {LABEL_HASH: context_hash, "ipclab.image": "services-go"}
+        image_id = _build(ctx, tag, base_id, labels, "Dockerfile", network_mode="none")
+        _pin_build(tag, image_id, context_hash, services)
     return tag
 
 
 def build_broker_image(base: str, tag: str = BROKER_IMAGE) -> str:
-    labels = {LABEL_HASH: broker_context_hash(base), "ipclab.image": "broker"}
-    _build(REPO_ROOT / "compose" / "broker", tag, base, labels, "Dockerfile")
+    with _build_lock():
+        context_hash = broker_context_hash(base)
+        labels = {LABEL_HASH: context_hash, "ipclab.image": "broker"}
+        image_id = _build(
+            REPO_ROOT / "compose" / "broker", tag, _base_id(base), labels, "Dockerfile"
+        )
+        _pin_build(tag, image_id, context_hash, base)
     return tag
 
 
@@ -503,61 +921,81 @@ RUNTIME_IMAGES = {"python": SERVICES_IMAGE, "go": GO_IMAGE}
 
 
 def runtime_image(runtime: str) -> str:
-    """The image the roles of a ``runtime`` (``Runtime.name``) run."""
+    """The tag of the image the roles of a ``runtime`` (``Runtime.name``) run."""
     if runtime not in RUNTIME_IMAGES:
         raise ImageError(f"no image for the {runtime} runtime; known: {', '.join(RUNTIME_IMAGES)}")
     return RUNTIME_IMAGES[runtime]
 
 
 def build_images(base: str = "auto", broker: bool = True, go: bool = False) -> dict[str, str]:
-    """Build the services image (and the broker image, the Go image); returns role -> image
-    (``go``: the Go roles' image)."""
-    bases = resolve_bases(base)
-    out = {"services": build_services_image(bases.python)}
-    if go:
-        out["go"] = build_go_image(out["services"])
-    if broker:
-        out["broker"] = build_broker_image(bases.rabbitmq)
+    """Build the services image (and the broker image, the Go image); returns role -> the
+    pinned image id (``go``: the Go roles' image)."""
+    with _build_lock():
+        bases = resolve_bases(base)
+        out = {"services": pinned(build_services_image(bases.python))}
+        if go:
+            out["go"] = pinned(build_go_image(SERVICES_IMAGE))
+        if broker:
+            out["broker"] = pinned(build_broker_image(bases.rabbitmq))
     return out
 
 
 def ensure_images(
     base: str = "auto", broker: bool = True, runtime: str = "python"
 ) -> dict[str, str]:
-    """Build only what is missing or stale (its context hash differs from the working tree).
+    """Build only what is missing, stale (its context hash differs from the working tree) or
+    no longer the recorded build (the tag now names another image, or no build is recorded).
 
-    Returns ``services``: the image the roles of ``runtime`` run (for ``go``, the Go image,
-    built on the services image), and ``broker`` when asked for."""
+    Returns image *ids*, what a stack runs: ``services``, the image the roles of ``runtime``
+    run (for ``go``, the Go image, built on the services image), and ``broker`` when asked
+    for."""
     runtime_image(runtime)
-    if base == "auto" and _fresh_enough(broker):
-        out = {"services": SERVICES_IMAGE, **({"broker": BROKER_IMAGE} if broker else {})}
-    else:
-        bases = resolve_bases(base)
-        out = {}
-        if _image_label(SERVICES_IMAGE, LABEL_HASH) != services_context_hash(bases.python):
-            build_services_image(bases.python)
-        out["services"] = SERVICES_IMAGE
-        if broker:
-            if _image_label(BROKER_IMAGE, LABEL_HASH) != broker_context_hash(bases.rabbitmq):
-                build_broker_image(bases.rabbitmq)
-            out["broker"] = BROKER_IMAGE
-    if runtime == "go":
-        want = go_context_hash(_image_label(SERVICES_IMAGE, LABEL_HASH) or "")
-        if _image_label(GO_IMAGE, LABEL_HASH) != want:
-            build_go_image(SERVICES_IMAGE)
-        out["services"] = GO_IMAGE
+    with _build_lock():
+        if not (base == "auto" and _fresh_enough(broker)):
+            bases = resolve_bases(base)
+            why = _stale(SERVICES_IMAGE, services_context_hash(bases.python))
+            if why:
+                log(f"{SERVICES_IMAGE}: {why}")
+                build_services_image(bases.python)
+            if broker:
+                why = _stale(BROKER_IMAGE, broker_context_hash(bases.rabbitmq))
+                if why:
+                    log(f"{BROKER_IMAGE}: {why}")
+                    build_broker_image(bases.rabbitmq)
+        if runtime == "go":
+            why = _stale(GO_IMAGE, go_context_hash(pinned(SERVICES_IMAGE)))
+            if why:
+                log(f"{GO_IMAGE}: {why}")
+                build_go_image(SERVICES_IMAGE)
+        return pinned_images(runtime, broker)
+
+
+def pinned_images(runtime: str = "python", broker: bool = True) -> dict[str, str]:
+    """The ids a stack of ``runtime`` runs, without building: ``ImageError`` when a tag is not
+    the build the harness recorded (see ``pinned``)."""
+    out = {"services": pinned(runtime_image(runtime))}
+    if broker:
+        out["broker"] = pinned(BROKER_IMAGE)
     return out
 
 
 def _fresh_enough(broker: bool) -> bool:
-    """With base=auto: are the existing images up to date for one of the possible bases?"""
+    """With base=auto: are the existing images the pinned, up-to-date builds for one of the
+    possible bases?"""
     for python_base, rabbit_base in (
         (LOCAL_BASE, LOCAL_BASE),
         (OFFICIAL_PYTHON, OFFICIAL_RABBITMQ),
     ):
-        ok = _image_label(SERVICES_IMAGE, LABEL_HASH) == services_context_hash(python_base)
+        if not image_exists(python_base):
+            continue
+        if python_base == LOCAL_BASE:
+            try:
+                pinned(LOCAL_BASE)
+            except ImageError:
+                continue  # unrecorded or moved: resolve_bases decides
+        ok = _stale(SERVICES_IMAGE, services_context_hash(python_base)) is None
         if broker:
-            ok = ok and _image_label(BROKER_IMAGE, LABEL_HASH) == broker_context_hash(rabbit_base)
+            ok = ok and _stale(BROKER_IMAGE, broker_context_hash(rabbit_base)) is None
         if ok:
             return True
     return False
@@ -565,6 +1003,7 @@ def _fresh_enough(broker: bool) -> bool:
 
 def status() -> dict[str, Any]:
     out: dict[str, Any] = {}
+    manifest = read_manifest()
     for name in (
         LOCAL_BASE,
         OFFICIAL_PYTHON,
@@ -573,11 +1012,20 @@ def status() -> dict[str, Any]:
         GO_IMAGE,
         BROKER_IMAGE,
     ):
-        out[name] = {"exists": image_exists(name), "size_mb": _image_size_mb(name)}
+        image_id = _image_id(name)
+        out[name] = {
+            "exists": image_id is not None,
+            "id": image_id,
+            "size_mb": _image_size_mb(name),
+        }
+        if name in manifest:
+            out[name]["pinned"] = manifest[name].get("id")
+            out[name]["pin_holds"] = manifest[name].get("id") == image_id
+            out[name]["apt_packages"] = len(manifest[name].get("apt_packages", []))
     out["up_to_date"] = _fresh_enough(broker=True)
-    out["go_up_to_date"] = _image_label(GO_IMAGE, LABEL_HASH) == go_context_hash(
-        _image_label(SERVICES_IMAGE, LABEL_HASH) or ""
-    )
+    services_id = _image_id(SERVICES_IMAGE) or ""
+    out["go_up_to_date"] = _stale(GO_IMAGE, go_context_hash(services_id)) is None
+    out["lock"] = {"path": str(LOCK), "wheels": len(read_lock()), "drift": lock_drift()}
     return out
 
 
@@ -596,19 +1044,23 @@ def main(argv: list[str] | None = None) -> int:
         "--base",
         default="auto",
         help="auto (default), official (python:3.11-slim, rabbitmq:3), local (debootstrap "
-        "base, built if missing), or an image name",
+        "base, built if missing), or an image name (name@sha256:... pins one)",
     )
     bl.add_argument("--no-broker", action="store_true")
     bl.add_argument("--go", action="store_true", help="also the Go roles' image (needs go)")
     bl.add_argument("--if-needed", action="store_true", help="skip images already up to date")
     sub.add_parser("status", help="which images exist and whether they are up to date")
+    sub.add_parser(
+        "lock", help=f"rewrite {LOCK.relative_to(REPO_ROOT)} from the host's installed versions"
+    )
     args = p.parse_args(argv)
     try:
         if args.cmd == "base":
-            if local_base_current(args.tag) and not args.force:
-                log(f"{args.tag} exists (use --force to rebuild)")
-            else:
-                build_base_image(args.tag, args.mirror)
+            with _build_lock():
+                if local_base_current(args.tag) and not args.force:
+                    log(f"{args.tag} exists (use --force to rebuild)")
+                else:
+                    build_base_image(args.tag, args.mirror)
             print(args.tag)
         elif args.cmd == "build":
             broker = not args.no_broker
@@ -622,6 +1074,8 @@ def main(argv: list[str] | None = None) -> int:
                 made = build_images(base=args.base, broker=broker, go=args.go)
             for role, image in made.items():
                 print(f"{role}\t{image}")
+        elif args.cmd == "lock":
+            print(write_lock())
         else:
             import json
 

@@ -1,0 +1,216 @@
+"""The services image's supply chain without docker (issue 28 item 8): the committed wheel
+lock covers the image and is what the build checks and installs (a wheel whose hash differs is
+refused, on the host and by pip in the image), the Dockerfiles record their Debian packages,
+and an image tag is used only while it still names the build the harness recorded."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ipclab.backends.docker import images
+from ipclab.backends.docker.images import ImageError, Locked
+from ipclab.paths import REPO_ROOT
+
+
+def make_wheel(directory: Path, body: str) -> Path:
+    wheel = directory / "tiny_pkg-1.0-py3-none-any.whl"
+    info = "tiny_pkg-1.0.dist-info"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("tiny_pkg/__init__.py", body)
+        z.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: tiny-pkg\nVersion: 1.0\n")
+        z.writestr(
+            f"{info}/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
+        z.writestr(f"{info}/RECORD", "")
+    return wheel
+
+
+def pip_install(wheels: Path, requirements: Path, target: Path) -> subprocess.CompletedProcess[str]:
+    """What services/Dockerfile runs: offline, from the wheels, --require-hashes on the lock."""
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-index", "--find-links", str(wheels),
+         "--require-hashes", "--disable-pip-version-check", "--target", str(target),
+         "-r", str(requirements)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def tiny_lock(tmp_path: Path) -> tuple[Path, Path, dict[str, Locked]]:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    wheel = make_wheel(wheels, "VALUE = 1\n")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    lock = tmp_path / "requirements.lock"
+    lock.write_text(images.lock_text([Locked("tiny-pkg", "", "1.0", digest, ())]))
+    return wheels, lock, images.read_lock(lock)
+
+
+def test_a_wheel_whose_hash_differs_from_the_lock_is_refused_on_the_host(tmp_path: Path) -> None:
+    wheels, _, lock = tiny_lock(tmp_path)
+    assert set(images.verify_wheels(wheels, lock)) == {"tiny-pkg"}
+    make_wheel(wheels, "VALUE = 2  # changed in the cache\n")
+    with pytest.raises(ImageError, match=r"tiny-pkg==1.0: tiny_pkg-1.0-py3-none-any.whl does not"):
+        images.verify_wheels(wheels, lock)
+    (wheels / "tiny_pkg-1.0-py3-none-any.whl").unlink()
+    with pytest.raises(ImageError, match="tiny-pkg==1.0: no file"):
+        images.verify_wheels(wheels, lock)
+
+
+def test_a_wheel_whose_hash_differs_from_the_lock_is_refused_by_pip_in_the_image(
+    tmp_path: Path,
+) -> None:
+    wheels, lock_path, _ = tiny_lock(tmp_path)
+    ok = pip_install(wheels, lock_path, tmp_path / "ok")
+    assert ok.returncode == 0, ok.stderr
+    make_wheel(wheels, "VALUE = 2  # changed in the cache\n")
+    bad = pip_install(wheels, lock_path, tmp_path / "bad")
+    assert bad.returncode != 0
+    assert "do not match the hashes" in bad.stderr.lower(), bad.stderr[-2000:]
+
+
+def test_the_lock_reads_back_what_was_written_and_refuses_other_lines(tmp_path: Path) -> None:
+    entries = [
+        Locked("uvicorn", "[standard]", "0.54.0", "a" * 64, ("click", "h11")),
+        Locked("aiocoap", "", "0.4.17", "b" * 64, ()),
+    ]
+    path = tmp_path / "lock"
+    path.write_text(images.lock_text(entries))
+    assert images.read_lock(path) == {e.name: e for e in entries}
+    path.write_text(path.read_text() + "numpy>=1\n")
+    with pytest.raises(ImageError, match="not a lock line: 'numpy>=1'"):
+        images.read_lock(path)
+
+
+def _direct_requirements() -> dict[str, set[str]]:
+    """The services' direct requirements (pyproject minus the harness-only ones): name -> extras."""
+    out = {}
+    for req in images.service_requirements():
+        m = re.match(r"([A-Za-z0-9_.\-]+)(?:\[([^\]]*)\])?", req)
+        assert m
+        out[images._canonical(m.group(1))] = set(filter(None, (m.group(2) or "").split(",")))
+    return out
+
+
+def test_the_committed_lock_covers_every_package_the_image_needs() -> None:
+    lock = images.read_lock()
+    direct = _direct_requirements()
+    assert direct.keys() <= lock.keys(), f"unlocked: {sorted(direct.keys() - lock.keys())}"
+    for name, extras in direct.items():  # an extra the image needs is locked with it
+        assert extras <= set(lock[name].extras.strip("[]").split(",")) - {""}, name
+    # the closure of their dependencies, as each wheel declares them for the container
+    reached, todo = set(), list(direct)
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        assert name in lock, f"{name} is needed in the image but not locked"
+        reached.add(name)
+        todo += lock[name].requires
+    assert reached == set(lock), f"locked but needed by nothing: {sorted(set(lock) - reached)}"
+
+
+def test_the_locks_dependency_lists_are_the_wheels_own() -> None:
+    """`# requires:` is what each package's metadata says for the container, checked against
+    the host's copy of every locked version the host also runs (most or all of them)."""
+    checked = 0
+    for name, entry in images.read_lock().items():
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        if dist.version != entry.version:
+            continue
+        extras = set(entry.extras.strip("[]").split(",")) - {""}
+        needed = images._needed(dist.requires or [], extras)
+        assert tuple(sorted({images._canonical(r.name) for r in needed})) == entry.requires, name
+        checked += 1
+    assert checked >= 10, checked
+
+
+def test_a_lock_without_a_direct_requirement_stops_the_build() -> None:
+    lock = {k: v for k, v in images.read_lock().items() if k != "aiohttp"}
+    with pytest.raises(ImageError, match=r"requirements.lock lacks aiohttp"):
+        images.check_lock_covers_requirements(lock)
+
+
+def test_the_image_installs_the_lock_with_hashes_and_records_its_debian_packages() -> None:
+    services = (REPO_ROOT / "services" / "Dockerfile").read_text()
+    assert "--require-hashes -r /tmp/requirements.lock" in services
+    assert "COPY requirements.lock " in services
+    for dockerfile in ("services/Dockerfile", "compose/broker/Dockerfile"):
+        text = (REPO_ROOT / dockerfile).read_text()
+        one_line = re.sub(r"\s*\\\n\s*", " ", text)
+        assert f"{images.DPKG_QUERY} > {images.APT_RECORD}" in one_line, dockerfile
+
+
+# ------------------------------------------------------------------------------- pins
+
+
+@pytest.fixture
+def engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
+    """A fake engine: tag -> image id, labels from a dict; the manifest in a temp dir."""
+    tags: dict[str, str] = {}
+    monkeypatch.setattr(images, "MANIFEST", tmp_path / "images.json")
+    monkeypatch.setattr(
+        images, "_image_id", lambda name: name if name.startswith("sha256:") else tags.get(name)
+    )
+    monkeypatch.setattr(images, "_image_label", lambda name, key: "h1" if name in tags else None)
+    return tags
+
+
+def test_a_tag_is_used_by_the_id_it_was_built_as_and_refused_once_it_names_another(
+    engine: dict[str, str],
+) -> None:
+    engine["ipclab-services:latest"] = "sha256:" + "1" * 64
+    with pytest.raises(ImageError, match="no build of it is recorded"):
+        images.pinned("ipclab-services:latest")
+    images.record_image(
+        "ipclab-services:latest", {"id": "sha256:" + "1" * 64, "context_hash": "h1"}
+    )
+    assert images.pinned("ipclab-services:latest") == "sha256:" + "1" * 64
+    assert images._stale("ipclab-services:latest", "h1") is None
+    engine["ipclab-services:latest"] = "sha256:" + "2" * 64  # re-tagged, or built by another
+    with pytest.raises(
+        ImageError, match=r"now names sha256:2+, not sha256:1+, the image the harness built"
+    ):
+        images.pinned("ipclab-services:latest")
+    assert "now names" in (images._stale("ipclab-services:latest", "h1") or "")
+    assert json.loads(images.MANIFEST.read_text())["ipclab-services:latest"]["id"].endswith("1")
+
+
+def test_ensure_images_rebuilds_a_tag_that_now_names_another_image(
+    engine: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, old, new = ("sha256:" + c * 64 for c in "abc")
+    engine[images.LOCAL_BASE] = base
+    images.record_image(images.LOCAL_BASE, {"id": base})
+    monkeypatch.setattr(images, "local_base_current", lambda tag=images.LOCAL_BASE: True)
+    monkeypatch.setattr(images, "services_context_hash", lambda b: "h1")
+    engine[images.SERVICES_IMAGE] = new  # the tag moved away from the recorded build
+    images.record_image(images.SERVICES_IMAGE, {"id": old, "context_hash": "h1"})
+    built = []
+
+    def build(b: str, tag: str = images.SERVICES_IMAGE, network_mode: str | None = "auto") -> str:
+        built.append(b)
+        engine[tag] = old
+        images.record_image(tag, {"id": old, "context_hash": "h1"})
+        return tag
+
+    monkeypatch.setattr(images, "build_services_image", build)
+    assert images.ensure_images(base="local", broker=False) == {"services": old}
+    assert built == [images.LOCAL_BASE]
+    assert images.ensure_images(base="local", broker=False) == {"services": old}
+    assert built == [images.LOCAL_BASE]  # pinned and current: not built again
+    engine[images.SERVICES_IMAGE] = new
+    with pytest.raises(ImageError, match="now names"):  # a stack started without building
+        images.pinned_images("python", broker=False)
