@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -32,12 +33,19 @@ def test_local_base_has_python_311_and_network_tools() -> None:
     assert "(3, 11)" in out and "/tc" in out and "/iptables" in out, out
 
 
-def test_services_image_builds_offline_from_the_local_base() -> None:
+def test_services_image_builds_offline_from_the_local_base(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     if not images.image_exists(images.LOCAL_BASE):
         pytest.skip("no local base (see the test above)")
+    monkeypatch.setattr(images, "MANIFEST", tmp_path / "images.json")  # not the real pins
     tag = "ipclab-services:offline-test"
     try:
         images.build_services_image(images.LOCAL_BASE, tag=tag, network_mode="none")
+        entry = images.read_manifest()[tag]
+        assert images.pinned(tag) == entry["id"]
+        assert entry["base_id"] == client().images.get(images.LOCAL_BASE).id
+        assert entry["wheel_lock_sha256"] == images._sha256(images.LOCK)
         out = run_in(
             tag,
             "python",
@@ -54,6 +62,39 @@ def test_ensure_images_is_up_to_date_after_build(docker_images: dict[str, str]) 
     assert images.image_exists(docker_images["services"])
     assert images.image_exists(docker_images["broker"])
     assert images.status()["up_to_date"]
+
+
+def test_stacks_get_pinned_ids_and_a_run_records_each_images_debian_packages(
+    docker_images: dict[str, str],
+) -> None:
+    expected = {"services": {"iptables", "nginx", "nghttp2-proxy"}, "broker": {"iptables"}}
+    for role, tag in (("services", images.SERVICES_IMAGE), ("broker", images.BROKER_IMAGE)):
+        image_id = docker_images[role]
+        assert image_id.startswith("sha256:") and image_id == images.pinned(tag)
+        record = images.image_record(image_id)  # what stack_info.images holds
+        assert record["tag"] == tag and record["id"] == image_id
+        packages = record["apt_packages"]
+        assert packages == images.apt_packages(image_id)  # the image's own record
+        dpkg = run_in(image_id, "sh", "-c", images.DPKG_QUERY)
+        assert packages == dpkg.split(), role  # the packages installed in it, exactly
+        assert expected[role] <= {p.split("=")[0] for p in packages}, role
+
+
+def test_a_tag_moved_off_its_recorded_build_is_refused(
+    docker_images: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(images, "MANIFEST", tmp_path / "images.json")
+    c = client()
+    tag = "ipclab-pin-test:moved"
+    c.images.get(docker_images["services"]).tag(tag)
+    try:
+        images.record_image(tag, {"id": docker_images["services"]})
+        assert images.pinned(tag) == docker_images["services"]
+        c.images.get(docker_images["broker"]).tag(tag)  # the tag now names another image
+        with pytest.raises(images.ImageError, match=f"now names {docker_images['broker']}"):
+            images.pinned(tag)
+    finally:
+        c.images.remove(tag, noprune=True)
 
 
 def test_go_image_runs_the_hosts_static_binary_unprivileged(docker_images: dict[str, str]) -> None:
