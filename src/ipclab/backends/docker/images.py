@@ -3,16 +3,23 @@
     python -m ipclab.backends.docker.images base  # Debian bookworm via debootstrap + docker import
     python -m ipclab.backends.docker.images build  # services + broker images (--go: + the Go image)
     python -m ipclab.backends.docker.images status  # what exists; does it match the tree
+    python -m ipclab.backends.docker.images lock  # rewrite services/requirements.lock
 
 One image (``ipclab-services``) serves every role of every Python stack; the role comes
 from the environment at run time. The Go stacks' roles run ``ipclab-services-go``: the
 services image plus the static Go binary built on the host (``services/go/Dockerfile``).
 
-The services image's Python dependencies are downloaded as wheels *on the host*
-(pinned to the versions the host runs, so local and docker backends use the same libraries)
-and installed offline in the image, so the build never depends on the container's network
-or certificates. The broker image is the official RabbitMQ image, or Debian's rabbitmq-server
-on the local base where no registry answers.
+The services image's Python dependencies are the committed lock's wheels
+(``services/requirements.lock``: every file by version and sha256, generated from the
+versions the host runs, so local and docker backends use the same libraries), downloaded *on
+the host*, checked against the lock there and installed offline in the image with
+``--require-hashes``, so the build never depends on the container's network or certificates.
+The broker image is the official RabbitMQ image, or Debian's rabbitmq-server on the local
+base where no registry answers.
+
+Supply chain (issue 28 item 8, docs/docker.md): every image is built FROM its base's id;
+each records its Debian packages (``APT_RECORD``); each build is pinned by image id in
+``MANIFEST`` with what made it, and stacks run those ids (``pinned``), never a tag.
 """
 
 from __future__ import annotations
@@ -683,6 +690,14 @@ def apt_packages(image: str) -> list[str]:
         c.remove(force=True)
 
 
+def _dpkg_in(image: str) -> list[str]:
+    """The package=version list of an image made before it carried ``APT_RECORD``."""
+    out = docker_client().containers.run(
+        image, ["sh", "-c", DPKG_QUERY], remove=True, network_mode="none"
+    )
+    return bytes(out).decode().split()
+
+
 def _pin_build(tag: str, image_id: str, context_hash: str, base: str, **extra: Any) -> None:
     import datetime
 
@@ -801,7 +816,8 @@ def _ensure_local_base() -> None:
     if entry is None:
         image_id = _image_id(LOCAL_BASE) or ""
         log(f"{LOCAL_BASE} ({image_id[:19]}) was built before builds were recorded: adopting it")
-        record_image(LOCAL_BASE, {"id": image_id, "adopted": True})
+        packages = apt_packages(image_id) or _dpkg_in(image_id)
+        record_image(LOCAL_BASE, {"id": image_id, "adopted": True, "apt_packages": packages})
         return
     try:
         pinned(LOCAL_BASE)
