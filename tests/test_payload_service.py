@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -178,6 +179,28 @@ def test_a_bomb_is_refused_after_inflating_no_more_than_the_limit() -> None:
         inflate(_bomb(64 << 20), limit=1 << 20)
     assert e.value.status == 413
     assert inflate(_bomb(1 << 20), limit=1 << 20) == b"0" * (1 << 20)
+
+
+def test_a_page_is_served_while_bombs_inflate() -> None:
+    """Bombs inflate in steps with the event loop free between them: a GET that arrives
+    after four bombs is answered before the last bomb is done (before, each bomb held the
+    loop until it reached the limit; the fuzzing campaign's page check timed out)."""
+    app = DataService(Settings(gzip=True, max_inflated_bytes=32 << 20))
+    bomb = _bomb(1 << 30)
+    done: dict[str, float] = {}
+
+    async def timed(name: str, *args: Any, **kwargs: Any) -> int:
+        status, _, _ = await call(app, *args, **kwargs)
+        done[name] = time.monotonic()
+        return status
+
+    async def check() -> list[int]:
+        gz = {"content-type": "application/json", "content-encoding": "gzip"}
+        bombs = [timed(f"bomb{i}", "POST", "/json/flat", "", bomb, gz) for i in range(4)]
+        return await asyncio.gather(*bombs, timed("page", "GET", "/protobuf/flat", "count=5"))
+
+    assert run(check()) == [413, 413, 413, 413, 200]
+    assert done["page"] < max(v for k, v in done.items() if k.startswith("bomb"))
 
 
 def test_gzip_both_ways_and_the_cache() -> None:
