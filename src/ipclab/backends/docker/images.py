@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 from collections.abc import Iterable
@@ -743,30 +744,32 @@ def image_record(ref: str) -> dict[str, Any]:
 
 
 _BUILD_DEPTH = 0
+_BUILD_THREADS = threading.RLock()
 
 
 @contextlib.contextmanager
 def _build_lock() -> Any:
-    """One builder at a time on this machine (concurrent harnesses share the wheel cache and
-    the tags); re-entrant within a process."""
+    """One builder at a time on this machine (concurrent harnesses share the wheel cache, the
+    tags and the manifest): a thread lock, then a file lock taken by the outermost call."""
     import fcntl
 
     global _BUILD_DEPTH
-    if _BUILD_DEPTH:
-        _BUILD_DEPTH += 1
-        try:
-            yield
-        finally:
-            _BUILD_DEPTH -= 1
-        return
-    BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    with (BUILD_DIR / ".build.lock").open("w") as lk:
-        fcntl.flock(lk, fcntl.LOCK_EX)
-        _BUILD_DEPTH = 1
-        try:
-            yield
-        finally:
-            _BUILD_DEPTH = 0
+    with _BUILD_THREADS:
+        if _BUILD_DEPTH:
+            _BUILD_DEPTH += 1
+            try:
+                yield
+            finally:
+                _BUILD_DEPTH -= 1
+            return
+        BUILD_DIR.mkdir(parents=True, exist_ok=True)
+        with (BUILD_DIR / ".build.lock").open("w") as lk:
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            _BUILD_DEPTH = 1
+            try:
+                yield
+            finally:
+                _BUILD_DEPTH = 0
 
 
 # --------------------------------------------------------------------------- build
