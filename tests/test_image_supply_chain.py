@@ -162,6 +162,7 @@ def engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
     """A fake engine: tag -> image id, labels from a dict; the manifest in a temp dir."""
     tags: dict[str, str] = {}
     monkeypatch.setattr(images, "MANIFEST", tmp_path / "images.json")
+    monkeypatch.setattr(images, "BUILD_DIR", tmp_path)  # its build lock: not a real build's
     monkeypatch.setattr(
         images, "_image_id", lambda name: name if name.startswith("sha256:") else tags.get(name)
     )
