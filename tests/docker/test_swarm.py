@@ -18,16 +18,23 @@ import pytest
 from ipclab.availability.probe import Probe, read_probe
 from ipclab.availability.tracker import Criteria, CycleStatus, Mark, detect_cycles
 from ipclab.backends import StackOptions
+from ipclab.backends.docker.compose import (
+    BROKER_USERS_TARGET,
+    BrokerLogin,
+    common_services,
+    interpolate,
+)
 from ipclab.backends.docker.ownership import client
 from ipclab.backends.docker.swarm import (
     SwarmBackend,
     SwarmStack,
     publishing_containers,
+    stack_document,
     swarm_leftovers,
     swarm_state,
 )
 from ipclab.runs import read_run
-from ipclab.stacks import resolve
+from ipclab.stacks import all_stacks, resolve
 
 from .local_tests import load_local_tests
 
@@ -127,3 +134,42 @@ def test_short_run_on_swarm_beside_compose(tmp_path: Path, docker_images: dict[s
             project = run.manifest["stack_info"]["project"]
             assert swarm_leftovers(project) == NOTHING
     print("compose vs swarm, shop-rest, 20 users, 15 s:", json.dumps(out))
+
+
+# The keys of compose/common.yml a swarm service must carry as compose's does (limits are
+# checked apart: the stack file has them under deploy.resources).
+SHARED_KEYS = ("image", "init", "cap_drop", "cap_add", "stop_grace_period", "logging",
+               "healthcheck", "hostname", "labels", "env_file")  # fmt: skip
+
+
+def test_the_swarm_stack_file_carries_common_yml_for_every_service_of_every_stack() -> None:
+    """No hand copy: each service of every stack swarm runs has common.yml's limits,
+    dropped capabilities, logging, grace period and labels, as compose gives them."""
+    variables = {"IPCLAB_PROJECT": "p", "IPCLAB_HARNESS": "h", "IPCLAB_IMAGE": "svc@x",
+                 "IPCLAB_BROKER_IMAGE": "brk@y", "IPCLAB_CPUS": "0.5", "IPCLAB_MEM_LIMIT": "256m",
+                 "IPCLAB_ENV_FILE": "/w/stack.env"}  # fmt: skip
+    common = interpolate(common_services(), variables)
+    login = BrokerLogin("pw", "/w/broker-users.conf")
+    checked = 0
+    for name, spec in all_stacks().items():
+        try:
+            doc = stack_document(spec, variables, 8123, broker=login)
+        except ValueError:  # sidecars, load hosts, a database, no image: swarm refuses
+            continue
+        assert doc["networks"]["default"]["attachable"] is False
+        for role, svc in doc["services"].items():
+            base = common["broker" if role == "broker" else "app"]
+            for key in SHARED_KEYS:
+                assert svc.get(key) == base.get(key), (name, role, key)
+            limits = svc["deploy"].get("resources", {}).get("limits", {})
+            want = {k: str(base[c]) for c, k in (("cpus", "cpus"), ("mem_limit", "memory"))
+                    if str(base[c]) != "0"}  # fmt: skip
+            assert limits == want, (name, role)
+            assert svc["deploy"]["labels"] == base["labels"]
+            checked += 1
+        if spec.needs_broker:
+            broker = doc["services"]["broker"]
+            assert broker["configs"][0]["target"] == BROKER_USERS_TARGET
+            assert doc["services"][spec.gateway]["environment"]["IPCLAB_AMQP_URL"] == login.url
+            assert "guest" not in json.dumps(doc)
+    assert checked >= 20, checked

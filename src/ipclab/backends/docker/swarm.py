@@ -1,25 +1,30 @@
 """The swarm backend: a stack deployed with ``docker stack deploy`` on a Docker Swarm.
 
-The stack file is generated from the same declaration as the compose file (``StackSpec``,
-``role_env``), in the version-3 form ``docker stack deploy`` reads: limits under
-``deploy.resources``, a restart policy, and, when nodes carry the label
+The stack file is the stack's compose document (``compose_document``) with
+``compose/common.yml`` resolved into it (``compose.resolved_services``), so image, limits,
+labels, logging, dropped capabilities and the broker's login are compose's, in the
+version-3 form ``docker stack deploy`` reads: limits under ``deploy.resources``, a restart
+policy, the broker's users file as a swarm config, and, when nodes carry the label
 ``ipclab.role=<role>``, a placement constraint that puts each role (broker included) on its
 node; unlabelled, the swarm places tasks anywhere. Everything else is the docker backend's:
 the same images, ownership labels, sampling, logs, network delay (exec'd into each task's
 container) and watchdog; this module only deploys, finds task containers and tears down.
 
-Two things differ from compose, both forced by swarm on this kind of machine:
+What differs from compose, forced by swarm on this kind of machine:
 
 - Services are reached by DNS round robin (``endpoint_mode: dnsrr``), not through a virtual
   IP: the VIP load balancer needs IPVS, which this machine's kernel lacks (connections to a
   VIP failed with "No route to host"). With one task per service the two are equivalent.
-- The gateway's port is published in ``host`` mode, which binds every interface (swarm has no
-  host address option); the ingress routing mesh, which would also bind every interface,
-  does not work here either. On a shared network, firewall the port.
+- The gateway's port is published in ``host`` mode, which binds every address (swarm has no
+  host address option); the ingress routing mesh, which would also bind every address,
+  does not work here either. The overlay network (not attachable) has a VXLAN socket the
+  kernel binds to every address. Both are ``ipclab.listeners.IMPOSED``; on a shared
+  network, firewall them (docs/hardening.md).
 
 On one machine the harness makes a single-node swarm if the engine is in none
-(``docker swarm init``), marks the node as made by ipclab, and leaves it when the last ipclab
-stack on it stops; a swarm it did not make is never left.
+(``docker swarm init``, management and gossip on 127.0.0.1), marks the node as made by
+ipclab, and leaves it when the last ipclab stack on it stops or goes ``down``; a swarm it
+did not make is never left.
 """
 
 from __future__ import annotations
@@ -32,7 +37,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ipclab.backends.base import StackOptions
 from ipclab.backends.docker.backend import (
     BROKER,
     CONTAINER_PORT,
@@ -40,8 +44,17 @@ from ipclab.backends.docker.backend import (
     DockerStack,
     DockerStackError,
 )
-from ipclab.backends.docker.compose import BROKER_URL, DELAY_CAPABILITIES
-from ipclab.backends.docker.ownership import HARNESS_LABEL, PROJECT_LABEL, remove_project
+from ipclab.backends.docker.compose import (
+    BROKER_USERS_CONFIG,
+    BROKER_USERS_TARGET,
+    COMPOSE_DIR,
+    BrokerLogin,
+    compose_document,
+    interpolate,
+    resolved_services,
+    write_broker_login,
+)
+from ipclab.backends.docker.ownership import PROJECT_LABEL, remove_project
 from ipclab.stacks import StackSpec
 
 STACK_LABEL = "com.docker.stack.namespace"
@@ -49,6 +62,10 @@ SERVICE_NAME_LABEL = "com.docker.swarm.service.name"
 MADE_BY_IPCLAB = "ipclab.made-swarm"  # node label: this swarm was made by ipclab
 ROLE_LABEL = "ipclab.role"  # node label a user sets to place a role on that node
 RESTART_DELAY_S = 5.0  # the restart policy's delay: a killed task is back after about this
+# A swarm the harness makes listens on loopback: management (2377) and the node gossip (7946,
+# TCP and UDP, bound to the listen address). The overlay's VXLAN socket (4789/udp) is the
+# kernel's and binds every address whatever is asked (docs/hardening.md, item 3).
+SWARM_INIT_ARGS = ("--advertise-addr", "127.0.0.1", "--listen-addr", "127.0.0.1:2377")
 
 
 def _docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -95,12 +112,37 @@ def ensure_swarm(c: Any) -> bool:
             f"({', '.join(busy[:6])}{' ...' if len(busy) > 6 else ''}): stop them first, or "
             "make the swarm yourself (docker swarm init --advertise-addr 127.0.0.1)"
         )
-    r = _docker("swarm", "init", "--advertise-addr", "127.0.0.1")
+    r = _docker("swarm", "init", *SWARM_INIT_ARGS)
     if r.returncode != 0 and swarm_state(c) != "active":
         raise DockerStackError(f"docker swarm init failed: {r.stderr.strip()}")
     node = c.info()["Swarm"]["NodeID"]
     _docker("node", "update", "--label-add", f"{MADE_BY_IPCLAB}=1", node)
     return True
+
+
+def down(stack: str | None = None) -> list[str]:
+    """``ipclab down`` on the docker backends: remove the detached projects of ``stack``
+    (``ownership.down``), then leave the swarm if ipclab made it and nothing of ipclab is
+    left on it, as a run's ``stop`` does."""
+    from ipclab.backends.docker.ownership import client
+    from ipclab.backends.docker.ownership import down as remove_detached
+
+    c = client()
+    removed = remove_detached(stack, c=c)
+    if swarm_state(c) == "active" and removed:
+        for project in removed:  # `docker stack rm` leaves the network for a while
+            _wait_project_gone(c, project, 60)
+        leave_if_ours_and_idle(c)
+    return removed
+
+
+def _wait_project_gone(c: Any, project: str, timeout_s: float) -> None:
+    flt = {"label": f"{PROJECT_LABEL}={project}"}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not c.containers.list(all=True, filters=flt) and not c.networks.list(filters=flt):
+            return
+        time.sleep(0.5)
 
 
 def made_by_ipclab(c: Any) -> bool:
@@ -138,19 +180,17 @@ def labelled_roles(c: Any) -> set[str]:
 
 def stack_document(
     spec: StackSpec,
-    options: StackOptions,
-    images: dict[str, str],
-    project: str,
-    harness: str,
+    variables: dict[str, str],
     port: int,
     net_admin: bool = False,
     placed: set[str] | None = None,
+    broker: BrokerLogin | None = None,
 ) -> dict[str, Any]:
-    """The ``docker stack deploy`` file of ``spec``: one service per role (and the broker)."""
-    if not spec.runtime.image:
-        raise ValueError(f"{spec.name}: its {spec.runtime.name} roles have no image yet")
-    if spec.needs_database:
-        raise ValueError(f"{spec.name} needs a database, which the swarm backend does not run")
+    """The ``docker stack deploy`` file of ``spec``: its compose document
+    (``compose_document``) with common.yml's ``extends`` resolved and ``${...}`` substituted
+    from ``variables`` (the environment the docker backend gives compose), then put in the
+    version-3 form: limits under ``deploy.resources``, the swarm's restart policy, endpoint
+    mode and placement, the gateway published in host mode, a non-attachable overlay."""
     if spec.adapters:
         raise ValueError(
             f"{spec.name}: its adapter sidecars share their host's network namespace, which "
@@ -161,75 +201,54 @@ def stack_document(
             f"{spec.name}: its load generator runs in a load host's network namespace, which "
             "the swarm backend does not make; use the docker (compose) backend"
         )
+    compose = compose_document(spec, net_admin, broker)  # refuses what compose refuses
     placed = placed or set()
-    labels = {PROJECT_LABEL: project, HARNESS_LABEL: harness}
-    limits: dict[str, Any] = {}
-    if options.cpus:
-        limits["cpus"] = f"{options.cpus:g}"
-    if options.memory_mb:
-        limits["memory"] = f"{options.memory_mb}M"
-
-    def deploy(role: str) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "endpoint_mode": "dnsrr",
-            "labels": labels,
-            "restart_policy": {"condition": "any", "delay": f"{RESTART_DELAY_S:g}s"},
-        }
-        if limits:
-            d["resources"] = {"limits": limits}
-        if role in placed:
-            d["placement"] = {"constraints": [f"node.labels.{ROLE_LABEL} == {role}"]}
-        return d
-
-    addresses = {s: f"{s}:{CONTAINER_PORT}" for s in spec.services}
-    amqp_url = BROKER_URL if spec.needs_broker else ""
-    caps = {"cap_add": DELAY_CAPABILITIES} if net_admin else {}
     services: dict[str, Any] = {}
-    if spec.needs_broker:
-        services[BROKER] = {
-            "image": images["broker"],
-            "hostname": BROKER,
-            "labels": labels,
-            "environment": {
-                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "+sbwt none +sbwtdcpu none +sbwtdio none"
-            },
-            "healthcheck": {
-                "test": ["CMD", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/5672"],
-                "interval": "2s",
-                "timeout": "2s",
-                "retries": 60,
-            },
-            "stop_grace_period": "10s",
-            "deploy": deploy(BROKER),
-            **caps,
-        }
-    for role in (spec.gateway, *spec.services):
-        env = {
-            **options.env(),
-            **spec.role_env(role, addresses, amqp_url),
-            "IPCLAB_HOST": "0.0.0.0",
-            "IPCLAB_PORT": str(CONTAINER_PORT),
-        }
-        svc: dict[str, Any] = {
-            "image": images["services"],
-            "init": True,
-            "environment": env,
-            "labels": labels,
-            "cap_drop": ["ALL"],
-            "stop_grace_period": "5s",
-            "deploy": deploy(role),
-            **caps,
-        }
-        if role == spec.gateway:
-            svc["ports"] = [
-                {"target": CONTAINER_PORT, "published": port, "protocol": "tcp", "mode": "host"}
-            ]
-        services[role] = svc
-    return {
+    for role, svc in resolved_services(compose, variables).items():
+        services[role] = _for_swarm(role, svc, role in placed, port)
+    labels = interpolate(compose["networks"]["default"]["labels"], variables)
+    doc: dict[str, Any] = {
         "version": "3.8",
         "services": services,
-        "networks": {"default": {"driver": "overlay", "attachable": True, "labels": labels}},
+        # Not attachable: only the stack's own tasks join it (no `docker run --network`).
+        "networks": {"default": {"driver": "overlay", "attachable": False, "labels": labels}},
     }
+    if broker is not None and BROKER in services:  # the users file as a swarm config
+        services[BROKER].pop("volumes", None)
+        services[BROKER]["configs"] = [
+            {"source": BROKER_USERS_CONFIG, "target": BROKER_USERS_TARGET, "mode": 0o444}
+        ]
+        doc["configs"] = {BROKER_USERS_CONFIG: {"file": broker.users_file}}
+    return doc
+
+
+def _for_swarm(role: str, svc: dict[str, Any], placed: bool, port: int) -> dict[str, Any]:
+    """One resolved compose service in the form ``docker stack deploy`` reads."""
+    svc = dict(svc)
+    svc.pop("depends_on", None)  # nothing orders a swarm's start (see ``_wait_healthy``)
+    limits = {}
+    for key, limit in (("cpus", "cpus"), ("mem_limit", "memory")):
+        value = str(svc.pop(key, "0"))
+        if value not in ("0", ""):
+            limits[limit] = value
+    env_file = svc.get("env_file")
+    if isinstance(env_file, str) and not Path(env_file).is_absolute():
+        svc["env_file"] = str(COMPOSE_DIR / env_file)  # compose reads it from compose/
+    if svc.pop("ports", None):  # the gateway; swarm publishes on every address (docs)
+        svc["ports"] = [
+            {"target": CONTAINER_PORT, "published": port, "protocol": "tcp", "mode": "host"}
+        ]
+    deploy: dict[str, Any] = {
+        "endpoint_mode": "dnsrr",
+        "labels": svc.get("labels", {}),
+        "restart_policy": {"condition": "any", "delay": f"{RESTART_DELAY_S:g}s"},
+    }
+    if limits:
+        deploy["resources"] = {"limits": limits}
+    if placed:
+        deploy["placement"] = {"constraints": [f"node.labels.{ROLE_LABEL} == {role}"]}
+    svc["deploy"] = deploy
+    return svc
 
 
 # --------------------------------------------------------------------------- backend
@@ -253,21 +272,15 @@ class SwarmStack(DockerStack):
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         try:
+            # A stack swarm refuses (ValueError) is refused before any swarm is made.
+            stack_document(self.spec, self.env, self.port, self.net_admin)
             self.made_swarm = ensure_swarm(self.client)
         except BaseException:  # SwarmBusy: nothing started yet, but the workdir exists
             shutil.rmtree(self._tmp, ignore_errors=True)
             raise
         self.placed = labelled_roles(self.client)
-        doc = stack_document(
-            self.spec,
-            self.options,
-            self.images,
-            self.project,
-            self.env["IPCLAB_HARNESS"],
-            self.port,
-            self.net_admin,
-            self.placed,
-        )
+        login = write_broker_login(Path(self._tmp)) if self.spec.needs_broker else None
+        doc = stack_document(self.spec, self.env, self.port, self.net_admin, self.placed, login)
         self.stack_path = Path(self._tmp) / f"{self.spec.name}.stack.yml"
         self.stack_path.write_text(json.dumps(doc, indent=2) + "\n")
 
