@@ -120,6 +120,18 @@ def test_the_broker_refuses_guest_from_inside_the_stack_network(started: Started
     assert got[1] in ("ProbableAuthenticationError", "AuthenticationError"), got
 
 
+def test_no_container_can_join_the_swarm_stack_network(started: Started) -> None:
+    if started.backend != "swarm":
+        pytest.skip("compose's bridge network: docker run --network joins any bridge")
+    import docker.errors
+
+    gateway = started.stack._container("gateway")
+    overlay = next(n for n in gateway.attrs["NetworkSettings"]["Networks"] if "default" in n)
+    image = gateway.attrs["Config"]["Image"]
+    with pytest.raises(docker.errors.APIError, match="attachable"):
+        client().containers.run(image, ["true"], network=overlay, remove=True)
+
+
 def test_every_imposed_listener_is_named_in_the_docs_with_its_reason() -> None:
     text = (REPO_ROOT / "docs" / "hardening.md").read_text()
     section = text[text.index("## The swarm") :]
