@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ipclab.soak import SoakPlan, fault_outcomes, fault_plan, fault_targets, growth
+from ipclab.soak import (
+    SoakPlan,
+    fault_outcomes,
+    fault_plan,
+    fault_targets,
+    fault_times,
+    growth,
+)
 from ipclab.stacks import resolve
 
 KW = dict(warmup_s=60.0, restart_warmup_s=30.0, window_s=30.0, rel_bound=0.10, slack=8.0)
@@ -121,3 +128,23 @@ def test_fault_plan_kills_services_in_turn_and_restarts_the_broker() -> None:
     assert targets[-1] == "broker" and "gateway" not in targets
     with pytest.raises(ValueError):
         fault_targets(resolve("shop-rest"), ["broker"])
+
+
+def test_a_fault_is_timed_when_it_began_not_when_its_event_was_written() -> None:
+    # a broker restart planned at 45 s took 16 s; its event says 61 s; the service's
+    # restart after its kill is no fault; the fault at 300 s never happened (run cut short)
+    planned = [
+        {"at_s": 30.0, "role": "cart", "action": "kill"},
+        {"at_s": 35.0, "role": "cart", "action": "restart"},
+        {"at_s": 45.0, "role": "broker", "action": "restart"},
+        {"at_s": 300.0, "role": "reviews", "action": "kill"},
+    ]
+    events = [
+        {"t": 1030.1, "event": "kill", "role": "cart"},
+        {"t": 1035.1, "event": "restart", "role": "cart"},
+        {"t": 1061.0, "event": "restart", "role": "broker"},
+    ]
+    assert fault_times(planned, events, t_load=1000.0) == [
+        (1030.0, "cart", "kill"),
+        (1045.0, "broker", "restart"),
+    ]

@@ -304,6 +304,24 @@ def fault_outcomes(
     return out
 
 
+def fault_times(
+    planned: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]], t_load: float
+) -> list[tuple[float, str, str]]:
+    """The faults that were injected, ``(t, component, action)``, timed when each began:
+    the load's start plus its planned ``at_s`` (the load runner acts within 50 ms of it).
+    The runner's event is written once the action is done, and restarting a broker takes
+    seconds (its pages fail from the start); a planned fault with no event was never
+    injected (the run ended first). A service's restart after its kill is no fault."""
+    out = []
+    for f in planned:
+        action, role, at = str(f["action"]), str(f["role"]), t_load + float(f["at_s"])
+        if action != "kill" and role != "broker":
+            continue
+        if any(e["event"] == action and e.get("role") == role and e["t"] >= at for e in events):
+            out.append((at, role, action))
+    return out
+
+
 # --------------------------------------------------------------------------- the run
 def run_soak(
     stack_name: str,
@@ -447,11 +465,7 @@ def soak_tables(run_dir: Path) -> SoakTables:
     table = pd.DataFrame(rows)
     req = run.requests()
     done = req["t"].to_numpy(float) + pd.to_numeric(req["latency_ms"]).fillna(0).to_numpy() / 1e3
-    fault_marks = [
-        (float(e["t"]), str(e["role"]), str(e["event"]))
-        for e in events
-        if e["event"] == "kill" or (e["event"] == "restart" and e.get("role") == "broker")
-    ]
+    fault_marks = fault_times(run.parameters.get("faults", []), events, t_start)
     outcomes = fault_outcomes(
         done,
         req["ok"].to_numpy(bool),
