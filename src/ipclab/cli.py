@@ -160,7 +160,7 @@ def cmd_up(a: argparse.Namespace) -> int:
 def cmd_down(a: argparse.Namespace) -> int:
     spec = resolve(a.stack)
     if a.backend in ("docker", "swarm"):
-        from ipclab.backends.docker.ownership import down as docker_down
+        from ipclab.backends.docker.swarm import down as docker_down  # leaves ipclab's swarm
 
         stopped = docker_down(spec.name)
     else:
