@@ -110,7 +110,7 @@ def ensure_swarm(c: Any) -> bool:
         raise SwarmBusy(
             "making a swarm now would cut off the published ports of running containers "
             f"({', '.join(busy[:6])}{' ...' if len(busy) > 6 else ''}): stop them first, or "
-            "make the swarm yourself (docker swarm init --advertise-addr 127.0.0.1)"
+            "make the swarm yourself (docker swarm init " + " ".join(SWARM_INIT_ARGS) + ")"
         )
     r = _docker("swarm", "init", *SWARM_INIT_ARGS)
     if r.returncode != 0 and swarm_state(c) != "active":
@@ -129,8 +129,8 @@ def down(stack: str | None = None) -> list[str]:
 
     c = client()
     removed = remove_detached(stack, c=c)
-    if swarm_state(c) == "active" and removed:
-        for project in removed:  # `docker stack rm` leaves the network for a while
+    if swarm_state(c) == "active":  # also when a watchdog removed the stack before
+        for project in removed:  # the tasks and the network go a little after the services
             _wait_project_gone(c, project, 60)
         leave_if_ours_and_idle(c)
     return removed
