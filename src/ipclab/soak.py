@@ -21,7 +21,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -333,10 +333,14 @@ def run_soak(
     backend: str = "local",
     options: StackOptions | None = None,
     extra: Mapping[str, Any] | None = None,
-    progress: Any = print,
+    progress: Callable[[str], None] = print,
 ) -> Path:
     """Start the stack, soak it under ``plan`` with ``users`` closed-loop users thinking
-    ``think_time_s`` each, stop it whatever happens; ``out`` is the new run directory."""
+    ``think_time_s`` each, stop it whatever happens; ``out`` is the new run directory.
+
+    The steps of ``ipclab.load.runner.run`` (the backend's start, ``run_on`` for the load
+    and the faults, the stop), taken here because the descriptor sampler needs the running
+    stack; the run directory is the same, with ``handles.csv`` and kind ``soak``."""
     spec = resolve(stack_name)
     options = options or StackOptions()
     faults = fault_plan(fault_targets(spec, plan.components), plan)
