@@ -43,7 +43,10 @@ def test_a_memory_cell_completes_or_is_recorded_as_oom_killed(
     assert s["cgroup_peak_bytes"] >= s["peak_usage_bytes"] * 0.9
     # the manifest names the image and the data service's own protobuf backend (its /healthz)
     manifest = read_run(small).manifest
-    assert manifest["stack_info"]["images"]["services"]["id"].startswith("sha256:")
+    image = manifest["stack_info"]["images"]["services"]
+    assert image["id"].startswith("sha256:")
+    # and which Debian packages made it (docs/docker.md, supply chain)
+    assert any(p.startswith("iptables=") for p in image["apt_packages"]), image
     described = data_service(manifest)
     assert described is not None and described["implementation"] in ("upb", "python", "cpp")
     # a limit far below what JSON at 300,000 users needs: the kernel kills the data service
