@@ -162,3 +162,15 @@ def test_every_committed_reference_folder_is_a_studys_and_present() -> None:
             if notebook.reference:
                 assert notebook.reference in committed, (notebook.file, notebook.reference)
                 assert (REFERENCE / notebook.reference / "README.md").is_file()
+
+
+def test_no_committed_result_names_a_machine_path() -> None:
+    """Committed results carry repository-relative paths only (``paths.repo_relative``)."""
+    import subprocess
+
+    pattern = r"(^|[^[:alnum:]_.~-])/(work|tmp|root|home|usr|var|opt|srv|mnt)/"
+    found = subprocess.run(
+        ["git", "grep", "-I", "-l", "-E", pattern, "--", "data/runs/reference", "figures"],
+        capture_output=True, text=True, cwd=from_repo("."),
+    )  # fmt: skip
+    assert found.returncode == 1, found.stdout or found.stderr  # 1: no match, none listed

@@ -120,6 +120,25 @@ def cmd_studies(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_runs(a: argparse.Namespace) -> int:
+    from ipclab import runindex
+
+    a.root = a.root or [Path("data/runs")]
+    try:
+        table = runindex.select(runindex.index(a.root), runindex.parse_where(a.where))
+    except ValueError as e:
+        raise SystemExit(f"ipclab runs: {e}") from None
+    columns = list(runindex.COLUMNS) if a.all else list(runindex.SHOWN)
+    if a.csv:
+        print(table[columns].to_csv(index=False), end="")
+    elif table.empty:
+        print("no run matches")
+    else:
+        print(table[columns].to_string(index=False, max_colwidth=90))
+        print(f"{len(table)} runs")
+    return 0
+
+
 def cmd_compose(a: argparse.Namespace) -> int:
     from ipclab.backends.docker.compose import compose_text
 
@@ -367,6 +386,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="build the report PDF from existing results")
     p.add_argument("--out", type=Path, default=Path("out"))
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("runs", help="list run directories: what they were and what made them")
+    p.add_argument("--root", action="append", type=Path, help="folder of runs (default: data/runs)")
+    p.add_argument(
+        "--where", nargs="*", default=[], metavar="COLUMN=VALUE",
+        help="keep the runs whose columns equal these (e.g. stack=shop-grpc users=200)",
+    )  # fmt: skip
+    p.add_argument("--all", action="store_true", help="every column, not the usual few")
+    p.add_argument("--csv", action="store_true", help="CSV instead of a text table")
+    p.set_defaults(func=cmd_runs, root=None)
 
     p = sub.add_parser("compose", help="print a stack's compose file (generated)")
     p.add_argument("stack")

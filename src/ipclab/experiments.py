@@ -25,6 +25,7 @@ from ipclab.atomic import write_json_atomic
 from ipclab.backends import StackOptions
 from ipclab.load.group import GroupLoad, run_group
 from ipclab.load.runner import LoadProfile, run
+from ipclab.paths import repo_relative
 from ipclab.runs import DEFAULT_ROOT, Run, read_run, utcnow
 from ipclab.runstore import reusable
 from ipclab.stacks import resolve
@@ -212,7 +213,7 @@ class Experiment:
 
     def describe(self) -> dict[str, Any]:
         d = asdict(self)
-        d["root"] = str(self.root)
+        d["root"] = repo_relative(self.root)
         if self.variants is not None:
             d["variants"] = {k: v.as_dict() for k, v in self.variants.items()}
         if self.group is not None:

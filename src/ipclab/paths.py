@@ -16,3 +16,10 @@ def from_repo(path: str | Path) -> Path:
     """``path`` itself when absolute, else the same path below the repository root."""
     p = Path(path).expanduser()
     return p if p.is_absolute() else REPO_ROOT / p
+
+
+def repo_relative(path: str | Path) -> str:
+    """``path`` as written into results: relative to the repository when inside it (so a
+    committed result names no machine's folders), else absolute."""
+    p = from_repo(path).resolve()
+    return p.relative_to(REPO_ROOT).as_posix() if p.is_relative_to(REPO_ROOT) else str(p)

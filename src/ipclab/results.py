@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from ipclab import plotting
 from ipclab.atomic import write_json_atomic
 from ipclab.claims import band_sensitivity
-from ipclab.paths import from_repo
+from ipclab.paths import from_repo, repo_relative
 from ipclab.runs import utcnow
 
 # what a claim about ipclab's own code has to show (no interval, p-value or band)
@@ -47,7 +47,7 @@ class StudyResults:
         paths = plotting.save(fig, name, self.figures_dir)
         png = next(p for p in paths if p.suffix == ".png")
         self.figures = [f for f in self.figures if f["name"] != name]
-        self.figures.append({"name": name, "png": str(png.resolve()), "caption": caption})
+        self.figures.append({"name": name, "png": repo_relative(png), "caption": caption})
         self.save()
         return paths
 
@@ -91,8 +91,8 @@ class StudyResults:
 
     def save(self) -> None:
         d = asdict(self)
-        d["directory"] = str(self.directory)
-        d["figures_dir"] = str(self.figures_dir)
+        d["directory"] = repo_relative(self.directory)
+        d["figures_dir"] = repo_relative(self.figures_dir)
         d["updated_at"] = utcnow()
         write_json_atomic(self.directory / "study.json", d)
 

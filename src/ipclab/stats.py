@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from ipclab.paths import repo_relative
 from ipclab.runs import Run
 
 #: Per-run metrics that :func:`cell_summary` reports by default.
@@ -141,7 +142,7 @@ def _run_identity(run: Run) -> dict[str, Any]:
     users = params.get("users", params.get("num_users"))
     return {
         "run": run.path.name,
-        "path": str(run.path),
+        "path": repo_relative(run.path),
         "status": run.status,
         "stack": stack,
         "style": params.get("style") or _style_of(stack),

@@ -27,6 +27,7 @@ import pandas as pd
 from ipclab import runstore
 from ipclab.claims import FACT, NOT_REPRODUCED, REPRODUCED, RULES, VERDICTS, tally
 from ipclab.findings import findings_lines
+from ipclab.paths import from_repo
 from ipclab.report import html as rh
 from ipclab.report.pdf import ChromiumMissing, find_chromium, html_to_pdf
 from ipclab.results import read_results
@@ -71,8 +72,8 @@ def _resolve(directory: Path, path: str, fallback_dir: str | None = None) -> Pat
     candidates = [directory / p.name] if p.is_absolute() else [directory / p, directory / p.name]
     roots = [directory]
     if fallback_dir:
-        candidates.append(Path(fallback_dir) / p.name)
-        roots.append(Path(fallback_dir))
+        candidates.append(from_repo(fallback_dir) / p.name)
+        roots.append(from_repo(fallback_dir))
     return next((c for c in candidates if c.is_file() and any(_within(c, r) for r in roots)), None)
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ipclab.claims import evaluate_claims, repetitions
+from ipclab.paths import repo_relative
 from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.studies.buono import published
@@ -165,7 +166,7 @@ def memory_table(runs: Sequence[Run]) -> pd.DataFrame:
         rows.append(
             {
                 "run": run.path.name,
-                "path": str(run.path),
+                "path": repo_relative(run.path),
                 "repetition": int(run.parameters.get("repetition", 1)),
                 "backend": s["backend"],
                 "limit_mb": s["limit_mb"],

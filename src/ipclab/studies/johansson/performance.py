@@ -39,7 +39,7 @@ from ipclab import stats
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.load.group import GroupLoad
-from ipclab.paths import from_repo
+from ipclab.paths import from_repo, repo_relative
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stacks import resolve
 from ipclab.studies.johansson import published
@@ -394,7 +394,7 @@ def saturation_runs(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
     table = stats.runs_table(done, warmup_s=warmup_s)
     if table.empty:
         return table
-    by_path = {str(r.path): r for r in done}
+    by_path = {repo_relative(r.path): r for r in done}
     rows, gw = [], []
     for _, r in table.iterrows():
         run = by_path[r["path"]]
