@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -181,6 +182,24 @@ def test_coap_drops_headers_it_has_no_option_for() -> None:
         return dict(json.loads(answer.body))
 
     assert asyncio.run(main())["headers"] == ["cookie"]
+
+
+def test_coap_a_head_too_large_for_a_datagram_is_refused_with_431_at_once() -> None:
+    """A 5 kB cookie: before, the datagram was longer than aiocoap's 4096-byte read and dropped,
+    and the call waited for its deadline (504); now 431 at once, never sent."""
+
+    async def main() -> list[tuple[int, float]]:
+        async with relay_pair("coap") as relay:
+            out = []
+            for cookie in ("s=" + "9" * 5000, "s=1"):
+                t0 = time.monotonic()
+                answer = await relay.request(HttpRequest("GET", "/x", (("cookie", cookie),)), 5)
+                out.append((answer.status, time.monotonic() - t0))
+            return out
+
+    (big, took), (small, _) = asyncio.run(main())
+    assert (big, small) == (431, 200)
+    assert took < 0.5
 
 
 @pytest.mark.parametrize("style", STYLES)
