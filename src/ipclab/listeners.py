@@ -208,19 +208,22 @@ def survey_one(backend: str, stack_name: str, settle_s: float = 2.0) -> dict[str
     }
 
 
+def _cell(r: dict[str, Any]) -> str:
+    if "refused" in r:
+        why = r["refused"].removeprefix(f"{r['stack']}:").removeprefix(r["stack"])
+        return "refused (" + why.split(",")[0].strip() + ")"
+    head = f"{r['opened']} opened, {r['loopback']} on loopback"
+    return head + ("; beyond: " + ", ".join(r["beyond"]) if r["beyond"] else "; none beyond")
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = [
-        "| backend | stack | listeners opened (on loopback) | beyond loopback |",
-        "|---|---|---|---|",
-    ]
-    for r in rows:
-        if "refused" in r:
-            lines.append(f"| {r['backend']} | {r['stack']} | refused: {r['refused']} | |")
-            continue
-        beyond = "; ".join(r["beyond"]) or "none"
-        lines.append(
-            f"| {r['backend']} | {r['stack']} | {r['opened']} ({r['loopback']}) | {beyond} |"
-        )
+    """One row per stack, one column per backend (markdown)."""
+    backends = list(dict.fromkeys(r["backend"] for r in rows))
+    cells = {(r["stack"], r["backend"]): _cell(r) for r in rows}
+    lines = ["| stack | " + " | ".join(backends) + " |", "|---" * (len(backends) + 1) + "|"]
+    for stack in dict.fromkeys(r["stack"] for r in rows):
+        row = [cells.get((stack, b), "") for b in backends]
+        lines.append(f"| {stack} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
