@@ -357,6 +357,26 @@ def test_coap_no_socket_shares_its_port_with_another() -> None:
     run(main)
 
 
+def test_coap_clients_that_leave_before_their_answer_do_not_stop_the_server() -> None:
+    """Requests sent from sockets closed at once: each answer bounces as ICMP port
+    unreachable. Before, under uvloop, the first such error stopped the server's socket
+    for good (every later call timed out); the fuzzing campaign found it."""
+
+    async def main() -> None:
+        port = free_port()
+        async with served("coap", TEST_SERVICE, port) as clients:
+            for i in range(20):
+                request = aiocoap.Message(code=Code.GET, uri_path=("get",))
+                request.mtype, request.mid, request.token = aiocoap.CON, i, b"t%d" % i
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as leaving:
+                    leaving.sendto(request.encode(), ("127.0.0.1", port))
+            await asyncio.sleep(0.3)  # the answers bounce
+            answer = await clients.call("sized", "get", {"call": "c", "size": 1}, 5)
+            assert answer is not None
+
+    run(main)
+
+
 #: Headers that would smuggle a second request past an HTTP/1.1 hop, as raw HTTP/2 fields.
 SMUGGLING = {
     "CR LF in a value": [(b"x-a", b"1\r\nTransfer-Encoding: chunked")],

@@ -50,6 +50,7 @@ import aiocoap.resource
 from aiocoap.blockwise import Block1Spool, _extract_block_key
 from aiocoap.numbers.codes import Code
 from aiocoap.optiontypes import StringOption
+from aiocoap.util import socknumbers
 from ipclab_services import wire
 from ipclab_services.errors import Timeout, Unavailable
 from ipclab_services.limits import MAX_BODY
@@ -223,11 +224,34 @@ class _Relay(aiocoap.resource.Resource):
         return _answer_coap(await self.handler(_from_coap(request)))
 
 
+def _no_icmp_errors(context: aiocoap.Context) -> int:
+    """Turn off IPV6_RECVERR and IP_RECVERR on a server context's UDP sockets; how many.
+
+    aiocoap asks for ICMP errors on its sockets; a client that closes its port before the
+    answer arrives makes the answer bounce as port unreachable, the error wakes the socket's
+    poll with POLLERR, and under uvloop the socket then receives nothing more: one request
+    sent from a socket closed at once stopped a service for good (the fuzzing campaign's
+    CoAP requests, issue 28). Without the option the kernel drops such errors for an
+    unconnected socket; a server has no use for them (a lost answer's exchange times out)."""
+    found = 0
+    for interface in context.request_interfaces:
+        messages = getattr(getattr(interface, "token_interface", None), "message_interface", None)
+        transport = getattr(messages, "transport", None)
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is not None and sock.type == socket.SOCK_DGRAM:
+            sock.setsockopt(socket.IPPROTO_IPV6, socknumbers.IPV6_RECVERR, 0)
+            sock.setsockopt(socket.IPPROTO_IP, socknumbers.IP_RECVERR, 0)  # IPv4 peers
+            found += 1
+    return found
+
+
 async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
     """Serve CoAP requests, translated to HTTP messages for ``handler``, until cancelled."""
     context = await aiocoap.Context.create_server_context(
         _Relay(handler), bind=(config.host, config.port)
     )
+    if not _no_icmp_errors(context):
+        raise RuntimeError("coap: no UDP socket found in aiocoap's server context")
     config.ready.set()
     try:
         await asyncio.Future()  # until cancelled
