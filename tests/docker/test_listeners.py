@@ -54,8 +54,38 @@ def _no_swarm_now() -> str | None:
     return None
 
 
+def test_up_detach_then_down_leaves_the_swarm_the_harness_made(
+    docker_images: dict[str, str],
+) -> None:
+    """`ipclab down` leaves the swarm as a run's stop does; its gossip and VXLAN close. First
+    in this module: the module-scoped stacks below keep a swarm active until the module ends."""
+    if swarm_state(client()) == "active":
+        pytest.skip("this engine is in a swarm already (its own, or another test's)")
+    if why := _no_swarm_now():
+        pytest.skip(why)
+    cli = [sys.executable, "-m", "ipclab.cli"]
+    up = subprocess.run([*cli, "up", "shop-rest", "--backend", "swarm", "--detach"],
+                        capture_output=True, text=True, timeout=400)  # fmt: skip
+    try:
+        assert up.returncode == 0, up.stderr[-2000:]
+        assert swarm_state(client()) == "active"
+    finally:
+        down = subprocess.run([*cli, "down", "shop-rest", "--backend", "swarm"],
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert down.returncode == 0, down.stderr[-2000:]
+    assert swarm_state(client()) == "inactive"
+    left = {x.port for x in listening() if x.port in (*SWARM_PORTS, 4789)}
+    deadline = time.monotonic() + 30  # the kernel drops the VXLAN socket a little later
+    while left and time.monotonic() < deadline:
+        time.sleep(1)
+        left = {x.port for x in listening() if x.port in (*SWARM_PORTS, 4789)}
+    assert left == set(), left
+
+
 @pytest.fixture(
-    scope="module", params=[("local", "shop-coap"), ("docker", "shop-amqp"), ("swarm", "shop-amqp")]
+    scope="module",
+    params=[("local", "shop-coap"), ("docker", "shop-amqp"), ("swarm", "shop-amqp")],
+    ids=lambda p: "-".join(p),
 )
 def started(request: pytest.FixtureRequest, docker_images: dict[str, str]) -> Iterator[Started]:
     backend, name = request.param
@@ -139,30 +169,3 @@ def test_every_imposed_listener_is_named_in_the_docs_with_its_reason() -> None:
         what = "gateway's published port" if imposed.port < 0 else f"{imposed.port}/{imposed.proto}"
         assert what in section, what
     assert imposed_by("docker", Listener("tcp", "0.0.0.0", 80, 1, "docker-proxy"), 80) is None
-
-
-def test_up_detach_then_down_leaves_the_swarm_the_harness_made(
-    docker_images: dict[str, str],
-) -> None:
-    """`ipclab down` leaves the swarm as a run's stop does; its gossip and VXLAN close."""
-    if swarm_state(client()) == "active":
-        pytest.skip("this engine is in a swarm already (its own, or another test's)")
-    if why := _no_swarm_now():
-        pytest.skip(why)
-    cli = [sys.executable, "-m", "ipclab.cli"]
-    up = subprocess.run([*cli, "up", "shop-rest", "--backend", "swarm", "--detach"],
-                        capture_output=True, text=True, timeout=400)  # fmt: skip
-    try:
-        assert up.returncode == 0, up.stderr[-2000:]
-        assert swarm_state(client()) == "active"
-    finally:
-        down = subprocess.run([*cli, "down", "shop-rest", "--backend", "swarm"],
-                              capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert down.returncode == 0, down.stderr[-2000:]
-    assert swarm_state(client()) == "inactive"
-    left = {x.port for x in listening() if x.port in (*SWARM_PORTS, 4789)}
-    deadline = time.monotonic() + 30  # the kernel drops the VXLAN socket a little later
-    while left and time.monotonic() < deadline:
-        time.sleep(1)
-        left = {x.port for x in listening() if x.port in (*SWARM_PORTS, 4789)}
-    assert left == set(), left
