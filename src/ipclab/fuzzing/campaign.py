@@ -35,7 +35,7 @@ def job(
     spec = stack.spec
     page = page_target(spec)
     ports = [stack.ports[r] for r in target.roles]
-    per_port = max(1, n // max(1, len(ports)))
+    per_port = max(1, -(-n // max(1, len(ports))))  # rounded up: the target gets n at least
     if target.name == GATEWAY:
         extra = fronts.extra_classes(spec)
         fronts.warm()  # inputs built once (a gzip bomb takes seconds) block no connection

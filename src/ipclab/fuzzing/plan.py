@@ -7,6 +7,7 @@ plan (``UnfuzzedTransport``) rather than being skipped."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -57,9 +58,9 @@ def kind_of(transport: str) -> str:
 
 
 def split(count: int, shares: Mapping[str, float]) -> tuple[tuple[str, int], ...]:
-    """``count`` inputs over the classes by their shares (each class at least one)."""
+    """``count`` inputs over the classes by their shares, rounded up (each at least one)."""
     total = sum(shares.values())
-    return tuple((name, max(1, round(count * s / total))) for name, s in shares.items())
+    return tuple((name, max(1, math.ceil(count * s / total))) for name, s in shares.items())
 
 
 def gateway_classes(spec: StackSpec) -> dict[str, float]:
