@@ -33,7 +33,7 @@ test: setup
 test-fast: setup
 	$(PYTHON) -m pytest -q -m "not slow and not docker"
 
-# Every stack of the registry, 10,000 inputs per target (docs/fuzzing.md; about 30 min on
+# Every stack of the registry, 10,000 inputs per target (docs/fuzzing.md; 15-30 min on
 # 2 cores; the native adapters need nginx and nghttpx, which setup's system-deps installs).
 fuzz: setup
 	$(PYTHON) -m ipclab.fuzz --out docs/fuzzing.md
