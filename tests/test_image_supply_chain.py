@@ -216,3 +216,37 @@ def test_ensure_images_rebuilds_a_tag_that_now_names_another_image(
     engine[images.SERVICES_IMAGE] = new
     with pytest.raises(ImageError, match="now names"):  # a stack started without building
         images.pinned_images("python", broker=False)
+
+
+def test_a_container_that_reads_an_image_is_this_harness_s_to_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The short-lived container that reads an image's package record carries a project
+    and this harness's mark: killed between create and remove, the harness leaves it to
+    the next start's orphan sweep (three unlabelled ones were found left over)."""
+    from ipclab import orphans
+    from ipclab.backends.docker.ownership import HARNESS_LABEL, PROJECT_LABEL
+
+    made: list[dict[str, object]] = []
+
+    class Container:
+        def get_archive(self, path: str) -> object:
+            raise RuntimeError("stop here")
+
+        def remove(self, force: bool) -> None: ...
+
+    class Containers:
+        def create(self, image: str, **kw: object) -> Container:
+            made.append(kw)
+            return Container()
+
+    class Client:
+        containers = Containers()
+
+    monkeypatch.setattr(images, "docker_client", lambda: Client())
+    with pytest.raises(RuntimeError, match="stop here"):
+        images.apt_packages("some-image")
+    labels = made[0]["labels"]
+    assert isinstance(labels, dict)
+    assert labels[HARNESS_LABEL] == orphans.this_harness()
+    assert str(labels[PROJECT_LABEL]).startswith("ipclab-image-read-")

@@ -671,6 +671,18 @@ def _stale(tag: str, want_hash: str) -> str | None:
     return None
 
 
+def _reader_labels() -> dict[str, str]:
+    """Labels of a container that only reads an image: a project of this harness's own, so a
+    harness killed while it exists leaves it to the next start's orphan sweep."""
+    import secrets
+
+    from ipclab import orphans
+    from ipclab.backends.docker.ownership import HARNESS_LABEL, PROJECT_LABEL
+
+    project = f"ipclab-image-read-{secrets.token_hex(4)}"
+    return {PROJECT_LABEL: project, HARNESS_LABEL: orphans.this_harness()}
+
+
 def apt_packages(image: str) -> list[str]:
     """The image's own record of its Debian packages (``APT_RECORD``), read without starting
     it; [] for an image built before the record existed."""
@@ -679,7 +691,9 @@ def apt_packages(image: str) -> list[str]:
 
     import docker.errors
 
-    c = docker_client().containers.create(image, command=["true"], network_mode="none")
+    c = docker_client().containers.create(
+        image, command=["true"], network_mode="none", labels=_reader_labels()
+    )
     try:
         stream, _ = c.get_archive(APT_RECORD)
         with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
@@ -694,7 +708,7 @@ def apt_packages(image: str) -> list[str]:
 def _dpkg_in(image: str) -> list[str]:
     """The package=version list of an image made before it carried ``APT_RECORD``."""
     out = docker_client().containers.run(
-        image, ["sh", "-c", DPKG_QUERY], remove=True, network_mode="none"
+        image, ["sh", "-c", DPKG_QUERY], remove=True, network_mode="none", labels=_reader_labels()
     )
     return bytes(out).decode().split()
 
