@@ -30,7 +30,7 @@ def encode_json(document: Any, library: JsonLibrary = "orjson") -> bytes:
     raise ValueError(f"unknown JSON library {library!r}; known: {', '.join(JSON_LIBRARIES)}")
 
 
-def decode_json(data: bytes, library: JsonLibrary = "orjson") -> Any:
+def decode_json(data: bytes | bytearray, library: JsonLibrary = "orjson") -> Any:
     if library == "orjson":
         return orjson.loads(data)
     if library == "json":
@@ -42,7 +42,7 @@ def encode_protobuf(message: Message) -> bytes:
     return message.SerializeToString()
 
 
-def decode_protobuf(structure: Structure, data: bytes) -> Message:
+def decode_protobuf(structure: Structure, data: bytes | bytearray) -> Message:
     """The message of ``structure`` in ``data``; ``google.protobuf.message.DecodeError``
     when the bytes are not one (a truncated body, say)."""
     message = message_type(structure)()
