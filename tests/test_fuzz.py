@@ -67,6 +67,9 @@ def test_the_short_version_covers_every_transport_domain_front_runtime_and_adapt
 def test_malformed_inputs_crash_nothing_answer_in_time_and_the_stack_still_serves(
     stack: str,
 ) -> None:
+    why = all_stacks()[stack].runtime.unavailable()
+    if why:
+        pytest.skip(f"{stack} cannot run here: {why}")
     results = fuzz.campaign([stack], count=SHORT_COUNT, seed=7)
     planned = {t.name for t in fuzz_plan.targets(all_stacks()[stack], SHORT_COUNT)}
     assert {r.target for r in results} == planned
