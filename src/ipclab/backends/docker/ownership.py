@@ -35,6 +35,7 @@ from ipclab import orphans
 PROJECT_LABEL = "ipclab.project"
 HARNESS_LABEL = "ipclab.harness"
 COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
+STACK_NAMESPACE = "com.docker.stack.namespace"  # what `docker stack deploy` labels
 DETACHED = "detached"  # the harness mark of a stack meant to outlive its starter
 WATCH_INTERVAL_S = 1.0
 
@@ -53,10 +54,14 @@ def remove_labelled(c: Any, label: str | list[str]) -> dict[str, int]:
     counts = {"containers": 0, "networks": 0, "volumes": 0}
     flt = {"label": label}
     # Swarm services first (a swarm would replace their containers as they are removed).
+    stacks = set()
     for svc in _services(c, flt):
+        stacks.add(((svc.attrs.get("Spec") or {}).get("Labels") or {}).get(STACK_NAMESPACE))
         with contextlib.suppress(docker.errors.NotFound):
             svc.remove()
             counts["services"] = counts.get("services", 0) + 1
+    for stack in sorted(s for s in stacks if s):  # their stacks' configs (the broker's users)
+        counts["configs"] = counts.get("configs", 0) + _remove_configs(c, stack)
     for ctr in c.containers.list(all=True, filters=flt):
         with contextlib.suppress(docker.errors.NotFound):
             ctr.remove(force=True, v=True)
@@ -70,6 +75,28 @@ def remove_labelled(c: Any, label: str | list[str]) -> dict[str, int]:
             vol.remove(force=True)
             counts["volumes"] += 1
     return counts
+
+
+def _remove_configs(c: Any, stack: str, wait_s: float = 15.0) -> int:
+    """Remove the swarm configs ``docker stack deploy`` made for ``stack`` (labelled with its
+    namespace only); a config stays in use until the removed services' tasks are gone."""
+    import docker.errors
+
+    removed = 0
+    deadline = time.monotonic() + wait_s
+    for config in c.configs.list(filters={"label": f"{STACK_NAMESPACE}={stack}"}):
+        while True:
+            try:
+                config.remove()
+                removed += 1
+                break
+            except docker.errors.NotFound:
+                break
+            except docker.errors.APIError:  # still in use by a task on its way out
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+    return removed
 
 
 def _services(c: Any, filters: dict[str, Any]) -> list[Any]:

@@ -54,10 +54,10 @@ from ipclab.backends.docker.compose import (
     resolved_services,
     write_broker_login,
 )
-from ipclab.backends.docker.ownership import PROJECT_LABEL, remove_project
+from ipclab.backends.docker.ownership import PROJECT_LABEL, STACK_NAMESPACE, remove_project
 from ipclab.stacks import StackSpec
 
-STACK_LABEL = "com.docker.stack.namespace"
+STACK_LABEL = STACK_NAMESPACE
 SERVICE_NAME_LABEL = "com.docker.swarm.service.name"
 MADE_BY_IPCLAB = "ipclab.made-swarm"  # node label: this swarm was made by ipclab
 ROLE_LABEL = "ipclab.role"  # node label a user sets to place a role on that node
