@@ -39,10 +39,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ipclab import runstore
 from ipclab.cli import install_signal_handlers
 from ipclab.load.runner import LoadProfile, run
 from ipclab.runs import DEFAULT_ROOT, read_run
 from ipclab.soak import SoakPlan, SoakTables, run_soak, soak_tables
+from ipclab.stacks import resolve
 
 STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
 
@@ -160,12 +162,19 @@ def soak_one(stack: str, args: argparse.Namespace, root: Path) -> tuple[Path, di
     out = folder / "soak"
     if (out / "manifest.json").exists():
         run = read_run(out)
-        if run.complete and run.parameters.get("soak") == json.loads(json.dumps(plan.as_dict())):
+        wanted = json.loads(json.dumps(plan.as_dict()))
+        if runstore.reusable(
+            run.manifest,
+            backend=args.backend,
+            stack_spec=resolve(stack).declaration(),
+            same_parameters=lambda p: p.get("soak") == wanted,
+        ):
             print(f"{stack}: reusing the finished soak in {out}", flush=True)
             return out, peak
         if run.complete:
             raise SystemExit(
-                f"{out} holds a finished soak of another plan; move it or choose another --root"
+                f"{out} holds a finished soak of another plan, stack, backend or measuring "
+                "code; move it or choose another --root"
             )
     if out.exists():
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
