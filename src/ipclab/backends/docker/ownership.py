@@ -229,8 +229,12 @@ def watch(mark: str, project: str) -> int:
             if project not in projects(c):
                 return 0
             if not orphans.harness_alive(mark):
-                remove_project(c, project)
+                removed = remove_project(c, project)
                 remove_workdirs(project, mark)
+                if removed.get("services"):  # a swarm stack: leave a swarm ipclab made
+                    from ipclab.backends.docker.swarm import leave_if_ours_and_idle
+
+                    leave_if_ours_and_idle(c)
                 return 0
             misses = 0
         except Exception:  # noqa: BLE001 - an engine restart; give up after a minute
