@@ -108,7 +108,7 @@ def bundle_routes(r: random.Random) -> bytes:
 BUNDLE_REST_CLASSES: Classes = {"bundle REST: tables, cases, ids, methods": (bundle_routes, 0.2)}
 
 
-# --- the payload service (Buono: JSON and Protobuf bodies, gzip) --------------------------
+# --- the payload service (JSON and Protobuf bodies, gzip) ---------------------------------
 @lru_cache(maxsize=4)
 def _valid(fmt: str, structure: str) -> bytes:
     from ipclab_services.domains.payload import codec, data

@@ -232,9 +232,10 @@ def watch(mark: str, project: str) -> int:
                 removed = remove_project(c, project)
                 remove_workdirs(project, mark)
                 if removed.get("services"):  # a swarm stack: leave a swarm ipclab made
-                    from ipclab.backends.docker.swarm import leave_if_ours_and_idle
-
-                    leave_if_ours_and_idle(c)
+                    subprocess.run(  # the swarm module's own entry (it imports this one)
+                        [sys.executable, "-m", "ipclab.backends.docker.swarm", "leave-if-idle"],
+                        stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
+                    )  # fmt: skip
                 return 0
             misses = 0
         except Exception:  # noqa: BLE001 - an engine restart; give up after a minute

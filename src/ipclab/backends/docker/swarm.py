@@ -33,6 +33,7 @@ import contextlib
 import json
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -445,3 +446,18 @@ def swarm_leftovers(project: str) -> dict[str, list[str]]:
     out["containers"] = [x.name for x in c.containers.list(all=True, filters=flt)]
     out["networks"] = [x.name for x in c.networks.list(filters=flt)]
     return out
+
+
+def _main(argv: list[str]) -> int:
+    """``leave-if-idle``: leave a swarm ipclab made once nothing of ipclab's is on it (the
+    docker watchdog runs this after removing a killed harness's swarm stack)."""
+    from ipclab.backends.docker.ownership import client
+
+    if argv[:1] != ["leave-if-idle"]:
+        print("usage: python -m ipclab.backends.docker.swarm leave-if-idle", file=sys.stderr)
+        return 2
+    return 0 if leave_if_ours_and_idle(client()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
