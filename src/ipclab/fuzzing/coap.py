@@ -19,7 +19,7 @@ from aiocoap import CON, NON, Message
 from aiocoap.numbers.codes import Code
 from aiocoap.optiontypes import BlockOption
 
-from ipclab.fuzzing.results import DEADLINE_S, DUE_S, GRACE_S, HOST, ClassResult
+from ipclab.fuzzing.results import DEADLINE_S, GRACE_S, HOST, ClassResult, drive
 
 Input = tuple[bytes, bool]  # (the datagram, whether an answer is due)
 SILENT_WAIT_S = 0.3  # how long a datagram that needs no answer waits for one anyway
@@ -166,17 +166,4 @@ async def fuzz(
     n: int,
     seed: int,
 ) -> None:
-    async def port_run(port: int) -> None:
-        r = random.Random(seed)
-        sem = asyncio.Semaphore(16)
-
-        async def single() -> None:
-            async with sem:
-                outcome, took = await one(port, *gen(r, page))
-            res.outcomes[outcome] += 1
-            res.late += outcome == "no answer" or took > DUE_S
-            res.inputs += 1
-
-        await asyncio.gather(*(single() for _ in range(n)))
-
-    await asyncio.gather(*(port_run(p) for p in ports))
+    await drive(res, ports, lambda port, r: one(port, *gen(r, page)), n, seed)

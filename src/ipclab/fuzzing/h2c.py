@@ -19,7 +19,7 @@ import h2.config
 import h2.connection
 import hpack
 
-from ipclab.fuzzing.results import DEADLINE_S, DUE_S, GRACE_S, HOST, ClassResult
+from ipclab.fuzzing.results import DEADLINE_S, GRACE_S, HOST, ClassResult, drive
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 _SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # an empty SETTINGS frame
@@ -176,17 +176,5 @@ async def fuzz(
     n: int,
     seed: int,
 ) -> None:
-    async def port_run(port: int) -> None:
-        r = random.Random(seed)
-        sem = asyncio.Semaphore(16)
-
-        async def single() -> None:
-            async with sem:
-                outcome, took = await one(port, *gen(r, page))
-            res.outcomes[outcome] += 1
-            res.late += outcome in ("no answer", "not closed") or took > DUE_S
-            res.inputs += 1
-
-        await asyncio.gather(*(single() for _ in range(n)))
-
-    await asyncio.gather(*(port_run(p) for p in ports))
+    late = ("no answer", "not closed")
+    await drive(res, ports, lambda port, r: one(port, *gen(r, page)), n, seed, late)

@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Callable
 
-from ipclab.fuzzing.results import DEADLINE_S, DUE_S, GRACE_S, HOST, ClassResult
+from ipclab.fuzzing.results import DEADLINE_S, GRACE_S, HOST, ClassResult, drive
 
 UNICODE_DIGITS = "²³¹٣٤۵߁०१২੩૪୫௬౭೮൯๑໒༣၄႕០᠑१𝟏𝟙１"
 Gen = Callable[[random.Random], bytes]  # one input
@@ -159,19 +159,6 @@ HALF_CLOSED = ("random bytes",)  # the classes after which the client half-close
 async def fuzz(
     res: ClassResult, ports: list[int], gen: Gen, n: int, seed: int, stall: bool = False
 ) -> None:
-    """``n`` inputs from ``gen`` to each port, 16 in flight per port."""
-
-    async def port_run(port: int) -> None:
-        r = random.Random(seed)
-        sem = asyncio.Semaphore(16)
-
-        async def single() -> None:
-            async with sem:
-                outcome, took = await one(port, gen(r), stall, res.name in HALF_CLOSED)
-            res.outcomes[outcome] += 1
-            res.late += outcome == "no answer" or took > DUE_S
-            res.inputs += 1
-
-        await asyncio.gather(*(single() for _ in range(n)))
-
-    await asyncio.gather(*(port_run(p) for p in ports))
+    """``n`` inputs from ``gen`` to each port (``results.drive``)."""
+    half_close = res.name in HALF_CLOSED
+    await drive(res, ports, lambda port, r: one(port, gen(r), stall, half_close), n, seed)

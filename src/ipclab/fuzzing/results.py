@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections import Counter
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 HOST = "127.0.0.1"  # every input goes here, never anywhere else
@@ -26,6 +29,37 @@ class ClassResult:
     @property
     def bad(self) -> bool:
         return bool(self.crashes or self.late or not self.page_ok_after)
+
+
+IN_FLIGHT = 16  # inputs in flight per port
+
+
+async def drive(
+    res: ClassResult,
+    ports: Sequence[int],
+    attempt: Callable[[int, random.Random], Awaitable[tuple[str, float]]],
+    n: int,
+    seed: int,
+    late: Collection[str] = ("no answer",),
+) -> None:
+    """``n`` inputs to each port, ``IN_FLIGHT`` at a time per port, each port's drawn from
+    its own ``random.Random(seed)``: ``attempt(port, r)`` makes one and returns its outcome
+    and how long it took; an outcome in ``late``, or one that took past ``DUE_S``, is late."""
+
+    async def port_run(port: int) -> None:
+        r = random.Random(seed)
+        sem = asyncio.Semaphore(IN_FLIGHT)
+
+        async def single() -> None:
+            async with sem:
+                outcome, took = await attempt(port, r)
+            res.outcomes[outcome] += 1
+            res.late += outcome in late or took > DUE_S
+            res.inputs += 1
+
+        await asyncio.gather(*(single() for _ in range(n)))
+
+    await asyncio.gather(*(port_run(p) for p in ports))
 
 
 def row(r: ClassResult) -> str:
