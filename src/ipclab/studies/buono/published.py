@@ -395,64 +395,81 @@ def printed_checks(path: str | Path | None = None) -> pd.DataFrame:
     thesis's example records against its percentages and its blob (``check_disagrees``
     where they fail), and statements against each other (``inconsistent``)."""
     res = load_results(path)
-    e = element_sizes()
-    checks: list[Check] = []
+    checks = [
+        *_example_record_checks(res, element_sizes()),
+        *_statement_checks(res),
+        *_printed_encoding_checks(res),
+        *_table3_checks(res),
+    ]
+    return pd.DataFrame([vars(c) for c in checks])
 
+
+def _nested_reductions(res: pd.DataFrame) -> pd.DataFrame:
+    """Every printed size reduction of the nested structure."""
+    return res[(res["quantity"] == "size_reduction_pct") & (res["structure"] == "nested")]
+
+
+def _example_record_checks(res: pd.DataFrame, e: dict[str, int]) -> list[Check]:
+    """The printed size reductions and the 43320KB blob against the sizes of the thesis's
+    own example records (Fig. 21's user, Fig. 23's items) encoded here."""
     worst = _one(res, "6.1", "size_reduction_pct", "25.80%")["value"]
     flat = _pct(e["user_json_element"], e["user_protobuf_element"])
-    checks.append(
-        Check(
-            check="flat worst case against the Fig. 21 user",
-            printed=worst,
-            derived=round(flat, 2),
-            agrees=abs(flat - worst) <= POINTS,
-            flag="check_disagrees",
-            rows=(("6.1", "25.80%"),),
-            note=f"{e['user_protobuf_element']} B of protobuf against {e['user_json_element']} B"
-            f" of compact JSON per list element; agree within {POINTS} point",
-        )
+    flat_check = Check(
+        check="flat worst case against the Fig. 21 user",
+        printed=worst,
+        derived=round(flat, 2),
+        agrees=abs(flat - worst) <= POINTS,
+        flag="check_disagrees",
+        rows=(("6.1", "25.80%"),),
+        note=f"{e['user_protobuf_element']} B of protobuf against {e['user_json_element']} B"
+        f" of compact JSON per list element; agree within {POINTS} point",
     )
 
     blob = _one(res, "6.1", "payload_kb", "43320KB")
     count = int(blob["count"])
     example_kb = e["user_protobuf_element"] * count / 1000
-    checks.append(
-        Check(
-            check="43320KB against as many Fig. 21 users",
-            printed=blob["value"],
-            derived=example_kb,
-            agrees=abs(blob["value"] / example_kb - 1) <= RELATIVE,
-            flag="check_disagrees",
-            rows=(("6.1", "43320KB"),),
-            note=f"{blob['value']:.0f} KB / {count} users = {blob['value'] * 1000 / count:.1f} B"
-            f" per user (KB = 1000 B; {blob['value'] * 1024 / count:.1f} B if KiB) against"
-            f" {e['user_protobuf_element']} B per element; agree within {RELATIVE:.0%} (user"
-            " strings vary in length)",
-        )
+    blob_check = Check(
+        check="43320KB against as many Fig. 21 users",
+        printed=blob["value"],
+        derived=example_kb,
+        agrees=abs(blob["value"] / example_kb - 1) <= RELATIVE,
+        flag="check_disagrees",
+        rows=(("6.1", "43320KB"),),
+        note=f"{blob['value']:.0f} KB / {count} users = {blob['value'] * 1000 / count:.1f} B"
+        f" per user (KB = 1000 B; {blob['value'] * 1024 / count:.1f} B if KiB) against"
+        f" {e['user_protobuf_element']} B per element; agree within {RELATIVE:.0%} (user"
+        " strings vary in length)",
     )
 
-    nested = res[(res["quantity"] == "size_reduction_pct") & (res["structure"] == "nested")]
+    nested = _nested_reductions(res)
     items = [
         _pct(e[f"item{k}_{layout}"], e[f"item{k}_protobuf"])
         for k in (1, 2)
         for layout in ("json", "json_indented")
     ]
-    checks.append(
-        Check(
-            check="nested worst case against the Fig. 23 items",
-            printed=float(nested["value"].min()),
-            derived=round(max(items), 2),
-            agrees=max(items) >= float(nested["value"].min()) - POINTS,
-            flag="check_disagrees",
-            rows=tuple(zip(nested["section"], nested["printed"], strict=True)),
-            note="the printed Items' best reduction, compact or 2-space indented JSON; the rest"
-            " of a Payment is not printed (no proof of error)",
-        )
+    nested_check = Check(
+        check="nested worst case against the Fig. 23 items",
+        printed=float(nested["value"].min()),
+        derived=round(max(items), 2),
+        agrees=max(items) >= float(nested["value"].min()) - POINTS,
+        flag="check_disagrees",
+        rows=tuple(zip(nested["section"], nested["printed"], strict=True)),
+        note="the printed Items' best reduction, compact or 2-space indented JSON; the rest"
+        " of a Payment is not printed (no proof of error)",
     )
+    return [flat_check, blob_check, nested_check]
 
+
+def _statement_checks(res: pd.DataFrame) -> list[Check]:
+    """Printed statements against each other: the abstract against section 6.1, and the
+    flat worst case against the sentence before it (Fig. 29)."""
     abstract = _one(res, "Abstract", "size_reduction_pct", "72.28%")["value"]
+    nested = _nested_reductions(res)
     body = float(nested.loc[nested["section"] == "6.1", "value"].max())
-    checks.append(
+    resp = _one(res, "6.1", "response_time_reduction_pct", "8.13%")["value"]
+    ab = _one(res, "Abstract", "processing_time_reduction_pct", "25.1%")["value"]
+    worst = _one(res, "6.1", "size_reduction_pct", "25.80%")["value"]
+    return [
         Check(
             check="the abstract's 72.28% against section 6.1's nested best case",
             printed=abstract,
@@ -461,12 +478,7 @@ def printed_checks(path: str | Path | None = None) -> pd.DataFrame:
             flag="inconsistent",
             rows=(("Abstract", "72.28%"),),
             note="the same number",
-        )
-    )
-
-    resp = _one(res, "6.1", "response_time_reduction_pct", "8.13%")["value"]
-    ab = _one(res, "Abstract", "processing_time_reduction_pct", "25.1%")["value"]
-    checks.append(
+        ),
         Check(
             check="the abstract's 25.1% 'response time' against section 6.1's response time",
             printed=ab,
@@ -476,9 +488,7 @@ def printed_checks(path: str | Path | None = None) -> pd.DataFrame:
             rows=(("Abstract", "25.1%"),),
             note="§6.1 gives 8.13% for the GET response time and 25.1% for the POST Request"
             " Processing Time",
-        )
-    )
-    checks.append(
+        ),
         Check(
             check="the flat worst case against the exception of Fig. 29",
             printed=worst,
@@ -488,12 +498,18 @@ def printed_checks(path: str | Path | None = None) -> pd.DataFrame:
             rows=(("6.1", "25.80%"),),
             note="a worst case of 25.80% smaller, while the sentence before says Protobuf was not"
             " smaller at all for very small objects (Fig. 29, flat)",
-        )
-    )
+        ),
+    ]
 
+
+def _printed_encoding_checks(res: pd.DataFrame) -> list[Check]:
+    """The background chapter's printed encodings read back: Fig. 14's hex sequence against
+    its stated size, Fig. 12's bits against the varint they encode."""
     size = _one(res, "2.4.4", "payload_bytes", "33 bytes")["value"]
     n_hex = len(FIG14_HEX.split())
-    checks.append(
+    v = int(_one(res, "2.4.3", "varint_value", "300")["value"])
+    decoded = unleb128(bytes(int(b, 2) for b in _bytes_of_bits(FIG12_BITS)))
+    return [
         Check(
             check="Fig. 14: 33 bytes against the printed sequence",
             printed=size,
@@ -502,12 +518,7 @@ def printed_checks(path: str | Path | None = None) -> pd.DataFrame:
             flag="check_disagrees",
             rows=(("2.4.4", "33 bytes"),),
             note="bytes in the printed hex sequence",
-        )
-    )
-
-    v = int(_one(res, "2.4.3", "varint_value", "300")["value"])
-    decoded = unleb128(bytes(int(b, 2) for b in _bytes_of_bits(FIG12_BITS)))
-    checks.append(
+        ),
         Check(
             check="Fig. 12: 300 against the printed bits",
             printed=v,
@@ -516,9 +527,14 @@ def printed_checks(path: str | Path | None = None) -> pd.DataFrame:
             flag="check_disagrees",
             rows=(("2.4.3", "300"),),
             note=f"the printed bits {FIG12_BITS} read as LEB128",
-        )
-    )
+        ),
+    ]
 
+
+def _table3_checks(res: pd.DataFrame) -> list[Check]:
+    """Table 3's largest generation count of each structure against the largest count a
+    caption or Appendix 3 names."""
+    checks = []
     for structure in STRUCTURES:
         top = _one_max(res, structure)
         named = res[(res["quantity"] == "generation_count") & (res["structure"] == structure)]
@@ -534,7 +550,7 @@ def printed_checks(path: str | Path | None = None) -> pd.DataFrame:
                 note="the largest count a caption or Appendix 3 names",
             )
         )
-    return pd.DataFrame([vars(c) for c in checks])
+    return checks
 
 
 def _one_max(res: pd.DataFrame, structure: str) -> pd.Series:
