@@ -138,11 +138,27 @@ def _unknown_count(m: Message) -> int:
 
 
 def outcomes() -> list[Outcome]:
+    """Every case of docs/schema-evolution.md's first table, in its order: v1 and v2 bytes
+    read by the other version, the JSON mapping, protoc's refusals of reserved tags and
+    names, and a tag or a name reused without reserving it."""
     p1, p2 = _v(V1), _v(V2)
-    out: list[Outcome] = []
     old = p1(id=7, name="Mario Rossi", email="mario@example.org", is_active=True)
     new = p2(id=7, firstName="Mario", lastName="Rossi", email="mario@example.org", is_active=True)
+    return [
+        *_binary_outcomes(p1, p2, old, new),
+        _json_mapping_outcome(p1, new),
+        *_reserved_refusals(),
+        _unreserved_tag_reuse(old),
+        *_name_reuse_outcomes(),
+    ]
 
+
+def _binary_outcomes(
+    p1: type[Message], p2: type[Message], old: Message, new: Message
+) -> list[Outcome]:
+    """v2 bytes read by v1 and v1 bytes read by v2: unknown fields are kept and passed on,
+    unless discarded on purpose."""
+    out: list[Outcome] = []
     read = p1.FromString(new.SerializeToString())
     again = p2.FromString(read.SerializeToString())
     out.append(
@@ -183,6 +199,12 @@ def outcomes() -> list[Outcome]:
             True,
         )
     )
+    return out
+
+
+def _json_mapping_outcome(p1: type[Message], new: Message) -> Outcome:
+    """v2's JSON read by v1: refused by default, its unknown keys dropped (not kept) when
+    told to ignore them."""
     doc = json_format.MessageToJson(new, indent=None)
     try:
         json_format.Parse(doc, p1())
@@ -190,16 +212,20 @@ def outcomes() -> list[Outcome]:
     except json_format.ParseError as e:
         strict = f"refused (`{e}`)"
     lenient = json_format.Parse(doc, p1(), ignore_unknown_fields=True)
-    out.append(
-        Outcome(
-            "added fields through the JSON mapping",
-            f"v2 JSON `{doc}`",
-            "v1",
-            f"by default {strict}; with ignore_unknown_fields the unknown keys are dropped, "
-            f"not kept: v1 writes `{json_format.MessageToJson(lenient, indent=None)}`",
-            True,
-        )
+    return Outcome(
+        "added fields through the JSON mapping",
+        f"v2 JSON `{doc}`",
+        "v1",
+        f"by default {strict}; with ignore_unknown_fields the unknown keys are dropped, "
+        f"not kept: v1 writes `{json_format.MessageToJson(lenient, indent=None)}`",
+        True,
     )
+
+
+def _reserved_refusals() -> list[Outcome]:
+    """protoc refusing a reserved tag or name used again, and tags reserved several ways in
+    one line (Fig. 26)."""
+    out: list[Outcome] = []
     out.append(
         Outcome(
             "reserved tag used again", "schema v2 + `string nickname = 2;`", "protoc",
@@ -222,16 +248,25 @@ def outcomes() -> list[Outcome]:
             "compiles it" in _refusal(V2_RANGES) and "refuses" in _refusal(V2_RANGES_REUSED),
         )
     )  # fmt: skip
+    return out
+
+
+def _unreserved_tag_reuse(old: Message) -> Outcome:
+    """The removed tag reused for another string without ``reserved``: misread silently."""
     reused = _v(V2_UNRESERVED_TAG).FromString(old.SerializeToString())
-    out.append(
-        Outcome(
-            "removed tag reused without `reserved`",
-            "v1 bytes",
-            "v1 with `string nickname = 2` in place of name",
-            f"no error; nickname={reused.nickname!r}: the old name is read as a nickname",
-            False,
-        )
+    return Outcome(
+        "removed tag reused without `reserved`",
+        "v1 bytes",
+        "v1 with `string nickname = 2` in place of name",
+        f"no error; nickname={reused.nickname!r}: the old name is read as a nickname",
+        False,
     )
+
+
+def _name_reuse_outcomes() -> list[Outcome]:
+    """Fig. 25: a field name reused for another meaning with only its tag reserved is safe
+    in binary, misread through JSON, and refused by protoc once the name is reserved too."""
+    out: list[Outcome] = []
     f1, f2 = _v(FULLNAME_V1), _v(FULLNAME_V2_TAG_ONLY)
     person = f1(id=7, fullName="Mario Rossi")
     binary = f2.FromString(person.SerializeToString())
