@@ -13,7 +13,7 @@ the library directly with the same handler. Per candidate it prints:
 
 With ``--go``, the Go styles (``go-rest``, ``go-grpc``, ``go-amqp``, and ``go-floor``, a
 raw Go TCP echo) are rows of the same rounds, measured the same way by the Go binary as
-server and client (``bench/transports_go.py``; without a Go toolchain they fail, saying so).
+server and client (``bench/go_rows.py``; without a Go toolchain they fail, saying so).
 
     python bench/transports.py [--requests 2000] [--inflight 32] [--seconds 3]
                                [--only rest,grpc] [--rounds 3] [--go] [--json OUT]
@@ -69,7 +69,7 @@ class Candidate:
     client: str  # key of CLIENTS
     loop: str = "uvloop"  # or "asyncio", on both sides
     broker: bool = False
-    runtime: str = "python"  # "go": both sides are the Go binary (bench/transports_go.py)
+    runtime: str = "python"  # "go": both sides are the Go binary (bench/go_rows.py)
 
 
 CANDIDATES = (
@@ -499,10 +499,10 @@ def _stop(proc: mp.process.BaseProcess) -> None:
 
 def run_candidate(c: Candidate, args: argparse.Namespace, broker: Any) -> dict[str, Any]:
     if c.runtime == "go":
-        import transports_go  # beside this file: bench/ is on sys.path when run as a script
+        import go_rows  # beside this file: bench/ is on sys.path when run as a script
 
         try:
-            return transports_go.measure(c.server, args, broker if c.broker else None, _payload())
+            return go_rows.measure(c.server, args, broker if c.broker else None, _payload())
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
             return {"error": str(e).strip().splitlines()[-1] if str(e).strip() else repr(e)}
     ctx = mp.get_context("spawn")
@@ -646,9 +646,9 @@ def measure_all(chosen: list[Candidate], args: argparse.Namespace) -> list[dict[
             with contextlib.suppress(OSError):
                 broker["node"].directory.parent.rmdir()
         if any(c.runtime == "go" for c in chosen):
-            import transports_go
+            import go_rows
 
-            transports_go.cleanup()
+            go_rows.cleanup()
     return rows
 
 
@@ -764,9 +764,9 @@ def main(argv: list[str] | None = None) -> int:
             "summary": summary,
         }
         if any(c.runtime == "go" for c in chosen):
-            import transports_go
+            import go_rows
 
-            doc["go"] = transports_go.go_version()
+            doc["go"] = go_rows.go_version()
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
     return 0 if all("error" not in r for r in rows) else 1
 
