@@ -557,19 +557,45 @@ def write_results(a: Analysis, results: Any) -> None:
     from ipclab.studies.nyflott import figures
 
     results.deviations = list(a.deviations)
-    results.skipped = []
+    results.skipped = _skipped(a)
+    _write_thesis_tables(a, results)
+    _write_gc_tables(a, results)
+    _write_supporting_tables(a, results)
+    _write_per_run_tables(a, results)
+    for name, (fig, caption) in figures.all_figures(a).items():
+        results.figure(fig, name, caption)
+        plt.close(fig)
+    if len(a.claims):
+        results.claims_table(a.claims)
+    results.save()
+
+
+def _has_network_counters(a: Analysis) -> bool:
+    """Whether the runs have per-host network counters (the docker backend's; Table 3)."""
+    return bool(len(a.runs) and a.runs["bytes_per_request"].notna().any())
+
+
+def _skipped(a: Analysis) -> list[str]:
+    """What the results leave out and why: runs with nothing to analyse, and Table 3 when
+    the backend counted no network traffic."""
+    skipped = []
     if a.missing:
-        results.skipped.append(
+        skipped.append(
             f"{len(a.missing)} run(s) without per-request records or cached rows: "
             + ", ".join(a.missing)
         )
-    net = len(a.runs) and a.runs["bytes_per_request"].notna().any()
-    if len(a.runs) and not net:
-        results.skipped.append(
+    if len(a.runs) and not _has_network_counters(a):
+        skipped.append(
             "Table 3 and Figs. 11-14, 20-23: no per-host network counters in these runs "
             "(the local backend has none; the docker backend counts every container's "
             "interface)."
         )
+    return skipped
+
+
+def _write_thesis_tables(a: Analysis, results: Any) -> None:
+    """Tables 2 and 3 beside the thesis's, and the per-host view of Figs. 11-15, 20-23."""
+    net = _has_network_counters(a)
     if len(a.table2):
         results.table(table2_text(a.table2), "table2", "Table 2 beside the thesis's: per "
                       "protocol and added delay (per host) the thesis's row, then each "
@@ -592,6 +618,10 @@ def write_results(a: Analysis, results: Any) -> None:
                       "CI], and the totals over the measured window (mean over runs); "
                       "loadgen is the load generator's host.")  # fmt: skip
         results.table(a.hosts, "hosts_cells", "Per cell and host, numeric.", in_report=False)
+
+
+def _write_gc_tables(a: Analysis, results: Any) -> None:
+    """Extremes against major GCs (Fig. 19) and the shift test of their coincidence."""
     if len(a.gc):
         results.table(gc_text(a.gc), "gc_extremes", "Extremes against major GCs (Fig. 19): "
                       "per cell the extreme requests (each run's slowest 0.021 %, the "
@@ -618,6 +648,11 @@ def write_results(a: Analysis, results: Any) -> None:
                       "requests of the set and GCs in the window, each share observed, its "
                       "mean over the offsets and the share of offsets at least as high (the "
                       "run's own one-sided p-value).", in_report=False)  # fmt: skip
+
+
+def _write_supporting_tables(a: Analysis, results: Any) -> None:
+    """What the adapters change, Fig. 10's numbers, power, the machine check and the
+    verdict per published sentence."""
     if len(a.adapters):
         results.table(adapters_text(a.adapters), "adapters", "What the adapters change: "
                       "native (nginx for HTTP/1.1, nghttpx for h2c) / python per protocol "
@@ -641,6 +676,11 @@ def write_results(a: Analysis, results: Any) -> None:
         results.table(a.statements, "statements", "One verdict per published sentence (every "
                       "part reproduced, any part not, otherwise inconclusive).",
                       in_report=False)  # fmt: skip
+
+
+def _write_per_run_tables(a: Analysis, results: Any) -> None:
+    """The per-run tables (``CACHE``), which a reference without per-request records is
+    analysed from again."""
     captions = {
         "runs": "Every run: Table 2's numbers over its measured window and its per-host CPU "
         "and network (the per-run rows the cells and claims are computed from).",
@@ -654,9 +694,3 @@ def write_results(a: Analysis, results: Any) -> None:
     for key, name in CACHE.items():
         df = getattr(a, key)
         results.table(df, name.removesuffix(".csv"), captions[key], in_report=False)
-    for name, (fig, caption) in figures.all_figures(a).items():
-        results.figure(fig, name, caption)
-        plt.close(fig)
-    if len(a.claims):
-        results.claims_table(a.claims)
-    results.save()
