@@ -169,13 +169,20 @@ def caption(kind: str, number: int, text: str) -> str:
 
 
 def wrap_table(
-    inner: str, cap: str, size: float, landscape: bool, extra_class: str = "", heading: str = ""
+    inner: str,
+    cap: str,
+    size: float,
+    landscape: bool,
+    extra_class: str = "",
+    heading: str = "",
+    table_id: str = "",
 ) -> str:
     """A table with its caption; ``heading`` (HTML) goes right before it, on the same page."""
     cls = f"tbl {extra_class}".strip()
+    ident = f' id="{esc(table_id)}"' if table_id else ""
     table = (
         f'{heading}<div class="table-block"><p class="tcap">{cap}</p>'
-        f'<table class="{cls}" style="font-size:{size}pt">{inner}</table></div>'
+        f'<table{ident} class="{cls}" style="font-size:{size}pt">{inner}</table></div>'
     )
     return f'<section class="landscape">{table}</section>' if landscape else table
 
@@ -326,8 +333,9 @@ def claims_table(claims: pd.DataFrame, cap: str) -> str:
     return wrap_table(inner, cap, 6.8, False, "claims")
 
 
-def all_claims_table(claims: pd.DataFrame, cap: str) -> str:
-    """One compact row per claim of every study (``study`` column first)."""
+def all_claims_table(claims: pd.DataFrame, cap: str, table_id: str = "") -> str:
+    """One compact row per claim of every study (``study`` column first); each row names
+    its study and verdict in ``data-`` attributes, which the site's filter reads."""
     head = "".join(
         f"<th>{h}</th>"
         for h in ("study", "claim", "source", "comparison", "measured [95% CI]", "p", "verdict")
@@ -340,8 +348,9 @@ def all_claims_table(claims: pd.DataFrame, cap: str) -> str:
             if is_missing(est)
             else fmt_ci(est, _get(r, "ci_low"), _get(r, "ci_high"))
         )
+        verdict = "–" if is_missing(_get(r, "verdict")) else str(_get(r, "verdict"))
         rows.append(
-            "<tr>"
+            f'<tr data-study="{esc(_get(r, "study"))}" data-verdict="{esc(verdict)}">'
             f'<td class="txt">{esc(_get(r, "study"))}</td>'
             f'<td class="txt id">{esc(_get(r, "claim_id"))}</td>'
             f'<td class="txt">{esc(fmt_text(_get(r, "source")))}</td>'
@@ -352,7 +361,7 @@ def all_claims_table(claims: pd.DataFrame, cap: str) -> str:
             "</tr>"
         )
     inner = f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
-    return wrap_table(inner, cap, 7.0, False, "allclaims")
+    return wrap_table(inner, cap, 7.0, False, "allclaims", table_id=table_id)
 
 
 def verdict_counts(claims: pd.DataFrame, verdicts: Sequence[str]) -> pd.DataFrame:

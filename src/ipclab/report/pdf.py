@@ -5,6 +5,7 @@ root harness runs Chromium as ``nobody`` (``setpriv``), on a copy of the HTML (s
 figures are inlined) in a directory only that user and root can reach. As another user,
 Chromium runs as is. Only where the sandbox cannot start at all (no user namespaces and no
 setuid helper) does ``IPCLAB_CHROMIUM_NO_SANDBOX=1`` turn it off, and only when asked.
+The site's test loads the site the same way (:func:`headless_command`, :func:`hand_over`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -37,14 +40,14 @@ def find_chromium() -> str:
     )
 
 
-def chromium_command(exe: str, workdir: Path, html: Path, pdf: Path, as_root: bool) -> list[str]:
-    """The command line; as root, prefixed by a drop to ``nobody``. Never ``--no-sandbox``
-    unless ``IPCLAB_CHROMIUM_NO_SANDBOX=1``."""
+def headless_command(exe: str, workdir: Path, as_root: bool, *args: str) -> list[str]:
+    """Headless Chromium with ``args``, its profile in ``workdir``; as root, prefixed by a
+    drop to ``nobody``. Never ``--no-sandbox`` unless ``IPCLAB_CHROMIUM_NO_SANDBOX=1``."""
     prefix: list[str] = []
     if as_root:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
-            raise RuntimeError("printing the report as root needs setpriv (util-linux)")
+            raise RuntimeError("running Chromium as root needs setpriv (util-linux)")
         prefix = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                   "env", f"HOME={workdir}"]  # fmt: skip
     sandbox = ["--no-sandbox"] if os.environ.get("IPCLAB_CHROMIUM_NO_SANDBOX") == "1" else []
@@ -52,23 +55,43 @@ def chromium_command(exe: str, workdir: Path, html: Path, pdf: Path, as_root: bo
         *prefix, exe, "--headless", *sandbox, "--disable-gpu", "--disable-quic",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={workdir / 'profile'}",
-        f"--print-to-pdf={pdf}", "--no-pdf-header-footer", html.as_uri(),
+        *args,
     ]  # fmt: skip
+
+
+def chromium_command(exe: str, workdir: Path, html: Path, pdf: Path, as_root: bool) -> list[str]:
+    """The command line that prints ``html`` to ``pdf`` (see :func:`headless_command`)."""
+    return headless_command(
+        exe, workdir, as_root, f"--print-to-pdf={pdf}", "--no-pdf-header-footer", html.as_uri()
+    )
+
+
+@contextmanager
+def chromium_workdir() -> Iterator[tuple[Path, bool]]:
+    """A temporary directory for Chromium's profile and the files it reads, and whether the
+    harness is root; call :func:`hand_over` once the files are in."""
+    with tempfile.TemporaryDirectory(prefix="ipclab-chromium-") as tmp:
+        yield Path(tmp), os.geteuid() == 0
+
+
+def hand_over(work: Path, as_root: bool) -> None:
+    """As root, give ``work`` and all in it to ``nobody``, closed to everyone else: the
+    unprivileged Chromium reads the files and writes its output there only."""
+    if not as_root:
+        return
+    for path in [work, *work.rglob("*")]:
+        os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+    work.chmod(0o700)
 
 
 def html_to_pdf(html_file: Path, out_pdf: Path, timeout_s: float = 180.0) -> Path:
     exe = find_chromium()
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
-    as_root = os.geteuid() == 0
-    with tempfile.TemporaryDirectory(prefix="ipclab-chromium-") as tmp:
-        work = Path(tmp)
+    with chromium_workdir() as (work, as_root):
         html = work / "report.html"
         shutil.copyfile(html_file, html)
         tmp_pdf = work / "report.pdf"
-        if as_root:  # the unprivileged Chromium reads the copy and writes the PDF here only
-            for path in (work, html):
-                os.chown(path, NOBODY, NOBODY)
-            work.chmod(0o700)
+        hand_over(work, as_root)
         cmd = chromium_command(exe, work, html, tmp_pdf, as_root)
         try:
             r = subprocess.run(

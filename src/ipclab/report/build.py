@@ -1,0 +1,94 @@
+"""Building the report: the PDF (printed by headless Chromium) and the site beside it, from
+the results folders found under a folder; and the command line.
+
+    python -m ipclab.report --results out/results --out out/report.pdf [--site out/site]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ipclab.report.document import render_html
+from ipclab.report.pdf import ChromiumMissing, find_chromium, html_to_pdf
+from ipclab.report.runlog import notebooks
+from ipclab.report.site import build_site
+
+
+def build_report(
+    results_dirs: Sequence[Path],
+    out_pdf: Path,
+    run_log: dict[str, Any] | None = None,
+    references: Mapping[str, Path] | None = None,
+    site_dir: Path | None = None,
+) -> Path:
+    """Render the results folders (and the run log) to ``out_pdf``; the HTML is kept beside
+    it, and the site written to ``site_dir`` (default: ``site/`` beside the PDF).
+
+    Raises :class:`ChromiumMissing` when no Chromium is installed."""
+    from ipclab.environment import describe_environment
+
+    find_chromium()  # fail before any work when it cannot end in a PDF
+    out_pdf = Path(out_pdf)
+    out_pdf.parent.mkdir(parents=True, exist_ok=True)
+    env = (run_log or {}).get("environment") or describe_environment()
+    html_file = out_pdf.with_suffix(".html")
+    html_file.write_text(render_html(results_dirs, run_log, env, references), "utf-8")
+    pdf = html_to_pdf(html_file, out_pdf)
+    site = out_pdf.parent / "site" if site_dir is None else Path(site_dir)
+    build_site(results_dirs, site, run_log, references, env)
+    return pdf
+
+
+def find_results(root: Path, run_log: dict[str, Any] | None = None) -> list[Path]:
+    """Every folder with a ``study.json`` under ``root``, in the run log's notebook order."""
+    dirs = sorted(p.parent for p in Path(root).rglob("study.json"))
+    order = {str(e.get("results")): i for i, e in enumerate(notebooks(run_log))}
+    return sorted(dirs, key=lambda d: (order.get(d.name, len(order)), str(d)))
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m ipclab.report", description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=Path("out/results"),
+        help="folder searched for results folders (study.json)",
+    )
+    ap.add_argument("--out", type=Path, default=Path("out/report.pdf"), help="the PDF to write")
+    ap.add_argument(
+        "--site", type=Path, default=None, help="the site's folder (default: site/ beside the PDF)"
+    )
+    ap.add_argument("--no-pdf", action="store_true", help="write the site only (needs no Chromium)")
+    ap.add_argument(
+        "--run-log",
+        type=Path,
+        default=None,
+        help="run_log.json of ipclab reproduce (default: <results>/../run_log.json)",
+    )
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    log_path = a.run_log or a.results.parent / "run_log.json"
+    run_log = json.loads(log_path.read_text()) if log_path.is_file() else None
+    dirs = find_results(a.results, run_log) if a.results.is_dir() else []
+    if not dirs:
+        print(f"no results folders (study.json) under {a.results}", file=sys.stderr)
+        return 2
+    site = a.site or a.out.parent / "site"
+    if a.no_pdf:
+        print(build_site(dirs, site, run_log))
+        return 0
+    try:
+        print(build_report(dirs, a.out, run_log, site_dir=site))
+    except ChromiumMissing as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(site / "index.html")
+    return 0

@@ -1,0 +1,101 @@
+"""The whole report as one HTML document: the title page, the committed references, each
+study's section, all claims, and how the report was made. The PDF is printed from it; the
+site is the same body with its figures copied beside it, screen styles and the claims filter
+(:mod:`ipclab.report.site`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ipclab.report.context import Counter, SiteFiles
+from ipclab.report.files import read_csv
+from ipclab.report.overview import made_section, summary_section, title_page
+from ipclab.report.reference import reference_section
+from ipclab.report.runlog import not_run_by_results, profile_backend
+from ipclab.report.study import section_id, study_section
+from ipclab.report.style import CSS
+from ipclab.results import read_results
+from ipclab.runs import utcnow
+
+Reference = tuple[Path, dict[str, Any], pd.DataFrame | None]
+
+
+def _claims(directory: Path, meta: dict[str, Any], what: str, n: Counter) -> pd.DataFrame | None:
+    return read_csv(directory, meta["claims"], what, n) if meta.get("claims") else None
+
+
+def _references(references: Mapping[str, Path] | None, n: Counter) -> list[tuple[str, Reference]]:
+    out = []
+    for name, ref in (references or {}).items():
+        meta = read_results(ref)
+        out.append((name, (Path(ref), meta, _claims(ref, meta, f"reference claims of {name}", n))))
+    return out
+
+
+def render_body(
+    results_dirs: Sequence[Path],
+    run_log: dict[str, Any] | None = None,
+    environment: dict[str, Any] | None = None,
+    references: Mapping[str, Path] | None = None,
+    site: SiteFiles | None = None,
+) -> str:
+    """The report's ``<body>``; with ``site``, figures and tables are copied there and
+    linked instead of inlined."""
+    from ipclab.environment import describe_environment
+
+    dirs = [Path(d) for d in results_dirs]
+    metas = [read_results(d) for d in dirs]
+    n = Counter(site=site)
+    env = environment or (run_log or {}).get("environment") or describe_environment()
+    built_at = utcnow()
+    by_results = not_run_by_results(run_log)
+    named = _references(references, n)
+    refs = [r for _, r in named]
+    ref_claims = {name: c for name, (_, _, c) in named}
+    sections = [reference_section(refs, n)] if refs else []
+    studies = [(f"Reference: {m.get('title') or d.name}", c, section_id("R", i))
+               for i, (d, m, c) in enumerate(refs, 1)]  # fmt: skip
+    frames = []
+    for i, (d, meta) in enumerate(zip(dirs, metas, strict=True), 1):
+        title = str(meta.get("title") or meta.get("study") or d.name)
+        claims = _claims(d, meta, f"claims of {title}", n)
+        not_run = by_results.get(d.name, [])
+        reference = ref_claims.get(d.name)
+        sections.append(study_section(i, d, meta, claims, not_run, n, reference=reference))
+        studies.append((title, claims, section_id("", i)))
+        if claims is not None:
+            frames.append(claims.assign(study=title))
+    all_claims = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    profile, backend = profile_backend(run_log, metas)
+    return "\n".join([
+        title_page(studies, env, profile, backend, run_log, built_at[:10]),
+        *sections,
+        summary_section(all_claims, n),
+        made_section(run_log, n.problems, built_at),
+    ])  # fmt: skip
+
+
+def document(body: str, css: str, script: str = "") -> str:
+    """A self-contained HTML document: styles and script inline, nothing fetched."""
+    tail = f"<script>{script}</script>" if script else ""
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>ipclab report</title><style>{css}</style></head><body>{body}{tail}</body></html>"
+    )
+
+
+def render_html(
+    results_dirs: Sequence[Path],
+    run_log: dict[str, Any] | None = None,
+    environment: dict[str, Any] | None = None,
+    references: Mapping[str, Path] | None = None,
+) -> str:
+    """The whole report as one self-contained HTML document (figures inlined), as printed to
+    the PDF. ``references``: a fresh results folder's name -> the committed reference results
+    it is placed beside (they lead)."""
+    return document(render_body(results_dirs, run_log, environment, references), CSS)

@@ -1,0 +1,66 @@
+"""The committed reference results, leading the report: per reference what the suite found,
+on which machine and when, and which code made its runs; then each reference's section."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ipclab import runstore
+from ipclab.report import html as rh
+from ipclab.report.context import Counter
+from ipclab.report.study import study_section, tally_text
+
+
+def _manifests(results_dir: Path) -> list[Path]:
+    """The runs sit beside ``results/`` or, for a study of several experiments, one folder
+    deeper (``<experiment>/<run>/manifest.json``)."""
+    return sorted(Path(results_dir).parent.rglob("manifest.json"))
+
+
+def machine_and_date(results_dir: Path) -> str:
+    """Where and when a reference result was measured: its runs' host and first/last start."""
+    manifests = _manifests(results_dir)
+    if not manifests:
+        return "machine and date not recorded"
+    docs = [json.loads(m.read_text()) for m in manifests]
+    env = docs[0].get("environment") or {}
+    starts = sorted(str(d.get("started_at", "")) for d in docs if d.get("started_at"))
+    cpu = env.get("cpu_model") or env.get("cpu") or "?"
+    cores = env.get("cpu_cores_logical") or env.get("cpu_count") or "?"
+    when = f"{starts[0][:16]} to {starts[-1][:16]} UTC" if starts else "date not recorded"
+    return f"{len(docs)} runs on {cpu} ({cores} cores), {when}"
+
+
+def made_by(results_dir: Path) -> str:
+    """Which measuring code made a reference's runs, and what of it changed since
+    (``runstore.provenance``: a reference is read and rebuilt whatever the current code)."""
+    groups = runstore.provenance(json.loads(m.read_text()) for m in _manifests(results_dir))
+    return runstore.provenance_text(groups, shown=3)
+
+
+def reference_section(
+    pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame | None]], n: Counter
+) -> str:
+    """The committed full-profile results, first: what the suite found, and where and when."""
+    out = ['<section class="study"><h1 class="study-title">Reference results (committed)</h1>',
+           "<p>These are the full-profile results committed with the suite "
+           "(<code>data/runs/reference/</code>), analysed under docs/statistics.md. The "
+           "sections after them are this run's, placed beside these.</p><ul>"]  # fmt: skip
+    for d, meta, claims in pairs:
+        title = str(meta.get("title") or d.name)
+        tally_txt = tally_text(claims) if claims is not None else "no claims table"
+        out.append(
+            f"<li><b>{rh.esc(title)}</b>: {rh.esc(tally_txt)}. "
+            f'<span class="quiet">{rh.esc(machine_and_date(d))}. '
+            f"Code: {rh.esc(made_by(d))}.</span></li>"
+        )
+    out.append("</ul></section>")
+    for i, (d, meta, claims) in enumerate(pairs, 1):
+        meta = {**meta, "title": f"Reference: {meta.get('title') or d.name}"}
+        out.append(study_section(i, d, meta, claims, [], n, prefix="R"))
+    return "\n".join(out)

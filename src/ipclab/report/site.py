@@ -1,0 +1,106 @@
+"""The report as a web page: ``<site>/index.html`` beside the PDF, the same HTML with its
+figures (SVG) and tables (CSV) copied into the site folder and linked relatively, screen
+styles, and one claims table across all studies that the reader filters by study and
+verdict. Self-contained: no external resource, nothing fetched; the folder can be moved.
+
+The filter reads and writes the URL's fragment, so a filtered view can be linked:
+``index.html#verdict=not%20reproduced&study=...`` (the query, ``?verdict=...``, works too).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ipclab.report.context import SiteFiles
+from ipclab.report.document import document, render_body
+from ipclab.report.overview import ALL_CLAIMS_ID
+from ipclab.report.style import CSS, SITE_CSS
+
+SITE_MARKER = ".ipclab-site"  # a folder holding it is a site ipclab wrote: rebuilt whole
+
+FILTER_SCRIPT = """
+(() => {
+  const table = document.getElementById("__TABLE__");
+  if (!table) return;
+  const rows = [...table.tBodies[0].rows];
+  const keys = ["study", "verdict"];
+  const form = document.createElement("form");
+  form.className = "filter";
+  form.id = "claim-filter";
+  const selects = {};
+  for (const key of keys) {
+    const label = document.createElement("label");
+    const select = document.createElement("select");
+    select.name = key;
+    select.add(new Option("all", ""));
+    const counts = new Map();
+    for (const r of rows) counts.set(r.dataset[key], (counts.get(r.dataset[key]) || 0) + 1);
+    for (const [value, count] of counts) select.add(new Option(`${value} (${count})`, value));
+    label.append(`${key} `, select);
+    form.append(label);
+    selects[key] = select;
+  }
+  const shown = document.createElement("output");
+  form.append(shown);
+  table.closest(".table-block").before(form);
+  const fromUrl = () => {
+    for (const part of [location.hash.slice(1), location.search.slice(1)]) {
+      const p = new URLSearchParams(part);
+      if (keys.some((k) => p.has(k))) return p;
+    }
+    return null;
+  };
+  const apply = (p) => {
+    let n = 0;
+    for (const key of keys) selects[key].value = p.get(key) || "";
+    for (const r of rows) {
+      const ok = keys.every((k) => !p.get(k) || r.dataset[k] === p.get(k));
+      r.hidden = !ok;
+      n += ok ? 1 : 0;
+    }
+    shown.value = `${n} of ${rows.length} claims shown`;
+    table.dataset.shown = String(n);
+  };
+  form.addEventListener("change", () => {
+    const p = new URLSearchParams();
+    for (const key of keys) if (selects[key].value) p.set(key, selects[key].value);
+    const hash = p.toString();
+    history.replaceState(null, "", hash ? `#${hash}` : location.pathname + location.search);
+    apply(p);
+  });
+  window.addEventListener("hashchange", () => { const p = fromUrl(); if (p) apply(p); });
+  const first = fromUrl();
+  apply(first || new URLSearchParams());
+  if (first) form.scrollIntoView();
+})();
+""".replace("__TABLE__", ALL_CLAIMS_ID)
+
+
+def _prepare(site_dir: Path) -> None:
+    """An empty site folder: one ipclab wrote before is removed whole (no stale figure
+    stays); any other non-empty folder is left alone and refused."""
+    if site_dir.is_dir() and (site_dir / SITE_MARKER).is_file():
+        shutil.rmtree(site_dir)
+    elif site_dir.exists() and (not site_dir.is_dir() or any(site_dir.iterdir())):
+        raise FileExistsError(f"{site_dir} exists and is not a site ipclab wrote: not replaced")
+    site_dir.mkdir(parents=True, exist_ok=True)
+    (site_dir / SITE_MARKER).write_text("written by ipclab.report; rebuilt whole each time\n")
+
+
+def build_site(
+    results_dirs: Sequence[Path],
+    site_dir: Path,
+    run_log: dict[str, Any] | None = None,
+    references: Mapping[str, Path] | None = None,
+    environment: dict[str, Any] | None = None,
+) -> Path:
+    """Write the site of these results folders to ``site_dir``; its ``index.html``."""
+    site_dir = Path(site_dir)
+    _prepare(site_dir)
+    body = render_body(results_dirs, run_log, environment, references, SiteFiles(site_dir))
+    index = site_dir / "index.html"
+    index.write_text(document(body, CSS + SITE_CSS, FILTER_SCRIPT), "utf-8")
+    return index
