@@ -12,10 +12,10 @@ import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the stacks module finds studies through this one
-    from ipclab.stacks import StackSpec
+# the declarations, below this registry (``ipclab.stacks``, which gathers every study's
+# stacks, sits above it: importing it here would close a cycle)
+from ipclab.stackspec import StackSpec
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ipclab_services.domains.payload import SERVICES
 
-from ipclab.stacks import StackSpec
+from ipclab.stackspec import StackSpec
 
 PAYLOAD = StackSpec(
     "payload-http",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ipclab_services.domains.bundle import SERVICES
 
-from ipclab.stacks import DATABASE, StackSpec
+from ipclab.stackspec import DATABASE, StackSpec
 
 _BUNDLE = {
     "domain": "bundle",

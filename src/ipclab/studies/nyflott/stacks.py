@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipclab.stacks import StackSpec
+from ipclab.stackspec import StackSpec
 from ipclab.studies.shafabakhsh.stacks import _SHOP
 
 H2C = StackSpec(

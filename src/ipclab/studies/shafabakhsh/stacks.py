@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ipclab_services.domains.shop import SERVICES as SHOP_SERVICES
 
-from ipclab.stacks import BROKER, GO, StackSpec
+from ipclab.stackspec import BROKER, GO, StackSpec
 
 _SHOP = {
     "domain": "shop",

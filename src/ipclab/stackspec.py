@@ -1,0 +1,204 @@
+"""What a stack is: a domain, a front, a transport and its infrastructure, declared once.
+
+A stack is a gateway plus the domain's services, bound to one transport (the IPC style
+under study) and served to clients through one front. Each study declares its stacks in
+its own folder (``ipclab/studies/<study>/stacks.py``), importing these declarations from
+here; ``ipclab.stacks.all_stacks`` gathers them. This module sits below the study registry
+and imports neither it nor ``ipclab.stacks``, so the registry can name ``StackSpec``.
+Everything a backend needs to start a stack comes from its :class:`StackSpec`: the roles,
+how each role is started (:class:`Runtime`), the infrastructure (a broker), and the
+environment each role receives (:meth:`StackSpec.role_env`). The services read only that
+environment (``services/serve.py``); they import nothing from the harness.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from ipclab import gobuild
+
+BROKER = "rabbitmq"  # infrastructure names a stack can declare
+DATABASE = "postgres"
+INFRASTRUCTURE = (BROKER, DATABASE)
+ADAPTER_SETS = ("python", "native")  # the protocol adapters' implementations
+EGRESS = "egress"  # the adapter sidecar beside the gateway
+INGRESS = "-ingress"  # the adapter sidecar beside a service: "<service>-ingress"
+LOADGEN = "loadgen"  # the load generator's component (resources.csv) and its host's name
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How a stack's roles are built and started: the same command for every role, which
+    learns what to be from its environment (``IPCLAB_ROLE`` and the rest of ``role_env``).
+
+    A Python runtime runs ``python -m <module>``; a built one (``build`` set) runs the
+    binary ``build()`` returns, building it first when its sources changed. ``fixture``:
+    the roles load the domain's data from the file ``IPCLAB_FIXTURE`` names, which the
+    backend writes with the domain's ``write_fixture`` before the roles start (so roles
+    in another language serve the very records the Python generator makes)."""
+
+    name: str
+    module: str  # ``python -m <module>`` on the local backend; the image's command on docker
+    image: str  # the image every role runs on the docker backend
+    build: Callable[[], Path] | None = None  # returns the binary to run, built if needed
+    fixture: bool = False
+    missing: Callable[[], str | None] | None = None  # why it cannot be built here, or None
+
+    def command(self) -> list[str]:
+        """The command line that starts a role on the local backend."""
+        if self.build is None:
+            return [sys.executable, "-m", self.module]
+        return [str(self.build())]
+
+    def unavailable(self) -> str | None:
+        """Why this runtime's roles cannot run on this machine (a missing toolchain)."""
+        return self.missing() if self.missing is not None else None
+
+
+PYTHON = Runtime("python", "ipclab_services.serve", "ipclab-services")
+GO = Runtime(
+    "go",
+    "",
+    "ipclab-services-go",  # services/go/Dockerfile: the services image plus the Go binary
+    build=gobuild.go_binary,
+    fixture=True,
+    missing=gobuild.toolchain_missing,
+)
+RUNTIMES = {r.name: r for r in (PYTHON, GO)}
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    """One stack, declared once: everything else (processes, compose file, tests) follows."""
+
+    name: str
+    domain: str  # business logic and data: services/domains/<domain>
+    front: str  # the gateway's client-facing protocol: services/fronts/<front>.py
+    transport: str  # gateway -> services: services/transports/<transport>.py (the style)
+    services: tuple[str, ...]
+    users: str  # Locust user module, e.g. "ipclab.studies.<study>.users"
+    probe_paths: tuple[str, ...]  # pages the availability probe asks for, in turn
+    probe_required: tuple[str, ...]  # keys a complete answer holds (the probe's "complete")
+    infrastructure: tuple[str, ...] = ()  # e.g. (BROKER,)
+    settings: Mapping[str, str] = field(default_factory=dict)  # fixed role environment
+    runtime: Runtime = PYTHON
+    gateway: str = "gateway"
+    description: str = ""
+    # what the stack stands for in its study's comparison (recorded in every manifest);
+    # by default its transport, e.g. "rest"; a study that compares fronts names the front
+    style: str = ""
+    # protocol adapter sidecars (``services/adapters``): "" none; "python" or "native" (nginx,
+    # nghttpx): an ``egress`` role on the gateway's host and a ``<service>-ingress`` role on
+    # each service's host carry the gateway's HTTP/1.1 calls over the stack's transport
+    adapters: str = ""
+    # the load generator runs on a host of its own, delayed like every other (docker: in the
+    # network namespace of a ``loadgen`` container); otherwise where the harness runs
+    load_host: bool = False
+    roles: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.infrastructure) - set(INFRASTRUCTURE)
+        if unknown:
+            raise ValueError(f"{self.name}: unknown infrastructure {sorted(unknown)}")
+        if self.adapters not in ("", *ADAPTER_SETS):
+            raise ValueError(f"{self.name}: adapters must be one of {ADAPTER_SETS} or empty")
+        sidecars = (EGRESS, *(s + INGRESS for s in self.services)) if self.adapters else ()
+        object.__setattr__(self, "roles", (*self.services, self.gateway, *sidecars))
+        if LOADGEN in self.roles:
+            raise ValueError(f"{self.name}: {LOADGEN!r} names the load generator, not a role")
+        if not self.style:
+            object.__setattr__(self, "style", self.transport)
+        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+
+    @property
+    def needs_broker(self) -> bool:
+        return BROKER in self.infrastructure
+
+    @property
+    def needs_database(self) -> bool:
+        """A SQL database the harness starts, creates and fills (the domain's
+        ``database_sql``) before the services; they find it at ``IPCLAB_DATABASE_URL``."""
+        return DATABASE in self.infrastructure
+
+    def declaration(self) -> dict[str, object]:
+        """What the stack is made of, as recorded in every run's manifest (``stack_spec``)."""
+        return {
+            "domain": self.domain,
+            "front": self.front,
+            "transport": self.transport,
+            "services": list(self.services),
+            "infrastructure": list(self.infrastructure),
+            "settings": dict(self.settings),
+            "runtime": self.runtime.name,
+            **({"adapters": self.adapters, "hosts": self.hosts()} if self.adapters else {}),
+            **({"load_host": True} if self.load_host else {}),
+        }
+
+    def host_of(self, role: str) -> str:
+        """The role whose host (network namespace) ``role`` runs on: an adapter sidecar's
+        gateway or service, every other role itself."""
+        if role == EGRESS and self.adapters:
+            return self.gateway
+        if role.endswith(INGRESS) and role.removesuffix(INGRESS) in self.services:
+            return role.removesuffix(INGRESS)
+        return role
+
+    def hosts(self) -> dict[str, str]:
+        """Every role and the host it runs on (``host_of``)."""
+        return {r: self.host_of(r) for r in self.roles}
+
+    def is_sidecar(self, role: str) -> bool:
+        return self.host_of(role) != role
+
+    def role_env(
+        self,
+        role: str,
+        addresses: Mapping[str, str],
+        amqp_url: str = "",
+        options: Mapping[str, str] | None = None,
+        database_url: str = "",
+    ) -> dict[str, str]:
+        """The environment of ``role``: what it is, where its peers are, and the knobs.
+
+        ``addresses``: role -> ``host:port`` as its peers reach it (the services' for a
+        stack without adapters, where only the gateway learns them; every role's for a stack
+        with adapters, where every role learns every address); ``options``: the run's knobs
+        (``StackOptions.env()``), under the stack's fixed ``settings``.
+        """
+        if role not in self.roles:
+            raise ValueError(f"unknown role {role!r} for stack {self.name}; roles: {self.roles}")
+        env = {
+            **(options or {}),
+            **self.settings,
+            "IPCLAB_STACK": self.name,
+            "IPCLAB_ROLE": role,
+            "IPCLAB_DOMAIN": self.domain,
+            "IPCLAB_FRONT": self.front,
+            "IPCLAB_TRANSPORT": self.transport,
+            "IPCLAB_SERVICES": ",".join(self.services),
+            "IPCLAB_GATEWAY": self.gateway,
+        }
+        if amqp_url:
+            env["IPCLAB_AMQP_URL"] = amqp_url
+        if database_url and role != self.gateway:
+            env["IPCLAB_DATABASE_URL"] = database_url
+        if self.adapters:
+            missing = [r for r in self.roles if r not in addresses]
+            if missing:
+                raise ValueError(f"{self.name}: no address for {missing}")
+            env.update({addr_env(r): addresses[r] for r in self.roles})
+            env["IPCLAB_ADAPTERS"] = self.adapters
+            if self.is_sidecar(role):
+                env["IPCLAB_ADAPTER"] = "egress" if role == EGRESS else "ingress"
+        elif role == self.gateway and not self.needs_broker:
+            env.update({addr_env(s): addresses[s] for s in self.services})
+        return env
+
+
+def addr_env(role: str) -> str:
+    """The variable that gives the gateway a service's address, e.g. ``IPCLAB_ADDR_CART``."""
+    return "IPCLAB_ADDR_" + role.upper().replace("-", "_")
