@@ -14,12 +14,12 @@ from ipclab.backends.postgres import PostgresUnavailable, find_bin_dir
 from ipclab.claims import VERDICTS
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
-from ipclab.studies.johansson import performance as study
+from ipclab.studies.johansson import analysis, experiment, verdicts
 from ipclab.studies.johansson import serialisation as ser
 from ipclab.studies.johansson.schedule import WARMUP, parse_targets, schedule
 
 
-def _seconds(p: study.Profile) -> float:
+def _seconds(p: experiment.Profile) -> float:
     """About how long a profile's runs take (2 s per stack start, a Locust start)."""
     t = 0.0
     for il in (p.thesis, p.sweep):
@@ -31,7 +31,7 @@ def _seconds(p: study.Profile) -> float:
 
 
 def test_full_profile_is_the_thesis_test_made_sound() -> None:
-    p = study.profile("full")
+    p = experiment.profile("full")
     assert p.thesis.rows == (5, 25, 50) and p.thesis.requests == 100
     assert p.thesis.warmup > 0 and p.thesis.repetitions >= 5 and p.thesis.pause_s >= 0.5
     assert p.sweep.rows == (1, 5, 10, 25, 50, 100, 200) and p.sweep.repetitions >= 5
@@ -39,13 +39,13 @@ def test_full_profile_is_the_thesis_test_made_sound() -> None:
     assert p.saturation.users == (50, 100, 200) and p.saturation.rows == (5, 25, 50)
     assert p.saturation.repetitions >= 5
     assert _seconds(p) < 100 * 60
-    assert _seconds(study.profile("quick")) < 150  # the notebook's quick profile
+    assert _seconds(experiment.profile("quick")) < 150  # the notebook's quick profile
     with pytest.raises(ValueError, match="unknown profile"):
-        study.profile("medium")
+        experiment.profile("medium")
 
 
 def test_experiments_of_a_profile(tmp_path: Path) -> None:
-    ex = study.experiments("full", "local", tmp_path)
+    ex = experiment.experiments("full", "local", tmp_path)
     th = ex.thesis
     assert th.directory == tmp_path / "johansson-full-local" / "thesis"
     assert th.group is not None and th.group.requests == 2 * 110
@@ -89,7 +89,7 @@ def _reference_claims() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     thesis = pd.read_csv(RESULTS / "thesis_runs.csv")
     thesis = thesis[~thesis["sequential"].astype(bool)]
     serial = pd.read_csv(RESULTS / "serialisation_rounds.csv")
-    return study.claims_table(thesis, serial), thesis, serial
+    return verdicts.claims_table(thesis, serial), thesis, serial
 
 
 def test_one_holm_family_per_experiment_and_bytes_as_facts() -> None:
@@ -111,15 +111,15 @@ def test_one_holm_family_per_experiment_and_bytes_as_facts() -> None:
     # no test left on a Monte Carlo permutation p-value
     assert not tested["p_method"].astype(str).str.contains("permutation").any()
     assert "J15b" not in set(t["claim_id"])  # an argument about flexibility, not a test
-    power = study.power_table(thesis, serial)
+    power = verdicts.power_table(thesis, serial)
     assert set(power["family"]) == {"thesis test"}
     assert power["alpha"].eq(0.05 / sizes["thesis test"]).all()
-    only = study.claims_table(thesis, pd.DataFrame())
+    only = verdicts.claims_table(thesis, pd.DataFrame())
     assert set(only["family"]) == {"thesis test"}
 
 
 def test_deviations_name_the_serialisation_libraries() -> None:
-    ser_dev = [d for d in study.DEVIATIONS if "thriftpy2" in d]
+    ser_dev = [d for d in experiment.DEVIATIONS if "thriftpy2" in d]
     assert len(ser_dev) == 1
     assert all(w in ser_dev[0] for w in ("orjson", "upb", "ElementTree", "S03b", "S05a", "J16f"))
 
@@ -132,12 +132,12 @@ def _no_postgres() -> str | None:
     return None
 
 
-TINY = study.Profile(
-    thesis=study.Interleaved((5,), requests=5, warmup=1, pause_s=0.01, repetitions=3),
-    sweep=study.Interleaved(
+TINY = experiment.Profile(
+    thesis=experiment.Interleaved((5,), requests=5, warmup=1, pause_s=0.01, repetitions=3),
+    sweep=experiment.Interleaved(
         (5,), requests=4, warmup=1, pause_s=0.01, repetitions=1, sequential_rows=(5,)
     ),  # fmt: skip
-    saturation=study.Saturation((2,), (5,), duration_s=3, warmup_s=1, repetitions=1),
+    saturation=experiment.Saturation((2,), (5,), duration_s=3, warmup_s=1, repetitions=1),
     serialisation_rounds=3,
     serialisation_seconds=0.002,
 )
@@ -148,11 +148,11 @@ TINY = study.Profile(
 def test_a_tiny_profile_runs_analyses_and_writes_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(study.PROFILES, "tiny", TINY)
-    runs = study.run_experiments("tiny", "local", tmp_path, progress=lambda _: None)
+    monkeypatch.setitem(experiment.PROFILES, "tiny", TINY)
+    runs = experiment.run_experiments("tiny", "local", tmp_path, progress=lambda _: None)
     assert [len(runs[k]) for k in ("thesis", "sweep", "saturation")] == [3, 2, 2]
     serial = ser.measure(rounds=3, seconds=0.002, sizes=(25, 50))
-    a = study.analyse(runs, "tiny", serial)
+    a = analysis.analyse(runs, "tiny", serial)
 
     t = a.thesis
     assert len(t) == 6 and set(t["style"]) == {"rest", "graphql"}
@@ -171,7 +171,7 @@ def test_a_tiny_profile_runs_analyses_and_writes_results(
     assert set(a.sequential["rows"]) == {5} and a.sequential["n"].eq(1).all()
     paired = a.thesis_paired.set_index("metric")
     assert paired.loc["mean_ms", "n"] == 3 and paired.loc["mean_ms", "ci_low"] > 0
-    assert "within-run" in study.summary_markdown(a)
+    assert "within-run" in analysis.summary_markdown(a)
     assert set(a.saturation["users"]) == {2} and a.saturation["rps"].gt(0).all()
     # the machine check covers every experiment, the interleaved ones too
     m = a.machine
@@ -192,7 +192,7 @@ def test_a_tiny_profile_runs_analyses_and_writes_results(
     assert (claims.loc[claims["evidence"] == "fact"].index.isin(BYTE_CLAIMS)).all()
 
     results = StudyResults(tmp_path / "results", "johansson", "J", figures_dir=tmp_path / "figs")
-    study.write_results(a, results)
+    analysis.write_results(a, results)
     meta = json.loads((tmp_path / "results" / "study.json").read_text())
     names = {f["name"] for f in meta["figures"]}
     assert {
@@ -204,7 +204,7 @@ def test_a_tiny_profile_runs_analyses_and_writes_results(
     tables = {t["name"] for t in meta["tables"]}
     assert {"published_vs_measured", "thesis_cells", "saturation_throughput", "serialisation",
             "claims"} <= tables  # fmt: skip
-    assert meta["deviations"] == study.DEVIATIONS
+    assert meta["deviations"] == experiment.DEVIATIONS
     pd.read_csv(tmp_path / "results" / "claims.csv")
     # a rerun reuses every run
-    assert all(e.pending() == [] for e in study.experiments("tiny", "local", tmp_path).all())
+    assert all(e.pending() == [] for e in experiment.experiments("tiny", "local", tmp_path).all())

@@ -34,7 +34,7 @@ def test_shafabakhsh_full_reference_is_complete_and_analyses() -> None:
 
 def test_johansson_full_reference_is_complete_and_analyses() -> None:
     from ipclab.claims import VERDICTS
-    from ipclab.studies.johansson import performance as johansson
+    from ipclab.studies.johansson import experiment as johansson
     from ipclab.studies.johansson import reference
 
     ex = johansson.experiments("full", "local", REFERENCE)

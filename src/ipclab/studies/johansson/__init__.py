@@ -1,5 +1,7 @@
 """Johansson 2017 (Umeå): a REST gateway against a GraphQL gateway over the same four data
-services and a SQL database (``performance``: the experiments, analysis and results;
+services and a SQL database (``experiment``: the profiles and the three experiments;
+``tables``: per-run tables; ``cells``, ``ratios``: their summaries over runs; ``verdicts``:
+the claims' evaluation; ``analysis``: from runs to results, end to end; ``figures``;
 ``published``: the thesis's numbers and claims; ``serialisation``: the Tables 5.1/5.2
 micro-benchmark)."""
 

@@ -1,5 +1,5 @@
 """Figures of Johansson's study, published beside measured, from the tables of
-:mod:`ipclab.studies.johansson.performance`.
+:mod:`ipclab.studies.johansson.analysis`.
 
 * :func:`requests_figure`: thesis Figs. 7.1, 7.3, 7.5 (response time of every request);
 * :func:`means_figure`: thesis Figs. 7.2, 7.4, 7.6 (mean response time per interface);
@@ -8,12 +8,14 @@
 * :func:`cpu_figure`, :func:`saturation_figure`, :func:`serialisation_figure`,
   :func:`sequential_figure`: what the thesis announced or did not run.
 
-Every function returns a matplotlib Figure; ``write_results`` saves them.
+Every function returns a matplotlib Figure; :func:`all_figures` names and captions them
+for ``analysis.write_results``, which saves them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import matplotlib.colors
 import matplotlib.pyplot as plt
@@ -21,6 +23,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from ipclab.studies.johansson import published
 
 STYLES = ("rest", "graphql")
 LABELS = {"rest": "REST (GET /api/Databundle/)", "graphql": "GraphQL (POST /api/graphql)"}
@@ -299,3 +303,68 @@ def sequential_figure(effect: pd.DataFrame) -> Figure:
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def all_figures(a: Any) -> Iterator[tuple[Figure, str, str]]:
+    """Every figure of an ``analysis.Analysis`` with its name and caption, made one at a
+    time as it is consumed (``write_results`` saves each before the next is drawn)."""
+    pub_cells = published.published_cells()
+    tests = {int(r): int(t) for t, r in zip(pub_cells["test"], pub_cells["rows"], strict=True)}
+    for rows, series in sorted(a.series.items()):
+        test = tests.get(rows)
+        if test is None or series.empty:
+            continue
+        f_req, f_mean = TEST_FIGURES[test]
+        yield (
+            requests_figure(pub_cells, series, test, rows),
+            f"johansson_fig{f_req.replace('.', '_')}_test{test}_requests",
+            f"Test {test} ({rows} rows per table; thesis Fig. {f_req}): the response time of "
+            "every request, published (printed min, mean, max) and measured (every run; the "
+            "first as a line, dashed: the mean).",
+        )
+        r = a.thesis_ratios
+        hit = r[(r["rows"] == rows) & (r["metric"] == "mean_ms") & ~r["sequential"].astype(bool)]
+        yield (
+            means_figure(pub_cells, a.thesis_cells, hit.iloc[0] if len(hit) else None,
+                              test, rows),
+            f"johansson_fig{f_mean.replace('.', '_')}_test{test}_means",
+            f"Test {test} ({rows} rows per table; thesis Fig. {f_mean}): mean response time "
+            "per interface, published and measured (95% t interval over runs).",
+        )  # fmt: skip
+    if len(a.sweep):
+        yield (
+            trend_figure(
+                a.sweep_cells, a.sweep_ratios, published.published_ratios(), a.thesis_ratios
+            ),
+            "johansson_trend",
+            "Mean time per request and the GraphQL / REST ratio against rows per table (the "
+            "sweep; bands: 95% intervals), the thesis test's ratios (diamonds) and the "
+            "thesis's ratios of its printed means (squares).",
+        )
+    if len(a.sweep) or len(a.saturation):
+        yield (
+            cpu_figure(a.sweep_cells, a.saturation_cells),
+            "johansson_cpu",
+            "The CPU test the thesis announced and did not report: gateway CPU per request, "
+            "one client and at saturation (95% intervals).",
+        )
+    if len(a.saturation):
+        yield (
+            saturation_figure(a.saturation_cells),
+            "johansson_saturation",
+            "Saturation curves: throughput and mean response time against closed-loop users "
+            "without think time, per size (REST solid, GraphQL dashed).",
+        )
+    if len(a.sequential):
+        yield (
+            sequential_figure(a.sequential),
+            "johansson_sequential",
+            "Sensitivity: sequential over concurrent service calls in the gateways.",
+        )
+    if len(a.serialisation_cells):
+        yield (
+            serialisation_figure(a.serialisation_cells),
+            "johansson_serialisation",
+            "Serialisation formats on the test 2 and 3 bundles (thesis Tables 5.1, 5.2): "
+            "bytes, encode and decode time per operation (95% t intervals over rounds).",
+        )

@@ -8,7 +8,7 @@ measured then (timings cannot be rebuilt from files, so they are read back). Thi
 them, analyses them as the notebook does, and rewrites ``results/`` and
 ``figures/reference/johansson-full-local/``, and fills the findings block of its README
 from ``results/claims.csv`` (:func:`ipclab.findings.write_findings`); ``--tables`` prints the
-tables of its README (:func:`ipclab.studies.johansson.performance.summary_markdown`).
+tables of its README (:func:`ipclab.studies.johansson.analysis.summary_markdown`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ipclab.experiments import load_runs
 from ipclab.findings import write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
-from ipclab.studies.johansson import performance
+from ipclab.studies.johansson import analysis
 
 ROOT = Path("data/runs/reference")
 FIGURES = Path("figures/reference")
@@ -31,12 +31,12 @@ FOLDER = "johansson-full-local"
 CLAIMS = "results/claims.csv"  # the findings block's label: relative to the README's folder
 
 
-def load(root: Path = ROOT, folder: str = FOLDER) -> performance.Analysis:
+def load(root: Path = ROOT, folder: str = FOLDER) -> analysis.Analysis:
     base = from_repo(root) / folder
     runs = {name: load_runs(base / name) for name in ("thesis", "sweep", "saturation")}
     rounds = base / "results" / "serialisation_rounds.csv"
     serial = pd.read_csv(rounds) if rounds.exists() else None
-    return performance.analyse(runs, "full", serial)
+    return analysis.analyse(runs, "full", serial)
 
 
 def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) -> Path:
@@ -46,7 +46,7 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) ->
         "Johansson 2017: REST vs GraphQL gateway (full profile, local)",
         parameters={"profile": "full", "backend": "local"}, figures_dir=figures / folder,
     )  # fmt: skip
-    performance.write_results(a, results)
+    analysis.write_results(a, results)
     readme = from_repo(root) / folder / "README.md"
     if readme.exists():  # the sentences of what was found, from the table just written
         write_findings(readme, pd.read_csv(readme.parent / CLAIMS), CLAIMS)
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--tables", action="store_true", help="print the README's tables only")
     a = p.parse_args(argv)
     if a.tables:
-        print(performance.summary_markdown(load(a.root)))
+        print(analysis.summary_markdown(load(a.root)))
         return 0
     print(rebuild(a.root, a.figures))
     return 0

@@ -1,0 +1,347 @@
+"""Johansson 2017 from runs to results, for notebook 04 and the reference rebuilder.
+
+:func:`analyse` turns the three experiments' runs (:mod:`experiment`) into tables: one row
+per run and interface (:mod:`tables`), cells with 95% t intervals (:mod:`cells`),
+GraphQL/REST ratios with log-ratio intervals (:mod:`ratios`), published beside measured,
+and the claims with computed verdicts (:mod:`verdicts`); :func:`write_results` writes them
+and the figures (:mod:`figures`) into a ``StudyResults``; :func:`summary_markdown` gives
+the reference README's tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ipclab import claims as claims_mod
+from ipclab.runs import Run
+from ipclab.studies.johansson import published
+from ipclab.studies.johansson import serialisation as ser
+from ipclab.studies.johansson.cells import (
+    CELL_METRICS,
+    SATURATION_METRICS,
+    saturation_detected,
+    saturation_summary,
+    side_by_side,
+    summarise,
+    wide,
+)
+from ipclab.studies.johansson.experiment import DEVIATIONS, profile
+from ipclab.studies.johansson.ratios import paired_ratios, ratios, sequential_effect
+from ipclab.studies.johansson.tables import (
+    machine_state,
+    request_series,
+    saturation_runs,
+    style_runs,
+)
+from ipclab.studies.johansson.verdicts import claims_table, power_table
+
+
+@dataclass
+class Analysis:
+    profile: str
+    thesis: pd.DataFrame  # style_runs of the thesis test
+    sweep: pd.DataFrame  # style_runs of the sweep (sequential rows included)
+    saturation: pd.DataFrame  # saturation_runs
+    thesis_cells: pd.DataFrame
+    sweep_cells: pd.DataFrame
+    saturation_cells: pd.DataFrame
+    thesis_ratios: pd.DataFrame
+    thesis_paired: pd.DataFrame  # within-run GraphQL / REST ratios
+    sweep_ratios: pd.DataFrame
+    sweep_paired: pd.DataFrame
+    saturation_ratios: pd.DataFrame
+    saturation_best: pd.DataFrame
+    saturation_detected: pd.DataFrame
+    sequential: pd.DataFrame
+    side_by_side: pd.DataFrame
+    claims: pd.DataFrame
+    statements: pd.DataFrame
+    power: pd.DataFrame
+    machine: pd.DataFrame
+    serialisation: pd.DataFrame = field(default_factory=pd.DataFrame)  # per format/size/round
+    serialisation_cells: pd.DataFrame = field(default_factory=pd.DataFrame)
+    series: dict[int, pd.DataFrame] = field(default_factory=dict)  # rows -> request_series
+
+
+def analyse(
+    runs: dict[str, list[Run]], profile_name: str, serialisation: pd.DataFrame | None = None
+) -> Analysis:
+    """Every table of the study from the three experiments' runs
+    (``experiment.run_experiments``) and, optionally, the serialisation micro-benchmark's
+    per-round table."""
+    p = profile(profile_name)
+    thesis = style_runs(runs.get("thesis", []))
+    sweep = style_runs(runs.get("sweep", []))
+    sat = saturation_runs(runs.get("saturation", []), p.saturation.warmup_s)
+    by = ("sequential", "rows", "style")
+    sat_cells = summarise(sat, SATURATION_METRICS, ("rows", "style", "users"))
+    thesis_cells = summarise(thesis, CELL_METRICS, by)
+    thesis_ratios = ratios(thesis) if len(thesis) else pd.DataFrame()
+    serial = serialisation if serialisation is not None else pd.DataFrame()
+    base = thesis[~thesis["sequential"]] if len(thesis) else thesis
+    claim_table = claims_table(base, serial)
+    return Analysis(
+        profile=profile_name,
+        thesis=thesis,
+        sweep=sweep,
+        saturation=sat,
+        thesis_cells=thesis_cells,
+        sweep_cells=summarise(sweep, CELL_METRICS, by),
+        saturation_cells=sat_cells,
+        thesis_ratios=thesis_ratios,
+        thesis_paired=paired_ratios(thesis) if len(thesis) else pd.DataFrame(),
+        sweep_ratios=ratios(sweep) if len(sweep) else pd.DataFrame(),
+        sweep_paired=paired_ratios(sweep) if len(sweep) else pd.DataFrame(),
+        saturation_ratios=ratios(
+            sat, ("rps", "mean_ms", "p95_ms", "gateway_cpu_ms"), by=("rows", "users")
+        ) if len(sat) else pd.DataFrame(),  # fmt: skip
+        saturation_best=saturation_summary(sat_cells) if len(sat) else pd.DataFrame(),
+        saturation_detected=saturation_detected(sat),
+        sequential=sequential_effect(sweep),
+        side_by_side=side_by_side(thesis_cells, thesis_ratios) if len(thesis) else pd.DataFrame(),
+        claims=claim_table,
+        statements=claims_mod.statement_verdicts(claim_table) if len(claim_table) else
+        pd.DataFrame(),
+        power=power_table(base, serial),
+        machine=machine_state(thesis, sweep, sat),
+        serialisation=serial,
+        serialisation_cells=ser.cells(serial) if len(serial) else pd.DataFrame(),
+        series={r: request_series(runs.get("thesis", []), r) for r in p.thesis.rows},
+    )  # fmt: skip
+
+
+def _md_ci(mean: float, lo: float, hi: float, digits: int = 2) -> str:
+    if not np.isfinite(mean):
+        return "-"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _md_get(cells: pd.DataFrame, metric: str, **key: object) -> tuple[float, float, float, int]:
+    sel = cells["metric"] == metric
+    for k, v in key.items():
+        sel &= cells[k] == v
+    hit = cells[sel]
+    if hit.empty:
+        return np.nan, np.nan, np.nan, 0
+    r = hit.iloc[0]
+    return float(r["mean"]), float(r["ci_low"]), float(r["ci_high"]), int(r["n"])
+
+
+def summary_markdown(a: Analysis) -> str:
+    """The README's tables: per size REST and GraphQL mean and p95 with 95% intervals, the
+    ratio beside the thesis's, the gateways' own time and CPU; saturation throughput."""
+    pub = published.published_ratios().set_index("rows")
+    out = [
+        "| test (rows/table) | interface | runs | mean ms [95% CI] | p95 ms [95% CI] | "
+        "gateway's own ms | gateway CPU ms/request | GraphQL/REST mean [95% CI] | "
+        "within-run GraphQL/REST [95% CI] | thesis |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def _ratio(table: pd.DataFrame, rows: int) -> str:
+        if table.empty:
+            return "-"
+        hit = table[(table["rows"] == rows) & (table["metric"] == "mean_ms")
+                    & ~table["sequential"].astype(bool)]  # fmt: skip
+        return _md_ci(*hit[["ratio", "ci_low", "ci_high"]].iloc[0].tolist()) if len(hit) else "-"
+
+    for rows in sorted(a.thesis["rows"].unique()) if len(a.thesis) else []:
+        ratio = f"{_ratio(a.thesis_ratios, rows)} | {_ratio(a.thesis_paired, rows)}"
+        test = int(pub.loc[rows, "test"]) if rows in pub.index else None
+        thesis = f"{pub.loc[rows, 'ratio']:.2f}x" if rows in pub.index else "-"
+        for style in ("rest", "graphql"):
+            key = {"rows": rows, "style": style, "sequential": False}
+            m = _md_get(a.thesis_cells, "mean_ms", **key)
+            p = _md_get(a.thesis_cells, "p95_ms", **key)
+            s = _md_get(a.thesis_cells, "server_ms", **key)
+            c = _md_get(a.thesis_cells, "gateway_cpu_ms", **key)
+            label = f"{test} ({rows})" if test else f"({rows})"
+            out.append(
+                f"| {label} | {'REST' if style == 'rest' else 'GraphQL'} | {m[3]} | "
+                f"{_md_ci(*m[:3])} | {_md_ci(*p[:3])} | {_md_ci(*s[:3])} | "
+                f"{_md_ci(*c[:3], digits=3)} | "
+                + (f"{ratio} | {thesis} |" if style == "graphql" else " | | |")
+            )
+    out += [
+        "",
+        "| rows/table | interface | saturation req/s [95% CI] | at users | mean ms there | "
+        "GraphQL/REST req/s there [95% CI] |",
+        "|---|---|---|---|---|---|",
+    ]
+    best = a.saturation_best
+    sr = a.saturation_ratios
+    for _, b in best.iterrows() if len(best) else []:
+        rr = sr[(sr["rows"] == b["rows"]) & (sr["users"] == b["users"]) & (sr["metric"] == "rps")]
+        ratio = (
+            _md_ci(*rr[["ratio", "ci_low", "ci_high"]].iloc[0].tolist(), digits=3)
+            if len(rr)
+            else "-"
+        )
+        out.append(
+            f"| {b['rows']} | {'REST' if b['style'] == 'rest' else 'GraphQL'} | "
+            f"{_md_ci(b['rps'], b['rps_ci_low'], b['rps_ci_high'], 0)} | {b['users']} | "
+            f"{b['mean_ms']:.0f} | {ratio if b['style'] == 'graphql' else ''} |"
+        )
+    return "\n".join(out)
+
+
+#: the metrics of the written cell tables (``mean [low, high]`` text columns)
+THESIS_CELLS = ("mean_ms", "p95_ms", "server_ms", "outside_ms", "bytes", "gateway_cpu_ms")
+SWEEP_CELLS = ("mean_ms", "p95_ms", "server_ms", "bytes", "gateway_cpu_ms")
+SATURATION_CELLS = ("rps", "mean_ms", "p95_ms", "gateway_cpu_ms")
+_SIDE_COLUMNS = (
+    "test", "rows", "style", "published_min_ms", "published_mean_ms", "published_max_ms",
+    "measured_mean_ci", "measured_p95_ci", "runs", "published_ratio", "published_printed",
+    "measured_ratio_ci",
+)  # fmt: skip
+
+
+def write_results(a: Analysis, results: Any) -> None:
+    """Every table and figure of the study into ``results`` (a ``StudyResults``): each
+    experiment's tables when it has runs, the claims, the runs each test needs, the
+    figures."""
+    import matplotlib.pyplot as plt
+
+    from ipclab.studies.johansson import figures
+
+    results.deviations = DEVIATIONS
+    if len(a.side_by_side):
+        results.table(
+            a.side_by_side[list(_SIDE_COLUMNS)],
+            "published_vs_measured",
+            "Thesis tests 1-3 (sections 7.1-7.3) beside the measured thesis test: printed "
+            "fastest, mean and slowest request (ms) per interface; measured mean and p95 (ms), "
+            "mean over runs with the 95% t interval; GraphQL / REST of the means, printed "
+            "(as G / R) and measured (95% log-ratio interval). Test 1 at 5 rows per table.",
+        )
+    if len(a.thesis_ratios):
+        _thesis_tables(a, results)
+    if len(a.sweep):
+        _sweep_tables(a, results)
+    if len(a.sequential):
+        results.table(
+            a.sequential,
+            "sequential_sensitivity",
+            "Sensitivity: gateways calling the four services sequentially over concurrently, "
+            "per interface and size (95% log-ratio intervals).",
+        )
+    if len(a.saturation):
+        _saturation_tables(a, results)
+    if len(a.serialisation):
+        _serialisation_tables(a, results)
+    if len(a.claims):
+        results.claims_table(a.claims)
+    if len(a.power):
+        results.table(
+            a.power,
+            "power",
+            "Runs per cell each single-size test needs to detect the published ratio with 80% "
+            "power at the strictest Holm level of its family (alpha over the family's "
+            "distinct tests, facts apart; docs/statistics.md section 7).",
+            in_report=False,
+        )
+    for fig, name, caption in figures.all_figures(a):
+        results.figure(fig, name, caption)
+    plt.close("all")
+
+
+def _thesis_tables(a: Analysis, results: Any) -> None:
+    """The thesis test's ratios, per-run rows and cells."""
+    results.table(
+        a.thesis_ratios,
+        "thesis_ratios",
+        "Thesis test: GraphQL / REST per size for client time (mean, p95), the gateway's "
+        "own time, gateway CPU per request and body bytes, with 95% log-ratio intervals.",
+        in_report=False,
+    )
+    results.table(
+        a.thesis_paired,
+        "thesis_within_run_ratios",
+        "Thesis test: GraphQL / REST within each run (both interfaces interleaved in every "
+        "run), geometric mean over runs with the 95% t interval of the logs.",
+    )
+    results.table(a.thesis, "thesis_runs", "Thesis test: one row per run and interface.",
+                  in_report=False)  # fmt: skip
+    results.table(
+        wide(a.thesis_cells, THESIS_CELLS, ("rows", "style")),
+        "thesis_cells",
+        "Thesis test per size and interface: client time (mean, p95), the gateway's own "
+        "time (Server-Timing), the rest (HTTP, client, loopback), body bytes and gateway "
+        "CPU per request, each the mean over runs with its 95% t interval.",
+    )
+
+
+def _sweep_tables(a: Analysis, results: Any) -> None:
+    """The size sweep's cells, ratios and per-run rows."""
+    conc = a.sweep_cells[~a.sweep_cells["sequential"].astype(bool)]
+    results.table(
+        wide(conc, SWEEP_CELLS, ("rows", "style")),
+        "sweep_cells",
+        "The size sweep (one client, shorter pause): per size and interface, mean over runs "
+        "with its 95% t interval.",
+    )
+    sr = a.sweep_ratios
+    results.table(
+        sr[(sr["metric"] == "mean_ms") & ~sr["sequential"].astype(bool)],
+        "sweep_ratios",
+        "The size sweep: GraphQL / REST of the mean response time per size (95% "
+        "log-ratio interval).",
+    )
+    results.table(a.sweep, "sweep_runs", "Size sweep: one row per run and interface.",
+                  in_report=False)  # fmt: skip
+
+
+def _saturation_tables(a: Analysis, results: Any) -> None:
+    """The saturation runs' cells, throughput, ratios and per-run rows, and the
+    machine check of every experiment."""
+    results.table(
+        wide(a.saturation_cells, SATURATION_CELLS, ("rows", "style", "users")),
+        "saturation_cells",
+        "Saturation: closed-loop users without think time, one stack per run; throughput, "
+        "response time and gateway CPU per request, mean over runs with 95% t intervals.",
+    )
+    results.table(
+        a.saturation_best,
+        "saturation_throughput",
+        "Saturation throughput per size and interface: the highest mean throughput over "
+        "the loads run, its load and 95% t interval, and the mean response time there.",
+    )
+    sr = a.saturation_ratios
+    results.table(
+        sr[sr["metric"].isin(["rps", "gateway_cpu_ms"])],
+        "saturation_ratios",
+        "Saturation: GraphQL / REST of throughput and of gateway CPU per request per "
+        "size and load (95% log-ratio intervals).",
+    )
+    results.table(a.saturation, "saturation_runs", "Saturation: one row per run.",
+                  in_report=False)  # fmt: skip
+    results.table(
+        a.machine,
+        "machine_state",
+        "Machine check per cell of every experiment: stack CPU per request across "
+        "repetitions (more than 25% apart: the machine changed) and other processes' "
+        "CPU (above 25% of a core: the machine was shared).",
+        in_report=False,
+    )
+
+
+def _serialisation_tables(a: Analysis, results: Any) -> None:
+    """The serialisation micro-benchmark's summary and rounds."""
+    s = ser.summary(a.serialisation)
+    results.table(
+        s[["rows", "style", "bytes", "encode_us", "encode_us_ci", "decode_us",
+           "decode_us_ci", "bytes_vs_json", "roundtrip_us_vs_json"]],
+        "serialisation",
+        "Serialisation (thesis Tables 5.1 and 5.2) on the test 2 and 3 bundles: bytes, "
+        "encode and decode time per operation (mean over rounds, 95% t interval), size "
+        "and encode + decode time relative to JSON (orjson). No Thrift-vs-Protocol "
+        "Buffers time order is claimed.",
+    )  # fmt: skip
+    results.table(a.serialisation, "serialisation_rounds", "Serialisation: per round.",
+                  in_report=False)  # fmt: skip
