@@ -130,60 +130,17 @@ def run_group(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} exists and is not an empty directory")
     out.mkdir(parents=True, exist_ok=True)
-    name = "+".join(s.name for s in specs)
-    parameters = {
-        **run_parameters(name, profile, options),
-        "faults": [],
-        "group": {"stacks": [s.name for s in specs], **load.as_dict()},
-        **(extra or {}),
-    }
-    writer = RunWriter(
-        out,
-        "load",
-        parameters,
-        stack=name,
-        style="+".join(s.style for s in specs),
-        stack_spec={s.name: s.declaration() for s in specs},
-        backend=backend,
-        users=profile.users,
-    )
+    writer = _group_writer(specs, load, profile, out, backend, options, extra)
     started: dict[str, RunningStack] = {}
     status = "failed"
     with writer.guard():
         try:
-            for spec in specs:
-                writer.event("stack_starting", stack=spec.name)
-                started[spec.name] = get_backend(backend).start(
-                    spec, options, logs_dir=out / "logs" / spec.name
-                )
-                writer.event(
-                    "stack_up", stack=spec.name, gateway_url=started[spec.name].gateway_url
-                )
-            described = {name: describe_stack(s) for name, s in started.items()}
-            for key in ("stack_info", "healthz"):  # each keyed by stack, as stack_spec
-                per_stack = {name: d[key] for name, d in described.items() if key in d}
-                if per_stack:
-                    writer.update_manifest(**{key: per_stack})
+            _start_stacks(specs, backend, options, out, writer, started)
             group = StackGroup(started, load, backend)
-            session = LoadSession(group, profile, writer, options)  # type: ignore[arg-type]
-            try:
-                session.start()
-                session.wait(profile.duration_s + OVERRUN_S)
-                ran = session.elapsed
-                if session.running:
-                    writer.event("load_overrun", note="the schedule did not end in time; cut")
-            finally:
-                summary = session.stop()
+            summary, ran = _put_load(group, profile, writer, options)
             # summary.json leaves out the profile's warm-up; the schedule counts every request
             recorded = compact_requests(out)
-            if load.requests is None:  # a closed loop: it must have lasted its duration
-                status = "complete" if ran >= profile.duration_s - EARLY_TOLERANCE_S else "failed"
-                if status != "complete":
-                    writer.event("load_ended_early", after_s=round(ran, 3))
-            else:
-                status = "complete" if recorded == load.requests else "failed"
-                if status != "complete":
-                    writer.event("schedule_incomplete", recorded=recorded, wanted=load.requests)
+            status = _judge(load, profile, ran, recorded, writer)
             summary["status"] = status
             summary["schedule"] = {"recorded": recorded, "wanted": load.requests}
             writer.write_json("summary.json", summary)
@@ -194,6 +151,92 @@ def run_group(
             writer.event("stack_down")
     writer.finish(status)
     return out
+
+
+def _group_writer(
+    specs: Sequence[StackSpec],
+    load: GroupLoad,
+    profile: LoadProfile,
+    out: Path,
+    backend: str,
+    options: StackOptions,
+    extra: dict[str, Any] | None,
+) -> RunWriter:
+    """The run's writer, its manifest naming the group (every stack, their declarations and
+    the group's load) as one stack ``a+b``."""
+    name = "+".join(s.name for s in specs)
+    parameters = {
+        **run_parameters(name, profile, options),
+        "faults": [],
+        "group": {"stacks": [s.name for s in specs], **load.as_dict()},
+        **(extra or {}),
+    }
+    return RunWriter(
+        out,
+        "load",
+        parameters,
+        stack=name,
+        style="+".join(s.style for s in specs),
+        stack_spec={s.name: s.declaration() for s in specs},
+        backend=backend,
+        users=profile.users,
+    )
+
+
+def _start_stacks(
+    specs: Sequence[StackSpec],
+    backend: str,
+    options: StackOptions,
+    out: Path,
+    writer: RunWriter,
+    started: dict[str, RunningStack],
+) -> None:
+    """Start the stacks one by one into ``started`` (so that the caller stops those that
+    started if a later one fails), then record what each reports of itself."""
+    for spec in specs:
+        writer.event("stack_starting", stack=spec.name)
+        started[spec.name] = get_backend(backend).start(
+            spec, options, logs_dir=out / "logs" / spec.name
+        )
+        writer.event("stack_up", stack=spec.name, gateway_url=started[spec.name].gateway_url)
+    described = {name: describe_stack(s) for name, s in started.items()}
+    for key in ("stack_info", "healthz"):  # each keyed by stack, as stack_spec
+        per_stack = {name: d[key] for name, d in described.items() if key in d}
+        if per_stack:
+            writer.update_manifest(**{key: per_stack})
+
+
+def _put_load(
+    group: StackGroup, profile: LoadProfile, writer: RunWriter, options: StackOptions
+) -> tuple[dict[str, Any], float]:
+    """Run the group's load until its schedule ends (cut ``OVERRUN_S`` past the profile's
+    duration); the session's summary and how long the load ran."""
+    session = LoadSession(group, profile, writer, options)  # type: ignore[arg-type]
+    try:
+        session.start()
+        session.wait(profile.duration_s + OVERRUN_S)
+        ran = session.elapsed
+        if session.running:
+            writer.event("load_overrun", note="the schedule did not end in time; cut")
+    finally:
+        summary = session.stop()
+    return summary, ran
+
+
+def _judge(
+    load: GroupLoad, profile: LoadProfile, ran: float, recorded: int, writer: RunWriter
+) -> str:
+    """``complete`` when a schedule recorded exactly its requests, or a closed loop lasted
+    its duration; else ``failed``, with an event saying why."""
+    if load.requests is None:  # a closed loop: it must have lasted its duration
+        status = "complete" if ran >= profile.duration_s - EARLY_TOLERANCE_S else "failed"
+        if status != "complete":
+            writer.event("load_ended_early", after_s=round(ran, 3))
+    else:
+        status = "complete" if recorded == load.requests else "failed"
+        if status != "complete":
+            writer.event("schedule_incomplete", recorded=recorded, wanted=load.requests)
+    return status
 
 
 __all__ = ["GroupLoad", "StackGroup", "run_group"]
