@@ -1,0 +1,78 @@
+"""Statistics of load runs: tidy per-run tables, per-cell CIs, pairwise tests, Little's law,
+saturation.
+
+The unit of replication is the run: a cell (style x users x think time) is repeated, each run
+gives one value per metric (its mean latency, its p95, its throughput...), and confidence
+intervals and tests are over those per-run values, never over the requests of one run (they
+are not independent). Every random step takes a ``seed``.
+
+One module per job; every public name is importable from here (``from ipclab import stats``):
+
+- pure statistics of samples (numpy and scipy only, no run reading): :mod:`.samples`,
+  :mod:`.intervals` (t, log-ratio and bootstrap intervals), :mod:`.comparisons` (Welch,
+  permutation, Mann-Whitney, Cliff's delta, Holm), :mod:`.power` (repetitions needed);
+- the per-run table, read from run directories: :mod:`.run_parameters`, :mod:`.run_table`;
+- tables over a per-run table: :mod:`.cells` (per-cell summaries, pairs of styles),
+  :mod:`.queueing` (Little's law), :mod:`.saturation`, :mod:`.machine` (the machine check).
+"""
+
+from __future__ import annotations
+
+from ipclab.stats.cells import CELL_KEYS, CELL_METRICS, cell_summary, cell_table, compare_styles
+from ipclab.stats.comparisons import (
+    Comparison,
+    cliffs_delta,
+    cliffs_delta_ci,
+    compare_samples,
+    holm,
+    permutation_p,
+)
+from ipclab.stats.intervals import (
+    Interval,
+    bootstrap_ci,
+    bootstrap_means,
+    log_ratio_interval,
+    t_interval,
+)
+from ipclab.stats.machine import MachineLimits, machine_check
+from ipclab.stats.power import repetitions_needed, repetitions_needed_log_ratio
+from ipclab.stats.queueing import LittleCheck, littles_law, littles_law_table
+from ipclab.stats.run_parameters import parse_seconds, parse_think_time
+from ipclab.stats.run_table import MACHINE_COLUMNS, run_metrics, runs_table
+from ipclab.stats.samples import ArrayLike
+from ipclab.stats.saturation import Saturation, detect_saturation, saturation_steps
+
+__all__ = [
+    "CELL_KEYS",
+    "CELL_METRICS",
+    "MACHINE_COLUMNS",
+    "ArrayLike",
+    "Comparison",
+    "Interval",
+    "LittleCheck",
+    "MachineLimits",
+    "Saturation",
+    "bootstrap_ci",
+    "bootstrap_means",
+    "cell_summary",
+    "cell_table",
+    "cliffs_delta",
+    "cliffs_delta_ci",
+    "compare_samples",
+    "compare_styles",
+    "detect_saturation",
+    "holm",
+    "littles_law",
+    "littles_law_table",
+    "log_ratio_interval",
+    "machine_check",
+    "parse_seconds",
+    "parse_think_time",
+    "permutation_p",
+    "repetitions_needed",
+    "repetitions_needed_log_ratio",
+    "run_metrics",
+    "runs_table",
+    "saturation_steps",
+    "t_interval",
+]

@@ -1,0 +1,63 @@
+"""The machine check: whether the repetitions of a cell ran on a comparable machine (CPU cost
+per request, other processes' CPU, steal time), from the per-run table's machine state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class MachineLimits:
+    """When the repetitions of a cell did not run on a comparable machine."""
+
+    max_cost_ratio: float = 1.25  # slowest / fastest stack CPU ms per request within a cell
+    max_other_cpu_percent: float = 25.0  # mean busy CPU of other processes (100 = one core)
+    max_steal_percent: float = 10.0  # mean CPU taken by the hypervisor
+
+
+def machine_check(
+    runs: pd.DataFrame,
+    limits: MachineLimits = MachineLimits(),
+    by: Sequence[str] = ("style", "users"),
+) -> pd.DataFrame:
+    """Per cell, how comparable the machine was across its repetitions.
+
+    A run's stack CPU per request is what one request costs on the machine at that moment;
+    repetitions of one cell on a slower or shared host cost more (a 2x difference was seen
+    between two sessions' VMs), which moves throughput and latency without any change in
+    the system under test. ``comparable`` is False when the cost spread (``cost_ratio``,
+    slowest over fastest) or another process's CPU or the VM's steal time passes
+    ``limits``; ``None`` when the runs carry no machine state (written before it was
+    recorded)."""
+    rows = []
+    for key, sub in runs.groupby(list(by), dropna=False, sort=True):
+        cost = pd.to_numeric(sub["stack_cpu_ms_per_request"], errors="coerce").dropna()
+        other = pd.to_numeric(sub["other_cpu_percent"], errors="coerce").dropna()
+        steal = pd.to_numeric(sub["steal_percent"], errors="coerce").dropna()
+        ratio = float(cost.max() / cost.min()) if len(cost) and cost.min() > 0 else np.nan
+        known = len(cost) == len(sub)
+        reasons = []
+        if known and ratio > limits.max_cost_ratio:
+            reasons.append(f"CPU per request varies {ratio:.2f}x")
+        if len(other) and other.max() > limits.max_other_cpu_percent:
+            reasons.append(f"other processes used up to {other.max():.0f}% CPU")
+        if len(steal) and steal.max() > limits.max_steal_percent:
+            reasons.append(f"steal time up to {steal.max():.0f}%")
+        rows.append(
+            {
+                **dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
+                "runs": len(sub),
+                "cpu_ms_per_request_min": float(cost.min()) if len(cost) else np.nan,
+                "cpu_ms_per_request_max": float(cost.max()) if len(cost) else np.nan,
+                "cost_ratio": ratio,
+                "other_cpu_percent_max": float(other.max()) if len(other) else np.nan,
+                "steal_percent_max": float(steal.max()) if len(steal) else np.nan,
+                "comparable": (not reasons) if known else None,
+                "why": "; ".join(reasons),
+            }
+        )
+    return pd.DataFrame(rows)
