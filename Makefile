@@ -8,7 +8,7 @@ OUT     ?= out
         format proto go-proto go-lint base-image images clean
 
 help:
-	@echo "make reproduce [PROFILE=quick|full] [BACKEND=local|docker]  rerun everything, build $(OUT)/report.pdf"
+	@echo "make reproduce [PROFILE=quick|full] [BACKEND=local|docker]  rerun everything, build $(OUT)/report.pdf and $(OUT)/site/"
 	@echo "make test        the test suite (real stacks, real broker; docker tests when an engine answers)"
 	@echo "make lab         JupyterLab on notebooks/"
 	@echo "make bench       transport and stack benchmarks (print figures)"

@@ -1,5 +1,6 @@
-"""Building the report: the PDF (printed by headless Chromium) and the site beside it, from
-the results folders found under a folder; and the command line.
+"""The report PDF (printed by headless Chromium) and its site, from results folders.
+
+Building both from the results folders found under a folder, and the command line.
 
     python -m ipclab.report --results out/results --out out/report.pdf [--site out/site]
 """
