@@ -178,7 +178,7 @@ def test_chromium_renders_the_page(browser: tuple[str, Path, bool]) -> None:
     shot = browser[1] / "shot.png"
     chromium(browser, "", f"--screenshot={shot}")
     img = plt.imread(shot)
-    assert img.shape[:2] == (1600, 1280)
+    assert img.shape[0] >= 800 and img.shape[1] >= 800, img.shape
     assert float(img[..., :3].min()) < 0.5 and float(img[..., :3].max()) > 0.9, "blank page"
 
 
