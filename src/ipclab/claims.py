@@ -182,14 +182,7 @@ def verdict(
         return INCONCLUSIVE, effect.missing
     r = effect.ratio
     if claim.test == "compare":
-        if not np.isfinite(r.estimate):
-            return INCONCLUSIVE, "not measured"
-        holds = r.estimate > 1 if claim.relation == ">" else r.estimate < 1
-        return (
-            (REPRODUCED, f"a/b = {_fmt(r.estimate)} {claim.relation} 1")
-            if holds
-            else (NOT_REPRODUCED, f"a/b = {_fmt(r.estimate)}, not {claim.relation} 1")
-        )
+        return _compare_verdict(claim, r)
     band = band or band_of(claim, rules)
     if effect.fact:
         return _fact_verdict(claim, effect, band)
@@ -203,52 +196,106 @@ def verdict(
             return NOT_REPRODUCED, off
     if not (np.isfinite(r.estimate) and np.isfinite(r.low) and np.isfinite(r.high)):
         return INCONCLUSIVE, f"effect or CI undefined ({_ci(r)})"
-    sig = bool(np.isfinite(p) and p < rules.alpha)
-    ptxt = f"p = {_fmt(p)}"
-    bl, bh = band
-    inside = bl <= r.low and r.high <= bh
-    outside = r.high < bl or r.low > bh
-    btxt = f"[{_fmt(bl)}, {_fmt(bh)}]"
+    return _interval_verdict(claim, _Reading.of(r, p, rules.alpha, band))
+
+
+def _compare_verdict(claim: Claim, r: Interval) -> tuple[str, str]:
+    """A comparison of two values with no test: which side of 1 their ratio lies."""
+    if not np.isfinite(r.estimate):
+        return INCONCLUSIVE, "not measured"
+    holds = r.estimate > 1 if claim.relation == ">" else r.estimate < 1
+    return (
+        (REPRODUCED, f"a/b = {_fmt(r.estimate)} {claim.relation} 1")
+        if holds
+        else (NOT_REPRODUCED, f"a/b = {_fmt(r.estimate)}, not {claim.relation} 1")
+    )
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """A defined ratio interval read against the significance level and the claim's band,
+    with the texts the reasons quote."""
+
+    r: Interval
+    alpha: float
+    sig: bool  # p below alpha
+    inside: bool  # the interval lies inside the band
+    outside: bool  # the interval lies entirely on one side of the band
+    ptxt: str
+    btxt: str
+
+    @classmethod
+    def of(cls, r: Interval, p: float, alpha: float, band: tuple[float, float]) -> _Reading:
+        bl, bh = band
+        return cls(
+            r=r,
+            alpha=alpha,
+            sig=bool(np.isfinite(p) and p < alpha),
+            inside=bl <= r.low and r.high <= bh,
+            outside=r.high < bl or r.low > bh,
+            ptxt=f"p = {_fmt(p)}",
+            btxt=f"[{_fmt(bl)}, {_fmt(bh)}]",
+        )
+
+
+def _interval_verdict(claim: Claim, reading: _Reading) -> tuple[str, str]:
+    """The verdict of a tested claim from its ratio's interval, p-value and band."""
+    r, btxt = reading.r, reading.btxt
     if claim.test in ("direction", "interaction", "ratio"):
         up = claim.relation == ">"
         sign_ok = r.estimate > 1 if up else r.estimate < 1
         if claim.test == "ratio":
-            if outside:
-                side = " although the direction holds" if sig and sign_ok else ""
-                return NOT_REPRODUCED, f"ratio {_ci(r)} excludes the claimed band {btxt}{side}"
-            if sig and sign_ok:
-                return REPRODUCED, (
-                    f"ratio {_ci(r)} overlaps the claimed band {btxt}, {ptxt} < {rules.alpha}"
-                )
-            return INCONCLUSIVE, (
-                f"ratio {_ci(r)} overlaps the claimed band but {ptxt} is not below {rules.alpha}"
-            )
-        if sig and not sign_ok:
-            return NOT_REPRODUCED, f"ratio {_ci(r)} significant in the opposite direction, {ptxt}"
-        if claim.magnitude == "considerable" and inside:
-            return NOT_REPRODUCED, (
-                f"ratio {_ci(r)} inside {btxt}: not a considerable difference ({ptxt})"
-            )
-        if not sig:
-            return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: not significant at {rules.alpha}"
-        if claim.magnitude == "slight":
-            return _sized(r, ptxt, btxt, inside, outside, "slight", within=True)
-        if claim.magnitude == "considerable":
-            return _sized(r, ptxt, btxt, inside, outside, "considerable", within=False)
-        return REPRODUCED, f"ratio {_ci(r)} on the claimed side of 1, {ptxt} < {rules.alpha}"
+            return _ratio_verdict(reading, sign_ok)
+        return _direction_verdict(claim, reading, sign_ok)
     if claim.test == "equal":
-        if inside:
+        if reading.inside:
             return REPRODUCED, f"ratio {_ci(r)} inside the equivalence band {btxt}"
-        if outside:
+        if reading.outside:
             return NOT_REPRODUCED, f"ratio {_ci(r)} entirely outside the band {btxt}"
         return INCONCLUSIVE, f"ratio {_ci(r)} straddles the band {btxt}"
     if claim.test == "differ":
-        if sig and outside:
-            return REPRODUCED, f"ratio {_ci(r)} outside the band {btxt}, {ptxt}"
-        if inside:
+        if reading.sig and reading.outside:
+            return REPRODUCED, f"ratio {_ci(r)} outside the band {btxt}, {reading.ptxt}"
+        if reading.inside:
             return NOT_REPRODUCED, f"ratio {_ci(r)} inside the band {btxt}: no such gap"
-        return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: neither outside nor inside {btxt}"
+        return INCONCLUSIVE, f"ratio {_ci(r)}, {reading.ptxt}: neither outside nor inside {btxt}"
     raise ValueError(f"unknown test {claim.test!r} in claim {claim.claim_id}")
+
+
+def _ratio_verdict(reading: _Reading, sign_ok: bool) -> tuple[str, str]:
+    """A claimed ratio: its band must overlap the interval, the difference be significant
+    and on the claimed side."""
+    r, btxt, ptxt = reading.r, reading.btxt, reading.ptxt
+    if reading.outside:
+        side = " although the direction holds" if reading.sig and sign_ok else ""
+        return NOT_REPRODUCED, f"ratio {_ci(r)} excludes the claimed band {btxt}{side}"
+    if reading.sig and sign_ok:
+        return (
+            REPRODUCED,
+            f"ratio {_ci(r)} overlaps the claimed band {btxt}, {ptxt} < {reading.alpha}",
+        )
+    return INCONCLUSIVE, (
+        f"ratio {_ci(r)} overlaps the claimed band but {ptxt} is not below {reading.alpha}"
+    )
+
+
+def _direction_verdict(claim: Claim, reading: _Reading, sign_ok: bool) -> tuple[str, str]:
+    """A claimed direction (or interaction): significant on the claimed side, and of the
+    claimed size when the claim gives one ("slight", "considerable")."""
+    r, btxt, ptxt = reading.r, reading.btxt, reading.ptxt
+    if reading.sig and not sign_ok:
+        return NOT_REPRODUCED, f"ratio {_ci(r)} significant in the opposite direction, {ptxt}"
+    if claim.magnitude == "considerable" and reading.inside:
+        return NOT_REPRODUCED, (
+            f"ratio {_ci(r)} inside {btxt}: not a considerable difference ({ptxt})"
+        )
+    if not reading.sig:
+        return INCONCLUSIVE, f"ratio {_ci(r)}, {ptxt}: not significant at {reading.alpha}"
+    if claim.magnitude == "slight":
+        return _sized(r, ptxt, btxt, reading.inside, reading.outside, "slight", within=True)
+    if claim.magnitude == "considerable":
+        return _sized(r, ptxt, btxt, reading.inside, reading.outside, "considerable", within=False)
+    return REPRODUCED, f"ratio {_ci(r)} on the claimed side of 1, {ptxt} < {reading.alpha}"
 
 
 def _fact_verdict(claim: Claim, effect: Effect, band: tuple[float, float]) -> tuple[str, str]:
