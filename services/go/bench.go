@@ -33,27 +33,55 @@ func runBench(transport, amqpURL string) error {
 	requests := int(envInt("IPCLAB_BENCH_REQUESTS", "2000"))
 	inflight := int(envInt("IPCLAB_BENCH_INFLIGHT", "32"))
 	seconds, _ := strconv.ParseFloat(env("IPCLAB_BENCH_SECONDS", "3"), 64)
-	var call func() error
-	if transport == "echo" {
-		c, closeAll, err := echoClient(os.Getenv(addrEnv(service)), inflight)
-		if err != nil {
-			return err
-		}
-		defer closeAll()
-		call = c
-	} else {
-		clients, err := connect(transport, []string{service}, amqpURL)
-		if err != nil {
-			return err
-		}
-		defer clients.Close()
-		call = func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			var p Product
-			return clients.Call(ctx, service, "get", 1, &p)
-		}
+	call, closeCalls, err := benchCall(transport, service, amqpURL, inflight)
+	if err != nil {
+		return err
 	}
+	defer closeCalls()
+	if err := warmUp(call, requests, inflight); err != nil {
+		return err
+	}
+	lat, err := sequentialLatencies(call, requests)
+	if err != nil {
+		return err
+	}
+	server, broker := pids("IPCLAB_BENCH_SERVER_PIDS"), pids("IPCLAB_BENCH_BROKER_PIDS")
+	t := throughput(call, inflight, seconds, server, broker)
+	return json.NewEncoder(os.Stdout).Encode(map[string]any{
+		"seq_p50_us":   percentile(lat, 50),
+		"seq_p99_us":   percentile(lat, 99),
+		"done":         t.done,
+		"errors":       t.failed,
+		"first_error":  t.firstError,
+		"elapsed_s":    t.elapsed,
+		"client_cpu_s": t.clientCPU,
+		"server_cpu_s": t.serverCPU,
+		"broker_cpu_s": t.brokerCPU,
+	})
+}
+
+// benchCall is one call of the benchmark and what closes its connections: the echo floor's
+// length-prefixed bytes, or a "get" of product 1 through this binary's clients.
+func benchCall(transport, service, amqpURL string, inflight int) (func() error, func(), error) {
+	if transport == "echo" {
+		return echoClient(os.Getenv(addrEnv(service)), inflight)
+	}
+	clients, err := connect(transport, []string{service}, amqpURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	call := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var p Product
+		return clients.Call(ctx, service, "get", 1, &p)
+	}
+	return call, clients.Close, nil
+}
+
+// warmUp makes min(200, max(20, requests/10)) calls one at a time, then 5 bursts of
+// inflight calls at once (so that every connection the throughput phase uses is open).
+func warmUp(call func() error, requests, inflight int) error {
 	for i := 0; i < min(200, max(20, requests/10)); i++ {
 		if err := call(); err != nil {
 			return err
@@ -74,16 +102,34 @@ func runBench(transport, amqpURL string) error {
 			}
 		}
 	}
+	return nil
+}
+
+// sequentialLatencies times requests calls made one at a time, in microseconds, sorted.
+func sequentialLatencies(call func() error, requests int) ([]float64, error) {
 	lat := make([]float64, requests)
 	for i := range lat {
 		t0 := time.Now()
 		if err := call(); err != nil {
-			return err
+			return nil, err
 		}
 		lat[i] = float64(time.Since(t0).Nanoseconds()) / 1e3
 	}
 	sort.Float64s(lat)
-	server, broker := pids("IPCLAB_BENCH_SERVER_PIDS"), pids("IPCLAB_BENCH_BROKER_PIDS")
+	return lat, nil
+}
+
+// throughputResult is what the throughput phase measured.
+type throughputResult struct {
+	done, failed                    int64
+	firstError                      string
+	elapsed                         float64
+	clientCPU, serverCPU, brokerCPU float64
+}
+
+// throughput keeps inflight calls in flight for seconds and counts them, with the CPU
+// seconds of this process and of the server and broker pids over the phase.
+func throughput(call func() error, inflight int, seconds float64, server, broker []int) throughputResult {
 	var done, failed atomic.Int64
 	var firstError atomic.Value
 	stop := time.Now().Add(time.Duration(seconds * float64(time.Second)))
@@ -108,17 +154,10 @@ func runBench(transport, amqpURL string) error {
 	elapsed := time.Since(t0).Seconds()
 	c1, s1, b1 := cpuSeconds(), procCPU(server), procCPU(broker)
 	first, _ := firstError.Load().(string)
-	return json.NewEncoder(os.Stdout).Encode(map[string]any{
-		"seq_p50_us":   percentile(lat, 50),
-		"seq_p99_us":   percentile(lat, 99),
-		"done":         done.Load(),
-		"errors":       failed.Load(),
-		"first_error":  first,
-		"elapsed_s":    elapsed,
-		"client_cpu_s": c1 - c0,
-		"server_cpu_s": s1 - s0,
-		"broker_cpu_s": b1 - b0,
-	})
+	return throughputResult{
+		done: done.Load(), failed: failed.Load(), firstError: first, elapsed: elapsed,
+		clientCPU: c1 - c0, serverCPU: s1 - s0, brokerCPU: b1 - b0,
+	}
 }
 
 // percentile as numpy's default (linear interpolation between closest ranks).
