@@ -373,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--master", required=True, metavar="HOST:PORT", help="the Locust master")
     p.set_defaults(func=cmd_worker)
 
-    p = sub.add_parser("reproduce", help="run every notebook and build the report PDF")
+    p = sub.add_parser("reproduce", help="run every notebook and build the report (PDF and site)")
     p.add_argument("--profile", choices=("quick", "full"), default="quick")
     p.add_argument("--backend", choices=BACKENDS, default="local")
     p.add_argument("--out", type=Path, default=Path("out"))
@@ -383,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", help="run only notebooks whose name contains this")
     p.set_defaults(func=cmd_reproduce)
 
-    p = sub.add_parser("report", help="build the report PDF from existing results")
+    p = sub.add_parser("report", help="build the report (PDF and site) from existing results")
     p.add_argument("--out", type=Path, default=Path("out"))
     p.set_defaults(func=cmd_report)
 

@@ -1,4 +1,5 @@
-"""``ipclab reproduce``: run every notebook top to bottom, then build the report PDF.
+"""``ipclab reproduce``: run every notebook top to bottom, then build the report (the PDF and
+its site, ``site/index.html`` beside it).
 
 Notebooks run with papermill into ``<out>/notebooks`` (the repository's copies carry no
 outputs). Each writes a results folder under ``<out>/results``; the report is built from
@@ -225,4 +226,7 @@ def _say_summary(
         say(f"  claims (distinct tests): {counted}")
     say(f"  executed notebooks: {out / 'notebooks'}")
     say(f"  results: {out / 'results'};  figures: {figures_dir};  runs: {runs_root}")
-    say(f"  report: {report}" if "report" in log else f"  report FAILED: {log['report_error']}")
+    if "report" in log:
+        say(f"  report: {report};  site: {report.parent / 'site' / 'index.html'}")
+    else:
+        say(f"  report FAILED: {log['report_error']}")
