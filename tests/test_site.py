@@ -12,20 +12,21 @@ claims filter set from the URL's fragment or query shows exactly the matching ro
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from ipclab.report import build_site, pdf
+from ipclab.report import build, build_site, main, pdf
 from ipclab.report.overview import ALL_CLAIMS_ID
-from ipclab.report.site import SITE_MARKER
+from ipclab.report.site import SITE_MARKER, SiteRefused
 from tests.test_report import FIGURE_CAPTION, TABLE_CAPTION, _results
 
 ENVIRONMENT = {"python": "3.11", "os": "test", "git": {"revision": "test"}}
@@ -148,6 +149,36 @@ def test_a_rebuild_replaces_the_site_and_no_other_folder(tmp_path: Path) -> None
     assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.parametrize("no_pdf", [False, True], ids=["report", "site-only"])
+def test_a_foreign_site_folder_fails_the_report_first_in_one_line_and_stays_untouched(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    no_pdf: bool,
+) -> None:
+    """Refused before the PDF is printed: no report.pdf (nor its HTML) beside a site that
+    could not be written, an error of one line and no traceback, the folder left as it was."""
+    _results(tmp_path)
+    plt.close("all")
+    monkeypatch.setattr(build, "find_chromium", lambda: "chromium")  # no Chromium needed:
+    monkeypatch.setattr(build, "html_to_pdf", lambda *a: pytest.fail("PDF printed first"))
+    foreign = tmp_path / "out" / "site"
+    foreign.mkdir(parents=True)
+    (foreign / "notes.txt").write_text("mine")
+    out = tmp_path / "out" / "report.pdf"
+    argv = ["--results", str(tmp_path / "results"), "--out", str(out)]
+    assert main(argv + ["--no-pdf"] * no_pdf) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "not a site ipclab wrote" in err and "Traceback" not in err
+    assert sorted(p.name for p in out.parent.iterdir()) == ["site"]  # nothing half-written
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+    assert (foreign / "notes.txt").read_text() == "mine"
+    with pytest.raises(SiteRefused):  # and the same from the function reproduce calls
+        build.build_report([tmp_path / "results" / "demo"], out)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["site"]
+
+
 # --- in headless Chromium -------------------------------------------------------------
 
 
@@ -165,9 +196,11 @@ def browser(site: Path) -> Iterator[tuple[str, Path, bool]]:
         yield exe, work, as_root
 
 
-def chromium(browser: tuple[str, Path, bool], url_tail: str, *args: str) -> str:
+def chromium(
+    browser: tuple[str, Path, bool], url_tail: str, *args: str, page: str = "index.html"
+) -> str:
     exe, work, as_root = browser
-    url = (work / "site" / "index.html").as_uri() + url_tail
+    url = (work / "site" / page).as_uri() + url_tail
     cmd = pdf.headless_command(exe, work, as_root, "--window-size=1280,1600", *args, url)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stderr[-1500:]
@@ -199,3 +232,41 @@ def test_filter_by_study_and_verdict_from_the_query(browser: tuple[str, Path, bo
     dom = Dom(chromium(browser, query, "--dump-dom"))
     assert dom.shown() == [(SECOND, "inconclusive")]
     assert "1 of 6 claims shown" in "".join(dom.text)
+
+
+def _url_after_choosing_all(browser: tuple[str, Path, bool], keys: list[str], tail: str) -> str:
+    """The URL's tail (after the page's name) once the reader set these filters to "all"
+    on a page opened at ``tail``: a copy of the page whose last script does so."""
+    site = browser[1] / "site"
+    clear = (
+        "".join(f'f.elements["{k}"].value = ""; ' for k in keys)
+        + 'f.dispatchEvent(new Event("change")); o.textContent = location.href;'
+    )
+    script = (
+        '<output id="url-now"></output><script>const f = document.getElementById('
+        f'"claim-filter"); const o = document.getElementById("url-now"); {clear}</script>'
+    )
+    page = f"clear-{'-'.join(keys)}.html"
+    text = (site / "index.html").read_text().replace("</body>", script + "</body>")
+    (site / page).write_text(text)
+    pdf.hand_over(browser[1], browser[2])
+    m = re.search(
+        r'<output id="url-now">([^<]*)</output>', chromium(browser, tail, "--dump-dom", page=page)
+    )
+    assert m and m.group(1).startswith((site / page).as_uri()), m
+    return m.group(1).removeprefix((site / page).as_uri())
+
+
+def test_clearing_a_filter_opened_from_the_query_sticks_across_a_reload(
+    browser: tuple[str, Path, bool],
+) -> None:
+    """The query seeds the first load only: once the reader changes the filter the URL holds
+    no query, so a reload shows what the reader chose, not the link's filter again."""
+    query = f"?study={quote(SECOND)}&verdict=inconclusive"
+    tail = _url_after_choosing_all(browser, ["study", "verdict"], query)
+    assert tail == ""  # no query left, no fragment: every claim
+    assert "6 of 6 claims shown" in "".join(Dom(chromium(browser, tail, "--dump-dom")).text)
+    tail = _url_after_choosing_all(browser, ["verdict"], query)
+    assert tail == "#study=" + quote_plus(SECOND)  # the study kept, in the fragment only
+    dom = Dom(chromium(browser, tail, "--dump-dom"))
+    assert {study for study, _ in dom.shown()} == {SECOND} and len(dom.shown()) == 3

@@ -17,7 +17,7 @@ from typing import Any
 from ipclab.report.document import render_html
 from ipclab.report.pdf import ChromiumMissing, find_chromium, html_to_pdf
 from ipclab.report.runlog import notebooks
-from ipclab.report.site import build_site
+from ipclab.report.site import SiteRefused, build_site, check_site_dir
 
 
 def build_report(
@@ -30,17 +30,19 @@ def build_report(
     """Render the results folders (and the run log) to ``out_pdf``; the HTML is kept beside
     it, and the site written to ``site_dir`` (default: ``site/`` beside the PDF).
 
-    Raises :class:`ChromiumMissing` when no Chromium is installed."""
+    Raises :class:`ChromiumMissing` when no Chromium is installed and :class:`SiteRefused`
+    when the site's folder holds something else, both before anything is written."""
     from ipclab.environment import describe_environment
 
-    find_chromium()  # fail before any work when it cannot end in a PDF
     out_pdf = Path(out_pdf)
+    site = out_pdf.parent / "site" if site_dir is None else Path(site_dir)
+    find_chromium()  # fail before any work when it cannot end in a PDF
+    check_site_dir(site)  # ... or in a site: no PDF printed beside a refused site folder
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     env = (run_log or {}).get("environment") or describe_environment()
     html_file = out_pdf.with_suffix(".html")
     html_file.write_text(render_html(results_dirs, run_log, env, references), "utf-8")
     pdf = html_to_pdf(html_file, out_pdf)
-    site = out_pdf.parent / "site" if site_dir is None else Path(site_dir)
     build_site(results_dirs, site, run_log, references, env)
     return pdf
 
@@ -83,12 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no results folders (study.json) under {a.results}", file=sys.stderr)
         return 2
     site = a.site or a.out.parent / "site"
-    if a.no_pdf:
-        print(build_site(dirs, site, run_log))
-        return 0
     try:
+        if a.no_pdf:
+            print(build_site(dirs, site, run_log))
+            return 0
         print(build_report(dirs, a.out, run_log, site_dir=site))
-    except ChromiumMissing as e:
+    except (ChromiumMissing, SiteRefused) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(site / "index.html")

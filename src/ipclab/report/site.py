@@ -4,7 +4,8 @@ styles, and one claims table across all studies that the reader filters by study
 verdict. Self-contained: no external resource, nothing fetched; the folder can be moved.
 
 The filter reads and writes the URL's fragment, so a filtered view can be linked:
-``index.html#verdict=not%20reproduced&study=...`` (the query, ``?verdict=...``, works too).
+``index.html#verdict=not%20reproduced&study=...`` (the query, ``?verdict=...``, works too
+on the first load; the first change of the filter drops it and writes the fragment).
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ FILTER_SCRIPT = """
     const p = new URLSearchParams();
     for (const key of keys) if (selects[key].value) p.set(key, selects[key].value);
     const hash = p.toString();
-    history.replaceState(null, "", hash ? `#${hash}` : location.pathname + location.search);
+    // The query (?study=...) only seeds the first load: dropped here, or a reload would
+    // apply it again after the reader cleared the filter. The fragment holds the state.
+    history.replaceState(null, "", location.pathname + (hash ? `#${hash}` : ""));
     apply(p);
   });
   window.addEventListener("hashchange", () => { const p = fromUrl(); if (p) apply(p); });
@@ -79,13 +82,30 @@ FILTER_SCRIPT = """
 """.replace("__TABLE__", ALL_CLAIMS_ID)
 
 
+class SiteRefused(FileExistsError):
+    """The site's folder holds something ipclab did not write: it is never replaced."""
+
+
+def check_site_dir(site_dir: Path) -> None:
+    """Raise :class:`SiteRefused` unless a site may be written to ``site_dir`` (absent,
+    empty, or a site ipclab wrote). Reads only: the report calls it before any work, so a
+    refused folder fails the report before its PDF is printed, not after."""
+    site_dir = Path(site_dir)
+    if site_dir.is_dir() and (site_dir / SITE_MARKER).is_file():
+        return
+    if site_dir.exists() and (not site_dir.is_dir() or any(site_dir.iterdir())):
+        raise SiteRefused(
+            f"{site_dir} exists and is not a site ipclab wrote (no {SITE_MARKER} in it): "
+            "not replaced; move it away or write the site elsewhere"
+        )
+
+
 def _prepare(site_dir: Path) -> None:
     """An empty site folder: one ipclab wrote before is removed whole (no stale figure
     stays); any other non-empty folder is left alone and refused."""
-    if site_dir.is_dir() and (site_dir / SITE_MARKER).is_file():
+    check_site_dir(site_dir)
+    if (site_dir / SITE_MARKER).is_file():
         shutil.rmtree(site_dir)
-    elif site_dir.exists() and (not site_dir.is_dir() or any(site_dir.iterdir())):
-        raise FileExistsError(f"{site_dir} exists and is not a site ipclab wrote: not replaced")
     site_dir.mkdir(parents=True, exist_ok=True)
     (site_dir / SITE_MARKER).write_text("written by ipclab.report; rebuilt whole each time\n")
 
