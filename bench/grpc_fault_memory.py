@@ -12,8 +12,8 @@ show is held by the C core.
 
     python bench/grpc_fault_memory.py [--cycles 8] [--up 10] [--down 5]
 
-Prints one row per arm and cycle, then the growth per fault. Figures mean something only
-as the two arms' difference measured in one sitting.
+Each arm runs in its own process. Prints one row per arm and cycle, then the growth per
+fault. Figures mean something only as the arms' differences measured in one sitting.
 """
 
 from __future__ import annotations
@@ -187,22 +187,33 @@ def growth(rows: list[dict]) -> tuple[float, float, int]:
     return rss, heap, sum(r["failed"] for r in later[1:])
 
 
+ARMS = {"steady": False, "faults": True, "cancel": True, "shield": True}  # arm: server killed
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cycles", type=int, default=8)
     ap.add_argument("--up", type=float, default=10.0, help="seconds served per cycle")
     ap.add_argument("--down", type=float, default=5.0, help="seconds the server is dead")
+    ap.add_argument("--arm", choices=sorted(ARMS), help="one arm in this process (internal)")
     args = ap.parse_args()
-    tracemalloc.start()
-    print(f"# grpcio {grpc.__version__}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.2f}")
-    print("arm     cycle       ok   failed   rss MiB  py heap MiB")
-    results = {}
-    for name, faults in (("steady", False), ("faults", True), ("cancel", True), ("shield", True)):
-        results[name] = asyncio.run(arm(name, faults, args.cycles, args.up, args.down))
-    print("\narm     RSS MiB/cycle  Python heap MiB/cycle  failed calls (cycles 2..)")
-    for name, rows in results.items():
+    if args.arm:  # each arm in a fresh process: no arm reuses memory another one freed
+        tracemalloc.start()
+        rows = asyncio.run(arm(args.arm, ARMS[args.arm], args.cycles, args.up, args.down))
         rss, heap, failed = growth(rows)
-        print(f"{name:7} {rss:+13.2f} {heap:+22.3f} {failed:13}")
+        print(f"= {args.arm:7} {rss:+13.2f} {heap:+22.3f} {failed:13}", flush=True)
+        return 0
+    print(f"# grpcio {grpc.__version__}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.2f}")
+    print("arm     cycle       ok   failed   rss MiB  py heap MiB", flush=True)
+    totals = []
+    for name in ARMS:
+        cmd = [sys.executable, __file__, "--arm", name, "--cycles", str(args.cycles),
+               "--up", str(args.up), "--down", str(args.down)]  # fmt: skip
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        print("\n".join(line for line in out.splitlines() if not line.startswith("= ")))
+        totals += [line[2:] for line in out.splitlines() if line.startswith("= ")]
+    print("\narm     RSS MiB/cycle  Python heap MiB/cycle  failed calls (cycles 2..)")
+    print("\n".join(totals))
     return 0
 
 
