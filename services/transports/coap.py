@@ -247,8 +247,11 @@ def _no_icmp_errors(context: aiocoap.Context) -> int:
 
 async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
     """Serve CoAP requests, translated to HTTP messages for ``handler``, until cancelled."""
+    # UDP only: aiocoap's default server transports add TCP, TLS and WebSocket listeners on
+    # the same port number, which no stack uses, and whose TCP bind can collide with another
+    # process's ephemeral port (seen: "address already in use" from the websockets listener)
     context = await aiocoap.Context.create_server_context(
-        _Relay(handler), bind=(config.host, config.port)
+        _Relay(handler), bind=(config.host, config.port), transports=["udp6"]
     )
     if not _no_icmp_errors(context):
         raise RuntimeError("coap: no UDP socket found in aiocoap's server context")
