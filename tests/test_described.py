@@ -1,6 +1,7 @@
 """What a run's manifest records about a started stack (ipclab.backends.described): the
-gateway's /healthz document, whatever its status, and the backend's info() where it has one;
-a missing or unreadable answer is said, never an error of the run."""
+gateway's /healthz document, whatever its status, and the stack's info() where it says
+something (RunningStack's default says nothing); a missing or unreadable answer is said,
+never an error of the run."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ipclab.backends.base import RunningStack
 from ipclab.backends.described import describe_stack, read_healthz
 from ipclab.procs import free_port
 
@@ -48,7 +50,7 @@ def server() -> Iterator[str]:
 
 
 @dataclass
-class _Stack:
+class _Stack(RunningStack):  # RunningStack.info's default: nothing to add
     gateway_url: str
 
 

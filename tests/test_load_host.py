@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ipclab.backends.base import LoadHost, LoadHostError
+from ipclab.backends.base import LoadHost, LoadHostError, RunningStack
 from ipclab.backends.docker.compose import DELAY_CAPABILITIES, compose_document
 from ipclab.load.runner import ResourceSampler
 from ipclab.stacks import LOADGEN, resolve
@@ -51,7 +51,7 @@ def test_entering_a_load_host_needs_root(monkeypatch: pytest.MonkeyPatch) -> Non
     assert host.enter() == ["/usr/bin/nsenter", "--net=/proc/1/ns/net", "--"]
 
 
-class _Stack:
+class _Stack(RunningStack):
     """Samples as DockerStack gives them: one row per container, the load host's included."""
 
     def sample(self) -> list[dict[str, Any]]:

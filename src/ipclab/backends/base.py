@@ -1,4 +1,9 @@
-"""The interface every backend implements; the harness only talks to these two protocols."""
+"""The interface every backend implements; the harness only talks to these two protocols.
+
+A running stack subclasses :class:`RunningStack` and so inherits the defaults of its optional
+hooks (``load_env``, ``load_host``, ``info``, ``process_usage``): the load runner and the
+manifest call them directly, and a backend overrides only those it has something to say in.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+import psutil
 
 from ipclab.stacks import StackSpec
 
@@ -66,6 +73,47 @@ class RunningStack(Protocol):
         ...
 
     def stop(self) -> None: ...
+
+    # --- optional hooks, with the defaults of a stack that has nothing to add ------------
+    def load_env(self) -> dict[str, str]:
+        """What the load generator's environment gets besides the usual knobs (a group of
+        stacks: every target's address); nothing by default."""
+        return {}
+
+    def load_host(self) -> LoadHost | None:
+        """Where the load generator runs when the stack gives it a host of its own (docker:
+        a ``loadgen`` container's network namespace); None: this machine, at ``gateway_url``."""
+        return None
+
+    def info(self) -> dict[str, Any] | None:
+        """What a run manifest records about this stack (``stack_info``: docker's project,
+        images, limits, engine); None: nothing beyond the declaration and /healthz."""
+        return None
+
+    def process_usage(self, pid: int, cache: dict[int, psutil.Process]) -> dict[str, Any]:
+        """CPU % and RSS of a process of this machine that works on this stack (the load
+        generator, whichever network namespace it enters): its process tree, by psutil."""
+        return process_tree_usage(pid, cache)
+
+
+def process_tree_usage(pid: int, cache: dict[int, psutil.Process]) -> dict[str, Any]:
+    """CPU % (100 = one core, since the previous call) and RSS of a process and its children."""
+    cpu = 0.0
+    rss = 0
+    try:
+        root = psutil.Process(pid)
+        members = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return {"cpu_percent": None, "rss_bytes": None}
+    for p in members:
+        proc = cache.setdefault(p.pid, p)
+        try:
+            with proc.oneshot():
+                cpu += proc.cpu_percent(None)
+                rss += proc.memory_info().rss
+        except psutil.NoSuchProcess:
+            cache.pop(p.pid, None)
+    return {"cpu_percent": round(cpu, 1), "rss_bytes": rss}
 
 
 class Backend(Protocol):

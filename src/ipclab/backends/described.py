@@ -1,7 +1,7 @@
 """What a run's manifest records about a started stack, in its own words.
 
-Two things, both read once the stack is up and before any load: the backend's ``info()``
-where it has one (docker and swarm: project, images with their ids, limits, engine) and
+Two things, both read once the stack is up and before any load: the stack's ``info()``
+where it says something (docker and swarm: project, images with their ids, limits, engine) and
 the gateway's ``/healthz`` document. A gateway's health answer names its services and, where
 a service describes itself there, how it runs (its settings, its libraries' backends):
 what the service process did, which the harness process's own environment cannot say.
@@ -38,11 +38,11 @@ def read_healthz(url: str, timeout_s: float = HEALTHZ_TIMEOUT_S) -> dict[str, An
 
 def describe_stack(stack: RunningStack) -> dict[str, Any]:
     """``{"stack_info": ..., "healthz": ...}`` for a manifest (``stack_info`` only when the
-    backend has an ``info()``)."""
+    stack's ``info()`` says something: ``RunningStack.info``'s default says nothing)."""
     out: dict[str, Any] = {}
-    info = getattr(stack, "info", None)
-    if callable(info):
-        out["stack_info"] = info()
+    info = stack.info()
+    if info is not None:
+        out["stack_info"] = info
     out["healthz"] = read_healthz(stack.gateway_url)
     return out
 

@@ -26,7 +26,7 @@ import psutil
 import ipclab.backends.postgres as postgres
 from ipclab import orphans
 from ipclab.atomic import write_json_atomic
-from ipclab.backends.base import StackOptions
+from ipclab.backends.base import RunningStack, StackOptions, process_tree_usage
 from ipclab.backends.broker import RabbitNode
 from ipclab.backends.postgres import PostgresCluster
 from ipclab.private import UnsafeState, owned_alone, private_dir
@@ -63,7 +63,7 @@ def wait_ready(url: str, timeout: float, is_alive: Any = None) -> dict[str, Any]
 
 
 @dataclass
-class LocalStack:
+class LocalStack(RunningStack):
     spec: StackSpec
     options: StackOptions
     workdir: Path
@@ -294,26 +294,6 @@ class LocalStack:
                 "dir": str(self.database.directory),
             },
         }
-
-
-def process_tree_usage(pid: int, cache: dict[int, psutil.Process]) -> dict[str, Any]:
-    """CPU % (100 = one core, since the previous call) and RSS of a process and its children."""
-    cpu = 0.0
-    rss = 0
-    try:
-        root = psutil.Process(pid)
-        members = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return {"cpu_percent": None, "rss_bytes": None}
-    for p in members:
-        proc = cache.setdefault(p.pid, p)
-        try:
-            with proc.oneshot():
-                cpu += proc.cpu_percent(None)
-                rss += proc.memory_info().rss
-        except psutil.NoSuchProcess:
-            cache.pop(p.pid, None)
-    return {"cpu_percent": round(cpu, 1), "rss_bytes": rss}
 
 
 _LIVE: set[LocalStack] = set()

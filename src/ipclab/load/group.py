@@ -54,7 +54,7 @@ class GroupLoad:
         return {"users": self.users, "requests": self.requests, "env": dict(self.env)}
 
 
-class StackGroup:
+class StackGroup(RunningStack):
     """Running stacks seen as one by a :class:`LoadSession`: its Locust user module is the
     group's, its samples are every stack's (``<stack>/<component>``)."""
 

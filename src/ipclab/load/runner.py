@@ -23,7 +23,6 @@ import psutil
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.backends.base import LoadHost
 from ipclab.backends.described import describe_stack
-from ipclab.backends.local import process_tree_usage
 from ipclab.procs import free_port, parse_cpus, pin_tree, spawn, stop_group
 from ipclab.runs import DEFAULT_ROOT, RESOURCE_COLUMNS, CsvAppender, RunWriter, new_run_dir
 from ipclab.stacks import resolve
@@ -128,7 +127,7 @@ class ResourceSampler(threading.Thread):
         for name in [*procs, *gone]:
             row: dict[str, Any] = {"t": now, "component": name, "kind": "loadgen"}
             if name in procs:
-                row.update(pid=procs[name], **process_tree_usage(procs[name], self._ps))
+                row.update(pid=procs[name], **self.stack.process_usage(procs[name], self._ps))
             host = load_hosts.get(name, {})
             row.update({k: v for k, v in host.items() if k.startswith("net_") or k == "container"})
             rows.append(row)
@@ -139,7 +138,7 @@ class ResourceSampler(threading.Thread):
         with contextlib.suppress(Exception):  # so for every process: the first second counts
             self.stack.sample()
             for pid in self.extra().values():
-                process_tree_usage(pid, self._ps)
+                self.stack.process_usage(pid, self._ps)
         while not self.halt.wait(1.0):
             try:
                 self.out.write(self._rows())
@@ -256,12 +255,9 @@ class LoadSession:
             PYTHONUNBUFFERED="1",
         )
         # a stack may give its load generator more to read (a group: every target's address)
-        load_env = getattr(self.stack, "load_env", None)
-        if callable(load_env):
-            env.update(load_env())
+        env.update(self.stack.load_env())
         # ... and a host of its own: a network namespace to run in, the gateway as seen there
-        load_host = getattr(self.stack, "load_host", None)
-        host: LoadHost | None = load_host() if callable(load_host) else None
+        host: LoadHost | None = self.stack.load_host()
         enter, url = (host.enter(), host.url) if host else ([], self.stack.gateway_url)
         self._resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
         self._sampler = ResourceSampler(self.stack, self._resources, self._loadgen_pids)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab import orphans
-from ipclab.backends.base import LoadHost, StackOptions
+from ipclab.backends.base import LoadHost, RunningStack, StackOptions
 from ipclab.backends.docker import netem, offloads
 from ipclab.backends.docker.compose import COMPOSE_DIR, write_compose
 from ipclab.backends.docker.ownership import (
@@ -253,7 +253,7 @@ class DockerBackend:
         return stack
 
 
-class DockerStack:
+class DockerStack(RunningStack):
     """A running compose project (implements ``RunningStack``)."""
 
     backend = "docker"
