@@ -31,7 +31,7 @@ import tracemalloc
 from dataclasses import dataclass
 
 import grpc
-from ipclab_services.transports.grpc import uncancelled
+from ipclab_services.domains import all_answers
 
 _SERVER = r"""
 import asyncio, sys, grpc
@@ -99,24 +99,28 @@ async def caller(stub: grpc.aio.UnaryUnaryMultiCallable, counts: Counts, until: 
 
 
 async def fanout(
-    stubs: list[grpc.aio.UnaryUnaryMultiCallable], counts: Counts, until: float, shield: bool
+    stubs: list[grpc.aio.UnaryUnaryMultiCallable], counts: Counts, until: float, cancel: bool
 ) -> None:
-    """As the shop's gateway builds a page: one call per service at once, and the first
-    failure cancels the calls still in flight (``services/domains/shop/gateway.py``)."""
+    """A page as a gateway builds it: one call per service at once. ``cancel``: the first
+    failure cancels the calls still in flight (the shop's gateway until 2026-11-26);
+    otherwise every call runs to its end through ``all_answers``, the gateway's way now."""
     body = b"x" * 200
     while time.monotonic() < until:
-        tasks = [
-            asyncio.ensure_future(
-                uncancelled(stub(body, timeout=1.0)) if shield else stub(body, timeout=1.0)
-            )
-            for stub in stubs
-        ]
-        try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        finally:
-            for t in tasks:
-                t.cancel()
-        if any(t.exception() is not None for t in done):
+        failed = False
+        if cancel:
+            tasks = [asyncio.ensure_future(stub(body, timeout=1.0)) for stub in stubs]
+            try:
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                for t in tasks:
+                    t.cancel()
+            failed = any(t.exception() is not None for t in done)
+        else:
+            try:
+                await all_answers(stub(body, timeout=1.0) for stub in stubs)
+            except grpc.aio.AioRpcError:
+                failed = True
+        if failed:
             counts.failed += 1
             await asyncio.sleep(0)
         else:
@@ -126,7 +130,7 @@ async def fanout(
 async def arm(name: str, faults: bool, cycles: int, up: float, down: float) -> list[dict]:
     """``steady``/``faults``: 32 callers of one server; ``cancel``: 32 callers, each asking
     the dying server and a steady one at once and cancelling the other call on a failure;
-    ``shield``: the same through the gRPC transport's ``uncancelled`` (calls never cancelled)."""
+    ``wait``: the same calls, none cancelled (``all_answers``, the gateways' fan-out)."""
     port = free_port()
     server = start_server(port)
     rows: list[dict] = []
@@ -138,8 +142,8 @@ async def arm(name: str, faults: bool, cycles: int, up: float, down: float) -> l
     stubs = [stub, other.unary_unary("/bench.Echo/Echo")]
 
     def load(counts: Counts, until: float) -> list:
-        if name in ("cancel", "shield"):
-            return [fanout(stubs, counts, until, name == "shield") for _ in range(32)]
+        if name in ("cancel", "wait"):
+            return [fanout(stubs, counts, until, name == "cancel") for _ in range(32)]
         return [caller(stub, counts, until) for _ in range(32)]
 
     try:
@@ -187,7 +191,7 @@ def growth(rows: list[dict]) -> tuple[float, float, int]:
     return rss, heap, sum(r["failed"] for r in later[1:])
 
 
-ARMS = {"steady": False, "faults": True, "cancel": True, "shield": True}  # arm: server killed
+ARMS = {"steady": False, "faults": True, "cancel": True, "wait": True}  # arm: server killed
 
 
 def main() -> int:

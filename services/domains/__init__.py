@@ -21,6 +21,7 @@ import asyncio
 import importlib
 import os
 import pkgutil
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -64,6 +65,23 @@ def worst_error(errors: list[BaseException]) -> BaseException:
             if isinstance(e, cls):
                 return e
     return errors[0]
+
+
+async def all_answers(calls: Iterable[Awaitable[Any]]) -> list[Any]:
+    """Every call's answer, in order; when any failed, the most telling error is raised.
+
+    Every call runs to its own end, its answer or its timeout: none is cancelled because
+    another failed, and the answer waits for the last of them, as the Go gateway does
+    (``services/go/gateway.go`` waits for its goroutines). Cancelling calls in flight costs
+    more than it saves: grpcio's core keeps memory for every cancelled call
+    (``bench/grpc_fault_memory.py``: +1.8 to +2.5 MiB per fault, docs/soak.md), and an
+    HTTP call cancelled mid-request loses its pooled connection.
+    """
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        raise worst_error(errors)
+    return results
 
 
 async def health(clients: Any, services: tuple[str, ...], timeout_s: float) -> tuple[int, Any]:

@@ -9,9 +9,8 @@ gRPC status codes (NOT_FOUND, INVALID_ARGUMENT); UNAVAILABLE and DEADLINE_EXCEED
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import grpc
 from google.protobuf.descriptor import FieldDescriptor
@@ -33,33 +32,6 @@ _TO_STATUS = {
 }
 _FROM_STATUS = {code: cls for cls, code in _TO_STATUS.items()}
 _CHANNEL_OPTIONS = [("grpc.so_reuseport", 0)]
-T = TypeVar("T")
-# the calls uncancelled() runs: asyncio holds tasks weakly, and a call whose caller was
-# cancelled must live on to its deadline
-_IN_FLIGHT: set[asyncio.Future[Any]] = set()
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    _IN_FLIGHT.discard(task)
-    if not task.cancelled():
-        task.exception()  # a dropped call's failure is nobody's: retrieved, not logged
-
-
-async def uncancelled(call: Awaitable[T]) -> T:
-    """Await a grpc.aio call without ever cancelling it.
-
-    Cancelling a grpc.aio call in flight keeps memory in grpcio's core (1.85): measured by
-    ``bench/grpc_fault_memory.py``, +1.8 to +2.5 MiB per fault for a client that cancels its
-    other call when one fails, +0.4 to +0.6 MiB through this function. The shop's gateway
-    cancels a page's calls still in flight once one fails, so in the soak (docs/soak.md) the
-    gRPC gateway grew by 5-12 MiB at every killed service. Shielded, the call runs on to its
-    own deadline (the timeout it was given) and its answer is dropped; the caller is still
-    cancelled at once. The cost is a task and a shield per call (about 15 us here).
-    """
-    task = asyncio.ensure_future(call)
-    _IN_FLIGHT.add(task)
-    task.add_done_callback(_retrieve)
-    return await asyncio.shield(task)
 
 
 def to_dict(msg: Message) -> dict[str, Any]:
@@ -151,7 +123,7 @@ class GrpcClients:
         except (TypeError, ValueError) as e:
             raise BadRequest(str(e)) from None
         try:
-            reply = await uncancelled(stub(msg, timeout=timeout))
+            reply = await stub(msg, timeout=timeout)
         except grpc.aio.AioRpcError as e:
             cls = _FROM_STATUS.get(e.code(), ServiceError)
             raise cls(f"{service}: {e.details()}") from None

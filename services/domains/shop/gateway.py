@@ -12,7 +12,7 @@ import logging
 import re
 from typing import Any
 
-from ipclab_services.domains import GatewaySettings, health, worst_error
+from ipclab_services.domains import GatewaySettings, all_answers, health
 from ipclab_services.errors import (
     BadRequest,
     ServiceError,
@@ -24,7 +24,6 @@ from ipclab_services.transports.base import Clients
 _log = logging.getLogger(__name__)
 
 
-# When several calls fail, the answer reports the most telling error first.
 async def product_page(
     clients: Clients, product_id: int, customer_id: int, timeout: float, sequential: bool = False
 ) -> dict[str, Any]:
@@ -35,35 +34,20 @@ async def product_page(
         ("shipping", {"product_id": product_id}),
         ("cart", {"customer_id": customer_id}),
     )
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout  # the whole page's deadline, in both modes
     results: list[Any]
-    if sequential:
+    if sequential:  # one after another, within one deadline for the whole page
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         results = []
         for service, request in calls:
             left = deadline - loop.time()
             if left <= 0:
                 raise Timeout(f"page deadline of {timeout:g} s passed before {service}")
             results.append(await clients.call(service, "get", request, left))
-    else:
-        tasks = [
-            asyncio.ensure_future(clients.call(service, "get", request, timeout))
-            for service, request in calls
-        ]
-        try:
-            done, pending = await asyncio.wait(
-                tasks, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION
-            )
-        finally:
-            for t in tasks:
-                t.cancel()  # one failure (or the deadline) ends the page: stop waiting
-        errors = [t.exception() for t in done if t.exception() is not None]
-        if errors:
-            raise worst_error([e for e in errors if e is not None])
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-            raise Timeout(f"page deadline of {timeout:g} s passed")
-        results = [t.result() for t in tasks]
+    else:  # at once, each call with the page's timeout; a failure cancels no other call
+        results = await all_answers(
+            clients.call(service, "get", request, timeout) for service, request in calls
+        )
     info, reviews, recommendations, shipping, cart = results
     return {
         "product": info,

@@ -65,9 +65,6 @@ CODE_GROUPS: tuple[CodeGroup, ...] = (
         ("services/transports/grpc.py", "services/proto/shop.proto"),
         # the shop's schema only: other domains' schemas are not this study's system
         generated=tuple(f"services/proto/{p.replace('*', 'shop', 1)}" for p in GENERATED_PATTERNS),
-        # a workaround for a grpcio memory leak on cancelled calls (docs/soak.md), added after
-        # the reference was measured: a library bug's cost, not the style's design
-        exclude=("uncancelled", "_retrieve", "T", "_IN_FLIGHT"),
     ),
     CodeGroup("amqp", "style", ("services/transports/amqp.py",)),
     CodeGroup(
