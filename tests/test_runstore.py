@@ -56,6 +56,20 @@ def test_a_changed_line_of_a_service_means_its_old_runs_are_made_again(
     assert e.pending(current_only=False) == []  # still a run of the same experiment
 
 
+def test_the_user_modules_and_their_studys_modules_they_import_are_measuring_code() -> None:
+    """What a simulated user sends and checks shapes a run as much as a service does: each
+    study's ``users*.py`` is measuring code, with the modules of its study it imports (the
+    Johansson interleaving's schedule, Buono's procedure), and analysis modules are not."""
+    paths = runstore.measuring_paths()
+    users = sorted(
+        p.relative_to(REPO_ROOT).as_posix() for p in REPO_ROOT.glob(runstore.USER_MODULES)
+    )
+    assert users and set(users) <= set(paths)
+    assert "src/ipclab/studies/johansson/schedule.py" in paths  # users_interleaved imports it
+    assert "src/ipclab/studies/buono/procedure.py" in paths  # users imports it
+    assert not any(p.endswith(("/analysis.py", "/figures.py", "/published.py")) for p in paths)
+
+
 def test_another_declaration_of_the_stack_is_not_reused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,7 +108,7 @@ def test_code_ids_agree_between_the_working_tree_and_git() -> None:
     assert head is not None
     now = runstore.code_in(REPO_ROOT)
     dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--", *runstore.MEASURING_CODE],
+        ["git", "status", "--porcelain", "--", *runstore.measuring_paths()],
         capture_output=True, text=True, cwd=REPO_ROOT,
     ).stdout  # fmt: skip
     assert (now.id == head.id) == (not dirty.strip()), now.changed_since(head)

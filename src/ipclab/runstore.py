@@ -44,6 +44,10 @@ MEASURING_CODE: tuple[str, ...] = (
     "src/ipclab/procs.py",
     "src/ipclab/runs.py",
 )
+#: The Locust user modules of the studies (what each simulated user sends and checks): with
+#: the modules of their own study they import, they join the measuring code
+#: (:func:`measuring_paths`), found by their name and not by naming a study.
+USER_MODULES = "src/ipclab/studies/*/users*.py"
 _SKIPPED_PARTS = {"__pycache__", ".ipynb_checkpoints"}
 
 
@@ -58,6 +62,42 @@ class Code:
         """Paths added, removed or changed between ``other`` and this version."""
         paths = set(self.files) | set(other.files)
         return sorted(p for p in paths if self.files.get(p) != other.files.get(p))
+
+
+def _same_folder_imports(module: Path) -> set[Path]:
+    """The modules of ``module``'s own folder (package) that it imports."""
+    import ast
+
+    package = ".".join(module.parent.relative_to(module.parents[3]).parts)  # ipclab.studies.x
+    found = set()
+    for node in ast.walk(ast.parse(module.read_text(), str(module))):
+        names = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and node.level == 0
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
+        for name in names:
+            if name.startswith(package + "."):
+                f = module.parent / (name.split(".")[len(package.split("."))] + ".py")
+                if f.is_file():
+                    found.add(f)
+    return found
+
+
+@functools.cache
+def measuring_paths(root: Path = REPO_ROOT) -> tuple[str, ...]:
+    """``MEASURING_CODE``, the studies' user modules and the modules of their own study
+    they import (transitively), as this tree has them."""
+    todo = sorted(root.glob(USER_MODULES))
+    seen: set[Path] = set()
+    while todo:
+        f = todo.pop()
+        if f not in seen:
+            seen.add(f)
+            todo.extend(_same_folder_imports(f) - seen)
+    return MEASURING_CODE + tuple(sorted(f.relative_to(root).as_posix() for f in seen))
 
 
 def blob_id(data: bytes) -> str:
@@ -87,10 +127,10 @@ def _git(root: Path, *args: str) -> bytes | None:
     return out.stdout if out.returncode == 0 else None
 
 
-def code_in(root: Path, paths: Iterable[str] = MEASURING_CODE) -> Code:
+def code_in(root: Path, paths: Iterable[str] | None = None) -> Code:
     """The measuring code in the working tree at ``root``: files git tracks or would track
-    (without git, every file under ``paths``)."""
-    paths = tuple(paths)
+    (without git, every file under ``paths``, by default :func:`measuring_paths`)."""
+    paths = tuple(paths) if paths is not None else measuring_paths(root)
     listed = _git(
         root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *paths
     )
@@ -112,14 +152,16 @@ def code_in(root: Path, paths: Iterable[str] = MEASURING_CODE) -> Code:
 
 
 @functools.cache
-def current_code(paths: tuple[str, ...] = MEASURING_CODE) -> Code:
+def current_code(paths: tuple[str, ...] | None = None) -> Code:
     """The measuring code as this process found it (computed once per process)."""
     return code_in(REPO_ROOT, paths)
 
 
 @functools.cache
-def code_at(revision: str, paths: tuple[str, ...] = MEASURING_CODE) -> Code | None:
-    """The measuring code at a git ``revision`` of this repository (None: not known here)."""
+def code_at(revision: str, paths: tuple[str, ...] | None = None) -> Code | None:
+    """The measuring code at a git ``revision`` of this repository (None: not known here),
+    by default the files of :func:`measuring_paths` as they were then."""
+    paths = paths if paths is not None else measuring_paths()
     listed = _git(REPO_ROOT, "ls-tree", "-r", "-z", revision, "--", *paths)
     if listed is None:
         return None
