@@ -134,6 +134,13 @@ def reproduce(
 ) -> int:
     # the notebooks run in the repository; hand them absolute paths
     out, runs_root, figures_dir = (Path(p).resolve() for p in (out, runs_root, figures_dir))
+    from ipclab.report.site import SiteRefused, check_site_dir
+
+    try:  # the report's site would be refused: say so before an hour of notebooks
+        check_site_dir(out / "site")
+    except SiteRefused as e:
+        say(f"ipclab reproduce: {e}")
+        return 2
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
     (out / "results").mkdir(parents=True, exist_ok=True)
     _show_progress_only()
