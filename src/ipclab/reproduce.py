@@ -11,8 +11,6 @@ written as it goes.
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -45,34 +43,24 @@ def notebooks(studies: list[str] | None = None) -> list[Notebook]:
 
 
 def why_not(nb: Notebook, backend: str) -> str | None:
-    """Why this machine cannot run ``nb`` on ``backend`` (None when it can)."""
-    if backend in ("docker", "swarm"):
-        if "postgres" in nb.needs:
-            return f"its stacks need a database, which the {backend} backend does not run yet"
-        if shutil.which("docker") is None:
-            return "the docker backend needs Docker; no docker client is installed"
-        if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode:
-            return "no Docker engine answers (start one: make docker-engine)"
+    """Why this machine cannot run ``nb`` on ``backend`` (None when it can): the backend's
+    own check (docker: a client and an engine), the Go toolchain, then each infrastructure
+    plugin the notebook needs (``ipclab.infrastructure``: can this machine host it there)."""
+    from ipclab import infrastructure
+    from ipclab.backends import all_backends
+
+    runs_on = all_backends().get(backend)
+    if runs_on is not None and (why := runs_on.unavailable()):
+        return why
     if "go" in nb.needs:
         from ipclab.gobuild import toolchain_missing
 
         if missing := toolchain_missing():
             return missing
-    if backend not in ("docker", "swarm"):
-        if "rabbitmq" in nb.needs:
-            from ipclab.backends.broker import BrokerUnavailable, find_server
-
-            try:
-                find_server()
-            except BrokerUnavailable as e:
-                return str(e)
-        if "postgres" in nb.needs:
-            from ipclab.backends.postgres import PostgresUnavailable, find_bin_dir
-
-            try:
-                find_bin_dir()
-            except PostgresUnavailable as e:
-                return str(e)
+    hosted = [infrastructure.get(n) for n in nb.needs if n in infrastructure.names()]
+    for plugin in hosted:
+        if why := plugin.unavailable(backend):
+            return why
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -132,6 +133,23 @@ class Backend(Protocol):
         harness and is stopped later by ``ipclab down``.
         """
         ...
+
+
+@dataclass(frozen=True)
+class BackendPlugin:
+    """A backend as its module declares it (``BACKEND = BackendPlugin(...)``), found by the
+    registry in ``ipclab.backends``: its name (``--backend``), how to make one, and its place
+    in the list of choices (``order``: the default, ``local``, first)."""
+
+    name: str
+    make: Callable[[], Backend]
+    order: int = 100
+    description: str = ""
+    # why this machine cannot run stacks on it (docker: no client, no engine); None: it can
+    missing: Callable[[], str | None] | None = None
+
+    def unavailable(self) -> str | None:
+        return self.missing() if self.missing is not None else None
 
 
 class LoadHostError(RuntimeError):

@@ -26,7 +26,7 @@ import psutil
 import ipclab.backends.postgres as postgres
 from ipclab import orphans
 from ipclab.atomic import write_json_atomic
-from ipclab.backends.base import RunningStack, StackOptions, process_tree_usage
+from ipclab.backends.base import BackendPlugin, RunningStack, StackOptions, process_tree_usage
 from ipclab.backends.broker import RabbitNode
 from ipclab.backends.postgres import PostgresCluster
 from ipclab.private import UnsafeState, owned_alone, private_dir
@@ -324,6 +324,9 @@ class LocalBackend:
             _LIVE.add(stack)
         stack.start()
         return stack
+
+
+BACKEND = BackendPlugin("local", LocalBackend, order=0, description="processes on this machine")
 
 
 # --- `ipclab up --detach` / `ipclab down` --------------------------------------------------

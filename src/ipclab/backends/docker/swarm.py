@@ -38,12 +38,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ipclab import infrastructure
+from ipclab.backends.base import BackendPlugin
 from ipclab.backends.docker.backend import (
     BROKER,
     CONTAINER_PORT,
     DockerBackend,
     DockerStack,
     DockerStackError,
+    docker_missing,
 )
 from ipclab.backends.docker.compose import (
     BROKER_USERS_CONFIG,
@@ -202,6 +205,9 @@ def stack_document(
             f"{spec.name}: its load generator runs in a load host's network namespace, which "
             "the swarm backend does not make; use the docker (compose) backend"
         )
+    for plugin in infrastructure.of(spec.infrastructure):
+        if why := plugin.unavailable("swarm"):
+            raise ValueError(f"{spec.name}: {why}; use the docker (compose) or local backend")
     compose = compose_document(spec, net_admin, broker)  # refuses what compose refuses
     placed = placed or set()
     services: dict[str, Any] = {}
@@ -429,6 +435,9 @@ class SwarmStack(DockerStack):
 
 
 SwarmBackend.stack_class = SwarmStack
+BACKEND = BackendPlugin(
+    "swarm", SwarmBackend, order=2, description="docker stack deploy", missing=docker_missing
+)
 
 
 def swarm_leftovers(project: str) -> dict[str, list[str]]:
