@@ -21,9 +21,8 @@ from ipclab.atomic import write_json_atomic
 from ipclab.environment import describe_environment
 from ipclab.paths import REPO_ROOT
 from ipclab.runs import utcnow
+from ipclab.studies import NOTEBOOK_DIR as NOTEBOOK_DIR  # re-exported: where notebooks live
 from ipclab.studies import Notebook, all_studies, get_study
-
-NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 
 
 def references(chosen: list[Notebook]) -> dict[str, Path]:
@@ -68,7 +67,7 @@ def run_notebook(nb: Notebook, out: Path, parameters: dict[str, Any]) -> None:
     import papermill
 
     papermill.execute_notebook(
-        str(NOTEBOOK_DIR / nb.file),
+        str(nb.path),  # notebooks/, or the study's own folder
         str(out / "notebooks" / nb.file),
         parameters={**parameters, "results_dir": str(out / "results" / nb.results)},
         cwd=str(REPO_ROOT),
@@ -180,7 +179,7 @@ def _run_one(
 ) -> dict[str, Any]:
     """Run one notebook (or say why not); its entry in the run log."""
     entry: dict[str, Any] = {"notebook": nb.file, "results": nb.results}
-    if not (NOTEBOOK_DIR / nb.file).exists():
+    if not nb.path.exists():
         entry.update(status="skipped", reason="notebook not in this checkout yet")
     elif reason := why_not(nb, parameters["backend"]):
         entry.update(status="skipped", reason=reason)
