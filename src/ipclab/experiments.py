@@ -201,15 +201,11 @@ class Experiment:
                 out=path,
                 extra=extra,
             )
-        s = read_run(path).summary
-        cost = s.get("stack_cpu_ms_per_request")
-        machine = f", {cost:.2f} ms CPU per request" if cost else ""
+        finished = read_run(path)
         progress(
-            f"{label} {cell.key}: {s['rps']:.0f} req/s, mean "
-            f"{s['latency_ms']['mean']:.0f} ms, {s['failures']} failures{machine} "
-            f"({time.monotonic() - started:.0f}s)"
+            f"{label} {cell.key}: {_progress(finished.summary)} ({time.monotonic() - started:.0f}s)"
         )
-        return read_run(path)
+        return finished
 
     def describe(self) -> dict[str, Any]:
         d = asdict(self)
@@ -219,6 +215,17 @@ class Experiment:
         if self.group is not None:
             d["group"] = self.group.as_dict()
         return d
+
+
+def _progress(s: dict[str, Any]) -> str:
+    """A finished run in a line; a run without a request in its window says so (a loaded
+    machine can start Locust seconds late, and a short window then holds nothing)."""
+    mean = (s.get("latency_ms") or {}).get("mean")
+    if not s.get("requests") or mean is None:
+        return f"no request in the measured window, {s.get('failures', 0)} failures"
+    cost = s.get("stack_cpu_ms_per_request")
+    machine = f", {cost:.2f} ms CPU per request" if cost else ""
+    return f"{s['rps']:.0f} req/s, mean {mean:.0f} ms, {s['failures']} failures{machine}"
 
 
 def interleaved(
