@@ -17,8 +17,24 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+
+@dataclass(frozen=True)
+class LocalSite:
+    """Where a local instance starts: the stack's workdir, the ports chosen for it, the
+    environment of the run's knobs (the domain's data depends on them), the stack's domain,
+    the ownership mark its processes carry and whether it outlives the harness."""
+
+    workdir: Path
+    ports: tuple[int, ...]
+    env: dict[str, str]
+    domain: str
+    mark: dict[str, str]
+    detached: bool
 
 
 class Infrastructure:
@@ -38,6 +54,36 @@ class Infrastructure:
         if backend not in self.backends:
             return f"its stacks need {self.name}, which the {backend} backend does not run yet"
         return None
+
+    # --- local: a private instance, a process of this machine -------------------------
+    local_ports: int = 0  # free ports it needs, chosen with the stack's own
+
+    def start_local(self, site: LocalSite) -> Any:
+        """Start a private instance for one stack (``site``: where and how); returns it,
+        an object with ``process`` (its main process), ``kill()`` and ``stop()``."""
+        raise NotImplementedError
+
+    def local_url(self, instance: Any) -> str:
+        """The URL the services reach the instance at (e.g. ``IPCLAB_AMQP_URL``)."""
+        raise NotImplementedError
+
+    def restart_local(self, instance: Any, detached: bool) -> None:
+        """Start a killed instance again, at the same address (a fault's restart)."""
+        raise ValueError(f"{self.name} cannot be restarted in place")
+
+    def local_state(self, instance: Any) -> dict[str, Any]:
+        """What ``ipclab down`` needs to stop a detached stack's instance (its state file)."""
+        raise NotImplementedError
+
+    def local_down(self, state: dict[str, Any], alive: Callable[[Any], bool], ours: bool) -> None:
+        """Stop a detached stack's instance from its ``local_state``: a pid is signalled
+        only while ``alive(pid)`` (the recorded process); ``ours``: the stack's workdir is
+        its own, so what it names may be removed."""
+        raise NotImplementedError
+
+    def sweep_local(self) -> list[Path]:
+        """Remove what a killed harness left of its instances, saying so; returns it."""
+        return []
 
     # --- docker (compose) and swarm ---------------------------------------------------
     def write_files(self, directory: Path, env: dict[str, str], domain: str) -> Any:

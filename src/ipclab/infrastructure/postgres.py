@@ -17,13 +17,16 @@ answers) means the tables are there; the services wait for it.
 from __future__ import annotations
 
 import secrets
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipclab.backends import postgres as cluster_module
 from ipclab.backends.docker.compose import DELAY_CAPABILITIES, extends
-from ipclab.backends.postgres import SETTINGS, scram_sha_256
-from ipclab.infrastructure import Infrastructure
+from ipclab.backends.postgres import SETTINGS, PostgresCluster, scram_sha_256, sweep_stale
+from ipclab.infrastructure import Infrastructure, LocalSite
 
 PORT = 5432
 FILES_TARGET = "/run/ipclab"  # where the container reads the files the harness writes
@@ -91,6 +94,16 @@ def schema_sql() -> str:
     )
 
 
+def _is_cluster_dir(p: Path) -> bool:
+    """A directory ``PostgresCluster`` made under its root (read at call time: a test may
+    move the root), not reached through a symlink."""
+    return (
+        p.parent.resolve() == Path(cluster_module.ROOT).resolve()
+        and p.name.startswith(cluster_module.PREFIX)
+        and not p.is_symlink()
+    )
+
+
 def _write(path: Path, text: str) -> None:
     """0644: the server's own user in the container reads it through the bind mount."""
     path.write_text(text)
@@ -113,6 +126,43 @@ class Postgres(Infrastructure):
         except PostgresUnavailable as e:
             return str(e)
         return None
+
+    local_ports = 1
+
+    def start_local(self, site: LocalSite) -> PostgresCluster:
+        """A private cluster, created and filled by the domain's SQL for this run's knobs
+        (e.g. rows per table)."""
+        from ipclab_services import domains
+
+        cluster = PostgresCluster(port=site.ports[0])
+        cluster.start(detached=site.detached)
+        try:
+            cluster.execute(domains.load(site.domain).database_sql(site.env))
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    def local_url(self, instance: PostgresCluster) -> str:
+        return instance.dsn
+
+    def local_state(self, instance: PostgresCluster) -> dict[str, Any]:
+        return {
+            "pid": instance.process.pid if instance.process else None,
+            "dir": str(instance.directory),
+        }
+
+    def local_down(self, state: dict[str, Any], alive: Callable[[Any], bool], ours: bool) -> None:
+        from ipclab.procs import stop_group
+
+        if alive(state.get("pid")):
+            stop_group(state["pid"], grace=10)
+        directory = state.get("dir")
+        if isinstance(directory, str) and _is_cluster_dir(Path(directory)):
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def sweep_local(self) -> list[Path]:
+        return sweep_stale()
 
     def write_files(self, directory: Path, env: dict[str, str], domain: str) -> DatabaseLogin:
         """``directory/database/``: the passwords, settings, pg_hba.conf and the SQL (the

@@ -5,8 +5,9 @@ AMQP user in a file the harness writes: ``compose.BrokerLogin``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipclab.backends.docker.compose import (
     BROKER_USERS_TARGET,
@@ -17,7 +18,10 @@ from ipclab.backends.docker.compose import (
     extends,
     write_broker_login,
 )
-from ipclab.infrastructure import Infrastructure
+from ipclab.infrastructure import Infrastructure, LocalSite
+
+if TYPE_CHECKING:
+    from ipclab.backends.broker import RabbitNode
 
 
 class RabbitMQ(Infrastructure):
@@ -36,6 +40,42 @@ class RabbitMQ(Infrastructure):
         except BrokerUnavailable as e:
             return str(e)
         return None
+
+    local_ports = 3  # AMQP, Erlang distribution, a private epmd
+
+    def start_local(self, site: LocalSite) -> RabbitNode:
+        from ipclab.backends.broker import RabbitNode
+
+        amqp, dist, epmd = site.ports
+        node = RabbitNode(
+            site.workdir / "broker", port=amqp, dist_port=dist, epmd_port=epmd, extra_env=site.mark
+        )
+        node.start(detached=site.detached)
+        return node
+
+    def local_url(self, instance: RabbitNode) -> str:
+        return instance.url
+
+    def restart_local(self, instance: RabbitNode, detached: bool) -> None:
+        if instance.process is not None and instance.process.poll() is None:
+            instance.stop()  # a restart of a running node: never leave the old one
+        instance.start(detached=detached)
+
+    def local_state(self, instance: RabbitNode) -> dict[str, Any]:
+        return {
+            "pid": instance.process.pid if instance.process else None,
+            "epmd_port": instance.epmd_port,
+            "dir": str(instance.directory),
+        }
+
+    def local_down(self, state: dict[str, Any], alive: Callable[[Any], bool], ours: bool) -> None:
+        from ipclab.backends.broker import stop_private_epmd
+        from ipclab.procs import stop_group
+
+        if alive(state.get("pid")):
+            stop_group(state["pid"], grace=10)
+        if ours and isinstance(state.get("epmd_port"), int):
+            stop_private_epmd(state["epmd_port"])
 
     def write_files(self, directory: Path, env: dict[str, str], domain: str) -> BrokerLogin:
         return write_broker_login(directory)
