@@ -104,6 +104,11 @@ class Infrastructure:
         """Its compose service (``extends`` of ``compose/common.yml``)."""
         raise NotImplementedError
 
+    def swarm_configs(self, service: dict[str, Any], login: Any) -> dict[str, Any]:
+        """Turn ``service``'s bind-mounted files into swarm configs (in place); returns the
+        stack file's ``configs`` entries. The default: nothing to turn."""
+        return {}
+
     def compose_volumes(self) -> dict[str, Any]:
         """The named volumes its service uses (removed with the project: ``down -v``)."""
         return {}

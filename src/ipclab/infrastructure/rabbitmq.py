@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipclab.backends.docker.compose import (
+    BROKER_USERS_CONFIG,
     BROKER_USERS_TARGET,
     BY_HAND_LOGIN,
     DELAY_CAPABILITIES,
@@ -97,6 +98,14 @@ class RabbitMQ(Infrastructure):
             shared = common_services()[self.component].get("cap_add", [])
             svc["cap_add"] = [*shared, *DELAY_CAPABILITIES]
         return svc
+
+    def swarm_configs(self, service: dict[str, Any], login: BrokerLogin) -> dict[str, Any]:
+        """The users file as a swarm config, which reaches the broker on any node."""
+        service.pop("volumes", None)
+        service["configs"] = [
+            {"source": BROKER_USERS_CONFIG, "target": BROKER_USERS_TARGET, "mode": 0o444}
+        ]
+        return {BROKER_USERS_CONFIG: {"file": login.users_file}}
 
 
 PLUGIN = RabbitMQ()
