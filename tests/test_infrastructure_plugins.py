@@ -81,3 +81,11 @@ def test_swarm_refuses_a_database_and_reproduce_says_why(monkeypatch: pytest.Mon
     engine_down = dataclasses.replace(all_backends()["docker"], missing=lambda: "no engine")
     monkeypatch.setitem(all_backends(), "docker", engine_down)
     assert why_not(johansson, "docker") == "no engine"
+
+
+def test_every_plugin_image_is_one_the_docker_backend_builds() -> None:
+    from ipclab.backends.docker.images import INFRASTRUCTURE_IMAGES, ensure_images
+
+    for plugin in infrastructure.all_infrastructure().values():
+        assert plugin.image in INFRASTRUCTURE_IMAGES
+        assert plugin.image in ensure_images.__code__.co_varnames  # a keyword it takes

@@ -232,7 +232,10 @@ class DockerBackend:
         from ipclab.backends.docker import images
 
         runtime = spec.runtime.name
-        infra = {"broker": spec.needs_broker, "database": spec.needs_database}
+        # each infrastructure image (images.INFRASTRUCTURE_IMAGES) when a plugin the stack
+        # declares runs on it, and only then
+        wanted = {p.image for p in infrastructure.of(spec.infrastructure)}
+        infra = {kind: kind in wanted for kind in images.INFRASTRUCTURE_IMAGES}
         # image ids, pinned when built (images.pinned): a tag moved since is rebuilt or refused
         if self.build:
             imgs = images.ensure_images(base=self.base, runtime=runtime, **infra)

@@ -971,6 +971,8 @@ def build_postgres_image(base: str, tag: str = POSTGRES_IMAGE) -> str:
 
 
 RUNTIME_IMAGES = {"python": SERVICES_IMAGE, "go": GO_IMAGE}
+# an infrastructure plugin's ``image`` -> the tag built for it (``ensure_images``' keywords)
+INFRASTRUCTURE_IMAGES = {"broker": BROKER_IMAGE, "database": POSTGRES_IMAGE}
 
 
 def runtime_image(runtime: str) -> str:
