@@ -89,3 +89,35 @@ def test_every_plugin_image_is_one_the_docker_backend_builds() -> None:
     for plugin in infrastructure.all_infrastructure().values():
         assert plugin.image in INFRASTRUCTURE_IMAGES
         assert plugin.image in ensure_images.__code__.co_varnames  # a keyword it takes
+
+
+class _Instance:
+    """A stand-in for a plugin's local instance (a RabbitMQ node): killed, restarted."""
+
+    def __init__(self) -> None:
+        self.process = None
+        self.events: list[str] = []
+
+    def kill(self) -> None:
+        self.events.append("kill")
+
+
+def test_a_local_stack_reaches_its_infrastructure_through_the_plugins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ipclab.backends import StackOptions
+    from ipclab.backends.local import LocalStack
+
+    stack = LocalStack(resolve("shop-amqp"), StackOptions(), tmp_path, tmp_path / "logs")
+    stack.ports = {r: 1000 + i for i, r in enumerate(stack.spec.roles)}
+    node = _Instance()
+    stack.infra["rabbitmq"] = node
+    assert stack.broker is node and stack.database is None
+    plugin = infrastructure.get("rabbitmq")
+    monkeypatch.setattr(plugin, "restart_local", lambda inst, detached: inst.events.append("up"))
+    monkeypatch.setattr(plugin, "local_state", lambda inst: {"epmd_port": 1})
+    stack.kill("broker")  # the component's name, as a fault names it
+    stack.restart("broker")
+    assert node.events == ["kill", "up"]
+    state = stack.state()
+    assert state["broker"] == {"epmd_port": 1} and state["database"] is None
