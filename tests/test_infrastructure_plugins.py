@@ -6,6 +6,8 @@ follow from them, with no list of names written anywhere else."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,10 +23,20 @@ from ipclab.stacks import StackSpec, resolve
 from ipclab.studies import Notebook
 
 
+def test_listing_the_backends_imports_neither_the_engine_client_nor_pandas() -> None:
+    code = (
+        "import sys; from ipclab.backends import BACKENDS; assert len(BACKENDS) == 3; "
+        "print(sorted({'docker', 'pandas', 'ipclab.backends.docker.backend'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_backends_are_the_modules_that_declare_one() -> None:
     assert BACKENDS == ("local", "docker", "swarm")  # the plugins' order: local, the default
     for name, plugin in all_backends().items():
-        assert type(get_backend(name)) is plugin.make and plugin.name == name
+        assert get_backend(name).name == plugin.name == name
+        assert type(plugin.backend()) is type(get_backend(name))
     with pytest.raises(ValueError, match="unknown backend 'nope'; choose one of local"):
         get_backend("nope")
 

@@ -2,8 +2,9 @@
 ``swarm`` (``docker stack deploy`` on a Docker Swarm).
 
 The registry is filled by looking, as the studies' is: every module of this package that
-declares ``BACKEND = BackendPlugin(...)`` is a backend (``local.py``, ``docker/backend.py``,
-``docker/swarm.py``). A new backend is one such module; ``get_backend`` and ``BACKENDS``
+declares ``BACKEND = BackendPlugin(...)`` is a backend (``local.py``), and a subpackage
+declares its own in its ``__init__`` (``docker/``: ``docker`` and ``swarm``, as
+``PLUGINS``). A new backend is one such module; ``get_backend`` and ``BACKENDS``
 (the ``--backend`` choices, in the plugins' ``order``) follow from it. Modules are found
 with ``pkgutil`` and imported by name, so this package names none of them.
 """
@@ -20,13 +21,15 @@ from ipclab.backends.base import Backend, BackendPlugin, RunningStack, StackOpti
 
 @functools.cache
 def all_backends() -> dict[str, BackendPlugin]:
-    """Every backend a module of this package declares, by name, in their ``order``."""
+    """Every backend a module (or subpackage) of this package declares, by name, in their
+    ``order``. Only this package's modules and its subpackages' ``__init__`` are read (a
+    subpackage declares its backends there, made by "module:name" on first use), so
+    listing the backends imports no engine client nor pandas."""
     found: list[BackendPlugin] = []
-    for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
+    for info in pkgutil.iter_modules(__path__, prefix=f"{__name__}."):
         module = importlib.import_module(info.name)
-        plugin = getattr(module, "BACKEND", None)
-        if isinstance(plugin, BackendPlugin):
-            found.append(plugin)
+        declared = (getattr(module, "BACKEND", None), *getattr(module, "PLUGINS", ()))
+        found += [p for p in declared if isinstance(p, BackendPlugin)]
     names = [p.name for p in found]
     if len(set(names)) != len(names):
         raise ValueError(f"a backend is declared twice: {sorted(names)}")
@@ -37,7 +40,7 @@ def get_backend(name: str) -> Backend:
     backends = all_backends()
     if name not in backends:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(backends)}")
-    return backends[name].make()
+    return backends[name].backend()
 
 
 def __getattr__(name: str) -> Any:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab import infrastructure, orphans
-from ipclab.backends.base import BackendPlugin, LoadHost, RunningStack, StackOptions
+from ipclab.backends.base import LoadHost, RunningStack, StackOptions
 from ipclab.backends.docker import netem, offloads
 from ipclab.backends.docker.compose import COMPOSE_DIR, write_compose
 from ipclab.backends.docker.ownership import (
@@ -169,15 +169,6 @@ def cleanup_all() -> dict[str, int]:
     (``ownership.cleanup_own``); stacks of other harnesses and detached ones are untouched."""
     _stop_live()
     return cleanup_own()
-
-
-def docker_missing() -> str | None:
-    """Why no stack can run on docker here: no client, or no engine answers (None: both)."""
-    if shutil.which("docker") is None:
-        return "the docker backend needs Docker; no docker client is installed"
-    if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode:
-        return "no Docker engine answers (start one: make docker-engine)"
-    return None
 
 
 def find_running(stack: str) -> str | None:
@@ -670,9 +661,6 @@ class DockerStack(RunningStack):
 
 
 DockerBackend.stack_class = DockerStack
-BACKEND = BackendPlugin(
-    "docker", DockerBackend, order=1, description="a compose project", missing=docker_missing
-)
 
 
 def _main() -> None:  # python -m ipclab.backends.docker.backend cleanup | leftovers

@@ -39,13 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from ipclab import infrastructure
-from ipclab.backends.base import BackendPlugin
 from ipclab.backends.docker.backend import (
     CONTAINER_PORT,
     DockerBackend,
     DockerStack,
     DockerStackError,
-    docker_missing,
 )
 from ipclab.backends.docker.compose import (
     COMPOSE_DIR,
@@ -438,9 +436,6 @@ class SwarmStack(DockerStack):
 
 
 SwarmBackend.stack_class = SwarmStack
-BACKEND = BackendPlugin(
-    "swarm", SwarmBackend, order=2, description="docker stack deploy", missing=docker_missing
-)
 
 
 def swarm_leftovers(project: str) -> dict[str, list[str]]:
