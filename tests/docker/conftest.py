@@ -33,6 +33,26 @@ SHOP_STACKS = tuple(
 )
 RUNTIMES = sorted({resolve(name).runtime.name for name in SHOP_STACKS})
 
+
+def family(name: str) -> str:
+    """A stack's family: its declaration (``StackSpec.declaration``) without its settings,
+    the fixed environment its roles read in-process (shop-rest-seq's gateway calls one by
+    one: ``IPCLAB_SEQUENTIAL``). Stacks of one family run the same images, roles,
+    transports and infrastructure, so the docker backend builds the same containers and
+    networks for them; what their settings change, the local suite tests for every stack."""
+    declared = dict(resolve(name).declaration())
+    declared.pop("settings")
+    return repr(sorted(declared.items()))
+
+
+# One shop stack per family (the first in registry order): the local tests the docker
+# modules re-collect run on these, so a stack that only sets its roles' environment costs
+# no docker start here, and one that brings a new image, transport or front is among them.
+_FIRST: dict[str, str] = {}
+for _name in SHOP_STACKS:
+    _FIRST.setdefault(family(_name), _name)
+SHOP_FAMILIES = tuple(_FIRST.values())
+
 _ENGINE: list[str | None] = []
 
 
@@ -80,11 +100,12 @@ def docker_images() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def shop_stacks(docker_images: dict[str, str]) -> Iterator[dict[str, DockerStack]]:
-    """The product-page stacks on docker, for one module (overrides the local one)."""
+    """The product-page stacks on docker, one per family, for one module (overrides the
+    local one)."""
     backend = DockerBackend()
     stacks: dict[str, DockerStack] = {}
     try:
-        for name in SHOP_STACKS:
+        for name in SHOP_FAMILIES:
             stacks[name] = backend.start(resolve(name), StackOptions(call_timeout_s=1.0))
         yield stacks
     finally:
