@@ -101,9 +101,9 @@ async def caller(stub: grpc.aio.UnaryUnaryMultiCallable, counts: Counts, until: 
 async def fanout(
     stubs: list[grpc.aio.UnaryUnaryMultiCallable], counts: Counts, until: float, cancel: bool
 ) -> None:
-    """A page as a gateway builds it: one call per service at once. ``cancel``: the first
-    failure cancels the calls still in flight (the shop's gateway until 2026-11-26);
-    otherwise every call runs to its end through ``all_answers``, the gateway's way now."""
+    """A page as a gateway builds it: one call per service at once, the first failure
+    answers. ``cancel``: it cancels the calls still in flight (the shop's gateway until
+    2026-11-26); otherwise they run on to their own end (``all_answers``, the gateway now)."""
     body = b"x" * 200
     while time.monotonic() < until:
         failed = False
@@ -130,7 +130,7 @@ async def fanout(
 async def arm(name: str, faults: bool, cycles: int, up: float, down: float) -> list[dict]:
     """``steady``/``faults``: 32 callers of one server; ``cancel``: 32 callers, each asking
     the dying server and a steady one at once and cancelling the other call on a failure;
-    ``wait``: the same calls, none cancelled (``all_answers``, the gateways' fan-out)."""
+    ``leave``: the same calls, none cancelled (``all_answers``, the gateways' fan-out)."""
     port = free_port()
     server = start_server(port)
     rows: list[dict] = []
@@ -142,7 +142,7 @@ async def arm(name: str, faults: bool, cycles: int, up: float, down: float) -> l
     stubs = [stub, other.unary_unary("/bench.Echo/Echo")]
 
     def load(counts: Counts, until: float) -> list:
-        if name in ("cancel", "wait"):
+        if name in ("cancel", "leave"):
             return [fanout(stubs, counts, until, name == "cancel") for _ in range(32)]
         return [caller(stub, counts, until) for _ in range(32)]
 
@@ -191,7 +191,7 @@ def growth(rows: list[dict]) -> tuple[float, float, int]:
     return rss, heap, sum(r["failed"] for r in later[1:])
 
 
-ARMS = {"steady": False, "faults": True, "cancel": True, "wait": True}  # arm: server killed
+ARMS = {"steady": False, "faults": True, "cancel": True, "leave": True}  # arm: server killed
 
 
 def main() -> int:

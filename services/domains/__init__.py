@@ -67,21 +67,40 @@ def worst_error(errors: list[BaseException]) -> BaseException:
     return errors[0]
 
 
-async def all_answers(calls: Iterable[Awaitable[Any]]) -> list[Any]:
-    """Every call's answer, in order; when any failed, the most telling error is raised.
+# calls a page stopped waiting for, held until they end: asyncio keeps tasks only weakly
+_LEFT_RUNNING: set[asyncio.Future[Any]] = set()
 
-    Every call runs to its own end, its answer or its timeout: none is cancelled because
-    another failed, and the answer waits for the last of them, as the Go gateway does
-    (``services/go/gateway.go`` waits for its goroutines). Cancelling calls in flight costs
-    more than it saves: grpcio's core keeps memory for every cancelled call
-    (``bench/grpc_fault_memory.py``: +1.8 to +2.5 MiB per fault, docs/soak.md), and an
-    HTTP call cancelled mid-request loses its pooled connection.
+
+def _settled(task: asyncio.Future[Any]) -> None:
+    _LEFT_RUNNING.discard(task)
+    if not task.cancelled():
+        task.exception()  # a failure nobody waits for any more: retrieved, not logged
+
+
+async def all_answers(calls: Iterable[Awaitable[Any]], timeout: float | None = None) -> list[Any]:
+    """Every call's answer, in order, made at once. The first failure ends the wait: the
+    most telling error among the calls ended by then is raised; past ``timeout`` (the
+    page's deadline; None: each call's own timeouts only) without every answer,
+    :class:`Timeout`.
+
+    No call is ever cancelled, neither by another's failure nor by the caller's own
+    cancellation: one the caller stops waiting for runs on to its own end (its answer or
+    its own timeout) and its outcome is dropped. Cancelling calls in flight costs more than
+    letting them end: grpcio's core keeps memory for every cancelled call
+    (``bench/grpc_fault_memory.py``: +1.8 to +2.5 MiB per fault, docs/soak.md), and an HTTP
+    call cancelled mid-request loses its pooled connection.
     """
-    results = await asyncio.gather(*calls, return_exceptions=True)
-    errors = [r for r in results if isinstance(r, BaseException)]
+    tasks = [asyncio.ensure_future(c) for c in calls]
+    for t in tasks:
+        _LEFT_RUNNING.add(t)
+        t.add_done_callback(_settled)
+    done, pending = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
+    errors = [e for t in done if (e := t.exception()) is not None]
     if errors:
         raise worst_error(errors)
-    return results
+    if pending:
+        raise Timeout(f"page deadline of {timeout:g} s passed")
+    return [t.result() for t in tasks]
 
 
 async def health(clients: Any, services: tuple[str, ...], timeout_s: float) -> tuple[int, Any]:

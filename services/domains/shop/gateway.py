@@ -44,9 +44,10 @@ async def product_page(
             if left <= 0:
                 raise Timeout(f"page deadline of {timeout:g} s passed before {service}")
             results.append(await clients.call(service, "get", request, left))
-    else:  # at once, each call with the page's timeout; a failure cancels no other call
+    else:  # at once; the first failure answers the page, and cancels no call
         results = await all_answers(
-            clients.call(service, "get", request, timeout) for service, request in calls
+            (clients.call(service, "get", request, timeout) for service, request in calls),
+            timeout,
         )
     info, reviews, recommendations, shipping, cart = results
     return {
