@@ -21,7 +21,7 @@ def test_published_equals_replies_consumed(tmp_path: Path) -> None:
     stack = get_backend("local").start(resolve("shop-amqp"), options, logs_dir=tmp_path / "logs")
     try:
         writer = RunWriter(tmp_path / "run", "load", {})
-        run_on(stack, LoadProfile(users=20, spawn_rate=20, duration_s=10), writer, options)
+        run_on(stack, LoadProfile(users=20, spawn_rate=20, duration_s=5), writer, options)
         with urllib.request.urlopen(f"{stack.gateway_url}/stats", timeout=5) as r:
             stats = json.loads(r.read())
     finally:

@@ -137,7 +137,13 @@ TINY = experiment.Profile(
     sweep=experiment.Interleaved(
         (5,), requests=4, warmup=1, pause_s=0.01, repetitions=1, sequential_rows=(5,)
     ),  # fmt: skip
-    saturation=experiment.Saturation((2,), (5,), duration_s=3, warmup_s=1, repetitions=1),
+    # 6 s, not 3: summary.json's stack CPU per request is the mean of the 1 Hz resource
+    # samples inside [first request + warm-up, last answer], and reads 0 when that window
+    # holds no sample (ipclab.summary.machine_load). Locust's start eats into its run time
+    # (first request 1-2.8 s after load_start here): a 5 s run spanned 3.6-4.2 s under load
+    # (2 samples in its window), so a 3 s run left well under 1 s, sometimes no sample (a
+    # fresh clone's run read 0 so). 6 s keeps the window near 3 s or more.
+    saturation=experiment.Saturation((2,), (5,), duration_s=6, warmup_s=1, repetitions=1),
     serialisation_rounds=3,
     serialisation_seconds=0.002,
 )
@@ -173,6 +179,8 @@ def test_a_tiny_profile_runs_analyses_and_writes_results(
     assert paired.loc["mean_ms", "n"] == 3 and paired.loc["mean_ms", "ci_low"] > 0
     assert "within-run" in analysis.summary_markdown(a)
     assert set(a.saturation["users"]) == {2} and a.saturation["rps"].gt(0).all()
+    # 0 here means no resource sample fell in the run's window (see TINY), not a free request
+    assert a.saturation["stack_cpu_ms"].gt(0).all(), a.saturation[["run", "duration_s"]]
     # the machine check covers every experiment, the interleaved ones too
     m = a.machine
     assert set(m["experiment"]) == {"thesis", "sweep", "saturation"}
