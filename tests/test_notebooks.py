@@ -38,7 +38,7 @@ def test_notebook_is_clean_and_parameterised(nb: object) -> None:
 @pytest.mark.slow
 def test_the_nyflott_notebook_runs_in_a_short_configuration(tmp_path: Path) -> None:
     """Notebook 03 top to bottom as ``ipclab reproduce`` runs it (quick profile, local
-    backend), with a 2 s measured window: 9 runs, about 2 minutes."""
+    backend), with a 3 s measured window: 9 runs, about 2 minutes."""
     import papermill
 
     from ipclab.studies import get_study
@@ -50,7 +50,7 @@ def test_the_nyflott_notebook_runs_in_a_short_configuration(tmp_path: Path) -> N
         str(tmp_path / nb.file),
         parameters={"profile": "quick", "backend": "local", "runs_root": str(tmp_path / "runs"),
                     "results_dir": str(results), "figures_dir": str(tmp_path / "figures"),
-                    "measured_s": 2.0},
+                    "measured_s": 3.0},
         cwd=str(REPO_ROOT), kernel_name="python3", progress_bar=False,
     )  # fmt: skip
     meta = json.loads((results / "study.json").read_text())
@@ -60,10 +60,10 @@ def test_the_nyflott_notebook_runs_in_a_short_configuration(tmp_path: Path) -> N
     assert {"nyflott_table2", "nyflott_fig10", "nyflott_fig15"} <= {
         f["name"] for f in meta["figures"]
     }
-    # the analysed window runs from the first request + the warm-up to the last answer, so
-    # a 2 s setting reads 1-2 s (the users' first logins come a moment after the start; on a
-    # busy machine every run read 1 s: "1-1 s")
-    assert any(re.match(r"Measured window [12]-[12] s", d) for d in meta["deviations"])
+    # the short window is stated as a deviation with what the runs measured: from the first
+    # request + the warm-up to the last answer, a 3 s setting reads 1-3 s on a quiet machine
+    # and less on a loaded one (Locust's users start late: 0 s under a load average of 8)
+    assert any(re.match(r"Measured window \d+-\d+ s per run", d) for d in meta["deviations"])
 
 
 def test_relative_paths_are_taken_from_the_repository() -> None:
