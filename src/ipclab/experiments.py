@@ -225,14 +225,7 @@ class Experiment:
                 extra=extra,
                 stack=shared.lend(cell) if shared is not None and self.share_stacks else None,
             )
-        s = read_run(path).summary
-        cost = s.get("stack_cpu_ms_per_request")
-        machine = f", {cost:.2f} ms CPU per request" if cost else ""
-        progress(
-            f"{label} {cell.key}: {s['rps']:.0f} req/s, mean "
-            f"{s['latency_ms']['mean']:.0f} ms, {s['failures']} failures{machine} "
-            f"({time.monotonic() - started:.0f}s)"
-        )
+        progress(f"{label} {cell.key}: {_line(read_run(path).summary, started)}")
         return read_run(path)
 
     def describe(self) -> dict[str, Any]:
@@ -323,6 +316,18 @@ def load_runs(directory: Path) -> list[Run]:
         for r in (read_run(m.parent) for m in sorted(Path(directory).glob("*/manifest.json")))
         if r.complete
     ]
+
+
+def _line(s: Mapping[str, Any], started: float) -> str:
+    """A finished cell's progress line; a run with no request in its measured window (a
+    starved machine, a short window) says so instead of failing the experiment."""
+    took = f"({time.monotonic() - started:.0f}s)"
+    mean = (s.get("latency_ms") or {}).get("mean")
+    if not s.get("requests") or mean is None:
+        return f"no request answered in the measured window, {s.get('failures')} failures {took}"
+    cost = s.get("stack_cpu_ms_per_request")
+    machine = f", {cost:.2f} ms CPU per request" if cost and cost == cost else ""
+    return f"{s['rps']:.0f} req/s, mean {mean:.0f} ms, {s['failures']} failures{machine} {took}"
 
 
 def _same(recorded: dict[str, Any] | None, wanted: dict[str, Any]) -> bool:
