@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from ipclab.paths import REPO_ROOT, from_repo
-from ipclab.reproduce import NOTEBOOK_DIR, notebooks
+from ipclab.reproduce import notebooks
 
 REPRODUCE_PARAMETERS = {"profile", "backend", "runs_root", "results_dir", "figures_dir"}
 
 
 @pytest.mark.parametrize("nb", notebooks(), ids=lambda nb: nb.file)
 def test_notebook_is_clean_and_parameterised(nb: object) -> None:
-    doc = json.loads((NOTEBOOK_DIR / nb.file).read_text())  # type: ignore[attr-defined]
+    doc = json.loads(nb.path.read_text())  # type: ignore[attr-defined]
     code = [c for c in doc["cells"] if c["cell_type"] == "code"]
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
     tagged = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
@@ -46,7 +46,7 @@ def test_the_nyflott_notebook_runs_in_a_short_configuration(tmp_path: Path) -> N
     nb = get_study("nyflott").notebooks[0]
     results = tmp_path / "results"
     papermill.execute_notebook(
-        str(NOTEBOOK_DIR / nb.file),
+        str(nb.path),
         str(tmp_path / nb.file),
         parameters={"profile": "quick", "backend": "local", "runs_root": str(tmp_path / "runs"),
                     "results_dir": str(results), "figures_dir": str(tmp_path / "figures"),

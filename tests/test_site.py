@@ -207,6 +207,19 @@ def chromium(
     return r.stdout
 
 
+def test_reproduce_refuses_a_foreign_site_folder_before_any_notebook(tmp_path: Path) -> None:
+    from ipclab.reproduce import reproduce
+
+    foreign = tmp_path / "out" / "site"
+    foreign.mkdir(parents=True)
+    (foreign / "mine.txt").write_text("keep")
+    said: list[str] = []
+    assert reproduce(out=tmp_path / "out", say=said.append) == 2
+    assert len(said) == 1 and "not a site ipclab wrote" in said[0]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["site"]  # nothing ran
+    assert (foreign / "mine.txt").read_text() == "keep"
+
+
 def test_chromium_renders_the_page(browser: tuple[str, Path, bool]) -> None:
     shot = browser[1] / "shot.png"
     chromium(browser, "", f"--screenshot={shot}")

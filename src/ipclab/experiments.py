@@ -225,8 +225,11 @@ class Experiment:
                 extra=extra,
                 stack=shared.lend(cell) if shared is not None and self.share_stacks else None,
             )
-        progress(f"{label} {cell.key}: {_line(read_run(path).summary, started)}")
-        return read_run(path)
+        finished = read_run(path)
+        progress(
+            f"{label} {cell.key}: {_progress(finished.summary)} ({time.monotonic() - started:.0f}s)"
+        )
+        return finished
 
     def describe(self) -> dict[str, Any]:
         d = asdict(self)
@@ -236,6 +239,17 @@ class Experiment:
         if self.group is not None:
             d["group"] = self.group.as_dict()
         return d
+
+
+def _progress(s: dict[str, Any]) -> str:
+    """A finished run in a line; a run without a request in its window says so (a loaded
+    machine can start Locust seconds late, and a short window then holds nothing)."""
+    mean = (s.get("latency_ms") or {}).get("mean")
+    if not s.get("requests") or mean is None:
+        return f"no request in the measured window, {s.get('failures', 0)} failures"
+    cost = s.get("stack_cpu_ms_per_request")
+    machine = f", {cost:.2f} ms CPU per request" if cost else ""
+    return f"{s['rps']:.0f} req/s, mean {mean:.0f} ms, {s['failures']} failures{machine}"
 
 
 class _SharedStack:
@@ -316,18 +330,6 @@ def load_runs(directory: Path) -> list[Run]:
         for r in (read_run(m.parent) for m in sorted(Path(directory).glob("*/manifest.json")))
         if r.complete
     ]
-
-
-def _line(s: Mapping[str, Any], started: float) -> str:
-    """A finished cell's progress line; a run with no request in its measured window (a
-    starved machine, a short window) says so instead of failing the experiment."""
-    took = f"({time.monotonic() - started:.0f}s)"
-    mean = (s.get("latency_ms") or {}).get("mean")
-    if not s.get("requests") or mean is None:
-        return f"no request answered in the measured window, {s.get('failures')} failures {took}"
-    cost = s.get("stack_cpu_ms_per_request")
-    machine = f", {cost:.2f} ms CPU per request" if cost and cost == cost else ""
-    return f"{s['rps']:.0f} req/s, mean {mean:.0f} ms, {s['failures']} failures{machine} {took}"
 
 
 def _same(recorded: dict[str, Any] | None, wanted: dict[str, Any]) -> bool:

@@ -11,8 +11,6 @@ written as it goes.
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -23,9 +21,8 @@ from ipclab.atomic import write_json_atomic
 from ipclab.environment import describe_environment
 from ipclab.paths import REPO_ROOT
 from ipclab.runs import utcnow
+from ipclab.studies import NOTEBOOK_DIR as NOTEBOOK_DIR  # re-exported: where notebooks live
 from ipclab.studies import Notebook, all_studies, get_study
-
-NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 
 
 def references(chosen: list[Notebook]) -> dict[str, Path]:
@@ -45,34 +42,24 @@ def notebooks(studies: list[str] | None = None) -> list[Notebook]:
 
 
 def why_not(nb: Notebook, backend: str) -> str | None:
-    """Why this machine cannot run ``nb`` on ``backend`` (None when it can)."""
-    if backend in ("docker", "swarm"):
-        if "postgres" in nb.needs:
-            return f"its stacks need a database, which the {backend} backend does not run yet"
-        if shutil.which("docker") is None:
-            return "the docker backend needs Docker; no docker client is installed"
-        if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode:
-            return "no Docker engine answers (start one: make docker-engine)"
+    """Why this machine cannot run ``nb`` on ``backend`` (None when it can): the backend's
+    own check (docker: a client and an engine), the Go toolchain, then each infrastructure
+    plugin the notebook needs (``ipclab.infrastructure``: can this machine host it there)."""
+    from ipclab import infrastructure
+    from ipclab.backends import all_backends
+
+    runs_on = all_backends().get(backend)
+    if runs_on is not None and (why := runs_on.unavailable()):
+        return why
     if "go" in nb.needs:
         from ipclab.gobuild import toolchain_missing
 
         if missing := toolchain_missing():
             return missing
-    if backend not in ("docker", "swarm"):
-        if "rabbitmq" in nb.needs:
-            from ipclab.backends.broker import BrokerUnavailable, find_server
-
-            try:
-                find_server()
-            except BrokerUnavailable as e:
-                return str(e)
-        if "postgres" in nb.needs:
-            from ipclab.backends.postgres import PostgresUnavailable, find_bin_dir
-
-            try:
-                find_bin_dir()
-            except PostgresUnavailable as e:
-                return str(e)
+    hosted = [infrastructure.get(n) for n in nb.needs if n in infrastructure.names()]
+    for plugin in hosted:
+        if why := plugin.unavailable(backend):
+            return why
     return None
 
 
@@ -80,7 +67,7 @@ def run_notebook(nb: Notebook, out: Path, parameters: dict[str, Any]) -> None:
     import papermill
 
     papermill.execute_notebook(
-        str(NOTEBOOK_DIR / nb.file),
+        str(nb.path),  # notebooks/, or the study's own folder
         str(out / "notebooks" / nb.file),
         parameters={**parameters, "results_dir": str(out / "results" / nb.results)},
         cwd=str(REPO_ROOT),
@@ -134,6 +121,13 @@ def reproduce(
 ) -> int:
     # the notebooks run in the repository; hand them absolute paths
     out, runs_root, figures_dir = (Path(p).resolve() for p in (out, runs_root, figures_dir))
+    from ipclab.report.site import SiteRefused, check_site_dir
+
+    try:  # the report's site would be refused: say so before an hour of notebooks
+        check_site_dir(out / "site")
+    except SiteRefused as e:
+        say(f"ipclab reproduce: {e}")
+        return 2
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
     (out / "results").mkdir(parents=True, exist_ok=True)
     _show_progress_only()
@@ -185,7 +179,7 @@ def _run_one(
 ) -> dict[str, Any]:
     """Run one notebook (or say why not); its entry in the run log."""
     entry: dict[str, Any] = {"notebook": nb.file, "results": nb.results}
-    if not (NOTEBOOK_DIR / nb.file).exists():
+    if not nb.path.exists():
         entry.update(status="skipped", reason="notebook not in this checkout yet")
     elif reason := why_not(nb, parameters["backend"]):
         entry.update(status="skipped", reason=reason)

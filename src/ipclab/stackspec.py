@@ -6,7 +6,8 @@ its own folder (``ipclab/studies/<study>/stacks.py``), importing these declarati
 here; ``ipclab.stacks.all_stacks`` gathers them. This module sits below the study registry
 and imports neither it nor ``ipclab.stacks``, so the registry can name ``StackSpec``.
 Everything a backend needs to start a stack comes from its :class:`StackSpec`: the roles,
-how each role is started (:class:`Runtime`), the infrastructure (a broker), and the
+how each role is started (:class:`Runtime`), the infrastructure (a broker, a database: the
+plugins of ``ipclab.infrastructure``, by name), and the
 environment each role receives (:meth:`StackSpec.role_env`). The services read only that
 environment (``services/serve.py``); they import nothing from the harness.
 """
@@ -19,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from ipclab import gobuild
+from ipclab import gobuild, infrastructure
 
-BROKER = "rabbitmq"  # infrastructure names a stack can declare
-DATABASE = "postgres"
-INFRASTRUCTURE = (BROKER, DATABASE)
+BROKER = "rabbitmq"  # infrastructure names a stack can declare: the plugins' of
+DATABASE = "postgres"  # ipclab.infrastructure, one module each
+INFRASTRUCTURE = infrastructure.names()
 ADAPTER_SETS = ("python", "native")  # the protocol adapters' implementations
 EGRESS = "egress"  # the adapter sidecar beside the gateway
 INGRESS = "-ingress"  # the adapter sidecar beside a service: "<service>-ingress"
@@ -101,7 +102,7 @@ class StackSpec:
     roles: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        unknown = set(self.infrastructure) - set(INFRASTRUCTURE)
+        unknown = set(self.infrastructure) - set(infrastructure.names())
         if unknown:
             raise ValueError(f"{self.name}: unknown infrastructure {sorted(unknown)}")
         if self.adapters not in ("", *ADAPTER_SETS):

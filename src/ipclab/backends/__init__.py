@@ -1,27 +1,61 @@
 """Backends run a stack: ``local`` (processes on this machine), ``docker`` (compose) or
-``swarm`` (``docker stack deploy`` on a Docker Swarm)."""
+``swarm`` (``docker stack deploy`` on a Docker Swarm).
+
+The registry is filled by looking, as the studies' is: every module of this package that
+declares ``BACKEND = BackendPlugin(...)`` is a backend (``local.py``), and a subpackage
+declares its own in its ``__init__`` (``docker/``: ``docker`` and ``swarm``, as
+``PLUGINS``). A new backend is one such module; ``get_backend`` and ``BACKENDS``
+(the ``--backend`` choices, in the plugins' ``order``) follow from it. Modules are found
+with ``pkgutil`` and imported by name, so this package names none of them.
+"""
 
 from __future__ import annotations
 
-from ipclab.backends.base import Backend, RunningStack, StackOptions
+import functools
+import importlib
+import pkgutil
+from typing import Any
 
-BACKENDS = ("local", "docker", "swarm")
+from ipclab.backends.base import Backend, BackendPlugin, RunningStack, StackOptions
+
+
+@functools.cache
+def all_backends() -> dict[str, BackendPlugin]:
+    """Every backend a module (or subpackage) of this package declares, by name, in their
+    ``order``. Only this package's modules and its subpackages' ``__init__`` are read (a
+    subpackage declares its backends there, made by "module:name" on first use), so
+    listing the backends imports no engine client nor pandas."""
+    found: list[BackendPlugin] = []
+    for info in pkgutil.iter_modules(__path__, prefix=f"{__name__}."):
+        module = importlib.import_module(info.name)
+        declared = (getattr(module, "BACKEND", None), *getattr(module, "PLUGINS", ()))
+        found += [p for p in declared if isinstance(p, BackendPlugin)]
+    names = [p.name for p in found]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a backend is declared twice: {sorted(names)}")
+    return {p.name: p for p in sorted(found, key=lambda p: (p.order, p.name))}
 
 
 def get_backend(name: str) -> Backend:
-    if name == "local":
-        from ipclab.backends.local import LocalBackend
-
-        return LocalBackend()
-    if name == "docker":
-        from ipclab.backends.docker.backend import DockerBackend
-
-        return DockerBackend()
-    if name == "swarm":
-        from ipclab.backends.docker.swarm import SwarmBackend
-
-        return SwarmBackend()
-    raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+    backends = all_backends()
+    if name not in backends:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(backends)}")
+    return backends[name].backend()
 
 
-__all__ = ["BACKENDS", "Backend", "RunningStack", "StackOptions", "get_backend"]
+def __getattr__(name: str) -> Any:
+    """``BACKENDS``: the registered backends' names, found on first use (PEP 562)."""
+    if name == "BACKENDS":
+        return tuple(all_backends())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendPlugin",
+    "RunningStack",
+    "StackOptions",
+    "all_backends",
+    "get_backend",
+]

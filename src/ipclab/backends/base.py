@@ -7,8 +7,10 @@ manifest call them directly, and a backend overrides only those it has something
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -132,6 +134,34 @@ class Backend(Protocol):
         harness and is stopped later by ``ipclab down``.
         """
         ...
+
+
+@dataclass(frozen=True)
+class BackendPlugin:
+    """A backend as its module or package declares it (``BACKEND = BackendPlugin(...)``, or
+    several as ``PLUGINS``), found by the registry in ``ipclab.backends``: its name
+    (``--backend``), how to make one, its place in the list of choices (``order``: the
+    default, ``local``, first) and why this machine cannot run it."""
+
+    name: str
+    # the backend's class (or any callable making one), or its "module:name", imported only
+    # when a backend is made: the registry reads every declaration at ``ipclab --help``
+    make: Callable[[], Backend] | str
+    order: int = 100
+    description: str = ""
+    # why this machine cannot run stacks on it (docker: no client, no engine); None: it can
+    missing: Callable[[], str | None] | None = None
+
+    def unavailable(self) -> str | None:
+        return self.missing() if self.missing is not None else None
+
+    def backend(self) -> Backend:
+        """A new backend of this kind."""
+        make = self.make
+        if isinstance(make, str):
+            module, _, attr = make.partition(":")
+            make = getattr(importlib.import_module(module), attr)
+        return make()
 
 
 class LoadHostError(RuntimeError):

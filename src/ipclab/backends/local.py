@@ -1,8 +1,10 @@
 """The local backend: every component is a process on this machine (no Docker needed).
 
-Services listen on free loopback ports; amqp stacks get a private RabbitMQ node. Each
-process runs in its own session, is sampled with psutil, and is killed with the harness
-(unless detached). ``stop`` removes processes, the broker node and its data directory.
+Services listen on free loopback ports; the infrastructure a stack declares is a private
+instance each, started, stopped and swept through its plugin (``ipclab.infrastructure``: a
+RabbitMQ node, a PostgreSQL cluster). Each process runs in its own session, is sampled with
+psutil, and is killed with the harness (unless detached). ``stop`` removes processes, the
+infrastructure's instances and their data directories.
 """
 
 from __future__ import annotations
@@ -19,19 +21,21 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
-import ipclab.backends.postgres as postgres
-from ipclab import orphans
+from ipclab import infrastructure, orphans
 from ipclab.atomic import write_json_atomic
-from ipclab.backends.base import RunningStack, StackOptions, process_tree_usage
-from ipclab.backends.broker import RabbitNode
-from ipclab.backends.postgres import PostgresCluster
+from ipclab.backends.base import BackendPlugin, RunningStack, StackOptions, process_tree_usage
+from ipclab.infrastructure import Infrastructure, LocalSite
 from ipclab.private import UnsafeState, owned_alone, private_dir
 from ipclab.procs import free_ports, kill_group, parse_cpus, pin_tree, spawn, stop_group, tail
-from ipclab.stacks import StackSpec, resolve
+from ipclab.stacks import BROKER, DATABASE, StackSpec, resolve
+
+if TYPE_CHECKING:
+    from ipclab.backends.broker import RabbitNode
+    from ipclab.backends.postgres import PostgresCluster
 
 READY_TIMEOUT_S = 60.0
 STATE_DIR = Path(
@@ -72,12 +76,25 @@ class LocalStack(RunningStack):
     backend: str = "local"
     ports: dict[str, int] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-    broker: RabbitNode | None = None
-    database: PostgresCluster | None = None
+    # infrastructure name -> its private instance (the plugin's ``start_local``)
+    infra: dict[str, Any] = field(default_factory=dict)
     _ps: dict[int, psutil.Process] = field(default_factory=dict)
     _stopped: bool = False
     _command: list[str] = field(default_factory=list)
     _fixture: Path | None = None
+
+    @property
+    def broker(self) -> RabbitNode | None:
+        """The stack's RabbitMQ node, if it declares one."""
+        return self.infra.get(BROKER)
+
+    @property
+    def database(self) -> PostgresCluster | None:
+        """The stack's PostgreSQL cluster, if it declares one."""
+        return self.infra.get(DATABASE)
+
+    def _plugins(self) -> list[Infrastructure]:
+        return infrastructure.of(self.spec.infrastructure)
 
     @property
     def gateway_url(self) -> str:
@@ -89,9 +106,9 @@ class LocalStack(RunningStack):
             self.spec.role_env(
                 role,
                 {r: f"127.0.0.1:{self.ports[r]}" for r in self.spec.roles},
-                self.broker.url if self.broker is not None else "",
+                self._url(BROKER),
                 self.options.env(),
-                self.database.dsn if self.database is not None else "",
+                self._url(DATABASE),
             ),
             IPCLAB_HOST="127.0.0.1",
             IPCLAB_PORT=str(self.ports[role]),
@@ -101,6 +118,11 @@ class LocalStack(RunningStack):
         if self._fixture is not None:
             env["IPCLAB_FIXTURE"] = str(self._fixture)
         return env
+
+    def _url(self, name: str) -> str:
+        """Where the services reach the infrastructure ``name`` ("" if not declared)."""
+        instance = self.infra.get(name)
+        return "" if instance is None else infrastructure.get(name).local_url(instance)
 
     def _mark(self) -> dict[str, str]:
         """A detached stack outlives its harness on purpose: it carries no mark."""
@@ -119,25 +141,20 @@ class LocalStack(RunningStack):
             self._command = self.spec.runtime.command()  # builds a compiled runtime's binary
             if self.spec.runtime.fixture:
                 self._write_fixture()
-            # every port of the stack, its broker and its database chosen at once: distinct
-            # by construction (ports chosen one at a time may come back twice)
+            # every port of the stack and of its infrastructure chosen at once: distinct by
+            # construction (ports chosen one at a time may come back twice)
             roles = self.spec.roles
-            extra = (3 if self.spec.needs_broker else 0) + (1 if self.spec.needs_database else 0)
-            ports = free_ports(len(roles) + extra)
+            plugins = self._plugins()
+            ports = free_ports(len(roles) + sum(p.local_ports for p in plugins))
             self.ports = dict(zip(roles, ports[: len(roles)], strict=True))
             rest = ports[len(roles) :]
-            if self.spec.needs_broker:
-                amqp, dist, epmd, *rest = rest
-                self.broker = RabbitNode(
-                    self.workdir / "broker",
-                    port=amqp,
-                    dist_port=dist,
-                    epmd_port=epmd,
-                    extra_env=self._mark(),
+            env = {**os.environ, **self.options.env(), **self.spec.settings}
+            for plugin in plugins:  # each its private instance: a broker node, a cluster
+                mine, rest = tuple(rest[: plugin.local_ports]), rest[plugin.local_ports :]
+                site = LocalSite(
+                    self.workdir, mine, env, self.spec.domain, self._mark(), self.detached
                 )
-                self.broker.start(detached=self.detached)
-            if self.spec.needs_database:
-                self._start_database(rest[0])
+                self.infra[plugin.name] = plugin.start_local(site)
             for role in self.spec.roles:
                 self._spawn(role)
             wait_ready(
@@ -161,16 +178,6 @@ class LocalStack(RunningStack):
         env = {**self.options.env(), **self.spec.settings}
         domains.load(self.spec.domain).write_fixture(self._fixture, env)
 
-    def _start_database(self, port: int) -> None:
-        """A private PostgreSQL cluster, created and filled by the domain's SQL for this
-        run's knobs (e.g. rows per table)."""
-        from ipclab_services import domains
-
-        self.database = PostgresCluster(port=port)
-        self.database.start(detached=self.detached)
-        env = {**os.environ, **self.options.env(), **self.spec.settings}
-        self.database.execute(domains.load(self.spec.domain).database_sql(env))
-
     # --- RunningStack -------------------------------------------------------------------
     def _kind(self, role: str) -> str:
         if role == self.spec.gateway:
@@ -182,10 +189,10 @@ class LocalStack(RunningStack):
         out = {
             role: (self._kind(role), p.pid) for role, p in self.procs.items() if p.poll() is None
         }
-        if self.broker is not None and self.broker.process is not None:
-            out["broker"] = ("broker", self.broker.process.pid)
-        if self.database is not None and self.database.process is not None:
-            out["database"] = ("database", self.database.process.pid)
+        for plugin in self._plugins():  # "broker", "database": kind and name alike
+            process = getattr(self.infra.get(plugin.name), "process", None)
+            if process is not None:
+                out[plugin.component] = (plugin.component, process.pid)
         return out
 
     def sample(self) -> list[dict[str, Any]]:
@@ -205,9 +212,9 @@ class LocalStack(RunningStack):
 
     def kill(self, role: str) -> None:
         """SIGKILL one component (its whole process group); return once it is gone."""
-        if role == "broker":
-            if self.broker is not None:
-                self.broker.kill()
+        if plugin := self._plugin_of(role):
+            if plugin.name in self.infra:
+                self.infra[plugin.name].kill()
             return
         proc = self.procs[role]
         kill_group(proc.pid)
@@ -215,17 +222,18 @@ class LocalStack(RunningStack):
             proc.wait(timeout=10)
 
     def restart(self, role: str) -> None:
-        if role == "broker":
-            assert self.broker is not None
-            if self.broker.process is not None and self.broker.process.poll() is None:
-                self.broker.stop()  # a restart of a running node: never leave the old one
-            self.broker.start(detached=self.detached)
+        if plugin := self._plugin_of(role):
+            plugin.restart_local(self.infra[plugin.name], self.detached)
             self._pin()
             return
         if self.procs[role].poll() is None:
             stop_group(self.procs[role], grace=0)
         self._spawn(role)
         self._pin()
+
+    def _plugin_of(self, component: str) -> Infrastructure | None:
+        """The infrastructure whose component is ``component`` (``broker``), if any."""
+        return next((p for p in self._plugins() if p.component == component), None)
 
     def _pin(self) -> None:
         """``options.cpuset``: every process of the stack (broker and database included) on
@@ -234,7 +242,7 @@ class LocalStack(RunningStack):
             return
         cpus = parse_cpus(self.options.cpuset)
         pids = [p.pid for p in self.procs.values() if p.poll() is None]
-        for extra in (self.broker, self.database):
+        for extra in self.infra.values():
             proc = getattr(extra, "process", None)
             if proc is not None and proc.poll() is None:
                 pids.append(proc.pid)
@@ -256,15 +264,13 @@ class LocalStack(RunningStack):
                 proc.send_signal(15)
         for proc in self.procs.values():
             stop_group(proc)
-        if self.broker is not None:
-            self.broker.stop()
-        if self.database is not None:
-            self.database.stop()
+        for instance in self.infra.values():
+            instance.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
         _LIVE.discard(self)
 
     def _all_procs(self) -> list[subprocess.Popen[bytes]]:
-        extra = [x.process for x in (self.broker, self.database) if x is not None and x.process]
+        extra = [x.process for x in self.infra.values() if x.process]
         return [*self.procs.values(), *extra]
 
     def __hash__(self) -> int:
@@ -280,18 +286,11 @@ class LocalStack(RunningStack):
             "pids": {r: p.pid for r, p in self.procs.items()},
             # a pid names this process only while it lives: its start time tells a reused pid
             "started": {str(p.pid): _started(p.pid) for p in self._all_procs()},
-            "broker": None
-            if self.broker is None
-            else {
-                "pid": self.broker.process.pid if self.broker.process else None,
-                "epmd_port": self.broker.epmd_port,
-                "dir": str(self.broker.directory),
-            },
-            "database": None
-            if self.database is None
-            else {
-                "pid": self.database.process.pid if self.database.process else None,
-                "dir": str(self.database.directory),
+            # each infrastructure plugin's state under its component's name (``broker``,
+            # ``database``), None where the stack declares none
+            **{
+                p.component: None if p.name not in self.infra else p.local_state(self.infra[p.name])
+                for p in infrastructure.all_infrastructure().values()
             },
         }
 
@@ -316,6 +315,8 @@ class LocalBackend:
         detached: bool = False,
     ) -> LocalStack:
         orphans.sweep()  # what a killed harness left (epmd, workdirs), saying so
+        for plugin in infrastructure.of(spec.infrastructure):  # and of its instances
+            plugin.sweep_local()
         workdir = Path(tempfile.mkdtemp(prefix=f"{orphans.WORKDIR_PREFIX}{spec.name}-"))
         if not detached:
             orphans.mark_workdir(workdir)
@@ -324,6 +325,9 @@ class LocalBackend:
             _LIVE.add(stack)
         stack.start()
         return stack
+
+
+BACKEND = BackendPlugin("local", LocalBackend, order=0, description="processes on this machine")
 
 
 # --- `ipclab up --detach` / `ipclab down` --------------------------------------------------
@@ -385,14 +389,6 @@ def _is_our_workdir(path: Any, stack: str) -> bool:
     )
 
 
-def _is_cluster_dir(p: Path) -> bool:
-    return (
-        p.parent.resolve() == Path(postgres.ROOT).resolve()
-        and p.name.startswith(postgres.PREFIX)
-        and not p.is_symlink()
-    )
-
-
 def down(stack_name: str) -> bool:
     """Stop a detached stack from its state file; False if none was up.
 
@@ -415,21 +411,10 @@ def down(stack_name: str) -> bool:
             stop_group(pid)
     workdir = state.get("workdir")
     ours = _is_our_workdir(workdir, stack_name)
-    broker = state.get("broker")
-    if broker:
-        if _same_process(broker.get("pid"), started):
-            stop_group(broker["pid"], grace=10)
-        if ours and isinstance(broker.get("epmd_port"), int):
-            from ipclab.backends.broker import stop_private_epmd
-
-            stop_private_epmd(broker["epmd_port"])
-    database = state.get("database")
-    if database:
-        if _same_process(database.get("pid"), started):
-            stop_group(database["pid"], grace=10)
-        directory = database.get("dir")
-        if isinstance(directory, str) and _is_cluster_dir(Path(directory)):
-            shutil.rmtree(directory, ignore_errors=True)
+    for plugin in infrastructure.all_infrastructure().values():
+        recorded = state.get(plugin.component)
+        if isinstance(recorded, dict):
+            plugin.local_down(recorded, lambda pid: _same_process(pid, started), ours)
     if ours:
         shutil.rmtree(workdir, ignore_errors=True)
     path.unlink()

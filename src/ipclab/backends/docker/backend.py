@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ipclab import orphans
+from ipclab import infrastructure, orphans
 from ipclab.backends.base import LoadHost, RunningStack, StackOptions
 from ipclab.backends.docker import netem, offloads
 from ipclab.backends.docker.compose import COMPOSE_DIR, write_compose
@@ -223,11 +223,15 @@ class DockerBackend:
         from ipclab.backends.docker import images
 
         runtime = spec.runtime.name
+        # each infrastructure image (images.INFRASTRUCTURE_IMAGES) when a plugin the stack
+        # declares runs on it, and only then
+        wanted = {p.image for p in infrastructure.of(spec.infrastructure)}
+        infra = {kind: kind in wanted for kind in images.INFRASTRUCTURE_IMAGES}
         # image ids, pinned when built (images.pinned): a tag moved since is rebuilt or refused
         if self.build:
-            imgs = images.ensure_images(base=self.base, broker=spec.needs_broker, runtime=runtime)
+            imgs = images.ensure_images(base=self.base, runtime=runtime, **infra)
         else:
-            imgs = images.pinned_images(runtime, broker=spec.needs_broker)
+            imgs = images.pinned_images(runtime, **infra)
         sweep_orphans(c=c)  # what a killed harness left, saying so
         orphans.sweep()  # and its processes and workdirs (compose files), saying so
         net_admin = self.net_admin or options.delay_ms > 0
@@ -284,7 +288,7 @@ class DockerStack(RunningStack):
         self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.project}-"))
         if not detached:  # kill -9: the watchdog, or the next start, removes it (orphans.sweep)
             orphans.mark_workdir(self._tmp)
-        self.compose_path = write_compose(spec, self._tmp, net_admin=net_admin)
+        self.compose_path = write_compose(spec, self._tmp, net_admin, options.env())
         self._containers: dict[str, Any] = {}
         self._sampler = StatsSampler(c.api)
         self._delayers: dict[str, int] = {}  # component -> its delayer's host PID
@@ -307,6 +311,7 @@ class DockerStack(RunningStack):
             "IPCLAB_HARNESS": DETACHED if detached else orphans.this_harness(),
             "IPCLAB_IMAGE": imgs["services"],
             "IPCLAB_BROKER_IMAGE": imgs.get("broker", ""),
+            "IPCLAB_POSTGRES_IMAGE": imgs.get("database", ""),
             "IPCLAB_ENV_FILE": str(env_file),
             "IPCLAB_GATEWAY_PORT": str(self.port),
             "IPCLAB_CPUS": f"{options.cpus:g}" if options.cpus else "0",
@@ -356,8 +361,10 @@ class DockerStack(RunningStack):
 
     @property
     def components(self) -> tuple[str, ...]:
-        broker = (BROKER,) if self.spec.needs_broker else ()
-        return broker + self.spec.roles + ((LOADGEN,) if self.spec.load_host else ())
+        """The infrastructure's containers (each plugin's component: ``broker``,
+        ``database``), the roles', and the load host's."""
+        infra = tuple(p.component for p in infrastructure.of(self.spec.infrastructure))
+        return infra + self.spec.roles + ((LOADGEN,) if self.spec.load_host else ())
 
     def _refresh_containers(self) -> None:
         flt = {"label": f"{COMPOSE_PROJECT_LABEL}={self.project}"}

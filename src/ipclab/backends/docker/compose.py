@@ -2,8 +2,11 @@
 
 Every role runs its runtime's image (``ipclab-services``, or ``ipclab-services-go`` for
 the Go stacks) with the environment ``StackSpec.role_env`` gives it; the parts every
-stack shares (image, limits, labels, logging, dropped capabilities, the broker's
-healthcheck) come from ``compose/common.yml`` through ``extends``. ``ipclab compose STACK``
+stack shares (image, limits, labels, logging, dropped capabilities, the broker's and the
+database's healthchecks) come from ``compose/common.yml`` through ``extends``. The
+infrastructure a stack declares is each plugin's service (``ipclab.infrastructure``: the
+broker, the database with its volume), with the files it reads written beside the compose
+file (``write_logins``). ``ipclab compose STACK``
 prints the file, to run a stack by hand with ``docker-compose -p NAME -f FILE up -d``. The
 swarm backend's stack file is this document with ``extends`` resolved here
 (``resolved_services``), so the two cannot drift apart.
@@ -18,15 +21,20 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ipclab import infrastructure
 from ipclab.paths import REPO_ROOT
+from ipclab.stacks import BROKER as BROKER_PLUGIN
+from ipclab.stacks import DATABASE as DATABASE_PLUGIN
 from ipclab.stacks import LOADGEN, PYTHON, StackSpec
 
 COMPOSE_DIR = REPO_ROOT / "compose"
@@ -79,8 +87,12 @@ def write_broker_login(directory: Path) -> BrokerLogin:
     return BrokerLogin(password, str(path))
 
 
-def _extends(service: str) -> dict[str, Any]:
+def extends(service: str) -> dict[str, Any]:
+    """A service that ``extends`` one of ``compose/common.yml``'s."""
     return {"extends": {"file": str(COMMON), "service": service}}
+
+
+_extends = extends
 
 
 @functools.cache
@@ -138,37 +150,36 @@ DELAY_CAPABILITIES = ["NET_ADMIN", "SYS_NICE"]
 
 
 def compose_document(
-    spec: StackSpec, net_admin: bool = False, broker: BrokerLogin | None = None
+    spec: StackSpec,
+    net_admin: bool = False,
+    broker: BrokerLogin | None = None,
+    logins: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The compose document of ``spec``: its broker (if any), its services and its gateway.
-    ``net_admin``: the containers get the capabilities a network delay needs. ``broker``:
-    the stack's AMQP login (placeholders for a file run by hand when None)."""
+    """The compose document of ``spec``: its infrastructure (each plugin's service: the
+    broker, the database), its services and its gateway. ``net_admin``: the containers get
+    the capabilities a network delay needs. ``logins``: infrastructure name -> the login its
+    plugin's ``write_files`` made (``broker``: the broker's alone, as before); a plugin
+    without one gets placeholders, for a file run by hand."""
     if not spec.runtime.image:
         raise ValueError(
             f"{spec.name}: its {spec.runtime.name} roles have no image yet; "
             "run it on the local backend"
         )
-    if spec.needs_database:
-        raise ValueError(
-            f"{spec.name} needs a database, which the docker backend does not run yet; "
-            "use the local backend"
-        )
+    plugins = infrastructure.of(spec.infrastructure)
+    for plugin in plugins:
+        if why := plugin.unavailable("docker"):
+            raise ValueError(f"{spec.name}: {why}; use the local backend")
+    given = {**({BROKER_PLUGIN: broker} if broker is not None else {}), **(logins or {})}
+    login = {p.name: given.get(p.name) or p.by_hand() for p in plugins}
+    urls = {p.name: p.url(login[p.name]) for p in plugins}
     addresses = {r: f"{spec.host_of(r)}:{port_of(spec, r)}" for r in spec.roles}
-    login = broker or BY_HAND_LOGIN
-    amqp_url = login.url if spec.needs_broker else ""
-    services: dict[str, Any] = {}
-    if spec.needs_broker:
-        # A bind mount: Compose v1.29 ignores `configs` (the swarm's stack file turns this
-        # mount into a config, which reaches the broker on whichever node it runs).
-        services["broker"] = {
-            **_extends("broker"),
-            "volumes": [f"{login.users_file}:{BROKER_USERS_TARGET}:ro"],
-        }
-        if net_admin:  # a local cap_add replaces the shared one: keep common.yml's too
-            shared = common_services()["broker"].get("cap_add", [])
-            services["broker"]["cap_add"] = [*shared, *DELAY_CAPABILITIES]
+    amqp_url, database_url = urls.get(BROKER_PLUGIN, ""), urls.get(DATABASE_PLUGIN, "")
+    services: dict[str, Any] = {
+        p.component: p.compose_service(login[p.name], net_admin) for p in plugins
+    }
+    healthy = {p.component: {"condition": "service_healthy"} for p in plugins}
     for role in spec.roles:
-        env = spec.role_env(role, addresses, amqp_url)
+        env = spec.role_env(role, addresses, amqp_url, database_url=database_url)
         svc = {**_extends("app"), "environment": env}
         if spec.is_sidecar(role):  # shares its host's network namespace (eth0 and loopback)
             env["IPCLAB_PORT"] = str(SIDECAR_PORT)
@@ -182,17 +193,21 @@ def compose_document(
             svc["image"] = f"${{IPCLAB_IMAGE:-{spec.runtime.image}:latest}}"
         if net_admin:
             svc["cap_add"] = DELAY_CAPABILITIES
-        if spec.needs_broker:
-            svc["depends_on"] = {"broker": {"condition": "service_healthy"}}
-        elif role == spec.gateway:
-            svc["depends_on"] = [r for r in spec.roles if spec.host_of(r) != role]
+        if role == spec.gateway and not spec.needs_broker:  # after the services it calls
+            peers = [r for r in spec.roles if spec.host_of(r) != role]
+            started = {r: {"condition": "service_started"} for r in peers}
+            svc["depends_on"] = {**healthy, **started} if healthy else peers
+        elif healthy:  # the services start once their infrastructure answers
+            svc["depends_on"] = healthy
         if role == spec.gateway:
             svc["ports"] = [f"127.0.0.1:${{IPCLAB_GATEWAY_PORT-8080}}:{CONTAINER_PORT}"]
         services[role] = svc
     if spec.load_host:
         services[LOADGEN] = load_host_service(net_admin)
+    volumes = {k: v for p in plugins for k, v in p.compose_volumes().items()}
     doc: dict[str, Any] = {
         "services": services,
+        **({"volumes": volumes} if volumes else {}),
         "networks": {
             "default": {
                 "labels": {
@@ -227,10 +242,29 @@ def compose_text(spec: StackSpec, net_admin: bool = False) -> str:
     return header + json.dumps(compose_document(spec, net_admin), indent=2) + "\n"
 
 
-def write_compose(spec: StackSpec, directory: Path, net_admin: bool = False) -> Path:
-    """The stack's compose file in ``directory``, with a new broker login beside it."""
-    login = write_broker_login(directory) if spec.needs_broker else None
+def write_logins(
+    spec: StackSpec, directory: Path, options: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Each infrastructure plugin's files in ``directory`` (new passwords; the database's
+    data for the run's knobs ``options``, as the local backend loads it), by name."""
+    env = {**os.environ, **(options or {}), **spec.settings}
+    return {
+        p.name: p.write_files(directory, env, spec.domain)
+        for p in infrastructure.of(spec.infrastructure)
+    }
+
+
+def write_compose(
+    spec: StackSpec,
+    directory: Path,
+    net_admin: bool = False,
+    options: Mapping[str, str] | None = None,
+) -> Path:
+    """The stack's compose file in ``directory``, with its infrastructure's new logins and
+    files beside it (``options``: the run's knobs, ``StackOptions.env()``)."""
+    logins = write_logins(spec, directory, options)
     header = f"# {spec.name}: generated from its declaration for one stack\n"
     path = directory / f"{spec.name}.yml"
-    path.write_text(header + json.dumps(compose_document(spec, net_admin, login), indent=2) + "\n")
+    doc = compose_document(spec, net_admin, logins=logins)
+    path.write_text(header + json.dumps(doc, indent=2) + "\n")
     return path

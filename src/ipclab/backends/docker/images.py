@@ -15,7 +15,9 @@ versions the host runs, so local and docker backends use the same libraries), do
 the host*, checked against the lock there and installed offline in the image with
 ``--require-hashes``, so the build never depends on the container's network or certificates.
 The broker image is the official RabbitMQ image, or Debian's rabbitmq-server on the local
-base where no registry answers.
+base where no registry answers. The database image (``ipclab-postgres``) is Debian's
+postgresql package on the Python base (the local base, or python:3.11-slim), for the stacks
+that declare PostgreSQL (``compose/postgres/``).
 
 Supply chain (issue 28 item 8, docs/docker.md): every image is built FROM its base's id;
 each records its Debian packages (``APT_RECORD``); each build is pinned by image id in
@@ -50,6 +52,8 @@ OFFICIAL_RABBITMQ = "rabbitmq:3"
 SERVICES_IMAGE = os.environ.get("IPCLAB_IMAGE", "ipclab-services:latest")
 GO_IMAGE = os.environ.get("IPCLAB_GO_IMAGE", "ipclab-services-go:latest")
 BROKER_IMAGE = os.environ.get("IPCLAB_BROKER_IMAGE", "ipclab-broker:latest")
+# PostgreSQL from Debian's package on the Python base (Debian bookworm either way)
+POSTGRES_IMAGE = os.environ.get("IPCLAB_POSTGRES_IMAGE", "ipclab-postgres:latest")
 DEBIAN_MIRROR = os.environ.get("IPCLAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # nginx and nghttp2-proxy (nghttpx): the native protocol adapters (services/adapters/native.py)
 BASE_PACKAGES = (
@@ -524,6 +528,10 @@ def broker_context_hash(base: str) -> str:
     return _tree_hash([REPO_ROOT / "compose" / "broker"], extra=f"{base}@{_image_id(base) or ''}")
 
 
+def postgres_context_hash(base: str) -> str:
+    return _tree_hash([REPO_ROOT / "compose" / "postgres"], extra=f"{base}@{_image_id(base) or ''}")
+
+
 def go_context_hash(services_id: str) -> str:
     """The Go image's: the services image it is built on (by id), the Go sources and build
     flags (``gobuild.sources_hash``) and its Dockerfile."""
@@ -950,7 +958,21 @@ def build_broker_image(base: str, tag: str = BROKER_IMAGE) -> str:
     return tag
 
 
+def build_postgres_image(base: str, tag: str = POSTGRES_IMAGE) -> str:
+    """Debian's postgresql on ``base`` (the default network: apt-get installs it)."""
+    with _build_lock():
+        context_hash = postgres_context_hash(base)
+        labels = {LABEL_HASH: context_hash, "ipclab.image": "postgres"}
+        image_id = _build(
+            REPO_ROOT / "compose" / "postgres", tag, _base_id(base), labels, "Dockerfile"
+        )
+        _pin_build(tag, image_id, context_hash, base)
+    return tag
+
+
 RUNTIME_IMAGES = {"python": SERVICES_IMAGE, "go": GO_IMAGE}
+# an infrastructure plugin's ``image`` -> the tag built for it (``ensure_images``' keywords)
+INFRASTRUCTURE_IMAGES = {"broker": BROKER_IMAGE, "database": POSTGRES_IMAGE}
 
 
 def runtime_image(runtime: str) -> str:
@@ -960,9 +982,11 @@ def runtime_image(runtime: str) -> str:
     return RUNTIME_IMAGES[runtime]
 
 
-def build_images(base: str = "auto", broker: bool = True, go: bool = False) -> dict[str, str]:
-    """Build the services image (and the broker image, the Go image); returns role -> the
-    pinned image id (``go``: the Go roles' image)."""
+def build_images(
+    base: str = "auto", broker: bool = True, go: bool = False, database: bool = False
+) -> dict[str, str]:
+    """Build the services image (and the broker image, the Go image, the database image);
+    returns role -> the pinned image id (``go``: the Go roles' image)."""
     with _build_lock():
         bases = resolve_bases(base)
         out = {"services": pinned(build_services_image(bases.python))}
@@ -970,21 +994,23 @@ def build_images(base: str = "auto", broker: bool = True, go: bool = False) -> d
             out["go"] = pinned(build_go_image(SERVICES_IMAGE))
         if broker:
             out["broker"] = pinned(build_broker_image(bases.rabbitmq))
+        if database:
+            out["database"] = pinned(build_postgres_image(bases.python))
     return out
 
 
 def ensure_images(
-    base: str = "auto", broker: bool = True, runtime: str = "python"
+    base: str = "auto", broker: bool = True, runtime: str = "python", database: bool = False
 ) -> dict[str, str]:
     """Build only what is missing, stale (its context hash differs from the working tree) or
     no longer the recorded build (the tag now names another image, or no build is recorded).
 
     Returns image *ids*, what a stack runs: ``services``, the image the roles of ``runtime``
-    run (for ``go``, the Go image, built on the services image), and ``broker`` when asked
-    for."""
+    run (for ``go``, the Go image, built on the services image), and ``broker`` and
+    ``database`` when asked for."""
     runtime_image(runtime)
     with _build_lock():
-        if not (base == "auto" and _fresh_enough(broker)):
+        if not (base == "auto" and _fresh_enough(broker, database)):
             bases = resolve_bases(base)
             why = _stale(SERVICES_IMAGE, services_context_hash(bases.python))
             if why:
@@ -995,24 +1021,33 @@ def ensure_images(
                 if why:
                     log(f"{BROKER_IMAGE}: {why}")
                     build_broker_image(bases.rabbitmq)
+            if database:
+                why = _stale(POSTGRES_IMAGE, postgres_context_hash(bases.python))
+                if why:
+                    log(f"{POSTGRES_IMAGE}: {why}")
+                    build_postgres_image(bases.python)
         if runtime == "go":
             why = _stale(GO_IMAGE, go_context_hash(pinned(SERVICES_IMAGE)))
             if why:
                 log(f"{GO_IMAGE}: {why}")
                 build_go_image(SERVICES_IMAGE)
-        return pinned_images(runtime, broker)
+        return pinned_images(runtime, broker, database)
 
 
-def pinned_images(runtime: str = "python", broker: bool = True) -> dict[str, str]:
+def pinned_images(
+    runtime: str = "python", broker: bool = True, database: bool = False
+) -> dict[str, str]:
     """The ids a stack of ``runtime`` runs, without building: ``ImageError`` when a tag is not
     the build the harness recorded (see ``pinned``)."""
     out = {"services": pinned(runtime_image(runtime))}
     if broker:
         out["broker"] = pinned(BROKER_IMAGE)
+    if database:
+        out["database"] = pinned(POSTGRES_IMAGE)
     return out
 
 
-def _fresh_enough(broker: bool) -> bool:
+def _fresh_enough(broker: bool, database: bool = False) -> bool:
     """With base=auto: are the existing images the pinned, up-to-date builds for one of the
     possible bases?"""
     for python_base, rabbit_base in (
@@ -1029,6 +1064,8 @@ def _fresh_enough(broker: bool) -> bool:
         ok = _stale(SERVICES_IMAGE, services_context_hash(python_base)) is None
         if broker:
             ok = ok and _stale(BROKER_IMAGE, broker_context_hash(rabbit_base)) is None
+        if database:
+            ok = ok and _stale(POSTGRES_IMAGE, postgres_context_hash(python_base)) is None
         if ok:
             return True
     return False
@@ -1044,6 +1081,7 @@ def status() -> dict[str, Any]:
         SERVICES_IMAGE,
         GO_IMAGE,
         BROKER_IMAGE,
+        POSTGRES_IMAGE,
     ):
         image_id = _image_id(name)
         out[name] = {
@@ -1080,6 +1118,7 @@ def main(argv: list[str] | None = None) -> int:
         "base, built if missing), or an image name (name@sha256:... pins one)",
     )
     bl.add_argument("--no-broker", action="store_true")
+    bl.add_argument("--postgres", action="store_true", help="also the database image")
     bl.add_argument("--go", action="store_true", help="also the Go roles' image (needs go)")
     bl.add_argument("--if-needed", action="store_true", help="skip images already up to date")
     sub.add_parser("status", help="which images exist and whether they are up to date")
@@ -1098,13 +1137,15 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "build":
             broker = not args.no_broker
             if args.if_needed:
-                made = ensure_images(base=args.base, broker=broker)
+                made = ensure_images(base=args.base, broker=broker, database=args.postgres)
                 if args.go:
                     made["go"] = ensure_images(base=args.base, broker=False, runtime="go")[
                         "services"
                     ]
             else:
-                made = build_images(base=args.base, broker=broker, go=args.go)
+                made = build_images(
+                    base=args.base, broker=broker, go=args.go, database=args.postgres
+                )
             for role, image in made.items():
                 print(f"{role}\t{image}")
         elif args.cmd == "lock":

@@ -38,24 +38,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ipclab import infrastructure
 from ipclab.backends.docker.backend import (
-    BROKER,
     CONTAINER_PORT,
     DockerBackend,
     DockerStack,
     DockerStackError,
 )
 from ipclab.backends.docker.compose import (
-    BROKER_USERS_CONFIG,
-    BROKER_USERS_TARGET,
     COMPOSE_DIR,
     BrokerLogin,
     compose_document,
     interpolate,
     resolved_services,
-    write_broker_login,
+    write_logins,
 )
 from ipclab.backends.docker.ownership import PROJECT_LABEL, STACK_NAMESPACE, remove_project
+from ipclab.stacks import BROKER as BROKER_PLUGIN
 from ipclab.stacks import StackSpec
 
 STACK_LABEL = STACK_NAMESPACE
@@ -186,12 +185,15 @@ def stack_document(
     net_admin: bool = False,
     placed: set[str] | None = None,
     broker: BrokerLogin | None = None,
+    logins: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``docker stack deploy`` file of ``spec``: its compose document
     (``compose_document``) with common.yml's ``extends`` resolved and ``${...}`` substituted
     from ``variables`` (the environment the docker backend gives compose), then put in the
     version-3 form: limits under ``deploy.resources``, the swarm's restart policy, endpoint
-    mode and placement, the gateway published in host mode, a non-attachable overlay."""
+    mode and placement, the gateway published in host mode, a non-attachable overlay.
+    ``broker``/``logins``: as ``compose_document``'s; a plugin turns the files its service
+    reads into swarm configs (``Infrastructure.swarm_configs``), which reach any node."""
     if spec.adapters:
         raise ValueError(
             f"{spec.name}: its adapter sidecars share their host's network namespace, which "
@@ -202,7 +204,12 @@ def stack_document(
             f"{spec.name}: its load generator runs in a load host's network namespace, which "
             "the swarm backend does not make; use the docker (compose) backend"
         )
-    compose = compose_document(spec, net_admin, broker)  # refuses what compose refuses
+    plugins = infrastructure.of(spec.infrastructure)
+    for plugin in plugins:
+        if why := plugin.unavailable("swarm"):
+            raise ValueError(f"{spec.name}: {why}; use the docker (compose) or local backend")
+    given = {**({BROKER_PLUGIN: broker} if broker is not None else {}), **(logins or {})}
+    compose = compose_document(spec, net_admin, logins=given)  # refuses what compose refuses
     placed = placed or set()
     services: dict[str, Any] = {}
     for role, svc in resolved_services(compose, variables).items():
@@ -214,12 +221,10 @@ def stack_document(
         # Not attachable: only the stack's own tasks join it (no `docker run --network`).
         "networks": {"default": {"driver": "overlay", "attachable": False, "labels": labels}},
     }
-    if broker is not None and BROKER in services:  # the users file as a swarm config
-        services[BROKER].pop("volumes", None)
-        services[BROKER]["configs"] = [
-            {"source": BROKER_USERS_CONFIG, "target": BROKER_USERS_TARGET, "mode": 0o444}
-        ]
-        doc["configs"] = {BROKER_USERS_CONFIG: {"file": broker.users_file}}
+    for plugin in plugins:  # the files each service reads, as swarm configs
+        if plugin.name in given and plugin.component in services:
+            configs = plugin.swarm_configs(services[plugin.component], given[plugin.name])
+            doc.setdefault("configs", {}).update(configs)
     return doc
 
 
@@ -280,8 +285,10 @@ class SwarmStack(DockerStack):
             shutil.rmtree(self._tmp, ignore_errors=True)
             raise
         self.placed = labelled_roles(self.client)
-        login = write_broker_login(Path(self._tmp)) if self.spec.needs_broker else None
-        doc = stack_document(self.spec, self.env, self.port, self.net_admin, self.placed, login)
+        logins = write_logins(self.spec, Path(self._tmp), self.options.env())
+        doc = stack_document(
+            self.spec, self.env, self.port, self.net_admin, self.placed, logins=logins
+        )
         self.stack_path = Path(self._tmp) / f"{self.spec.name}.stack.yml"
         self.stack_path.write_text(json.dumps(doc, indent=2) + "\n")
 

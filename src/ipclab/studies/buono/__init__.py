@@ -19,6 +19,11 @@ STUDY = Study(
     stacks=STACKS,
     notebooks=(
         # the 400 MB limit needs the docker backend: the reference is a docker run
-        Notebook("05_buono_protobuf.ipynb", "buono", reference="buono-full-docker"),
+        Notebook(
+            "05_buono_protobuf.ipynb",
+            "buono",
+            reference="buono-full-docker",
+            part=".protocol:Protobuf",
+        ),
     ),
 )

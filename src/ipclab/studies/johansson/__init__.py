@@ -20,6 +20,8 @@ STUDY = Study(
             "johansson",
             needs=("postgres",),
             reference="johansson-full-local",
+            part=".protocol:Graphql",
+            title="Johansson 2017: REST vs GraphQL gateway",
         ),
     ),
 )

@@ -20,6 +20,11 @@ STUDY = Study(
     notebooks=(
         # the delays and per-host counters need the docker backend: the reference is a
         # docker run; the quick profile runs on the local backend at 0 ms
-        Notebook("03_nyflott_protocols.ipynb", "nyflott", reference="nyflott-full-docker"),
+        Notebook(
+            "03_nyflott_protocols.ipynb",
+            "nyflott",
+            reference="nyflott-full-docker",
+            part=".protocol:Protocols",
+        ),
     ),
 )

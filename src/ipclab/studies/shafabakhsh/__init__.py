@@ -17,12 +17,16 @@ STUDY = Study(
             "shafabakhsh",
             needs=("rabbitmq",),
             reference="shafabakhsh-full-local",
+            part=".protocol:Performance",
+            title="Shafabakhsh 2020: REST vs gRPC vs RabbitMQ (performance)",
         ),
         Notebook(
             "02_shafabakhsh_availability.ipynb",
             "availability",
             needs=("rabbitmq",),
             reference="availability-full-local",
+            part=".protocol:Availability",
+            title="Shafabakhsh 2020: availability of REST, gRPC and RabbitMQ",
         ),
         # the language factor (issue 18): the performance matrix again on the Go stacks
         Notebook(
@@ -30,6 +34,8 @@ STUDY = Study(
             "languages",
             needs=("rabbitmq", "go"),
             reference="shafabakhsh-go-full-local",
+            part=".protocol:Languages",
+            title="Shafabakhsh 2020 in Python and Go: the language factor",
         ),
     ),
 )

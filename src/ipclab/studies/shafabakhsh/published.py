@@ -102,7 +102,7 @@ def claims(path: str | Path | None = None, scope: str | Sequence[str] | None = N
 
 
 def published_cells() -> pd.DataFrame:
-    """The performance tables in the shape of :func:`ipclab.stats.describe_cells`'s input:
+    """The performance tables in the shape :func:`ipclab.stats.detect_saturation` reads:
     ``style, users, rps, mean_ms, total_requests`` (rps = total / duration, derived)."""
     perf = load_performance()
     return pd.DataFrame(

@@ -1,0 +1,67 @@
+"""The study protocol (``ipclab.protocol``) for notebook 04: a thin adapter over
+``experiment`` (the three experiments and the serialisation micro-benchmark) and
+``analysis``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ipclab.protocol import Parameters, StudyPart
+from ipclab.results import StudyResults
+from ipclab.runs import Run
+from ipclab.studies.johansson import analysis, experiment, published
+from ipclab.studies.johansson import serialisation as ser
+
+
+@dataclass(frozen=True)
+class Plan:
+    experiments: experiment.Experiments
+    profile: str  # the serialisation micro-benchmark's rounds come from it
+
+
+@dataclass(frozen=True)
+class Runs:
+    runs: dict[str, list[Run]]  # experiment name -> its runs
+    serialisation: pd.DataFrame  # per round, format and size
+
+
+class Graphql(StudyPart):
+    """Notebook 04: a REST gateway against a GraphQL gateway."""
+
+    def experiments(self, params: Parameters) -> Plan:
+        built = experiment.experiments(params.profile, params.backend, params.runs_root)
+        return Plan(built, params.profile)
+
+    def describe(self, plan: Plan) -> str:
+        return "\n".join(
+            f"{e.name} {e.describe()['repetitions']} repetition(s), {len(e.cells())} runs"
+            for e in plan.experiments.all()
+        )
+
+    def deviations(self, params: Parameters, analysis_: Any = None) -> Sequence[str]:
+        return experiment.DEVIATIONS
+
+    def run(self, plan: Plan) -> Runs:
+        runs = {e.name: e.run() for e in plan.experiments.all()}
+        # in this process, interleaved rounds
+        return Runs(runs, experiment.measure_serialisation(plan.profile))
+
+    def analyse(self, runs: Runs, params: Parameters) -> analysis.Analysis:
+        return analysis.analyse(runs.runs, params.profile, runs.serialisation)
+
+    def write(self, analysis_: analysis.Analysis, params: Parameters) -> StudyResults:
+        results = self.new_results(params)
+        analysis.write_results(analysis_, results)
+        return results
+
+    def views(self, analysis_: analysis.Analysis) -> Mapping[str, Any]:
+        return {
+            "summary": analysis.summary_markdown(analysis_),
+            # the thesis's own arithmetic, as printed and as its means give it
+            "published_ratios": published.published_ratios(),
+            "serialisation": ser.summary(analysis_.serialisation),
+        }

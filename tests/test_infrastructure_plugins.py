@@ -1,0 +1,135 @@
+"""Backends and infrastructure are plugins found by looking (issue 29): each backend module
+declares ``BACKEND``, each infrastructure module ``PLUGIN``; ``get_backend``, ``BACKENDS``,
+the compose document's infrastructure services and ``ipclab reproduce``'s skip reasons all
+follow from them, with no list of names written anywhere else."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ipclab_services import domains
+
+from ipclab import infrastructure
+from ipclab.backends import BACKENDS, all_backends, get_backend
+from ipclab.backends.docker.compose import compose_document, write_compose
+from ipclab.backends.docker.swarm import stack_document
+from ipclab.infrastructure.postgres import VOLUME
+from ipclab.reproduce import why_not
+from ipclab.stacks import StackSpec, resolve
+from ipclab.studies import Notebook
+
+
+def test_listing_the_backends_imports_neither_the_engine_client_nor_pandas() -> None:
+    code = (
+        "import sys; from ipclab.backends import BACKENDS; assert len(BACKENDS) == 3; "
+        "print(sorted({'docker', 'pandas', 'ipclab.backends.docker.backend'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_backends_are_the_modules_that_declare_one() -> None:
+    assert BACKENDS == ("local", "docker", "swarm")  # the plugins' order: local, the default
+    for name, plugin in all_backends().items():
+        assert get_backend(name).name == plugin.name == name
+        assert type(plugin.backend()) is type(get_backend(name))
+    with pytest.raises(ValueError, match="unknown backend 'nope'; choose one of local"):
+        get_backend("nope")
+
+
+def test_infrastructure_is_one_module_per_plugin() -> None:
+    assert infrastructure.names() == ("postgres", "rabbitmq")
+    plugins = infrastructure.all_infrastructure()
+    assert {n: p.component for n, p in plugins.items()} == {
+        "postgres": "database",
+        "rabbitmq": "broker",
+    }
+    with pytest.raises(ValueError, match="unknown infrastructure"):
+        StackSpec("x", "shop", "http_json", "rest", ("a",), "u", ("/",), ("a",), ("redis",))
+
+
+def test_postgres_is_a_compose_service_with_its_own_volume() -> None:
+    doc = compose_document(resolve("bundle-rest"))
+    db = doc["services"]["database"]
+    assert db["extends"]["service"] == "database"
+    assert f"{VOLUME}:/var/lib/ipclab-postgres" in db["volumes"]
+    assert doc["volumes"][VOLUME]["labels"]["ipclab.project"] == "${IPCLAB_PROJECT:-manual}"
+    healthy = {"condition": "service_healthy"}
+    assert doc["services"]["person"]["depends_on"] == {"database": healthy}
+    gateway = doc["services"]["gateway"]["depends_on"]
+    assert gateway["database"] == healthy and gateway["car"] == {"condition": "service_started"}
+    assert "IPCLAB_DATABASE_URL" not in doc["services"]["gateway"]["environment"]
+    # a stack without infrastructure, and the broker's, as before
+    assert doc["services"]["gateway"]["depends_on"] != compose_document(resolve("shop-rest"))
+    amqp = compose_document(resolve("shop-amqp"))["services"]
+    assert amqp["gateway"]["depends_on"] == {"broker": healthy} and "volumes" not in amqp
+
+
+def test_the_docker_database_is_loaded_with_the_local_backends_sql(tmp_path: Path) -> None:
+    spec = resolve("bundle-rest")
+    knobs = {"IPCLAB_SEED": "42", "IPCLAB_BUNDLE_ROWS": "25"}
+    write_compose(spec, tmp_path, options=knobs)
+    files = tmp_path / "database"
+    expected = domains.load(spec.domain).database_sql({**knobs, **spec.settings})
+    assert (files / "data.sql").read_text() == expected
+    assert "samenet" in (files / "pg_hba.conf").read_text()
+    password = (files / "services.pw").read_text().strip()
+    assert password not in (files / "provision.sql").read_text()  # its SCRAM verifier only
+
+
+def test_swarm_refuses_a_database_and_reproduce_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="postgres, which the swarm backend does not run yet"):
+        stack_document(resolve("bundle-rest"), {}, 8080)
+    for name in ("docker", "swarm"):  # as if an engine answered
+        plugin = dataclasses.replace(all_backends()[name], missing=lambda: None)
+        monkeypatch.setitem(all_backends(), name, plugin)
+    johansson = Notebook("x.ipynb", "x", needs=("postgres",))
+    assert why_not(johansson, "docker") is None
+    assert "swarm backend does not run yet" in str(why_not(johansson, "swarm"))
+    engine_down = dataclasses.replace(all_backends()["docker"], missing=lambda: "no engine")
+    monkeypatch.setitem(all_backends(), "docker", engine_down)
+    assert why_not(johansson, "docker") == "no engine"
+
+
+def test_every_plugin_image_is_one_the_docker_backend_builds() -> None:
+    from ipclab.backends.docker.images import INFRASTRUCTURE_IMAGES, ensure_images
+
+    for plugin in infrastructure.all_infrastructure().values():
+        assert plugin.image in INFRASTRUCTURE_IMAGES
+        assert plugin.image in ensure_images.__code__.co_varnames  # a keyword it takes
+
+
+class _Instance:
+    """A stand-in for a plugin's local instance (a RabbitMQ node): killed, restarted."""
+
+    def __init__(self) -> None:
+        self.process = None
+        self.events: list[str] = []
+
+    def kill(self) -> None:
+        self.events.append("kill")
+
+
+def test_a_local_stack_reaches_its_infrastructure_through_the_plugins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ipclab.backends import StackOptions
+    from ipclab.backends.local import LocalStack
+
+    stack = LocalStack(resolve("shop-amqp"), StackOptions(), tmp_path, tmp_path / "logs")
+    stack.ports = {r: 1000 + i for i, r in enumerate(stack.spec.roles)}
+    node = _Instance()
+    stack.infra["rabbitmq"] = node
+    assert stack.broker is node and stack.database is None
+    plugin = infrastructure.get("rabbitmq")
+    monkeypatch.setattr(plugin, "restart_local", lambda inst, detached: inst.events.append("up"))
+    monkeypatch.setattr(plugin, "local_state", lambda inst: {"epmd_port": 1})
+    stack.kill("broker")  # the component's name, as a fault names it
+    stack.restart("broker")
+    assert node.events == ["kill", "up"]
+    state = stack.state()
+    assert state["broker"] == {"epmd_port": 1} and state["database"] is None
