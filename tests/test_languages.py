@@ -102,6 +102,7 @@ def test_the_go_matrix_mirrors_the_python_matrix() -> None:
         go = languages.experiment(name)
         assert go.users == py.users and go.repetitions == py.repetitions
         assert go.warmup_s == py.warmup_s and go.order_seed == py.order_seed
+        assert go.share_stacks == py.share_stacks
         assert go.options == py.options
         assert set(go.stacks) == {f"{s}-go" for s in py.stacks}
     assert languages.anchor("quick") is None

@@ -3,7 +3,8 @@
 Every cell is an ordinary run directory under ``<root>/<experiment>/<cell>``; a cell whose
 directory already holds a complete run with the same parameters is reused, so an
 interrupted experiment continues where it stopped and a rerun costs nothing. Each cell
-starts a fresh stack.
+starts a fresh stack, unless ``share_stacks`` (quick profiles): then the cells of one stack
+and variant run back to back within each repetition, on one stack started for the first.
 
 A variant is a named setting of the system's knobs (:class:`StackOptions`, e.g. rows per
 table); ``variants`` makes it a factor whose levels are shuffled with the rest. With
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.atomic import write_json_atomic
-from ipclab.backends import StackOptions
+from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.load.group import GroupLoad, run_group
 from ipclab.load.runner import LoadProfile, run
 from ipclab.paths import repo_relative
@@ -64,8 +65,14 @@ class Experiment:
     # variant name -> the options of that variant; None: the one ``variant`` with ``options``
     variants: Mapping[str, StackOptions] | None = None
     group: GroupLoad | None = None  # every stack at once in each cell, under this load
+    # one stack per stack, variant and repetition, its cells back to back (a stack's start,
+    # ~2 s, ~17 s with a RabbitMQ broker, is most of a quick cell); each run says so
+    # (parameter ``shared_stack``, compared when a run is reused). Not with ``group``.
+    share_stacks: bool = False
 
     def __post_init__(self) -> None:
+        if self.share_stacks and self.group is not None:
+            raise ValueError("share_stacks runs one stack per cell, a group runs several")
         for s in self.stacks:
             resolve(s)
         if self.repetitions < 1:
@@ -106,6 +113,11 @@ class Experiment:
                 for v in self.levels()
             ]
             rng.shuffle(block)
+            if self.share_stacks:  # a stack's cells back to back, stacks in shuffled order
+                first: dict[tuple[str, str], int] = {}
+                for c in block:
+                    first.setdefault((c.stack, c.variant), len(first))
+                block.sort(key=lambda c: first[c.stack, c.variant])
             out.extend(block)
         return out
 
@@ -132,6 +144,7 @@ class Experiment:
                 _same(p.get("profile"), asdict(self.profile(cell)))
                 # other cpus, delay, sequential, timeout or seed: another experiment
                 and _same(p.get("options"), self._options(cell).as_dict())
+                and bool(p.get("shared_stack")) == self.share_stacks
                 and (
                     group is None
                     or p.get("group") == {"stacks": list(self.stacks), **group.as_dict()}
@@ -167,12 +180,20 @@ class Experiment:
         )
         cells = self.cells()
         runs = []
-        for i, cell in enumerate(cells, 1):
-            runs.append(self.run_cell(cell, f"[{i}/{len(cells)}]", progress))
+        with _SharedStack(self) as shared:
+            for i, cell in enumerate(cells, 1):
+                runs.append(self.run_cell(cell, f"[{i}/{len(cells)}]", progress, shared))
         return runs
 
-    def run_cell(self, cell: Cell, label: str = "", progress: Callable[[str], None] = print) -> Run:
-        """Run one cell unless a reusable run of it is on disk; return its run."""
+    def run_cell(
+        self,
+        cell: Cell,
+        label: str = "",
+        progress: Callable[[str], None] = print,
+        shared: _SharedStack | None = None,
+    ) -> Run:
+        """Run one cell unless a reusable run of it is on disk; return its run (on the
+        stack ``shared`` lends when the experiment shares its stacks)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / cell.key
         if self._reusable(path, cell):
@@ -187,6 +208,8 @@ class Experiment:
         )
         progress(f"{label} {cell.key}: running ({what})")
         extra = {"experiment": self.name, "repetition": cell.repetition, "variant": cell.variant}
+        if self.share_stacks:
+            extra["shared_stack"] = True
         if self.group is not None:
             run_group(
                 self.stacks, self.group, self.profile(cell), out=path,
@@ -200,6 +223,7 @@ class Experiment:
                 options=self._options(cell),
                 out=path,
                 extra=extra,
+                stack=shared.lend(cell) if shared is not None and self.share_stacks else None,
             )
         finished = read_run(path)
         progress(
@@ -226,6 +250,43 @@ def _progress(s: dict[str, Any]) -> str:
     cost = s.get("stack_cpu_ms_per_request")
     machine = f", {cost:.2f} ms CPU per request" if cost else ""
     return f"{s['rps']:.0f} req/s, mean {mean:.0f} ms, {s['failures']} failures{machine}"
+
+
+class _SharedStack:
+    """The one stack up for a ``share_stacks`` experiment: started for the first cell of
+    its stack, variant and repetition that runs (its logs under the experiment's
+    ``stacks/``), stopped when another cell needs another or the experiment ends, whatever
+    happens."""
+
+    def __init__(self, experiment: Experiment) -> None:
+        self.experiment = experiment
+        self.key: tuple[str, str, int] | None = None
+        self.stack: RunningStack | None = None
+
+    def __enter__(self) -> _SharedStack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.stack is not None:
+            self.stack, stack, self.key = None, self.stack, None
+            stack.stop()
+
+    def lend(self, cell: Cell) -> RunningStack:
+        key = (cell.stack, cell.variant, cell.repetition)
+        if self.stack is None or key != self.key:
+            self.close()
+            e = self.experiment
+            logs = e.directory / "stacks" / f"{cell.stack}-{cell.variant}-r{cell.repetition}"
+            if logs.exists():
+                shutil.rmtree(logs)
+            self.stack = get_backend(e.backend).start(
+                resolve(cell.stack), e._options(cell), logs_dir=logs / "logs"
+            )
+            self.key = key
+        return self.stack
 
 
 def interleaved(

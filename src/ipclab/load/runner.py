@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from ipclab.backends.described import describe_stack
 from ipclab.procs import free_port, parse_cpus, pin_tree, spawn, stop_group
 from ipclab.runs import DEFAULT_ROOT, RESOURCE_COLUMNS, CsvAppender, RunWriter, new_run_dir
 from ipclab.stacks import resolve
+from ipclab.stackspec import StackSpec
 from ipclab.summary import summarize
 
 
@@ -425,9 +426,12 @@ def run(
     label: str = "",
     extra: dict[str, Any] | None = None,
     workers: int = 0,
+    stack: RunningStack | None = None,
 ) -> Path:
     """Start ``stack_name``, run ``profile`` against it, stop it; return the run directory.
-    ``workers``: Locust as one process (0) or a master with that many workers.
+    ``workers``: Locust as one process (0) or a master with that many workers. ``stack``: a
+    running stack of ``stack_name`` to put the load on instead, left running (its owner
+    started it and stops it, e.g. an experiment's cells sharing one stack).
 
     ``out`` is the run directory itself (must not hold a run yet); otherwise a new one is
     made under ``root`` (default data/runs).
@@ -472,20 +476,35 @@ def run(
         backend=backend,
         users=profile.users,
     )
-    stack: RunningStack | None = None
-    with writer.guard():
-        try:
-            writer.event("stack_starting")
-            stack = get_backend(backend).start(spec, options, logs_dir=run_dir / "logs")
-            writer.event("stack_up", gateway_url=stack.gateway_url)
-            writer.update_manifest(**describe_stack(stack))
-            summary = run_on(stack, profile, writer, options, faults, workers)
-        finally:
-            if stack is not None:
-                stack.stop()
-                writer.event("stack_down")
+    with writer.guard(), _stack_of_run(spec, backend, options, writer, stack) as up:
+        writer.update_manifest(**describe_stack(up))
+        summary = run_on(up, profile, writer, options, faults, workers)
     writer.finish(summary.get("status", "complete"))
     return run_dir
+
+
+@contextlib.contextmanager
+def _stack_of_run(
+    spec: StackSpec,
+    backend: str,
+    options: StackOptions,
+    writer: RunWriter,
+    shared: RunningStack | None,
+) -> Iterator[RunningStack]:
+    """The run's own stack, started into its directory's logs and stopped after the run
+    whatever happens; or ``shared``, lent for the run (its events say which)."""
+    if shared is not None:
+        writer.event("stack_shared", gateway_url=shared.gateway_url)
+        yield shared
+        return
+    writer.event("stack_starting")
+    stack = get_backend(backend).start(spec, options, logs_dir=writer.path / "logs")
+    try:
+        writer.event("stack_up", gateway_url=stack.gateway_url)
+        yield stack
+    finally:
+        stack.stop()
+        writer.event("stack_down")
 
 
 __all__ = ["Fault", "LoadProfile", "run", "run_on"]

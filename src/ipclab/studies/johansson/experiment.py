@@ -72,6 +72,7 @@ class Saturation:
     duration_s: float  # per run, warm-up included
     warmup_s: float
     repetitions: int
+    share_stacks: bool = False  # a stack's loads on one stack (Experiment.share_stacks)
 
 
 @dataclass(frozen=True)
@@ -84,18 +85,23 @@ class Profile:
 
 
 PROFILES = {
-    # a first look and CI: seconds per run, one repetition, few sizes
+    # a first look and CI: seconds per run, one repetition, few sizes (a run is mostly its
+    # two stacks' and PostgreSQL clusters' start: 12 requests per interface and a 3.5 s
+    # saturation window keep every table, figure and claim, fewer samples in each; a
+    # stack's two saturation loads on one stack)
     "quick": Profile(
-        thesis=Interleaved((5, 25, 50), requests=20, warmup=3, pause_s=0.05, repetitions=1),
+        thesis=Interleaved((5, 25, 50), requests=12, warmup=2, pause_s=0.05, repetitions=1),
         sweep=Interleaved(
             (1, 50, 200),
-            requests=20,
-            warmup=3,
+            requests=12,
+            warmup=2,
             pause_s=0.02,
             repetitions=1,
             sequential_rows=(50,),
         ),  # fmt: skip
-        saturation=Saturation((10, 40), (25,), duration_s=8, warmup_s=2, repetitions=1),
+        saturation=Saturation(
+            (10, 40), (25,), duration_s=5, warmup_s=1.5, repetitions=1, share_stacks=True
+        ),
         serialisation_rounds=3,
         serialisation_seconds=0.05,
     ),
@@ -206,6 +212,7 @@ def experiments(
         name="saturation", stacks=STACKS, users=s.users, repetitions=s.repetitions,
         duration_s=s.duration_s, warmup_s=s.warmup_s,
         variants={variant(r): options(r) for r in s.rows}, backend=backend, root=base,
+        share_stacks=s.share_stacks,
     )  # fmt: skip
     return Experiments(
         _interleaved("thesis", p.thesis, backend, base),

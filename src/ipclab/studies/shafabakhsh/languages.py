@@ -47,10 +47,14 @@ class GoProfile:
     # the Python stacks once per cell at this window, in the Go matrix's sitting, to tell
     # whether the Python matrix's (another sitting's) absolute figures hold on this machine
     anchor_repetitions: int = 0
+    share_stacks: bool = False  # as the Python matrix's profile (Experiment.share_stacks)
 
 
 PROFILES = {
-    "quick": GoProfile(users=(50, 100, 200), repetitions=1, duration_s=12, warmup_s=3),
+    # the Python matrix's quick window and shared stacks (performance.PROFILES["quick"])
+    "quick": GoProfile(
+        users=(50, 100, 200), repetitions=1, duration_s=6, warmup_s=2, share_stacks=True
+    ),
     # the Python matrix's loads, repetitions, warm-up and order; 60 s measured instead of
     # 180 s, so that the 45 runs fit one quiet sitting (what the shorter window changes in
     # the Python runs themselves: ``window_check``, the results' window_check table)
@@ -93,6 +97,7 @@ def _matrix(
         backend=backend,
         root=from_repo(root),
         options=options or StackOptions(),
+        share_stacks=p.share_stacks,
     )
 
 
