@@ -72,7 +72,7 @@ class Experiment:
 
     def __post_init__(self) -> None:
         if self.share_stacks and self.group is not None:
-            raise ValueError("share_stacks runs one stack per cell, a group runs several")
+            raise ValueError("share_stacks lends one stack to each cell; a group cell runs several")
         for s in self.stacks:
             resolve(s)
         if self.repetitions < 1:
@@ -208,7 +208,8 @@ class Experiment:
         )
         progress(f"{label} {cell.key}: running ({what})")
         extra = {"experiment": self.name, "repetition": cell.repetition, "variant": cell.variant}
-        if self.share_stacks:
+        lent = shared.lend(cell) if shared is not None and self.share_stacks else None
+        if lent is not None:
             extra["shared_stack"] = True
         if self.group is not None:
             run_group(
@@ -223,7 +224,7 @@ class Experiment:
                 options=self._options(cell),
                 out=path,
                 extra=extra,
-                stack=shared.lend(cell) if shared is not None and self.share_stacks else None,
+                stack=lent,
             )
         finished = read_run(path)
         progress(
@@ -286,6 +287,10 @@ class _SharedStack:
                 resolve(cell.stack), e._options(cell), logs_dir=logs / "logs"
             )
             self.key = key
+        else:  # the previous cell's load may have left it failing: healthy before the next
+            from ipclab.backends.local import wait_ready
+
+            wait_ready(self.stack.gateway_url, 60.0)
         return self.stack
 
 
@@ -317,6 +322,8 @@ def run_interleaved(
             e.directory / "experiment.json",
             {"name": e.name, "updated_at": utcnow(), **e.describe()},
         )
+    if shared := [e.name for e in experiments if e.share_stacks]:
+        raise ValueError(f"run_interleaved starts a stack per cell; {shared} share_stacks")
     order = interleaved(experiments, order_seed)
     return [
         e.run_cell(c, f"[{i}/{len(order)}] {e.name}", progress) for i, (e, c) in enumerate(order, 1)

@@ -41,6 +41,8 @@ MEASURING_CODE: tuple[str, ...] = (
     "src/ipclab/availability/runner.py",
     "src/ipclab/availability/tracker.py",
     "src/ipclab/gobuild.py",
+    "src/ipclab/infrastructure",
+    "src/ipclab/stackspec.py",
     "src/ipclab/procs.py",
     "src/ipclab/runs.py",
 )
@@ -71,13 +73,15 @@ def _same_folder_imports(module: Path) -> set[Path]:
     package = ".".join(module.parent.relative_to(module.parents[3]).parts)  # ipclab.studies.x
     found = set()
     for node in ast.walk(ast.parse(module.read_text(), str(module))):
-        names = (
-            [node.module or ""]
-            if isinstance(node, ast.ImportFrom) and node.level == 0
-            else [a.name for a in node.names]
-            if isinstance(node, ast.Import)
-            else []
-        )
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):  # from x import y: x, and x.y if a module
+            base = node.module or ""
+            if node.level:  # relative: from the module's own package
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, *([base] if base else [])])
+            names = [base, *(f"{base}.{a.name}" for a in node.names)]
         for name in names:
             if name.startswith(package + "."):
                 f = module.parent / (name.split(".")[len(package.split("."))] + ".py")

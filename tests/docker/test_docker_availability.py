@@ -20,15 +20,10 @@ def study_run(
     tmp_path_factory: pytest.TempPathFactory, docker_images: dict[str, str]
 ) -> Iterator[tuple[Path, object]]:
     # method 1 under the full profile's per-container limits, one stack per run (so that the
-    # limits apply), as the full profile does on docker; the outage and fault injection runs
-    # need no limits, so they share one stack per style first (6 docker stack starts, not 9)
-    root = tmp_path_factory.mktemp("availability-docker")
+    # limits apply), as the full profile does on docker
     profile = replace(_avail.CI, cpus=0.5, memory_mb=256, share_stack=False)
-    with _avail.ci_profile(replace(profile, share_stack=True)):
-        unlimited = ("outage", "fault_injection")
-        _avail.study.experiments("ci", "docker", root, unlimited).run(progress=lambda _: None)
-    with _avail.ci_profile(profile):  # reuses those runs, starts a stack per method-1 run
-        yield _avail.run_study("docker", root)
+    with _avail.ci_profile(profile):
+        yield _avail.run_study("docker", tmp_path_factory.mktemp("availability-docker"))
 
 
 # The study-level tests, re-collected here: they get this module's study_run (docker).

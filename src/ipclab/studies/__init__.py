@@ -34,11 +34,11 @@ STUDIES_PATH = "IPCLAB_STUDIES_PATH"  # more folders holding study packages
 
 # the folders of IPCLAB_STUDIES_PATH join this package's: their packages import as
 # ``ipclab.studies.<name>`` (in the notebooks' kernels and the load generator's processes
-# too, which inherit the environment)
-__path__ = [
-    *__path__,  # noqa: F821 - the package's own path, set by the import system
-    *(d for d in os.environ.get(STUDIES_PATH, "").split(os.pathsep) if d),
-]
+# too, which inherit the environment, made absolute here: they run in other folders)
+_EXTRA = [os.path.abspath(d) for d in os.environ.get(STUDIES_PATH, "").split(os.pathsep) if d]
+if _EXTRA:
+    os.environ[STUDIES_PATH] = os.pathsep.join(_EXTRA)
+__path__ = [*__path__, *_EXTRA]  # noqa: F821 - the package's own path, set by the import system
 
 
 @dataclass(frozen=True)

@@ -303,7 +303,8 @@ def _saturation_tables(a: Analysis, results: Any) -> None:
     results.table(
         wide(a.saturation_cells, SATURATION_CELLS, ("rows", "style", "users")),
         "saturation_cells",
-        "Saturation: closed-loop users without think time, one stack per run; throughput, "
+        "Saturation: closed-loop users without think time, one stack per run (the quick "
+        "profile: one per interface and repetition); throughput, "
         "response time and gateway CPU per request, mean over runs with 95% t intervals.",
     )
     results.table(

@@ -13,7 +13,8 @@ rerun reuses (``ipclab.experiments``):
   the gateway's own time (``Server-Timing``); per run and gateway: CPU per request.
 * **sweep**: the same design over 1-200 rows per table for the trend, with the gateways
   calling the four services **sequentially** as a sensitivity factor at some sizes.
-* **saturation**: the suite's load profile, one stack per run: closed-loop users without
+* **saturation**: the suite's load profile, one stack per run (quick: one per interface and
+  repetition, its cells back to back): closed-loop users without
   think time (50, 100, 200) per interface and data size: throughput and latency at
   saturation, CPU per request.
 

@@ -205,9 +205,13 @@ class AvailabilityExperiment:
             return False
 
         def same(p: Mapping[str, Any]) -> bool:
-            return p.get("plan") == asdict(self.plan(job)) and _limits(
-                p.get("options") or {}
-            ) == _limits(self.options(job).as_dict())
+            # a run on a stack shared with the style's other runs is another measurement
+            # than one on a stack of its own (warm, and after the previous run's faults)
+            return (
+                p.get("plan") == asdict(self.plan(job))
+                and _limits(p.get("options") or {}) == _limits(self.options(job).as_dict())
+                and bool(p.get("shared_stack")) == self.profile.share_stack
+            )
 
         return reusable(
             r.manifest,
@@ -255,7 +259,9 @@ class AvailabilityExperiment:
             shutil.rmtree(path)  # unfinished or different: redo it
         wait_ready(stack.gateway_url, 60.0)  # a shared stack is healthy before each run
         progress(f"{job.key}: running")
-        extra = {"experiment": self.name, "repetition": job.repetition}
+        extra: dict[str, Any] = {"experiment": self.name, "repetition": job.repetition}
+        if self.profile.share_stack:
+            extra["shared_stack"] = True
         p, plan, opts = self.profile, self.plan(job), self.options(job)
         if isinstance(plan, UntilFailure):
             run_until_failure(stack, path, plan, p.common, opts, progress, extra)
