@@ -105,6 +105,19 @@ def test_short_run_has_no_failures_and_a_complete_directory(short_run: ShortRun)
     assert_nothing_left()
 
 
+def test_a_run_without_a_fault_has_no_failure_from_start_to_stop(tmp_path: Path) -> None:
+    """The whole of a fault-free run, its end and the stack's stop included, fails nothing
+    (the shared runs above are healthy only until their fault)."""
+    out = tmp_path / "run"
+    r = ipclab("run", "shop-rest", "--users", "10", "--duration", "5s", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    run = read_run(out)
+    assert run.complete and run.summary["failures"] == 0 and run.summary["requests"] > 50
+    req = run.requests()
+    assert len(req) > 50 and req["ok"].all() and (req["status"] == 200).all()
+    assert_nothing_left()
+
+
 def test_killing_a_service_mid_run_records_failures_not_a_hang(short_run: ShortRun) -> None:
     r = short_run.result
     assert r.returncode == 0, r.stderr
