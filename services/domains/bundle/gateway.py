@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ipclab_services.domains import GatewaySettings, all_answers, health
+from ipclab_services.domains import GatewaySettings, health, worst_error
 from ipclab_services.domains.bundle import data
 from ipclab_services.errors import ServiceError
 from ipclab_services.fronts import Handler, Request
@@ -60,7 +60,10 @@ def handler(clients: Clients, services: tuple[str, ...], settings: GatewaySettin
     routes = {t.lower(): t for t in services}
 
     async def bundle() -> dict[str, Any]:
-        results = await all_answers(fetch(t) for t in services)
+        results = await asyncio.gather(*(fetch(t) for t in services), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise worst_error(errors)
         return dict(zip(services, results, strict=True))
 
     async def route(request: Request) -> tuple[int, Any]:
