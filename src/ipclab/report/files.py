@@ -35,7 +35,9 @@ def read_csv(directory: Path, name: str, what: str, n: Counter) -> pd.DataFrame 
         return None
     try:
         return pd.read_csv(path)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as e:
+    except pd.errors.EmptyDataError:  # a table written with no rows and no columns
+        return pd.DataFrame()
+    except (pd.errors.ParserError, UnicodeDecodeError) as e:
         n.problems.append(f"{what}: {path} unreadable ({e})")
         return None
 

@@ -91,7 +91,10 @@ def _tables_html(directory: Path, shown: Sequence[dict[str, Any]], slug: str, n:
         if df is not None:
             cap = rh.caption("Table", n.table(), t.get("caption", t.get("name", "")))
             cap += data_link(directory, t.get("csv", ""), slug, n)
-            out.append(rh.frame_table(df, cap, heading))
+            if df.columns.empty:  # written with no rows (e.g. power with one repetition)
+                out.append(f'{heading}<p class="quiet">{cap}: no rows in this run.</p>')
+            else:
+                out.append(rh.frame_table(df, cap, heading))
             heading = ""
     out.append(heading)  # when no table could be read: the heading, then the Missing list
     return "\n".join(out)
