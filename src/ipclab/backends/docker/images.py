@@ -524,12 +524,17 @@ def services_context_hash(base: str) -> str:
     )
 
 
+def _compose_context_hash(folder: str, base: str) -> str:
+    """An infrastructure image's: its ``compose/<folder>`` files and its base (by id)."""
+    return _tree_hash([REPO_ROOT / "compose" / folder], extra=f"{base}@{_image_id(base) or ''}")
+
+
 def broker_context_hash(base: str) -> str:
-    return _tree_hash([REPO_ROOT / "compose" / "broker"], extra=f"{base}@{_image_id(base) or ''}")
+    return _compose_context_hash("broker", base)
 
 
 def postgres_context_hash(base: str) -> str:
-    return _tree_hash([REPO_ROOT / "compose" / "postgres"], extra=f"{base}@{_image_id(base) or ''}")
+    return _compose_context_hash("postgres", base)
 
 
 def go_context_hash(services_id: str) -> str:
@@ -947,27 +952,23 @@ def build_go_image(services: str = SERVICES_IMAGE, tag: str = GO_IMAGE) -> str:
     return tag
 
 
-def build_broker_image(base: str, tag: str = BROKER_IMAGE) -> str:
+def _build_compose_image(folder: str, base: str, tag: str) -> str:
+    """The image of ``compose/<folder>``'s Dockerfile on ``base``."""
     with _build_lock():
-        context_hash = broker_context_hash(base)
-        labels = {LABEL_HASH: context_hash, "ipclab.image": "broker"}
-        image_id = _build(
-            REPO_ROOT / "compose" / "broker", tag, _base_id(base), labels, "Dockerfile"
-        )
+        context_hash = _compose_context_hash(folder, base)
+        labels = {LABEL_HASH: context_hash, "ipclab.image": folder}
+        image_id = _build(REPO_ROOT / "compose" / folder, tag, _base_id(base), labels, "Dockerfile")
         _pin_build(tag, image_id, context_hash, base)
     return tag
+
+
+def build_broker_image(base: str, tag: str = BROKER_IMAGE) -> str:
+    return _build_compose_image("broker", base, tag)
 
 
 def build_postgres_image(base: str, tag: str = POSTGRES_IMAGE) -> str:
     """Debian's postgresql on ``base`` (the default network: apt-get installs it)."""
-    with _build_lock():
-        context_hash = postgres_context_hash(base)
-        labels = {LABEL_HASH: context_hash, "ipclab.image": "postgres"}
-        image_id = _build(
-            REPO_ROOT / "compose" / "postgres", tag, _base_id(base), labels, "Dockerfile"
-        )
-        _pin_build(tag, image_id, context_hash, base)
-    return tag
+    return _build_compose_image("postgres", base, tag)
 
 
 RUNTIME_IMAGES = {"python": SERVICES_IMAGE, "go": GO_IMAGE}
