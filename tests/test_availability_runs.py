@@ -155,10 +155,18 @@ def test_outage_table_accounts_for_every_request(study_run: tuple[Path, object])
         # a dead local process refuses connections at once: most calls in the window fail
         assert frac["rest"] > 0.5 and frac["grpc"] > 0.5, frac
     else:
-        # a killed container's address stops answering (no refusal), so the gateway's calls
-        # hang until its call timeout and some are served late after the restart: measured
-        # here 0.375 to 0.56 for REST over a 4 s window; a dead service still fails calls
-        assert frac["rest"] > 0 and frac["grpc"] > 0, frac
+        # A killed container's address stops answering (no refusal). A call on a new
+        # connection hangs until the restarted container answers it, well inside the 15 s
+        # call timeout (served late); one on a connection pooled before the kill is reset by
+        # the new container (failed). Which of the two a request meets is timing: REST's
+        # failed fraction was 0.375 to 0.65 in some runs and 0 in others (every request of the
+        # window served late). Either way a request of the window is not served on time.
+        for r in runs.outage:  # type: ignore[attr-defined]
+            if r.manifest["style"] == "amqp":
+                continue
+            during = pd.read_csv(r.path / "outage.csv").set_index("phase").loc["during"]
+            not_on_time = during["failed"] + during["lost"] + during["served_late"]
+            assert not_on_time > 0.5 * during["issued"], (r.manifest["style"], dict(during))
 
 
 def test_analysis_and_results(study_run: tuple[Path, object], tmp_path: Path) -> None:
