@@ -14,6 +14,8 @@ from ipclab.backends import StackOptions, get_backend
 from ipclab.backends.local import LocalStack
 from ipclab.stacks import all_stacks, resolve
 
+pytest_plugins = ["tests.module_times"]
+
 # Every stack of the shop domain, from the registry: a new one is tested with no edit here;
 # stacks whose runtime cannot be built here (no Go toolchain) are left out, and
 # tests/test_runtimes.py skips naming the missing toolchain.
