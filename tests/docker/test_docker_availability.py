@@ -19,9 +19,10 @@ _avail = load_local_tests("test_availability_runs.py")
 def study_run(
     tmp_path_factory: pytest.TempPathFactory, docker_images: dict[str, str]
 ) -> Iterator[tuple[Path, object]]:
-    # method 1 under the full profile's per-container limits, one stack per run (so that the
-    # limits apply), as the full profile does on docker
-    profile = replace(_avail.CI, cpus=0.5, memory_mb=256, share_stack=False)
+    # method 1 under the full profile's per-container limits, each run on a stack of its own
+    # started with them (as the full profile does on docker); the outage and the fault
+    # injection on one stack per style, as the quick profile runs them
+    profile = replace(_avail.CI, cpus=0.5, memory_mb=256, share_stack=True)
     with _avail.ci_profile(profile):
         yield _avail.run_study("docker", tmp_path_factory.mktemp("availability-docker"))
 
@@ -38,3 +39,6 @@ def test_runs_are_docker_runs(study_run: tuple[Path, object]) -> None:
     _, runs = study_run
     for r in runs.all():  # type: ignore[attr-defined]
         assert r.manifest["backend"] == "docker", r.path
+        # the limited runs (method 1) had stacks of their own; the others shared one per style
+        limited = r.parameters["method"] == "until_failure"
+        assert bool(r.parameters.get("shared_stack")) is not limited, r.path

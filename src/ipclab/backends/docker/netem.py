@@ -48,7 +48,7 @@ DEV = "eth0"
 # connected UDP socket sees it as a refused recv), so no responder is needed. The minimum
 # over the tries is kept for each.
 _PROBE = r"""
-import json, socket, sys, time
+import json, socket, sys, threading, time
 def tcp(host, port):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(5)
@@ -74,7 +74,10 @@ def udp(host, port):
     finally:
         s.close()
 out = {"tcp": {}, "udp": {}}
-for target in sys.argv[2:]:
+# each target in a thread of its own: ICMP answers are rate-limited per peer, so the
+# targets do not disturb one another, and the probe takes the slowest target's time
+# rather than the sum of them (a stack's start measures its undelayed round trips)
+def probe(target):
     host, port = target.rsplit(":", 1)
     for proto, fn in (("tcp", tcp), ("udp", udp)):
         best, misses, answers = None, 0, 0
@@ -97,7 +100,12 @@ for target in sys.argv[2:]:
                     time.sleep(1.0)
             time.sleep(0.01)
         out[proto][target] = best
-print(json.dumps(out))
+threads = [threading.Thread(target=probe, args=(t,)) for t in sys.argv[2:]]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps(out, sort_keys=True))
 """
 
 

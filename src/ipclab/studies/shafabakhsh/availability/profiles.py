@@ -46,7 +46,9 @@ class Profile:
     call_timeout_s: float = 15.0  # every style, so that queued AMQP requests can be served late
     cpus: float | None = None  # method 1 resource limits (docker backend only)
     memory_mb: int | None = None
-    share_stack: bool = False  # one stack per style for all runs (quick) or one per run
+    # one stack per style for its runs (quick) or one per run; a run under resource limits
+    # (method 1 with cpus or memory_mb) always has a stack of its own, started with them
+    share_stack: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -183,7 +185,7 @@ class AvailabilityExperiment:
 
     def options(self, job: Job) -> StackOptions:
         p = self.profile
-        limits = job.method == "until_failure" and not p.share_stack
+        limits = job.method == "until_failure"
         return StackOptions(
             call_timeout_s=p.call_timeout_s,
             cpus=p.cpus if limits else None,
@@ -210,7 +212,7 @@ class AvailabilityExperiment:
             return (
                 p.get("plan") == asdict(self.plan(job))
                 and _limits(p.get("options") or {}) == _limits(self.options(job).as_dict())
-                and bool(p.get("shared_stack")) == self.profile.share_stack
+                and bool(p.get("shared_stack")) == self._shared(job)
             )
 
         return reusable(
@@ -233,15 +235,22 @@ class AvailabilityExperiment:
             if not todo:
                 progress(f"{stack}: every run reused")
                 continue
-            if self.profile.share_stack:
-                with self._stack(stack, self.options(todo[0])) as st:
-                    for job in todo:
+            shared = [j for j in todo if self._shared(j)]
+            if shared:
+                with self._stack(stack, self.options(shared[0])) as st:
+                    for job in shared:
                         self._run_job(job, st, progress)
-            else:
-                for job in todo:
+            for job in todo:
+                if not self._shared(job):
                     with self._stack(stack, self.options(job)) as st:
                         self._run_job(job, st, progress)
         return self.load()
+
+    def _shared(self, job: Job) -> bool:
+        """Whether ``job`` runs on its style's shared stack: under ``share_stack``, unless its
+        options limit the stack's resources (such a run starts a stack of its own with them)."""
+        opts = self.options(job)
+        return self.profile.share_stack and opts.cpus is None and opts.memory_mb is None
 
     @contextlib.contextmanager
     def _stack(self, stack: str, options: StackOptions) -> Iterator[RunningStack]:
@@ -260,7 +269,7 @@ class AvailabilityExperiment:
         wait_ready(stack.gateway_url, 60.0)  # a shared stack is healthy before each run
         progress(f"{job.key}: running")
         extra: dict[str, Any] = {"experiment": self.name, "repetition": job.repetition}
-        if self.profile.share_stack:
+        if self._shared(job):
             extra["shared_stack"] = True
         p, plan, opts = self.profile, self.plan(job), self.options(job)
         if isinstance(plan, UntilFailure):
