@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -102,11 +103,29 @@ def docker_images() -> dict[str, str]:
 def shop_stacks(docker_images: dict[str, str]) -> Iterator[dict[str, DockerStack]]:
     """The product-page stacks on docker, one per family, for one module (overrides the
     local one)."""
+    yield from started_together(SHOP_FAMILIES, StackOptions(call_timeout_s=1.0))
+
+
+def started_together(
+    names: tuple[str, ...], options: StackOptions, at_once: int = 2
+) -> Iterator[dict[str, DockerStack]]:
+    """The stacks ``names`` on docker, started ``at_once`` at a time (a start waits on
+    dockerd and on its containers' health for much of its time, so two overlap well on two
+    cores), then stopped, whatever happened. A start that failed fails the fixture once every
+    start has ended, and the stacks that did start are stopped."""
     backend = DockerBackend()
     stacks: dict[str, DockerStack] = {}
     try:
-        for name in SHOP_FAMILIES:
-            stacks[name] = backend.start(resolve(name), StackOptions(call_timeout_s=1.0))
+        with ThreadPoolExecutor(max_workers=at_once) as pool:
+            futures = {n: pool.submit(backend.start, resolve(n), options) for n in names}
+            errors = []
+            for name, future in futures.items():
+                try:
+                    stacks[name] = future.result()
+                except Exception as e:  # noqa: BLE001 - every start ends before one is raised
+                    errors.append(e)
+        if errors:
+            raise errors[0]
         yield stacks
     finally:
         for stack in stacks.values():
