@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -38,6 +39,27 @@ def find_server() -> str:
     )
 
 
+def core_apps(plugins: Path) -> list[Path]:
+    """The ``rabbit`` application's folder in ``plugins`` and those of every application it
+    needs (the closure of the ``applications`` lists of their ``.app`` files); empty when
+    ``plugins`` holds no ``rabbit`` folder. The private node's plugins folder holds these
+    only: it enables no plugin, and the Erlang code path of the 70 folders of Debian's
+    plugins folder took 2-4 s more to boot through (a node up in 8-11 s, not 11-15 s)."""
+    folders = {f.name.rsplit("-", 1)[0]: f for f in plugins.glob("*-*") if f.is_dir()}
+    needed: set[str] = set()
+    todo = ["rabbit"]
+    while todo:
+        app = todo.pop()
+        if app in needed or app not in folders:
+            continue  # an OTP application (kernel, ssl, ...) is not in the plugins folder
+        needed.add(app)
+        spec = folders[app] / "ebin" / f"{app}.app"
+        text = spec.read_text(errors="replace") if spec.is_file() else ""
+        for listed in re.findall(r"\{(?:included_)?applications,\s*\[([^\]]*)\]", text):
+            todo += [a.strip() for a in listed.split(",") if a.strip()]
+    return [folders[a] for a in sorted(needed)] if "rabbit" in needed else []
+
+
 @dataclass
 class RabbitNode:
     directory: Path
@@ -65,6 +87,20 @@ class RabbitNode:
     def log(self) -> Path:
         return self.directory / "broker.log"
 
+    def _plugins_dir(self) -> dict[str, str]:
+        """``RABBITMQ_PLUGINS_DIR``: a folder of links to :func:`core_apps` only (none when
+        the server's own plugins folder is not where Debian's package puts it)."""
+        plugins = Path(os.path.realpath(find_server())).parent.parent / "plugins"
+        apps = core_apps(plugins) if plugins.is_dir() else []
+        if not apps:
+            return {}
+        folder = self.directory / "plugins"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        for app in apps:
+            (folder / app.name).symlink_to(app)
+        return {"RABBITMQ_PLUGINS_DIR": str(folder)}
+
     def _env(self) -> dict[str, str]:
         d = self.directory
         (d / "enabled_plugins").write_text("[].\n")
@@ -86,6 +122,7 @@ class RabbitNode:
             "RABBITMQ_CONFIG_FILE": str(d / "rabbitmq.conf"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(d / "enabled_plugins"),
             "RABBITMQ_PID_FILE": str(d / "rabbit.pid"),
+            **self._plugins_dir(),
             **self.extra_env,
             # no scheduler busy-waiting: on 2 cores it would steal CPU from the services
             # the distribution port on loopback only (it would listen on 0.0.0.0)
