@@ -6,6 +6,7 @@ follow from them, with no list of names written anywhere else."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,28 @@ def test_a_local_stack_reaches_its_infrastructure_through_the_plugins(
     assert node.events == ["kill", "up"]
     state = stack.state()
     assert state["broker"] == {"epmd_port": 1} and state["database"] is None
+
+
+def test_compose_by_hand_writes_the_infrastructures_files_and_refuses_a_used_folder(
+    tmp_path: Path,
+) -> None:
+    """``ipclab compose STACK --files DIR``: the database's and the broker's files in DIR and
+    a document naming them (no ``IPCLAB_*`` placeholder left to set); a folder that holds
+    anything is refused, untouched."""
+    cli = [sys.executable, "-m", "ipclab.cli", "compose"]
+    files = tmp_path / "bundle"
+    r = subprocess.run([*cli, "bundle-rest", "--files", str(files)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout.split("\n", 1)[1])
+    assert "${IPCLAB_DATABASE" not in r.stdout
+    assert f"{files / 'database'}:" in " ".join(doc["services"]["database"]["volumes"])
+    password = (files / "database" / "services.pw").read_text().strip()
+    assert password in doc["services"]["person"]["environment"]["IPCLAB_DATABASE_URL"]
+    assert (files / "database" / "data.sql").stat().st_size > 0
+    r = subprocess.run([*cli, "shop-amqp", "--files", str(files)], capture_output=True, text=True)
+    assert r.returncode != 0 and "new or empty folder" in r.stderr and not r.stdout
+    assert (files / "database" / "services.pw").read_text().strip() == password
+    amqp = tmp_path / "amqp"
+    r = subprocess.run([*cli, "shop-amqp", "--files", str(amqp)], capture_output=True, text=True)
+    assert r.returncode == 0 and "${IPCLAB_BROKER" not in r.stdout, r.stderr
+    assert (amqp / "broker-users.conf").exists()

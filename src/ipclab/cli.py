@@ -140,9 +140,17 @@ def cmd_runs(a: argparse.Namespace) -> int:
 
 
 def cmd_compose(a: argparse.Namespace) -> int:
-    from ipclab.backends.docker.compose import compose_text
+    from ipclab.backends.docker.compose import compose_text, write_logins
 
-    print(compose_text(resolve(a.stack)), end="")
+    spec = resolve(a.stack)
+    logins = None
+    if a.files is not None:  # the infrastructure's files, and a document that names them
+        folder = Path(a.files).resolve()
+        if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+            raise SystemExit(f"ipclab compose: --files {a.files}: give a new or empty folder")
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        logins = write_logins(spec, folder)
+    print(compose_text(spec, logins=logins), end="")
     return 0
 
 
@@ -399,6 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compose", help="print a stack's compose file (generated)")
     p.add_argument("stack")
+    p.add_argument(
+        "--files", metavar="DIR", default=None,
+        help="write what the stack's broker or database reads (new passwords, the "
+        "database's settings and data) into DIR, a new or empty folder, and print a file "
+        "that uses them; without it the file asks for IPCLAB_*_PASSWORD and the files",
+    )  # fmt: skip
     p.set_defaults(func=cmd_compose)
 
     p = sub.add_parser("images", help="build the docker images (see docs/docker.md)")

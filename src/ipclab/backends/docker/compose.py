@@ -236,10 +236,14 @@ def port_of(spec: StackSpec, role: str) -> int:
     return SIDECAR_PORT if spec.is_sidecar(role) else CONTAINER_PORT
 
 
-def compose_text(spec: StackSpec, net_admin: bool = False) -> str:
-    """The document as text (JSON, which YAML 1.2 and every compose version read)."""
+def compose_text(
+    spec: StackSpec, net_admin: bool = False, logins: Mapping[str, Any] | None = None
+) -> str:
+    """The document as text (JSON, which YAML 1.2 and every compose version read);
+    ``logins`` as :func:`compose_document` takes them (:func:`write_logins`)."""
     header = f"# {spec.name}: generated from its declaration by `ipclab compose {spec.name}`\n"
-    return header + json.dumps(compose_document(spec, net_admin), indent=2) + "\n"
+    doc = compose_document(spec, net_admin, logins=logins)
+    return header + json.dumps(doc, indent=2) + "\n"
 
 
 def write_logins(
