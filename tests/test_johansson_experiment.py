@@ -138,8 +138,8 @@ TINY = experiment.Profile(
         (5,), requests=4, warmup=1, pause_s=0.01, repetitions=1, sequential_rows=(5,)
     ),  # fmt: skip
     # 6 s, not 3: summary.json's stack CPU per request is the mean of the 1 Hz resource
-    # samples inside [first request + warm-up, last answer], and reads 0 when that window
-    # holds no sample (ipclab.summary.machine_load). Locust's start eats into its run time
+    # samples inside [first request + warm-up, last answer], and has no value when that
+    # window holds no sample (ipclab.summary.machine_load). Locust's start eats into its run time
     # (first request 1-2.8 s after load_start here): a 5 s run spanned 3.6-4.2 s under load
     # (2 samples in its window), so a 3 s run left well under 1 s, sometimes no sample (a
     # fresh clone's run read 0 so). 6 s keeps the window near 3 s or more.

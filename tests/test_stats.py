@@ -374,6 +374,11 @@ def test_machine_load_by_hand() -> None:
     assert out["steal_percent"] == 4.0 and "host" not in out["cpu_percent_mean"]
     old = machine_load(pd.DataFrame([r for r in rows if r["component"] != "host"]), rps=500.0)
     assert old["host_cpu_percent"] is None and old["stack_cpu_ms_per_request"] == 3.0
+    # a window with no sample of the stack (a very short run) gives no value, not 0
+    unsampled = [r for r in rows if r["component"] in ("loadgen", "host")]
+    none = machine_load(pd.DataFrame(unsampled), rps=500.0)
+    assert none["stack_cpu_ms_per_request"] is None and none["other_cpu_percent"] is None
+    assert none["host_cpu_percent"] == 190.0
 
 
 def test_machine_check_flags_a_cell_run_on_a_slower_machine() -> None:

@@ -40,23 +40,27 @@ def machine_load(window: pd.DataFrame, rps: float) -> dict[str, Any]:
     NFQUEUE delayers (kind ``delayer``: the emulated network delay, which netem would do in
     the kernel) are not the stack's, but are ours. ``other_cpu_percent`` is the host's busy
     CPU not used by the stack, the delayers or the load generator; ``steal_percent`` is CPU
-    the hypervisor gave to someone else. Runs before the host rows existed give None.
+    the hypervisor gave to someone else. Runs before the host rows existed give None, and so
+    does a window that holds no 1 Hz sample of the stack (a very short run): no value, not 0.
     """
     cpu = window.dropna(subset=["cpu_percent"]).groupby("component")["cpu_percent"].mean()
     kinds = window.drop_duplicates("component").set_index("component")["kind"]
-    stack = float(sum(v for k, v in cpu.items() if kinds.get(k) not in NOT_THE_STACK))
+    parts = [float(v) for k, v in cpu.items() if kinds.get(k) not in NOT_THE_STACK]
+    stack = sum(parts) if parts else None
+    per_request = round(10 * stack / rps, 3) if rps and stack is not None else None
     out: dict[str, Any] = {
         "cpu_percent_mean": {k: round(float(v), 1) for k, v in cpu.items() if k != "host"},
-        "stack_cpu_ms_per_request": round(10 * stack / rps, 3) if rps else None,
+        "stack_cpu_ms_per_request": per_request,
         "host_cpu_percent": None,
         "other_cpu_percent": None,
         "steal_percent": None,
     }
     if "host" in cpu:
         host = window[window["component"] == "host"]
-        ours = stack + float(sum(v for k, v in cpu.items() if kinds.get(k) in OURS_TOO))
         out["host_cpu_percent"] = round(float(cpu["host"]), 1)
-        out["other_cpu_percent"] = round(max(float(cpu["host"]) - ours, 0.0), 1)
+        if stack is not None:
+            ours = stack + float(sum(v for k, v in cpu.items() if kinds.get(k) in OURS_TOO))
+            out["other_cpu_percent"] = round(max(float(cpu["host"]) - ours, 0.0), 1)
         if "steal_percent" in host:
             out["steal_percent"] = round(float(host["steal_percent"].mean()), 1)
     return out
