@@ -67,3 +67,19 @@ def test_cells_sharing_a_stack_start_it_once_and_leave_nothing(tmp_path: Path) -
                           warmup_s=2, root=tmp_path)  # fmt: skip
     assert len(unshared.pending()) == 2
     assert read_run(runs[0].path).complete
+
+
+def test_a_resumed_experiments_stack_keeps_the_logs_of_the_first(tmp_path: Path) -> None:
+    """A shared stack started again for the same cells (an experiment resumed after a stop)
+    writes its logs beside those of the stack the finished runs were made on."""
+    from ipclab.experiments import _new_logs
+
+    folder = tmp_path / "stacks" / "shop-rest-base-r1"
+    first = _new_logs(folder)
+    assert first == folder / "logs"
+    first.mkdir(parents=True)
+    (first / "gateway.log").write_text("the first stack's")
+    assert _new_logs(folder) == folder / "logs-2"
+    (folder / "logs-2").mkdir()
+    assert _new_logs(folder) == folder / "logs-3"
+    assert (first / "gateway.log").read_text() == "the first stack's"

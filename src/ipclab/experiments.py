@@ -280,11 +280,9 @@ class _SharedStack:
         if self.stack is None or key != self.key:
             self.close()
             e = self.experiment
-            logs = e.directory / "stacks" / f"{cell.stack}-{cell.variant}-r{cell.repetition}"
-            if logs.exists():
-                shutil.rmtree(logs)
+            folder = e.directory / "stacks" / f"{cell.stack}-{cell.variant}-r{cell.repetition}"
             self.stack = get_backend(e.backend).start(
-                resolve(cell.stack), e._options(cell), logs_dir=logs / "logs"
+                resolve(cell.stack), e._options(cell), logs_dir=_new_logs(folder)
             )
             self.key = key
         else:  # the previous cell's load may have left it failing: healthy before the next
@@ -292,6 +290,17 @@ class _SharedStack:
 
             wait_ready(self.stack.gateway_url, 60.0)
         return self.stack
+
+
+def _new_logs(folder: Path) -> Path:
+    """``folder/logs`` for a shared stack's first start; a later start of the same stack (an
+    experiment resumed after a stop) writes ``logs-2``, ``logs-3``..., so the logs of the
+    stack its finished runs were made on are kept."""
+    logs, n = folder / "logs", 1
+    while logs.exists():
+        n += 1
+        logs = folder / f"logs-{n}"
+    return logs
 
 
 def interleaved(
