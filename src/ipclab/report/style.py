@@ -23,9 +23,9 @@ code { font-family: "DejaVu Sans Mono", monospace; font-size: 0.9em; overflow-wr
 .quiet { color: #555; font-size: 8pt; }
 .title-page { break-after: page; }
 .title-page .kicker { font-size: 10pt; letter-spacing: 0.2em; text-transform: uppercase;
-                      color: #555; margin: 18mm 0 1mm 0; }
+                      color: #555; margin: 6mm 0 1mm 0; }
 .title-page h1.title { font-size: 22pt; line-height: 1.2; margin-bottom: 3mm; }
-.title-page .subtitle { font-size: 11pt; color: #333; margin-bottom: 8mm; }
+.title-page .subtitle { font-size: 11pt; color: #333; margin-bottom: 5mm; }
 ul.studies { list-style: none; padding-left: 0; font-size: 10pt; }
 ul.studies a { color: inherit; text-decoration: none; }
 ul.skipped li, .missing { color: #8a1c1c; }
