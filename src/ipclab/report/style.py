@@ -26,7 +26,7 @@ code { font-family: "DejaVu Sans Mono", monospace; font-size: 0.9em; overflow-wr
                       color: #555; margin: 6mm 0 1mm 0; }
 .title-page h1.title { font-size: 22pt; line-height: 1.2; margin-bottom: 3mm; }
 .title-page .subtitle { font-size: 11pt; color: #333; margin-bottom: 5mm; }
-ul.studies { list-style: none; padding-left: 0; font-size: 10pt; }
+ul.studies { list-style: none; padding-left: 0; font-size: 9pt; }
 ul.studies a { color: inherit; text-decoration: none; }
 ul.skipped li, .missing { color: #8a1c1c; }
 .missing { border: 0.6pt dashed #8a1c1c; padding: 2mm; margin: 2mm 0 4mm 0; }
