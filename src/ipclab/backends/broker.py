@@ -8,8 +8,8 @@ and Erlang cookie (HOME points into the node's directory).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -17,10 +17,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ipclab.paths import REPO_ROOT
 from ipclab.procs import alive, free_ports, kill_group, port_open, spawn, stop_group, tail
 
 SERVER_CANDIDATES = ("/usr/lib/rabbitmq/bin/rabbitmq-server", "rabbitmq-server")
 START_TIMEOUT_S = 60.0
+CORE_PLUGINS = REPO_ROOT / "compose" / "broker" / "core_plugins.py"
 
 
 class BrokerUnavailable(RuntimeError):
@@ -41,23 +43,13 @@ def find_server() -> str:
 
 def core_apps(plugins: Path) -> list[Path]:
     """The ``rabbit`` application's folder in ``plugins`` and those of every application it
-    needs (the closure of the ``applications`` lists of their ``.app`` files); empty when
-    ``plugins`` holds no ``rabbit`` folder. The private node's plugins folder holds these
-    only: it enables no plugin, and the Erlang code path of the 70 folders of Debian's
-    plugins folder took 2-4 s more to boot through (a node up in 8-11 s, not 11-15 s)."""
-    folders = {f.name.rsplit("-", 1)[0]: f for f in plugins.glob("*-*") if f.is_dir()}
-    needed: set[str] = set()
-    todo = ["rabbit"]
-    while todo:
-        app = todo.pop()
-        if app in needed or app not in folders:
-            continue  # an OTP application (kernel, ssl, ...) is not in the plugins folder
-        needed.add(app)
-        spec = folders[app] / "ebin" / f"{app}.app"
-        text = spec.read_text(errors="replace") if spec.is_file() else ""
-        for listed in re.findall(r"\{(?:included_)?applications,\s*\[([^\]]*)\]", text):
-            todo += [a.strip() for a in listed.split(",") if a.strip()]
-    return [folders[a] for a in sorted(needed)] if "rabbit" in needed else []
+    needs (``compose/broker/core_plugins.py``, which the broker image's build runs too): the
+    private node's plugins folder holds these only."""
+    spec = importlib.util.spec_from_file_location("ipclab_core_plugins", CORE_PLUGINS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(module.core_apps(plugins))
 
 
 @dataclass

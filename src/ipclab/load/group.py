@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,9 +146,7 @@ def run_group(
             summary["schedule"] = {"recorded": recorded, "wanted": load.requests}
             writer.write_json("summary.json", summary)
         finally:
-            for stack in started.values():
-                with contextlib.suppress(Exception):
-                    stack.stop()
+            _stop_stacks(list(started.values()))
             writer.event("stack_down")
     writer.finish(status)
     return out
@@ -204,6 +203,21 @@ def _start_stacks(
         per_stack = {name: d[key] for name, d in described.items() if key in d}
         if per_stack:
             writer.update_manifest(**{key: per_stack})
+
+
+def _stop_stacks(stacks: list[RunningStack]) -> None:
+    """Stop the stacks together (each waits on its processes' exits), whatever happens."""
+
+    def stop(stack: RunningStack) -> None:
+        with contextlib.suppress(Exception):
+            stack.stop()
+
+    if len(stacks) < 2:
+        for stack in stacks:
+            stop(stack)
+        return
+    with ThreadPoolExecutor(max_workers=len(stacks)) as pool:
+        list(pool.map(stop, stacks))
 
 
 def _put_load(

@@ -42,10 +42,10 @@ class Profile:
 
 
 PROFILES = {
-    # a first look for `make reproduce`: 3 stacks x 3 repetitions x 9 s on the local backend
+    # a first look for `make reproduce`: 3 stacks x 3 repetitions x 6 s on the local backend
     # (3: the fewest runs a claim is judged on, docs/statistics.md; 10 users reach their
-    # steady state within the 2 s warm-up, and 7 s measured hold 1,900-4,300 requests a run)
-    "quick": Profile(repetitions=3, ramp_s=1, warmup_s=2, measured_s=7),
+    # steady state within the 2 s warm-up, and 4 s measured hold 1,100-2,500 requests a run)
+    "quick": Profile(repetitions=3, ramp_s=1, warmup_s=2, measured_s=4),
     # the thesis's 30 s ramp, 2 min warm-up and 10 min window; 5 repetitions (it ran one);
     # both adapter sets
     "full": Profile(

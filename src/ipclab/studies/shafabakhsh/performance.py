@@ -47,13 +47,14 @@ class Profile:
 
 
 PROFILES = {
-    # seconds per cell, one repetition: for CI and a first look (6 s a cell, 4 s measured
-    # after the spawn's 2 s: the three styles' ordering at every load is already plain in
-    # 4 s); a style's three loads on one stack, started once (a broker's start is ~17 s)
+    # seconds per cell, one repetition: for CI and a first look (4 s a cell, 2 s measured
+    # after the spawn's 2 s: 1,000-3,000 requests a cell at 100-200 users, and the three
+    # styles' ordering at every load is plain in them); a style's three loads on one stack,
+    # started once (a broker's start is ~10 s)
     "quick": Profile(
         users=(50, 100, 200),
         repetitions=1,
-        duration_s=6,
+        duration_s=4,
         warmup_s=2,
         sensitivity_users=(50,),
         sensitivity_repetitions=1,
