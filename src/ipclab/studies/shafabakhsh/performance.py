@@ -48,9 +48,9 @@ class Profile:
 
 PROFILES = {
     # seconds per cell, one repetition: for CI and a first look (4 s a cell, 2 s measured
-    # after the spawn's 2 s: 1,000-3,000 requests a cell at 100-200 users, and the three
-    # styles' ordering at every load is plain in them); a style's three loads on one stack,
-    # started once (a broker's start is ~10 s)
+    # after the spawn's 2 s: 300-900 requests a cell on the Python stacks, measured
+    # 2026-11-26, and the three styles' ordering at every load is plain in them); a style's
+    # three loads on one stack, started once (a broker's start is ~10 s)
     "quick": Profile(
         users=(50, 100, 200),
         repetitions=1,
