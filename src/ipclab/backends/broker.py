@@ -8,6 +8,7 @@ and Erlang cookie (HOME points into the node's directory).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import shutil
@@ -16,6 +17,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from ipclab.paths import REPO_ROOT
 from ipclab.procs import alive, free_ports, kill_group, port_open, spawn, stop_group, tail
@@ -41,15 +43,21 @@ def find_server() -> str:
     )
 
 
-def core_apps(plugins: Path) -> list[Path]:
-    """The ``rabbit`` application's folder in ``plugins`` and those of every application it
-    needs (``compose/broker/core_plugins.py``, which the broker image's build runs too): the
-    private node's plugins folder holds these only."""
+@functools.cache
+def _core_plugins() -> ModuleType:
+    """``compose/broker/core_plugins.py`` (stdlib only; the broker image's build runs it too),
+    loaded once."""
     spec = importlib.util.spec_from_file_location("ipclab_core_plugins", CORE_PLUGINS)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return list(module.core_apps(plugins))
+    return module
+
+
+def core_apps(plugins: Path) -> list[Path]:
+    """The ``rabbit`` application's folder in ``plugins`` and those of every application it
+    needs: the private node's plugins folder holds these only."""
+    return list(_core_plugins().core_apps(plugins))
 
 
 @dataclass
@@ -88,9 +96,7 @@ class RabbitNode:
             return {}
         folder = self.directory / "plugins"
         shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir()
-        for app in apps:
-            (folder / app.name).symlink_to(app)
+        _core_plugins().link_core(plugins, folder)
         return {"RABBITMQ_PLUGINS_DIR": str(folder)}
 
     def _env(self) -> dict[str, str]:
