@@ -70,6 +70,15 @@ def _native_proxy(cmd: str) -> bool:
     return "/ipclab-native-" in cmd
 
 
+def command_line(p: psutil.Process) -> str:
+    """A listed process's command line, or "" once it has exited: a process found alive can
+    die (or turn zombie) before it is asked, which is no error for a leak check."""
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:
+        return ""
+
+
 def ipclab_processes() -> list[psutil.Process]:
     """Processes a stack or run may have started: services, Locust, a private broker, a
     private PostgreSQL cluster, a native adapter's proxy."""

@@ -26,7 +26,7 @@ from ipclab_services.fronts import Request
 from ipclab.backends.broker import RabbitNode
 from ipclab.cli import duration
 from ipclab.procs import free_ports, kill_group
-from tests.conftest import ipclab_processes
+from tests.conftest import command_line, ipclab_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -506,7 +506,7 @@ def test_kill_9_of_ipclab_run_leaves_nothing_or_the_next_start_sweeps_it(tmp_pat
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # until the load runs (Locust is up)
-            if any("-m locust" in " ".join(p.cmdline()) for p in ipclab_processes()):
+            if any("-m locust" in command_line(p) for p in ipclab_processes()):
                 break
             time.sleep(0.5)
         else:
@@ -519,14 +519,14 @@ def test_kill_9_of_ipclab_run_leaves_nothing_or_the_next_start_sweeps_it(tmp_pat
             if not left:
                 break
             time.sleep(0.5)
-        assert not left, [p.cmdline() for p in left]
+        assert not left, [command_line(p) for p in left]
         said: list[str] = []
         orphans.sweep(said.append)  # what the next start does first
         assert said and "swept" in said[0], "the broker node should have been left to sweep"
         deadline = time.monotonic() + 10
         while ipclab_processes() and time.monotonic() < deadline:
             time.sleep(0.3)
-        assert not ipclab_processes(), [p.cmdline() for p in ipclab_processes()]
+        assert not ipclab_processes(), [command_line(p) for p in ipclab_processes()]
         assert not [
             d
             for d in Path(tempfile_dir()).glob("ipclab-shop-amqp-*")
@@ -611,9 +611,7 @@ def test_a_run_whose_locust_dies_early_is_not_marked_complete(tmp_path: Path) ->
         deadline = time.monotonic() + 120
         locust = None
         while locust is None and time.monotonic() < deadline:
-            locust = next(
-                (p for p in ipclab_processes() if "-m locust" in " ".join(p.cmdline())), None
-            )
+            locust = next((p for p in ipclab_processes() if "-m locust" in command_line(p)), None)
             time.sleep(0.3)
         assert locust is not None, "Locust never started"
         locust.kill()  # Locust dies early

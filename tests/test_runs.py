@@ -14,7 +14,7 @@ import pytest
 
 from ipclab.runs import read_run
 from ipclab.stacks import resolve
-from tests.conftest import SHOP_STACKS, ipclab_processes
+from tests.conftest import SHOP_STACKS, command_line, ipclab_processes
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ def assert_nothing_left() -> None:
     deadline = time.monotonic() + 10
     while (left := ipclab_processes()) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not left, [" ".join(p.cmdline()) for p in left]
+    assert not left, [command_line(p) for p in left]
 
 
 # One CLI run per stack serves both proofs below (one stack start, not two): 20 users for
