@@ -12,6 +12,7 @@ import pytest
 
 from ipclab.backends import StackOptions, get_backend
 from ipclab.backends.local import LocalStack
+from ipclab.load import forkserver
 from ipclab.stacks import all_stacks, resolve
 
 pytest_plugins = ["tests.module_times"]
@@ -79,6 +80,37 @@ def command_line(p: psutil.Process) -> str:
         return ""
 
 
+def _forkserver_family(p: psutil.Process) -> tuple[bool, bool]:
+    """(is the Locust fork server, is a Locust it forked): both show the server's command
+    line (``load/forkserver.py``); a forked Locust's parent is the server."""
+    if forkserver.MODULE not in command_line(p):
+        return False, False
+    try:
+        parent = p.parent()
+    except psutil.Error:
+        parent = None
+    forked = parent is not None and forkserver.MODULE in command_line(parent)
+    return not forked, forked
+
+
+def is_locust(p: psutil.Process) -> bool:
+    """A Locust process: started as ``python -m locust`` or forked by the fork server."""
+    return "-m locust" in command_line(p) or _forkserver_family(p)[1]
+
+
+def harness_children() -> set[int]:
+    """This test process's live descendants, less its Locust fork server: that waits idle
+    between loads and lives as long as the process that started it."""
+    out = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and not _forkserver_family(p)[0]:
+                out.add(p.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
 def ipclab_processes() -> list[psutil.Process]:
     """Processes a stack or run may have started: services, Locust, a private broker, a
     private PostgreSQL cluster, a native adapter's proxy."""
@@ -97,6 +129,7 @@ def ipclab_processes() -> list[psutil.Process]:
             "ipclab_services.serve" in cmd
             or "ipclab-services-go" in cmd
             or "-m locust" in cmd
+            or (forkserver.MODULE in cmd and _forkserver_family(p)[1])
             or env.get("RABBITMQ_NODENAME", "").startswith("ipclab")
             or _postmaster(p.info["name"] or "", cmd)
             or _native_proxy(cmd)

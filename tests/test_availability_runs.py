@@ -28,6 +28,7 @@ from ipclab.claims import VERDICTS
 from ipclab.results import StudyResults
 from ipclab.runs import read_run
 from ipclab.studies.shafabakhsh import availability as study
+from tests.conftest import harness_children
 
 pytestmark = pytest.mark.slow
 
@@ -42,17 +43,6 @@ CI = replace(
     outage=replace(study.PROFILES["quick"].outage, before_s=2.0, outage_s=4.0, after_s=7.0),
     common=replace(study.PROFILES["quick"].common, warmup_s=1.0),
 )
-
-
-def _children() -> list[psutil.Process]:
-    out = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except psutil.NoSuchProcess:
-            continue
-    return out
 
 
 @contextlib.contextmanager
@@ -89,7 +79,7 @@ def test_every_run_complete_for_every_style(study_run: tuple[Path, object]) -> N
             assert r.manifest["kind"] == ("outage" if method == "outage" else "availability")
             assert (r.path / "probe.csv").exists() and (r.path / "events.jsonl").exists()
             assert (r.path / "cycles.csv").exists()
-    assert not _children(), "processes left behind"
+    assert not harness_children(), "processes left behind"
 
 
 def test_fault_injection_cycles(study_run: tuple[Path, object]) -> None:
@@ -216,7 +206,7 @@ def test_an_exception_mid_run_keeps_finished_cycles_and_marks_the_run_failed(
     assert seen == [1, 2] and len([c for c in cycles if c.recovered]) >= 2
     events = [json.loads(x)["event"] for x in (out / "events.jsonl").read_text().splitlines()]
     assert events.count("kill") == 2 and "end" in events and "error" in events
-    assert not _children(), "processes left behind"
+    assert not harness_children(), "processes left behind"
 
 
 # The fault-injection run as its own harness process, for a real kill -9.

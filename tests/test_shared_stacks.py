@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psutil
 import pytest
 
 from ipclab.experiments import Experiment
 from ipclab.load.group import GroupLoad
 from ipclab.runs import read_run
+from tests.conftest import harness_children
 
 STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
 
@@ -47,7 +47,7 @@ def test_cells_sharing_a_stack_start_it_once_and_leave_nothing(tmp_path: Path) -
     # 8 s a cell: a Locust start on a busy 2-core machine can take most of a short one
     e = Experiment("shared", stacks=("shop-rest",), users=(2, 4), duration_s=8, warmup_s=2,
                    share_stacks=True, root=tmp_path)  # fmt: skip
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    before = harness_children()
     runs = e.run(progress=lambda _: None)
     assert [r.manifest["status"] for r in runs] == ["complete", "complete"]
     urls = set()
@@ -59,7 +59,7 @@ def test_cells_sharing_a_stack_start_it_once_and_leave_nothing(tmp_path: Path) -
         assert r.summary["requests"] > 0
     assert len(urls) == 1  # one stack served both cells
     assert (tmp_path / "shared" / "stacks" / "shop-rest-base-r1" / "logs").is_dir()
-    left = {p.pid for p in psutil.Process().children(recursive=True)} - before
+    left = harness_children() - before
     assert not left
     # reused by the same experiment, never by one that starts a stack per cell
     assert e.pending() == []

@@ -24,6 +24,7 @@ from typing import Any
 
 from ipclab.atomic import write_json_atomic
 from ipclab.backends import RunningStack, StackOptions, get_backend
+from ipclab.load import forkserver
 from ipclab.load.group import GroupLoad, run_group
 from ipclab.load.runner import LoadProfile, run
 from ipclab.paths import repo_relative
@@ -281,6 +282,7 @@ class _SharedStack:
             self.close()
             e = self.experiment
             folder = e.directory / "stacks" / f"{cell.stack}-{cell.variant}-r{cell.repetition}"
+            forkserver.warm()  # Locust's imports overlap the stack's start
             self.stack = get_backend(e.backend).start(
                 resolve(cell.stack), e._options(cell), logs_dir=_new_logs(folder)
             )

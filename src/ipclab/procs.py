@@ -11,9 +11,9 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 _PR_SET_PDEATHSIG = 1
 _SETPRIV = shutil.which("setpriv")  # util-linux
@@ -73,6 +73,16 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def dies_with_harness(argv: Sequence[str]) -> tuple[list[str], Callable[[], None] | None]:
+    """``argv`` and a ``preexec_fn`` for ``subprocess.Popen`` such that the child receives
+    SIGKILL when the harness dies, even by SIGKILL. The signal is set by setpriv(1) in the
+    child where it exists, not by a ``preexec_fn``: a ``preexec_fn`` is unsafe while other
+    threads (samplers, probes) run in the harness."""
+    if _SETPRIV:
+        return [_SETPRIV, "--pdeathsig", "KILL", "--", *argv], None
+    return list(argv), _die_with_parent
+
+
 def spawn(
     argv: Sequence[str],
     env: Mapping[str, str],
@@ -91,11 +101,9 @@ def spawn(
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     ids: dict[str, Any] = {}
-    preexec = None if detached else _die_with_parent
-    if not detached and _SETPRIV:
-        # the parent-death signal set by setpriv(1) in the child, not by a preexec_fn: a
-        # preexec_fn is unsafe while other threads (samplers, probes) run in the harness
-        argv, preexec = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv], None
+    preexec = None
+    if not detached:
+        argv, preexec = dies_with_harness(argv)
     if user is not None:
         ids = {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
     with open(log, "ab") as out:
@@ -132,20 +140,31 @@ def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pid, sig)
 
 
-def stop_group(proc: subprocess.Popen[bytes] | int, grace: float = 5.0) -> None:
+class Child(Protocol):
+    """A process the harness started and can wait for: a ``subprocess.Popen``, or a Locust
+    forked by the load runner's fork server (``load/forkserver.py``)."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def stop_group(proc: Child | int, grace: float = 5.0) -> None:
     """SIGTERM the process group, wait up to ``grace`` seconds, then SIGKILL it."""
     pid = proc if isinstance(proc, int) else proc.pid
     kill_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        if isinstance(proc, subprocess.Popen):
+        if not isinstance(proc, int):
             if proc.poll() is not None:
                 break
         elif not alive(pid):
             break
         time.sleep(0.05)
     kill_group(pid, signal.SIGKILL)
-    if isinstance(proc, subprocess.Popen):
+    if not isinstance(proc, int):
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
 

@@ -37,6 +37,7 @@ from ipclab.availability.outage import classify_requests, outage_table
 from ipclab.availability.probe import Probe, read_probe
 from ipclab.availability.tracker import Criteria, CycleLog, CycleTracker, Mark, read_cycles
 from ipclab.backends import RunningStack, StackOptions, get_backend
+from ipclab.load import forkserver
 from ipclab.load.runner import LoadProfile, LoadSession
 from ipclab.runs import RunWriter, read_run
 from ipclab.stacks import StackSpec, resolve
@@ -553,6 +554,7 @@ def with_stack(
     stack_name: str, backend: str, options: StackOptions, logs_dir: Path | None = None
 ) -> Iterator[RunningStack]:
     """Start a stack and stop it whatever happens (success, failure, Ctrl-C)."""
+    forkserver.warm()  # Locust's imports overlap the stack's start
     stack = get_backend(backend).start(resolve(stack_name), options, logs_dir=logs_dir)
     try:
         yield stack

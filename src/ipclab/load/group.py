@@ -27,6 +27,7 @@ from typing import Any
 
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.backends.described import describe_stack
+from ipclab.load import forkserver
 from ipclab.load.runner import EARLY_TOLERANCE_S, LoadProfile, LoadSession, run_parameters
 from ipclab.runs import RunWriter, compact_requests
 from ipclab.stacks import StackSpec, resolve
@@ -192,6 +193,7 @@ def _start_stacks(
 ) -> None:
     """Start the stacks one by one into ``started`` (so that the caller stops those that
     started if a later one fails), then record what each reports of itself."""
+    forkserver.warm()  # Locust's imports overlap the stacks' start
     for spec in specs:
         writer.event("stack_starting", stack=spec.name)
         started[spec.name] = get_backend(backend).start(

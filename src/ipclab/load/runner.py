@@ -23,7 +23,9 @@ import psutil
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.backends.base import LoadHost
 from ipclab.backends.described import describe_stack
-from ipclab.procs import free_port, parse_cpus, pin_tree, spawn, stop_group
+from ipclab.load import forkserver
+from ipclab.load.forkserver import fork_locust
+from ipclab.procs import Child, free_port, parse_cpus, pin_tree, spawn, stop_group
 from ipclab.runs import DEFAULT_ROOT, RESOURCE_COLUMNS, CsvAppender, RunWriter, new_run_dir
 from ipclab.stacks import resolve
 from ipclab.stackspec import StackSpec
@@ -237,10 +239,11 @@ class LoadSession:
         self.workers = workers
         self.worker_procs: list[subprocess.Popen[bytes]] = []
         self.lost_workers: list[int] = []
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Child | None = None
         self._resources: CsvAppender | None = None
         self._sampler: ResourceSampler | None = None
         self.started = 0.0
+        self.forked = False
         self.summary: dict[str, Any] = {}
 
     def start(self) -> LoadSession:
@@ -270,8 +273,13 @@ class LoadSession:
         self.started = time.monotonic()
         port = free_port() if self.workers else 0
         users = self.stack.spec.users
-        argv = [*enter, *_locust_argv(p, url, run_dir, users, (port, self.workers))]
-        self.proc = spawn(argv, env, run_dir / "logs" / "locust.log")
+        argv = _locust_argv(p, url, run_dir, users, (port, self.workers))
+        log = run_dir / "logs" / "locust.log"
+        # a pre-imported Locust forked in a fraction of a second where it can serve
+        cpus = parse_cpus(p.cpuset) if p.cpuset else None
+        forked = None if enter or self.workers else fork_locust(argv[3:], env, log, cpus)
+        self.proc = forked or spawn([*enter, *argv], env, log)
+        self.forked = forked is not None
         for i in range(1, self.workers + 1):
             # each worker's users draw their own ids: seed + 1000 x worker number
             worker_env = {**env, "IPCLAB_LOAD_SEED": str(p.seed + 1000 * i)}
@@ -279,8 +287,7 @@ class LoadSession:
             self.worker_procs.append(
                 spawn([*enter, *worker_argv(users, f"127.0.0.1:{port}")], worker_env, log)
             )
-        if p.cpuset:  # before Locust starts its users: what it starts later inherits it
-            cpus = parse_cpus(p.cpuset)
+        if cpus:  # before Locust starts its users: what it starts later inherits it
             for proc in (self.proc, *self.worker_procs):
                 pin_tree(proc.pid, cpus)
         return self
@@ -328,7 +335,12 @@ class LoadSession:
             ended_itself = self.proc.poll() is not None
             if not ended_itself:
                 stop_group(self.proc, grace=10)
-            self.writer.event("load_stop", exit_code=self.proc.poll(), ended_itself=ended_itself)
+            self.writer.event(
+                "load_stop",
+                exit_code=self.proc.poll(),
+                ended_itself=ended_itself,
+                forked=self.forked,  # Locust from the fork server (load/forkserver.py)
+            )
             self.proc = None
         for w in self.worker_procs:  # the master told them to quit; stop any that did not
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -498,6 +510,7 @@ def _stack_of_run(
         yield shared
         return
     writer.event("stack_starting")
+    forkserver.warm()  # Locust's imports overlap the stack's start
     stack = get_backend(backend).start(spec, options, logs_dir=writer.path / "logs")
     try:
         writer.event("stack_up", gateway_url=stack.gateway_url)
