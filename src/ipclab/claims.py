@@ -831,16 +831,23 @@ def _test_columns(table: pd.DataFrame) -> list[str]:
     return ["test_key"] + [c for c in ("test", "magnitude") if c in table.columns]
 
 
+def _key_text(v: Any) -> str:
+    return "" if pd.isna(v) else str(v)
+
+
 def claim_ids(table: pd.DataFrame, row: pd.Series, verdict: str | None = None) -> str:
     """The claim rows (ids) of one distinct test, e.g. 'T01a, P01a': the rows of ``table``
     with ``row``'s test key, kind and size word (and ``verdict``, when given)."""
-    sel = pd.Series(True, index=table.index)
-    for c in _test_columns(table):
-        text = table[c].map(lambda v: "" if pd.isna(v) else str(v))
-        sel &= text == ("" if pd.isna(row[c]) else str(row[c]))
-    if verdict is not None:
-        sel &= table["verdict"] == verdict
-    return ", ".join(dict.fromkeys(table.loc[sel, "claim_id"].astype(str)))
+    cols = _test_columns(table)
+    want = tuple(_key_text(row[c]) for c in cols)
+    keys = zip(*(table[c].tolist() for c in cols), strict=True)
+    verdicts = table["verdict"].tolist() if verdict is not None else [None] * len(table)
+    ids = (
+        str(i)
+        for i, k, v in zip(table["claim_id"].tolist(), keys, verdicts, strict=True)
+        if tuple(_key_text(x) for x in k) == want and (verdict is None or v == verdict)
+    )
+    return ", ".join(dict.fromkeys(ids))
 
 
 def tally(table: pd.DataFrame, evidence: str = TEST) -> dict[str, int]:
