@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ import psutil
 import pytest
 
 from ipclab.load import forkserver
-from ipclab.procs import stop_group
+from ipclab.procs import spawn, stop_group
 
 LOCUSTFILE = """
 from locust import User, task, constant
@@ -100,12 +101,27 @@ def test_children_die_with_the_server_and_a_new_server_serves_next(tmp_path: Pat
     forkserver.close()
 
 
-def test_no_server_where_it_cannot_serve(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_no_server_where_it_is_turned_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(forkserver.DISABLE, "0")
     assert forkserver.fork_locust(["--version"], dict(os.environ), tmp_path / "v") is None
-    monkeypatch.delenv(forkserver.DISABLE)
-    seen: list[object] = []  # the parent-death signal follows the starting thread
-    worker = threading.Thread(target=lambda: seen.append(forkserver.warm()))
+
+
+def test_children_started_from_a_thread_outlive_the_thread(tmp_path: Path) -> None:
+    """The parent-death signal follows the thread that forked: a service or a fork server
+    started from a short-lived thread (two stacks started at once) must not die with it."""
+    forkserver.close()
+    got: dict[str, object] = {}
+
+    def start() -> None:
+        got["service"] = spawn(["sleep", "30"], dict(os.environ), tmp_path / "sleep.log")
+        got["server"] = forkserver.warm()
+
+    worker = threading.Thread(target=start)
     worker.start()
     worker.join()
-    assert seen == [None]
+    time.sleep(1.0)  # a child killed at the thread's end would be gone by now
+    service, server = got["service"], got["server"]
+    assert isinstance(service, subprocess.Popen) and service.poll() is None
+    assert isinstance(server, forkserver.ForkServer) and server.alive
+    stop_group(service)
+    forkserver.close()

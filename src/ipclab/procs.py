@@ -10,8 +10,10 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -107,7 +109,7 @@ def spawn(
     if user is not None:
         ids = {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
     with open(log, "ab") as out:
-        return subprocess.Popen(
+        return popen(
             list(argv),
             env=dict(env),
             stdout=out,
@@ -118,6 +120,27 @@ def spawn(
             preexec_fn=preexec,
             **ids,
         )
+
+
+_spawner: ThreadPoolExecutor | None = None
+_spawner_lock = threading.Lock()
+
+
+def popen(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` from a thread that lives as long as the harness.
+
+    Linux delivers the parent-death signal when the *thread* that forked the child ends, not
+    the process: a service started from a short-lived thread (a pool starting two stacks at
+    once) would be killed as soon as that thread finished. The main thread starts its
+    children itself; any other thread hands the start to one long-lived spawner thread."""
+    global _spawner
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(list(argv), **kwargs)
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ipclab-spawner")
+        spawner = _spawner
+    return spawner.submit(subprocess.Popen, list(argv), **kwargs).result()
 
 
 def alive(pid: int) -> bool:

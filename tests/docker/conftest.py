@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from ipclab.backends import StackOptions
 from ipclab.backends.docker.backend import DockerBackend, DockerStack, cleanup_all, engine_status
 from ipclab.backends.docker.ownership import leftovers
 from ipclab.stacks import all_stacks, resolve
+from tests.conftest import started_together
 
 HERE = Path(__file__).resolve().parent
 # Every stack of the shop domain, from the registry: a new one is tested with no edit here.
@@ -103,30 +103,4 @@ def docker_images() -> dict[str, str]:
 def shop_stacks(docker_images: dict[str, str]) -> Iterator[dict[str, DockerStack]]:
     """The product-page stacks on docker, one per family, for one module (overrides the
     local one)."""
-    yield from started_together(SHOP_FAMILIES, StackOptions(call_timeout_s=1.0))
-
-
-def started_together(
-    names: tuple[str, ...], options: StackOptions, at_once: int = 2
-) -> Iterator[dict[str, DockerStack]]:
-    """The stacks ``names`` on docker, started ``at_once`` at a time (a start waits on
-    dockerd and on its containers' health for much of its time, so two overlap well on two
-    cores), then stopped as many at a time, whatever happened. A start that failed fails the
-    fixture once every start has ended, and the stacks that did start are stopped."""
-    backend = DockerBackend()
-    stacks: dict[str, DockerStack] = {}
-    try:
-        with ThreadPoolExecutor(max_workers=at_once) as pool:
-            futures = {n: pool.submit(backend.start, resolve(n), options) for n in names}
-            errors = []
-            for name, future in futures.items():
-                try:
-                    stacks[name] = future.result()
-                except Exception as e:  # noqa: BLE001 - every start ends before one is raised
-                    errors.append(e)
-        if errors:
-            raise errors[0]
-        yield stacks
-    finally:  # stopped together as well: a stop waits on compose and its containers' exits
-        with ThreadPoolExecutor(max_workers=at_once) as pool:
-            list(pool.map(lambda stack: stack.stop(), stacks.values()))
+    yield from started_together(DockerBackend(), SHOP_FAMILIES, StackOptions(call_timeout_s=1.0))

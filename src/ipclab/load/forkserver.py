@@ -9,9 +9,9 @@ and runs Locust's ``main`` as ``python -m locust`` would. The server reports eac
 pid when it starts and its exit status when it ends; :class:`ForkedLocust` is what the
 harness holds in place of a ``subprocess.Popen`` (``pid``, ``poll``, ``wait``).
 
-Where the server cannot serve (a load host's namespace to enter, Locust workers, a thread
-other than the main one, ``IPCLAB_LOCUST_FORKSERVER=0``, or a server that died), the load
-runner starts Locust the usual way: the fork server only ever saves time.
+Where the server cannot serve (a load host's namespace to enter, Locust workers,
+``IPCLAB_LOCUST_FORKSERVER=0``, or a server that died), the load runner starts Locust the
+usual way: the fork server only ever saves time.
 
 A forked Locust's command line and initial environment are the server's (``/proc`` shows
 what the process was executed with): find it as a child of a process running this module.
@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ipclab.procs import dies_with_harness
+from ipclab.procs import dies_with_harness, popen
 
 MODULE = "ipclab.load.forkserver"
 DISABLE = "IPCLAB_LOCUST_FORKSERVER"  # "0": always start Locust the usual way
@@ -73,7 +73,7 @@ class ForkServer:
 
         # it dies with the harness, as every child of the harness does (procs.spawn)
         argv, preexec = dies_with_harness([sys.executable, "-m", MODULE])
-        self.proc = subprocess.Popen(
+        self.proc = popen(
             argv,
             preexec_fn=preexec,
             env=dict(env),
@@ -172,9 +172,8 @@ _server_lock = threading.Lock()
 
 
 def _usable() -> bool:
-    """The server serves the thread that started it (its parent-death signal follows that
-    thread): the main thread only; and not where ``IPCLAB_LOCUST_FORKSERVER=0``."""
-    return os.environ.get(DISABLE) != "0" and threading.current_thread() is threading.main_thread()
+    """Not where ``IPCLAB_LOCUST_FORKSERVER=0``."""
+    return os.environ.get(DISABLE) != "0"
 
 
 def warm() -> ForkServer | None:
