@@ -70,13 +70,12 @@ class ForkServer:
     def __init__(self) -> None:
         # the harness's environment without ipclab's settings: each load brings its own
         env = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
-
         # it dies with the harness, as every child of the harness does (procs.spawn)
         argv, preexec = dies_with_harness([sys.executable, "-m", MODULE])
         self.proc = popen(
             argv,
             preexec_fn=preexec,
-            env=dict(env),
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -171,16 +170,11 @@ _server: ForkServer | None = None
 _server_lock = threading.Lock()
 
 
-def _usable() -> bool:
-    """Not where ``IPCLAB_LOCUST_FORKSERVER=0``."""
-    return os.environ.get(DISABLE) != "0"
-
-
 def warm() -> ForkServer | None:
     """This process's server, started now if it is not running (its imports then overlap
-    whatever the harness does next, e.g. starting a stack); None where it cannot serve."""
+    whatever the harness does next, e.g. starting a stack); None where it is turned off."""
     global _server
-    if not _usable():
+    if os.environ.get(DISABLE) == "0":
         return None
     with _server_lock:
         if _server is not None and not _server.alive:

@@ -24,7 +24,6 @@ from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.backends.base import LoadHost
 from ipclab.backends.described import describe_stack
 from ipclab.load import forkserver
-from ipclab.load.forkserver import fork_locust
 from ipclab.procs import Child, free_port, parse_cpus, pin_tree, spawn, stop_group
 from ipclab.runs import DEFAULT_ROOT, RESOURCE_COLUMNS, CsvAppender, RunWriter, new_run_dir
 from ipclab.stacks import resolve
@@ -277,7 +276,7 @@ class LoadSession:
         log = run_dir / "logs" / "locust.log"
         # a pre-imported Locust forked in a fraction of a second where it can serve
         cpus = parse_cpus(p.cpuset) if p.cpuset else None
-        forked = None if enter or self.workers else fork_locust(argv[3:], env, log, cpus)
+        forked = None if enter or self.workers else forkserver.fork_locust(argv[3:], env, log, cpus)
         self.proc = forked or spawn([*enter, *argv], env, log)
         self.forked = forked is not None
         for i in range(1, self.workers + 1):
