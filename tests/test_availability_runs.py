@@ -40,7 +40,7 @@ CI = replace(
     fault_injection=replace(
         study.PROFILES["quick"].fault_injection, cycles=2, mean_gap_s=1.0, min_gap_s=1.0
     ),
-    outage=replace(study.PROFILES["quick"].outage, before_s=2.0, outage_s=4.0, after_s=7.0),
+    outage=replace(study.PROFILES["quick"].outage, before_s=1.0, outage_s=4.0, after_s=5.0),
     common=replace(study.PROFILES["quick"].common, warmup_s=1.0),
 )
 

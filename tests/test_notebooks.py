@@ -38,7 +38,7 @@ def test_notebook_is_clean_and_parameterised(nb: object) -> None:
 @pytest.mark.slow
 def test_the_nyflott_notebook_runs_in_a_short_configuration(tmp_path: Path) -> None:
     """Notebook 03 top to bottom as ``ipclab reproduce`` runs it (quick profile, local
-    backend), with a 3 s measured window after a 1 s warm-up (the ramp's): 9 runs, about
+    backend), with a 2 s measured window after a 1 s warm-up (the ramp's): 9 runs, about
     a minute and a half."""
     import papermill
 
@@ -51,7 +51,7 @@ def test_the_nyflott_notebook_runs_in_a_short_configuration(tmp_path: Path) -> N
         str(tmp_path / nb.file),
         parameters={"profile": "quick", "backend": "local", "runs_root": str(tmp_path / "runs"),
                     "results_dir": str(results), "figures_dir": str(tmp_path / "figures"),
-                    "measured_s": 3.0, "warmup_s": 1.0},
+                    "measured_s": 2.0, "warmup_s": 1.0},
         cwd=str(REPO_ROOT), kernel_name="python3", progress_bar=False,
     )  # fmt: skip
     meta = json.loads((results / "study.json").read_text())

@@ -32,7 +32,8 @@ from ipclab_services.domains.acmeair.routes import api
 from ipclab.backends import StackOptions
 from ipclab.backends.docker import netem
 from ipclab.backends.docker.backend import DockerBackend, DockerStack
-from ipclab.stacks import LOADGEN, all_stacks, resolve
+from ipclab.stacks import LOADGEN, all_stacks
+from tests.conftest import started_together
 
 DELAY_MS = 5.0
 # every AcmeAir stack with a host for its load generator, from the registry
@@ -75,7 +76,7 @@ print(json.dumps({"min_ms": best, "bytes": size}))
 """
 
 
-def min_latency_ms(stack: DockerStack, n: int = 60, warmup: int = 15) -> dict[str, Any]:
+def min_latency_ms(stack: DockerStack, n: int = 40, warmup: int = 10) -> dict[str, Any]:
     """From the load host: ``{"min_ms": {case: ms}, "bytes": {case: answer bytes}}``."""
     host = stack.load_host()
     assert host is not None, f"{stack.spec.name} declares no load host"
@@ -93,14 +94,16 @@ def service_to_auth_rtt(stack: DockerStack) -> dict[str, Any]:
     return netem.rtt_ms(stack.container("booking"), ["auth:8000"])
 
 
+@pytest.fixture(scope="module")
+def stacks(docker_images: dict[str, str]) -> Iterator[dict[str, DockerStack]]:
+    """Every stack of STACKS, started two at a time (each is measured alone: the others idle).
+    Without a delay at start (its round trips are measured then), set later: NET_ADMIN."""
+    yield from started_together(DockerBackend(net_admin=True), STACKS, StackOptions())
+
+
 @pytest.fixture(scope="module", params=STACKS)
-def stack(request: pytest.FixtureRequest, docker_images: dict[str, str]) -> Iterator[DockerStack]:
-    # without a delay at start (its round trips are measured then), set later: NET_ADMIN
-    s = DockerBackend(net_admin=True).start(resolve(request.param), StackOptions())
-    try:
-        yield s
-    finally:
-        s.stop()
+def stack(request: pytest.FixtureRequest, stacks: dict[str, DockerStack]) -> DockerStack:
+    return stacks[request.param]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,12 @@ def build_report(
     env = (run_log or {}).get("environment") or describe_environment()
     html_file = out_pdf.with_suffix(".html")
     html_file.write_text(render_html(results_dirs, run_log, env, references), "utf-8")
-    pdf = html_to_pdf(html_file, out_pdf)
-    build_site(results_dirs, site, run_log, references, env)
-    return pdf
+    # Chromium prints the PDF (a subprocess, ~20 s for the quick reproduce) while this
+    # process renders the site; an error of either is raised once both have ended
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ipclab-pdf") as pool:
+        printing = pool.submit(html_to_pdf, html_file, out_pdf)
+        build_site(results_dirs, site, run_log, references, env)
+        return printing.result()
 
 
 def find_results(root: Path, run_log: dict[str, Any] | None = None) -> list[Path]:

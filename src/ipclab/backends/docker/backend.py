@@ -343,6 +343,8 @@ class DockerStack(RunningStack):
         missing = set(self.components) - set(self._containers)
         if missing:
             raise DockerStackError(f"compose created no container for {sorted(missing)}")
+        self.sample()  # the stats followers start now: dockerd's first readings (about a
+        # second each) arrive while the stack gets healthy, not after it
         self._wait_healthy(health_timeout_s)
         if self.wire_packets:
             for comp in self.components:

@@ -297,6 +297,7 @@ class SwarmStack(DockerStack):
         if r.returncode != 0:
             raise DockerStackError(f"docker stack deploy failed:\n{r.stderr.strip()[-3000:]}")
         self._wait_tasks(health_timeout_s)
+        self.sample()  # the stats followers start while the stack gets healthy
         self._wait_healthy(health_timeout_s)
         if self.delay_ms > 0:
             self.set_delay(self.delay_ms)
