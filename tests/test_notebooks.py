@@ -38,8 +38,8 @@ def test_notebook_is_clean_and_parameterised(nb: object) -> None:
 @pytest.mark.slow
 def test_the_nyflott_notebook_runs_in_a_short_configuration(tmp_path: Path) -> None:
     """Notebook 03 top to bottom as ``ipclab reproduce`` runs it (quick profile, local
-    backend), with a 2 s measured window after a 1 s warm-up (the ramp's): 9 runs, about
-    a minute and a half."""
+    backend), with a 2 s measured window after a 1 s warm-up (the ramp's) and 2 runs per
+    cell: 6 runs, about a minute."""
     import papermill
 
     from ipclab.studies import get_study
@@ -51,7 +51,7 @@ def test_the_nyflott_notebook_runs_in_a_short_configuration(tmp_path: Path) -> N
         str(tmp_path / nb.file),
         parameters={"profile": "quick", "backend": "local", "runs_root": str(tmp_path / "runs"),
                     "results_dir": str(results), "figures_dir": str(tmp_path / "figures"),
-                    "measured_s": 2.0, "warmup_s": 1.0},
+                    "measured_s": 2.0, "warmup_s": 1.0, "repetitions": 2},
         cwd=str(REPO_ROOT), kernel_name="python3", progress_bar=False,
     )  # fmt: skip
     meta = json.loads((results / "study.json").read_text())
@@ -65,6 +65,7 @@ def test_the_nyflott_notebook_runs_in_a_short_configuration(tmp_path: Path) -> N
     # request + the warm-up to the last answer, a 3 s setting reads 1-3 s on a quiet machine
     # and less on a loaded one (Locust's users start late: 0 s under a load average of 8)
     assert any(re.match(r"Measured window \d+-\d+ s per run", d) for d in meta["deviations"])
+    assert any(d.startswith("2 runs per cell, fewer than the 3") for d in meta["deviations"])
 
 
 def test_relative_paths_are_taken_from_the_repository() -> None:

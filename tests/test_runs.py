@@ -44,7 +44,7 @@ def assert_nothing_left() -> None:
 # One CLI run per stack serves both proofs below (one stack start, not two): 20 users for
 # RUN_S seconds with reviews killed at KILL_AT_S, so the run is healthy for its first
 # KILL_AT_S seconds (the short run) and its last seconds are the fault (the kill test).
-RUN_S, KILL_AT_S = 9, 5
+RUN_S, KILL_AT_S = 7, 4
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,7 @@ from ipclab_services.domains.acmeair.routes import api
 from ipclab.backends import StackOptions
 from ipclab.backends.docker import netem
 from ipclab.backends.docker.backend import DockerBackend, DockerStack
-from ipclab.stacks import LOADGEN, all_stacks
-from tests.conftest import started_together
+from ipclab.stacks import LOADGEN, all_stacks, resolve
 
 DELAY_MS = 5.0
 # every AcmeAir stack with a host for its load generator, from the registry
@@ -94,16 +93,14 @@ def service_to_auth_rtt(stack: DockerStack) -> dict[str, Any]:
     return netem.rtt_ms(stack.container("booking"), ["auth:8000"])
 
 
-@pytest.fixture(scope="module")
-def stacks(docker_images: dict[str, str]) -> Iterator[dict[str, DockerStack]]:
-    """Every stack of STACKS, started two at a time (each is measured alone: the others idle).
-    Without a delay at start (its round trips are measured then), set later: NET_ADMIN."""
-    yield from started_together(DockerBackend(net_admin=True), STACKS, StackOptions())
-
-
 @pytest.fixture(scope="module", params=STACKS)
-def stack(request: pytest.FixtureRequest, stacks: dict[str, DockerStack]) -> DockerStack:
-    return stacks[request.param]
+def stack(request: pytest.FixtureRequest, docker_images: dict[str, str]) -> Iterator[DockerStack]:
+    # without a delay at start (its round trips are measured then), set later: NET_ADMIN
+    s = DockerBackend(net_admin=True).start(resolve(request.param), StackOptions())
+    try:
+        yield s
+    finally:
+        s.stop()
 
 
 @pytest.fixture(scope="module")

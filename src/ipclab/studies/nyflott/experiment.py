@@ -83,13 +83,18 @@ def experiments(
     options: StackOptions | None = None,
     measured_s: float | None = None,
     warmup_s: float | None = None,
+    repetitions: int | None = None,
 ) -> list[Experiment]:
     """One experiment per delay (delay is a stack option), all of the same profile;
     ``measured_s`` and ``warmup_s`` shorten the measured window and the warm-up (the ramp
-    included): deviations the results state."""
+    included), ``repetitions`` sets the runs per cell: deviations the results state."""
     p = profile(profile_name)
     if measured_s is not None:
         p = replace(p, measured_s=measured_s)
+    if repetitions is not None:
+        if repetitions < 1:
+            raise ValueError(f"repetitions {repetitions}: at least 1 run per cell")
+        p = replace(p, repetitions=repetitions)
     if warmup_s is not None:
         if warmup_s < p.ramp_s:
             raise ValueError(f"warm-up {warmup_s:g} s is shorter than the {p.ramp_s:g} s ramp")

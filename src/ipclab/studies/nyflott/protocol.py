@@ -17,8 +17,9 @@ from ipclab.studies.nyflott import analysis, experiment
 class Protocols(StudyPart):
     """Notebook 03: HTTP/1.1, h2c and CoAP under added delay."""
 
-    # a shorter measured window and warm-up (the ramp included): deviations the results state
-    OPTIONS = MappingProxyType({"measured_s": None, "warmup_s": None})
+    # a shorter measured window and warm-up (the ramp included), other runs per cell:
+    # deviations the results state
+    OPTIONS = MappingProxyType({"measured_s": None, "warmup_s": None, "repetitions": None})
 
     def experiments(self, params: Parameters) -> list[Experiment]:
         return experiment.experiments(
@@ -27,6 +28,7 @@ class Protocols(StudyPart):
             params.runs_root,
             measured_s=params.options["measured_s"],
             warmup_s=params.options["warmup_s"],
+            repetitions=params.options["repetitions"],
         )
 
     def describe(self, plan: list[Experiment]) -> str:
