@@ -834,9 +834,10 @@ def test_summary_counts_runs_per_cell_not_per_style() -> None:
 
 
 def test_each_experiment_is_a_family_of_its_own_with_only_its_claims() -> None:
-    """Until failure, outage and fault injection are three experiments: three Holm families
-    (docs/statistics.md section 3), each with the claims its runs measure and no other, so
-    the outage claims' adjustment does not depend on how many MTTF claims there are."""
+    """Until failure, outage and fault injection are three experiments: Holm families of
+    their own (docs/statistics.md section 3), each with the claims its runs measure and no
+    other, so the outage claims' adjustment does not depend on how many MTTF claims there
+    are; the outage runs' restarts judge the MTTR claims in a family of their own too."""
     from ipclab import claims as claims_mod
     from ipclab.studies.shafabakhsh import published
     from ipclab.studies.shafabakhsh.availability.analysis import FAMILY_METRICS, family_claims
@@ -847,7 +848,8 @@ def test_each_experiment_is_a_family_of_its_own_with_only_its_claims() -> None:
     assert sorted(ids) == sorted(every) and len(set(ids)) == len(ids)  # a partition
     assert {c.metric for c in outage} == {"outage_failure_fraction"}
     assert {c.metric for c in family_claims("fault injection")} == {"mttr_s"}
-    assert set(FAMILY_METRICS) == {"until failure", "outage", "fault injection"}
+    assert {c.metric for c in family_claims("outage recovery")} == {"mttr_s"}
+    assert set(FAMILY_METRICS) == {"until failure", "outage", "fault injection", "outage recovery"}
     # the outage family alone: 3 runs each of 0 against 1, two distinct tests in its Holm
     rows = pd.DataFrame(
         [{"style": s, "users": 50, "outage_failure_fraction": v}

@@ -4,6 +4,7 @@ analysis reads each run's summary.json)."""
 
 from __future__ import annotations
 
+from ipclab.claims import VERDICTS
 from ipclab.experiments import load_runs
 from ipclab.paths import from_repo
 from ipclab.studies.shafabakhsh import performance as shafabakhsh
@@ -29,7 +30,7 @@ def test_shafabakhsh_full_reference_is_complete_and_analyses() -> None:
     assert (a.little["relative_error"].abs() < 0.10).all(), a.little["relative_error"].describe()
     sens = a.sensitivity_cells
     assert (sens[sens["metric"] == "rps"]["n"] == p.sensitivity_repetitions).all()
-    assert a.claims["verdict"].isin(["reproduced", "not reproduced", "inconclusive"]).all()
+    assert a.claims["verdict"].isin(VERDICTS).all()
 
 
 def test_johansson_full_reference_is_complete_and_analyses() -> None:

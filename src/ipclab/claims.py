@@ -34,7 +34,10 @@ are shown beside them but are not judged. In short:
 * every size-word verdict again at +-5, 10 and 20% (``verdict_5pct`` ...; the
   band-sensitivity table, :func:`band_sensitivity`);
 * ``compare`` (deterministic code measures of ipclab's own code, reported in a section of
-  their own): **reproduced** when the relation holds, **not reproduced** when it does not.
+  their own): **reproduced** when the relation holds, **not reproduced** when it does not;
+* ``value`` (a cell's metric against the number a sentence states): as ``equal``, on the
+  measured value over the stated number; an interval open at one end (an MTTF with no
+  failure in its runs: a lower bound only) is read as it stands.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from ipclab.published import Claim
 from ipclab.stats import (
@@ -54,12 +58,17 @@ from ipclab.stats import (
     holm,
     log_ratio_interval,
     repetitions_needed_log_ratio,
+    t_interval,
 )
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+# not decided, and no affordable number of runs would decide it (docs/statistics.md §7)
+UNDERPOWERED = "underpowered"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, UNDERPOWERED, INCONCLUSIVE)
+# the machine-hours more runs of one test may take before it is called underpowered
+BUDGET_H = 24.0
 
 RULES = __doc__
 
@@ -91,6 +100,7 @@ class Rules:
     confidence: float = 0.95
     n_resamples: int = 9999
     seed: int = 0
+    budget_h: float = BUDGET_H  # machine-hours: more than this to decide is underpowered
 
     def __post_init__(self) -> None:
         if self.test not in ("welch", "mannwhitney"):
@@ -121,6 +131,9 @@ class Effect:
     missing: str = ""  # why the effect could not be measured, if it could not
     constant: bool = False  # every run of every compared cell gave one value (no spread)
     fact: bool = False  # fixed by construction (seeded bytes): compared as a value, untested
+    # an interval end of 0 or inf is a real bound, not a failed estimate (censored data: an
+    # MTTF with no failure in its runs lies above a bound only)
+    open_ended: bool = False
 
     @classmethod
     def unmeasured(cls, why: str) -> Effect:
@@ -133,7 +146,8 @@ class Effect:
 
 
 def _fmt(x: float) -> str:
-    return "nan" if not np.isfinite(x) else f"{x:.4g}"
+    """4 significant digits; an open end of an interval (censored data) reads inf."""
+    return f"{x:.4g}" if np.isfinite(x) else "nan" if np.isnan(x) else str(x)
 
 
 def _ci(r: Interval) -> str:
@@ -147,6 +161,8 @@ def size_words(claim: Claim) -> str:
     ``considerable``, or "" (a direction, a stated ratio, a code measure)."""
     if claim.magnitude:
         return claim.magnitude
+    if claim.test == "value":  # "about seven minutes": equal to a stated number
+        return "equal"
     return claim.test if claim.test in ("equal", "differ") else ""
 
 
@@ -163,7 +179,7 @@ def band_of(claim: Claim, rules: Rules) -> tuple[float, float]:
         return rules.considerable
     if claim.magnitude == "slight":
         return rules.slight
-    if claim.test in ("ratio", "equal", "differ") and own is not None:
+    if claim.test in ("ratio", "equal", "differ", "value") and own is not None:
         return own
     return rules.equal
 
@@ -194,7 +210,8 @@ def verdict(
         off = _constant_off_side(claim, effect)
         if off:
             return NOT_REPRODUCED, off
-    if not (np.isfinite(r.estimate) and np.isfinite(r.low) and np.isfinite(r.high)):
+    closed = not effect.open_ended or np.isnan([r.estimate, r.low, r.high]).any()
+    if closed and not (np.isfinite(r.estimate) and np.isfinite(r.low) and np.isfinite(r.high)):
         return INCONCLUSIVE, f"effect or CI undefined ({_ci(r)})"
     return _interval_verdict(claim, _Reading.of(r, p, rules.alpha, band))
 
@@ -247,7 +264,7 @@ def _interval_verdict(claim: Claim, reading: _Reading) -> tuple[str, str]:
         if claim.test == "ratio":
             return _ratio_verdict(reading, sign_ok)
         return _direction_verdict(claim, reading, sign_ok)
-    if claim.test == "equal":
+    if claim.test in ("equal", "value"):
         if reading.inside:
             return REPRODUCED, f"ratio {_ci(r)} inside the equivalence band {btxt}"
         if reading.outside:
@@ -433,6 +450,8 @@ def measure(
     ``rules.min_repetitions`` runs in a compared cell the estimate stands alone: no interval
     and no p-value (docs/statistics.md sections 2-3), so none enters the Holm family. A
     claim on metrics in ``facts`` (fixed by construction) is a fact: the value alone."""
+    if claim.test == "value":
+        return _measure_value(claim, runs, rules, users_map)
     samples, users_txt, k, why = _samples(claim, runs, users_map)
     if why:
         return Effect.unmeasured(why)
@@ -448,6 +467,53 @@ def measure(
         p_permutation=nan,
         cliffs_delta=None,
     )  # fmt: skip
+
+
+def _measure_value(
+    claim: Claim, runs: pd.DataFrame, rules: Rules, users_map: Mapping[int, int] | None
+) -> Effect:
+    """A ``value`` claim on per-run values: the Student-t interval of the cell's mean over
+    the stated number, and the one-sample t test of the mean against it."""
+    number = claim.published_number
+    if claim.metric not in runs.columns:
+        return Effect.unmeasured(f"metric {claim.metric!r} not measured")
+    if not number:
+        return Effect.unmeasured("no stated number to compare with")
+    (cell,), users_txt, _ = _cells(claim, users_map)
+    x = _values(runs, claim.metric, *cell)
+    if len(x) == 0:
+        return Effect.unmeasured(f"no runs for {cell[0]}@{cell[1]} ({claim.metric})")
+    ci = t_interval(x, rules.confidence)
+    nan = float("nan")
+    if len(x) < rules.min_repetitions:
+        ratio, p = Interval(ci.estimate / number, nan, nan, len(x), method="none"), nan
+    else:
+        ratio = Interval(ci.estimate / number, ci.low / number, ci.high / number, len(x),
+                         rules.confidence, "t")  # fmt: skip
+        p = float(sps.ttest_1samp(x, number).pvalue) if np.ptp(x) > 0 else 0.0
+        p = p if np.isfinite(p) else nan
+    return Effect(ratio, ci.estimate, number, len(x), len(x), 0, p, "t (one sample)",
+                  users=users_txt, constant=bool(len(x) >= 2 and np.ptp(x) == 0))  # fmt: skip
+
+
+def value_effect(
+    claim: Claim,
+    estimate: float,
+    low: float,
+    high: float,
+    n: int,
+    p: float,
+    method: str,
+    users: str = "",
+) -> Effect:
+    """A ``value`` claim's effect from an interval a study computed itself (e.g. an MTTF
+    from failures and censored runs: ``high`` may be inf, ``estimate`` inf with no
+    failure), for :func:`evaluate_claims`'s ``effects``."""
+    number = claim.published_number
+    if not number:
+        return Effect.unmeasured("no stated number to compare with")
+    ratio = Interval(estimate / number, low / number, high / number, n, 0.95, method)
+    return Effect(ratio, estimate, number, n, n, 0, p, method, users=users, open_ended=True)
 
 
 def is_fact(claim: Claim, facts: Collection[str]) -> bool:
@@ -652,6 +718,8 @@ def evaluate_claims(
 def test_key(c: Claim) -> tuple[Any, ...]:
     """What a claim tests, whatever the sentence: claims with the same key are one test
     (the same comparison said in several places, or with its sides swapped)."""
+    if c.test == "value":  # one cell against a stated number
+        return (c.scope, c.metric, "value", c.a_style, tuple(c.a_users), c.published_number)
     sides = sorted([(c.a_style, tuple(c.a_users)), (c.b_style, tuple(c.b_users))])
     kind = "interaction" if c.test == "interaction" else "compare" if c.test == "compare" else "ab"
     if c.b_metric and c.b_metric != c.metric:  # two measures: the sides keep their metric
@@ -687,7 +755,7 @@ def sensitivity(c: Claim, e: Effect, p: float, rules: Rules) -> dict[str, str]:
     """The verdict of a size-word claim again with its band at +-5, 10 and 20% (empty for a
     claim without a size word, or with a band its sentence states)."""
     word = size_words(c)
-    stated = c.test in ("equal", "differ") and not c.magnitude and c.band_low is not None
+    stated = c.test in ("equal", "differ", "value") and not c.magnitude and c.band_low is not None
     out = {}
     for x in SENSITIVITY:
         band = (1 / (1 + x), 1 + x)
@@ -702,7 +770,11 @@ def _claim_row(c: Claim, e: Effect, p: float, rules: Rules, family: str) -> dict
     v, reason = verdict(c, e, p, rules)
     cd = e.cliffs_delta
     bl, bh = band_of(c, rules)
-    own = c.band_low is not None and c.test in ("ratio", "equal", "differ") and not c.magnitude
+    own = (
+        c.band_low is not None
+        and c.test in ("ratio", "equal", "differ", "value")
+        and not c.magnitude
+    )
     return {
         "claim_id": c.claim_id,
         "statement_id": c.statement_id,
@@ -814,6 +886,55 @@ def repetitions(
             }
         )
     return pd.DataFrame(rows)
+
+
+def mark_underpowered(
+    table: pd.DataFrame, power: pd.DataFrame, run_hours: float, rules: Rules | None = None
+) -> pd.DataFrame:
+    """``table`` with its undecided tests that no affordable number of runs would decide
+    marked ``underpowered`` (docs/statistics.md section 7): an inconclusive test whose row of
+    ``power`` (:func:`repetitions`) needs more runs per cell than ``rules.budget_h``
+    machine-hours can add, at ``run_hours`` a run (the mean wall time of the runs it was
+    measured with), or more than 1,000. Its reason then starts with the runs it needs and
+    their hours; a decided test is never changed, nor one the budget can decide."""
+    rules = rules or Rules()
+    if table.empty or power is None or power.empty or "test_key" not in table.columns:
+        return table
+    out = table.copy()
+    key_of = dict(zip(out["claim_id"], out["test_key"], strict=True))
+    for _, p in power.iterrows():
+        rows = (out["test_key"] == key_of.get(p["claim_id"])) & (out["verdict"] == INCONCLUSIVE)
+        if "family" in power.columns and "family" in out.columns:
+            rows &= out["family"] == p["family"]
+        if not rows.any():
+            continue
+        cells = 4 if (out.loc[rows, "test"] == "interaction").any() else 2
+        have, need = int(p["runs_per_cell"]), p["runs_needed"]
+        hours = math.inf if pd.isna(need) else max(int(need) - have, 0) * cells * run_hours
+        if hours <= rules.budget_h:
+            continue
+        needs = (
+            "more than 1,000 runs per cell" if pd.isna(need)
+            else f"{int(need)} runs per cell, {hours:,.0f} more machine-hours"
+        )  # fmt: skip
+        why = (
+            f"underpowered: {needs} for 80% power at alpha {float(p['alpha']):.2g} "
+            f"({have} made, budget {rules.budget_h:g} h); "
+        )
+        out.loc[rows, "reason"] = why + out.loc[rows, "reason"].astype(str)
+        out.loc[rows, "verdict"] = UNDERPOWERED
+    return out
+
+
+def run_hours(manifests: Sequence[Mapping[str, Any]]) -> float:
+    """The mean wall time of runs in hours, from their manifests' ``started_at`` and
+    ``ended_at`` (runs without both left out; 0 without any)."""
+    spans = []
+    for m in manifests:
+        start, end = m.get("started_at"), m.get("ended_at")
+        if start and end:
+            spans.append((pd.Timestamp(end) - pd.Timestamp(start)).total_seconds() / 3600)
+    return float(np.mean(spans)) if spans else 0.0
 
 
 def distinct_tests(table: pd.DataFrame) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from ipclab.claims import (
     NOT_REPRODUCED,
     REPRODUCED,
     TEST,
+    UNDERPOWERED,
     VERDICTS,
     claim_ids,
     tally,
@@ -135,11 +136,29 @@ def findings_lines(table: pd.DataFrame, source: str) -> list[str]:
     for title, rows in sections:
         if len(rows):
             out += ["", f"**{title}:**", ""] + [_line(table, r) for _, r in rows.iterrows()]
+    low = d[(d["verdict"] == UNDERPOWERED) & (ev == TEST)]
+    if len(low):
+        out += ["", f"**Underpowered ({_tests(len(low))}; no affordable number of runs "
+                "decides them):**", ""]  # fmt: skip
+        out += [
+            f"- {claim_ids(table, r, UNDERPOWERED)}: `{r['comparison']}`: {_needs(r)}"
+            for _, r in low.iterrows()
+        ]
     open_ = d[(d["verdict"] == INCONCLUSIVE) & (ev == TEST)]
     if len(open_):
         ids = "; ".join(claim_ids(table, r, INCONCLUSIVE) for _, r in open_.iterrows())
-        out += ["", f"**Inconclusive ({len(open_)} tests):** {ids}."]
+        out += ["", f"**Inconclusive ({_tests(len(open_))}):** {ids}."]
     return out
+
+
+def _tests(n: int) -> str:
+    return f"{n} test" if n == 1 else f"{n} tests"
+
+
+def _needs(r: pd.Series) -> str:
+    """What an underpowered test would need, as its reason states it."""
+    reason = str(r.get("reason", ""))
+    return reason.removeprefix("underpowered: ").split(";")[0]
 
 
 def findings_markdown(table: pd.DataFrame, label: str) -> str:
@@ -163,7 +182,7 @@ def write_findings(readme: Path, table: pd.DataFrame, label: str) -> None:
 
 
 _CLAIM_ID = re.compile(r"\b([A-Z]\d{2}[a-z]?\d*)\b")
-_WORDS = re.compile(r"\b(not reproduced|reproduced|inconclusive)\b", re.I)
+_WORDS = re.compile(r"\b(not reproduced|reproduced|underpowered|inconclusive)\b", re.I)
 
 
 def check_findings(readme: Path, tables: dict[str, pd.DataFrame] | None = None) -> list[str]:

@@ -21,7 +21,10 @@ DATA_DIR = PUBLISHED_DIR
 
 DOCUMENTS = ("thesis", "paper")
 SCOPES = ("performance", "availability", "complexity", "serialisation")
-TESTS = ("direction", "ratio", "equal", "differ", "interaction", "compare")
+TESTS = ("direction", "ratio", "equal", "differ", "interaction", "compare", "value")
+# a value claim's stated unit -> its metric's unit (the metric name's suffix) -> the factor
+UNIT_FACTORS = {("min", "s"): 60.0, ("s", "s"): 1.0, ("ms", "ms"): 1.0, ("s", "ms"): 1000.0}
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 RELATIONS = (">", "<", "=", "!=")
 
 # a printed page or range: arabic, or the roman numbers of a front matter (an abstract on p. v)
@@ -139,6 +142,10 @@ class Claim:
     * ``interaction``: growth of the metric from ``from_users`` to ``to_users`` for a_style
       divided by the same growth for b_style, compared with 1 by ``relation``.
     * ``compare``: a deterministic measurement (code size) of a_style vs b_style.
+    * ``value``: metric(a_style @ a_users) equals the number the sentence states
+      (``published_value`` in ``published_unit``: :attr:`published_number`), within the
+      claim's band (its own, from the number's rounding, or the standard equivalence band);
+      no b side.
 
     ``b_metric`` (optional column): the b side reads this metric instead of ``metric``, so one
     cell's two measures can be compared (e.g. a share of extremes against the same share of
@@ -179,6 +186,16 @@ class Claim:
     def source(self) -> str:
         return f"{self.document} §{self.section}, p. {self.page}"
 
+    @property
+    def published_number(self) -> float | None:
+        """A ``value`` claim's stated number in its metric's unit (``"7"`` ``"min"`` for
+        ``mttf_s``: 420.0); None for other kinds or without a number."""
+        if self.test != "value":
+            return None
+        found = _NUMBER.search(self.published_value)
+        factor = UNIT_FACTORS.get((self.published_unit, metric_unit(self.metric)))
+        return None if found is None or factor is None else float(found.group()) * factor
+
     def describe(self) -> str:
         """A short text of the comparison, e.g. ``rps: grpc@50 > rest@50``."""
 
@@ -191,6 +208,11 @@ class Claim:
         if self.test == "interaction":
             f, t = self.from_users, self.to_users
             return f"{self.metric} growth {f}->{t}: {self.a_style} {self.relation} {self.b_style}"
+        if self.test == "value":
+            return (
+                f"{self.metric}: {side(self.a_style, self.a_users)} ~= "
+                f"{self.published_value} {self.published_unit}"
+            )
         if self.test in ("equal", "differ"):
             rel = "~=" if self.test == "equal" else "!="
             return (
@@ -204,6 +226,11 @@ class Claim:
                 f"{self.b_metric} of {b_side}"
             )
         return f"{self.metric}: {side(self.a_style, self.a_users)} {self.relation} {b_side}"
+
+
+def metric_unit(metric: str) -> str:
+    """A metric's unit from its name's suffix (``mttf_s``: s, ``mean_ms``: ms; else "")."""
+    return next((u for u in ("ms", "s") if metric.endswith(f"_{u}")), "")
 
 
 def _users(path: Path, i: int, col: str, raw: str) -> tuple[int, ...]:
@@ -270,11 +297,21 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
         raise _fail(path, i, "quote is empty")
     if not c.metric:
         raise _fail(path, i, "metric is empty")
+    if c.test != "value" and not c.b_style:
+        raise _fail(path, i, f"a {c.test} claim needs b_style")
     if c.test == "interaction":
         if c.from_users is None or c.to_users is None:
             raise _fail(path, i, "an interaction needs from_users and to_users")
         if c.relation not in ("<", ">"):
             raise _fail(path, i, "an interaction's relation must be < or >")
+    elif c.test == "value":
+        if not c.a_users or c.b_style or c.b_users or c.relation != "=":
+            raise _fail(path, i, "a value claim names a_style and a_users only, relation '='")
+        if c.published_number is None:
+            raise _fail(
+                path, i, f"a value claim needs a number in published_value and a unit of "
+                f"{c.metric!r} in published_unit (one of {sorted({u for u, _ in UNIT_FACTORS})})",
+            )  # fmt: skip
     elif c.test == "compare":
         if c.relation not in ("<", ">"):
             raise _fail(path, i, "a compare claim's relation must be < or >")
@@ -294,7 +331,7 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
         if c.relation not in allowed:
             raise _fail(path, i, f"relation {c.relation!r} does not fit test {c.test!r}")
     given = c.band_low is not None or c.band_high is not None
-    if given and c.test not in ("ratio", "equal", "differ"):
+    if given and c.test not in ("ratio", "equal", "differ", "value"):
         raise _fail(path, i, f"a {c.test} claim has no band")
     if (c.test == "ratio" or given) and (
         c.band_low is None or c.band_high is None or not 0 < c.band_low < c.band_high
@@ -329,7 +366,7 @@ def _raw_claims(p: Path, styles: Sequence[str]) -> pd.DataFrame:
     _choice(df, p, "test", TESTS)
     _choice(df, p, "relation", RELATIONS)
     _choice(df, p, "a_style", styles)
-    _choice(df, p, "b_style", styles)
+    _choice(df, p, "b_style", styles, required=False)  # a value claim has none
     _pages(df, p)
     dup = df["claim_id"].duplicated()
     if dup.any():

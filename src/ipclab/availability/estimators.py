@@ -18,6 +18,7 @@ Estimators (see docs/availability.md):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -78,6 +79,55 @@ def mttf_chi2_interval(
     hi = t2 / stats.chi2.ppf(a / 2, 2 * failures)
     kind = "failure" if failure_terminated else "time"
     return Estimate(time_on_test / failures, float(lo), float(hi), f"chi2-exponential ({kind})")
+
+
+def mttf_bounds(
+    time_on_test: float, failures: int, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """MTTF estimate and two-sided interval, time-terminated (exponential model): with no
+    failure the estimate and the upper end are inf and the lower end is
+    ``2T / chi2_{(1+c)/2}(2)``, the same lower end as with failures (``2r + 2`` df), so that
+    runs that all survived their cap still bound the MTTF from below."""
+    if failures > 0:
+        e = mttf_chi2_interval(time_on_test, failures, confidence)
+        return float(time_on_test / failures), float(e.lower or 0.0), float(e.upper or math.inf)
+    if time_on_test < 0:
+        raise ValueError("time_on_test must be >= 0")
+    lo = 2.0 * time_on_test / stats.chi2.ppf(0.5 + confidence / 2, 2)
+    return math.inf, float(lo), math.inf
+
+
+def mttf_value_p(time_on_test: float, failures: int, mttf: float) -> float:
+    """Two-sided exact p-value of "the MTTF is ``mttf``" given ``failures`` in
+    ``time_on_test`` (failures are Poisson with mean T / MTTF under the exponential model):
+    twice the smaller tail, at most 1."""
+    mu = time_on_test / mttf
+    low = float(stats.poisson.cdf(failures, mu))
+    high = float(stats.poisson.sf(failures - 1, mu)) if failures > 0 else 1.0
+    return min(1.0, 2.0 * min(low, high))
+
+
+def mttf_ratio(
+    failures_a: int, time_a: float, failures_b: int, time_b: float, confidence: float = 0.95
+) -> tuple[float, float, float, float]:
+    """MTTF_a / MTTF_b from each side's failures and time on test (censored runs included),
+    with its exact interval and p-value: given r = r_a + r_b failures, r_a is binomial with
+    ``pi = T_a l_a / (T_a l_a + T_b l_b)`` (the conditional test of two Poisson rates); the
+    Clopper-Pearson interval of pi gives the interval of the ratio, and the two-sided
+    binomial test of equal rates its p. An end may be 0 or inf (no failure on a side: a
+    bound only). With no failure on either side nothing is compared: NaN."""
+    r = failures_a + failures_b
+    nan = math.nan
+    if r == 0 or time_a <= 0 or time_b <= 0:
+        return nan, nan, nan, nan
+    scale = time_a / time_b  # MTTF_a / MTTF_b = (1 - pi) / pi * T_a / T_b
+
+    def theta(pi: float) -> float:
+        return math.inf if pi <= 0 else (1.0 - pi) / pi * scale
+
+    ci = stats.binomtest(failures_a, r).proportion_ci(confidence, method="exact")
+    p = stats.binomtest(failures_a, r, time_a / (time_a + time_b)).pvalue
+    return theta(failures_a / r), theta(ci.high), theta(ci.low), float(p)
 
 
 @dataclass

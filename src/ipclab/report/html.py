@@ -28,6 +28,7 @@ TEXT_WRAP_CHARS = 26  # a text column wraps at about this many characters
 VERDICT_CLASSES = {
     "reproduced": "v-ok",
     "not reproduced": "v-bad",
+    "underpowered": "v-low",
     "inconclusive": "v-unk",
 }
 

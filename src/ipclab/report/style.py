@@ -60,6 +60,7 @@ td.verdict { font-weight: bold; white-space: nowrap; }
 .v-ok { background: #d3ecd9; color: #14532d; }
 .v-bad { background: #f6d3d6; color: #7f1d1d; }
 .v-unk { background: #fbefc6; color: #6b4e00; }
+.v-low { background: #e6e3f3; color: #3d2e7a; }
 .v-other { background: #e2e3e5; color: #333; }
 table.claims, table.allclaims { width: 100%; table-layout: fixed; }
 table.claims td, table.allclaims td { overflow-wrap: anywhere; }

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats as sps
 
+from ipclab.claims import mark_underpowered, run_hours
 from ipclab.experiments import Experiment, load_runs
 from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run
@@ -293,7 +294,12 @@ def analyse(
     cells = analysis.cell_table(req)
     mem = analysis.memory_table(memory_runs)
     table = analysis.runs_table(cells, mem, PRIMARY_ENCODER)
+    power = analysis.power(table) if len(table) else pd.DataFrame()
     claims = analysis.evaluate(table)
+    for family, made_by in (("procedure", procedure_runs), ("memory", memory_runs)):
+        if len(power):  # each family's tests, at the wall time of its own runs
+            hours = run_hours([r.manifest for r in made_by])
+            claims = mark_underpowered(claims, power[power["family"] == family], hours)
     encoders = claims[["claim_id", "comparison", "verdict"]].rename(
         columns={"verdict": PRIMARY_ENCODER}
     )
@@ -315,7 +321,7 @@ def analyse(
         codec=codec_table(cells) if not cells.empty else pd.DataFrame(),
         table3=table3(req) if not req.empty else pd.DataFrame(),
         claims=claims, encoders=encoders, claims_stdlib=std, environment=env,
-        power=analysis.power(table) if len(table) else pd.DataFrame(),
+        power=power,
         throughput=tp, throughput_summary=throughput.summary(tp),
     )  # fmt: skip
 

@@ -83,7 +83,9 @@ def analyse(
     thesis_ratios = ratios(thesis) if len(thesis) else pd.DataFrame()
     serial = serialisation if serialisation is not None else pd.DataFrame()
     base = thesis[~thesis["sequential"]] if len(thesis) else thesis
-    claim_table = claims_table(base, serial)
+    power = power_table(base, serial)
+    hours = claims_mod.run_hours([r.manifest for r in runs.get("thesis", [])])  # its tests' runs
+    claim_table = claims_mod.mark_underpowered(claims_table(base, serial), power, hours)
     return Analysis(
         profile=profile_name,
         thesis=thesis,
@@ -106,7 +108,7 @@ def analyse(
         claims=claim_table,
         statements=claims_mod.statement_verdicts(claim_table) if len(claim_table) else
         pd.DataFrame(),
-        power=power_table(base, serial),
+        power=power,
         machine=machine_state(thesis, sweep, sat),
         serialisation=serial,
         serialisation_cells=ser.cells(serial) if len(serial) else pd.DataFrame(),

@@ -280,6 +280,16 @@ def measured_deviations(rows: pd.DataFrame) -> list[str]:
     sets = sorted(set(rows.get("adapters", [])))
     if sets and "native" not in sets:
         out.append("The native adapter set (nginx, nghttpx) was not run in this profile.")
+    keys = [k for k in ("adapters", "style", "delay_ms") if k in rows.columns]
+    if len(rows) and keys:
+        lo, hi = int(rows.groupby(keys).size().min()), int(rows.groupby(keys).size().max())
+        need = claims_mod.Rules().min_repetitions
+        if lo < need:
+            runs = f"{lo}" if lo == hi else f"{lo}-{hi}"
+            out.append(
+                f"{runs} runs per cell, fewer than the {need} a test needs: a cell with "
+                "fewer decides no claim (inconclusive)."
+            )
     return out
 
 
@@ -317,6 +327,8 @@ def analyse(
     gc = gc_records(per, rows)
     claim_table = verdicts.evaluate(primary, gc=gc) if len(primary) else pd.DataFrame()
     power = verdicts.power(primary) if len(primary) else pd.DataFrame()
+    hours = claims_mod.run_hours([r.manifest for r in runs])
+    claim_table = claims_mod.mark_underpowered(claim_table, power, hours)
     shift, shift_runs = gc_shift_tables(gc, primary, per["slow"])
     return Analysis(
         runs=rows, hosts_runs=per["hosts_runs"], cases_runs=per["cases_runs"],

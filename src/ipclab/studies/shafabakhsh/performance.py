@@ -245,6 +245,8 @@ def analyse(
     claims = evaluate(runs, code)
     base = runs[np.isclose(runs["think_time_s"].astype(float), 0.0)] if len(runs) else runs
     power = claims_mod.repetitions(published.claims(scope="performance"), base)  # its family
+    hours = claims_mod.run_hours([r.manifest for r in perf_runs])
+    claims = claims_mod.mark_underpowered(claims, power, hours)
     return Analysis(
         profile=profile_name,
         runs=runs,

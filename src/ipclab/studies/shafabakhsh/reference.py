@@ -45,7 +45,7 @@ def _readme(results: StudyResults, blocks: Mapping[str, str] | None = None) -> N
 
 
 #: The claims tables a reference folder may hold, each with a findings block in its README.
-CLAIMS_TABLES = ("claims.csv", "claims_mttr_fault_injection.csv")
+CLAIMS_TABLES = ("claims.csv", "claims_mttr_outage.csv", "claims_mttr_fault_injection.csv")
 
 
 def rebuild_performance(root: Path = ROOT, figures: Path = FIGURES) -> Path:

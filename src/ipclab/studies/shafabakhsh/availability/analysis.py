@@ -3,6 +3,7 @@ values, the outage table and the claims."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,11 +11,17 @@ import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab.availability.estimators import availability_summary
+from ipclab.availability.estimators import (
+    availability_summary,
+    mttf_bounds,
+    mttf_ratio,
+    mttf_value_p,
+)
 from ipclab.availability.outage import CLASSES, classify_requests, outage_table
 from ipclab.availability.tracker import Cycle, read_cycles
 from ipclab.published import Claim
 from ipclab.runs import Run
+from ipclab.stats import Interval
 from ipclab.studies.shafabakhsh import published
 from ipclab.studies.shafabakhsh.availability.profiles import STYLES, AvailabilityRuns, profile
 from ipclab.studies.shafabakhsh.availability_published import (
@@ -154,22 +161,23 @@ def classified_outage(run: Run) -> pd.DataFrame:
     return df.assign(style=info["style"], repetition=info["repetition"])
 
 
-def fault_injection_rows(cycles: pd.DataFrame) -> pd.DataFrame:
-    """One row per fault-injection run (the run is the unit of replication): its style, its
-    own users and its mean MTTR after the restart over its cycles."""
+def fault_injection_rows(cycles: pd.DataFrame, method: str = "fault_injection") -> pd.DataFrame:
+    """One row per run of ``method`` (the run is the unit of replication): its style, its own
+    users and its mean MTTR after the restart over its cycles (fault injection: its injected
+    faults; the outage experiment: its one stop and restart)."""
     cols = ["style", "users", "run", "mttr_s"]
     if not len(cycles):
         return pd.DataFrame(columns=cols)
-    fi = cycles[cycles["method"] == "fault_injection"]
+    fi = cycles[cycles["method"] == method]
     per_run = fi.groupby(["style", "users", "run"], as_index=False)["restart_to_recovery_s"]
     return per_run.mean().rename(columns={"restart_to_recovery_s": "mttr_s"})[cols]
 
 
-def _fi_users_map(cycles: pd.DataFrame) -> dict[int, int]:
-    """The thesis's 200 users stand for the load fault injection ran at (its own label)."""
+def _fi_users_map(cycles: pd.DataFrame, method: str = "fault_injection") -> dict[int, int]:
+    """The thesis's 200 users stand for the load ``method`` ran at (its own label)."""
     if not len(cycles):
         return {}
-    loads = sorted(set(cycles.loc[cycles["method"] == "fault_injection", "users"].astype(int)))
+    loads = sorted(set(cycles.loc[cycles["method"] == method, "users"].astype(int)))
     return {200: loads[0]} if len(loads) == 1 else {}
 
 
@@ -279,18 +287,105 @@ class Analysis:
     claims: pd.DataFrame
     claims_fault_injection: pd.DataFrame
     users_map: dict[int, int]
+    # T20/P15 on the outage runs' restart to recovery (one stop and restart of a service)
+    claims_mttr_outage: pd.DataFrame = field(default_factory=pd.DataFrame)
     power: pd.DataFrame = field(default_factory=pd.DataFrame)  # per family, where runs allow
 
 
 #: One Holm family per experiment (docs/statistics.md section 3), each with the metrics its
 #: runs measure: method 1 (until failure) gives MTTF, MTTR and A per run; the outage
 #: experiment the share of requests failed in the outage; fault injection (method 2) the
-#: MTTR after the restart, one value per run, standing in for the thesis's.
+#: MTTR after the restart, one value per run, standing in for the thesis's; the outage
+#: experiment's restart of the stopped service the same, a family of its own.
 FAMILY_METRICS = {
     "until failure": ("mttf_s", "mttr_s", "availability"),
     "outage": ("outage_failure_fraction",),
     "fault injection": ("mttr_s",),
+    "outage recovery": ("mttr_s",),
 }
+
+
+def mttf_effects(
+    claims: list[Claim], cells: pd.DataFrame, users_map: dict[int, int], confidence: float
+) -> dict[str, claims_mod.Effect]:
+    """The effects of the single-load MTTF claims from each cell's failures and time on test,
+    runs that survived their cap included (a lower bound on their time to failure;
+    docs/statistics.md section 6): a ``value`` against the number its sentence states (the
+    time-terminated chi-square interval, the exact Poisson p), a ``direction`` between two
+    cells (the conditional test of two Poisson rates, ``mttf_ratio``)."""
+
+    def cell(style: str, users: int) -> tuple[Any, int]:
+        u = users_map.get(users, users)
+        found = _rows(cells, style=style, users=u)
+        return (None if found.empty else found.iloc[0]), u
+
+    out: dict[str, claims_mod.Effect] = {}
+    for c in claims:
+        if c.metric != "mttf_s" or c.test not in ("value", "direction") or len(c.a_users) != 1:
+            continue
+        a, ua = cell(c.a_style, c.a_users[0])
+        if c.test == "value":
+            if a is None:
+                out[c.claim_id] = claims_mod.Effect.unmeasured(f"no runs for {c.a_style}@{ua}")
+                continue
+            number = float(c.published_number or math.nan)
+            est, lo, hi = mttf_bounds(float(a["up_s"]), int(a["failures"]), confidence)
+            p = mttf_value_p(float(a["up_s"]), int(a["failures"]), number)
+            out[c.claim_id] = claims_mod.value_effect(
+                c, est, lo, hi, int(a["runs"]), p, CENSORED_METHOD, users=str(ua)
+            )
+            continue
+        if len(c.b_users) != 1:
+            continue
+        b, ub = cell(c.b_style, c.b_users[0])
+        empty = [f"{s}@{u}" for s, u, r in ((c.a_style, ua, a), (c.b_style, ub, b)) if r is None]
+        if empty:
+            out[c.claim_id] = claims_mod.Effect.unmeasured(f"no runs for {', '.join(empty)}")
+            continue
+        est, lo, hi, p = mttf_ratio(
+            int(a["failures"]), float(a["up_s"]), int(b["failures"]), float(b["up_s"]), confidence
+        )
+        if np.isnan(est):
+            bounds = " and ".join(
+                f"{s}@{u} > {mttf_bounds(float(r['up_s']), 0, confidence)[1]:.0f} s"
+                for s, u, r in ((c.a_style, ua, a), (c.b_style, ub, b))
+            )
+            out[c.claim_id] = claims_mod.Effect.unmeasured(
+                f"no failure in any run of either cell (MTTF {bounds}): no ratio to test"
+            )
+            continue
+        na, nb = int(a["runs"]), int(b["runs"])
+        out[c.claim_id] = claims_mod.Effect(
+            Interval(est, lo, hi, min(na, nb), confidence, "exact"),
+            float(a["up_s"]) / max(int(a["failures"]), 1) if int(a["failures"]) else math.inf,
+            float(b["up_s"]) / max(int(b["failures"]), 1) if int(b["failures"]) else math.inf,
+            min(na, nb), na, nb, p, "exact (Poisson rates)",
+            users=str(ua) if ua == ub else f"{ua} vs {ub}", open_ended=True,
+        )  # fmt: skip
+    return out
+
+
+def _until_failure_effects(
+    runs: AvailabilityRuns, m1: pd.DataFrame, users_map: dict[int, int], confidence: float
+) -> dict[str, claims_mod.Effect]:
+    """The method-1 family's study-computed effects: the MTTF claims on every run's time on
+    test, or, where method 1 did not run, why no claim of the family is measured."""
+    claims = family_claims("until failure")
+    if not runs.until_failure:
+        why = claims_mod.Effect.unmeasured(NOT_RUN)
+        return {c.claim_id: why for c in claims}
+    return mttf_effects(claims, m1, users_map, confidence)
+
+
+#: the until-failure family's reason where method 1 did not run (the local reference)
+NOT_RUN = (
+    "method 1 (until failure) not run here: a time to failure needs a run under load until "
+    "it fails (the docker reference); fault injection's up times are its injection schedule, "
+    "and its MTTR is judged in the fault-injection claims"
+)
+
+#: how a censored MTTF value claim is measured (the claims table's p_method)
+CENSORED_METHOD = "exact (Poisson), censored runs included"
 
 
 def family_claims(family: str) -> list[Claim]:
@@ -324,18 +419,20 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
     formula = published_table()
     umap = _users_map(p.until_failure_users)
     crow = claims_rows(runs.until_failure, runs.outage)
-    fi_rows, fi_map = fault_injection_rows(cyc), _fi_users_map(cyc)
     evaluated = {
         "until failure": (crow, umap),
         "outage": (crow, {}),
-        "fault injection": (fi_rows, fi_map),
+        "fault injection": (fault_injection_rows(cyc), _fi_users_map(cyc)),
+        "outage recovery": (fault_injection_rows(cyc, "outage"), _fi_users_map(cyc, "outage")),
     }
+    effects = {"until failure": _until_failure_effects(runs, m1, umap, conf)}
     tables = {
         fam: claims_mod.evaluate_claims(
-            rows, family_claims(fam), scope="availability", users_map=m, family=fam
+            rows, family_claims(fam), scope="availability", users_map=m, family=fam,
+            effects=effects.get(fam),
         )
         for fam, (rows, m) in evaluated.items()
-    }
+    }  # fmt: skip
     power = pd.concat(
         [
             claims_mod.repetitions(family_claims(fam), rows, users_map=m).assign(family=fam)
@@ -343,6 +440,15 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
         ],
         ignore_index=True,
     )
+    made_by = {
+        "until failure": runs.until_failure,
+        "outage": runs.outage,
+        "fault injection": runs.fault_injection,
+        "outage recovery": runs.outage,
+    }
+    for fam, made in made_by.items():  # each family's tests at the wall time of its runs
+        hours = claims_mod.run_hours([r.manifest for r in made])
+        tables[fam] = claims_mod.mark_underpowered(tables[fam], power, hours)
     return Analysis(
         profile=profile_name,
         until_failure=m1,
@@ -354,6 +460,7 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
         claims_runs=crow,
         claims=pd.concat([tables["until failure"], tables["outage"]], ignore_index=True),
         claims_fault_injection=tables["fault injection"],
+        claims_mttr_outage=tables["outage recovery"],
         users_map=umap,
         power=power,
     )

@@ -86,6 +86,15 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
         "replication), at the load the runs used (users_map); verdicts by the same rules.",
         in_report=False,
     )
+    if len(a.claims_mttr_outage) and a.claims_mttr_outage["n_a"].gt(0).any():
+        results.table(
+            a.claims_mttr_outage,
+            "claims_mttr_outage",
+            "Claims T20 and P15 (MTTR after the restart) on the outage runs, a Holm family of "
+            "their own: one stop of a service and its restart per run, so each run gives one "
+            "restart-to-recovery time, at the load the runs used (users_map); verdicts by the "
+            "same rules. One restarted service, where the thesis restarted its whole cluster.",
+        )
     if len(a.power):
         results.table(
             a.power,
