@@ -291,6 +291,12 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
         magnitude=r.get("magnitude", ""),
         b_metric=r.get("b_metric", ""),
     )
+    _check_claim(path, i, c)
+    return c
+
+
+def _check_claim(path: Path, i: int, c: Claim) -> None:
+    """A row's claim is whole and its test, relation, cells and band fit together."""
     if not c.claim_id.startswith(c.statement_id):
         raise _fail(path, i, f"claim_id {c.claim_id!r} does not start with {c.statement_id!r}")
     if not c.quote.strip():
@@ -349,7 +355,6 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
         raise _fail(path, i, f"magnitude {c.magnitude!r} applies to direction or differ only")
     if c.magnitude == "slight" and c.test != "direction":
         raise _fail(path, i, "'slight' is a size of a direction (test = direction)")
-    return c
 
 
 MAGNITUDES = ("", "slight", "considerable")

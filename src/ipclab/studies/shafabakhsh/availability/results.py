@@ -77,6 +77,22 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
             "relative to the outage window; classes sum to the requests issued.",
         )
     results.table(a.cycles, "cycles", "Every failure-recovery cycle.", in_report=False)
+    _claims_tables(a, results)
+    if len(a.power):
+        results.table(
+            a.power,
+            "power",
+            "Runs per cell each test would need to detect the published ratio with 80% power "
+            "at alpha / (its family's distinct tests) (docs/statistics.md section 7), per "
+            "family (until failure, outage, fault injection); only tests with 2 or more runs "
+            "per cell are planned.",
+        )
+    _figures(a, runs, results)
+
+
+def _claims_tables(a: Analysis, results: StudyResults) -> None:
+    """The claims of the until-failure and outage families, and the MTTR claims judged on
+    the restarts of fault injection and of the outage experiment."""
     results.claims_table(a.claims)
     results.table(
         a.claims_fault_injection,
@@ -95,15 +111,9 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
             "restart-to-recovery time, at the load the runs used (users_map); verdicts by the "
             "same rules. One restarted service, where the thesis restarted its whole cluster.",
         )
-    if len(a.power):
-        results.table(
-            a.power,
-            "power",
-            "Runs per cell each test would need to detect the published ratio with 80% power "
-            "at alpha / (its family's distinct tests) (docs/statistics.md section 7), per "
-            "family (until failure, outage, fault injection); only tests with 2 or more runs "
-            "per cell are planned.",
-        )
+
+
+def _figures(a: Analysis, runs: AvailabilityRuns, results: StudyResults) -> None:
     results.figure(
         figure_availability(a),
         "availability_fig4_side_by_side",
