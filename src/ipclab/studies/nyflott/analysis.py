@@ -282,7 +282,8 @@ def measured_deviations(rows: pd.DataFrame) -> list[str]:
         out.append("The native adapter set (nginx, nghttpx) was not run in this profile.")
     keys = [k for k in ("adapters", "style", "delay_ms") if k in rows.columns]
     if len(rows) and keys:
-        lo, hi = int(rows.groupby(keys).size().min()), int(rows.groupby(keys).size().max())
+        per_cell = rows.groupby(keys).size()
+        lo, hi = int(per_cell.min()), int(per_cell.max())
         need = claims_mod.Rules().min_repetitions
         if lo < need:
             runs = f"{lo}" if lo == hi else f"{lo}-{hi}"

@@ -357,8 +357,8 @@ def mttf_effects(
         na, nb = int(a["runs"]), int(b["runs"])
         out[c.claim_id] = claims_mod.Effect(
             Interval(est, lo, hi, min(na, nb), confidence, "exact"),
-            float(a["up_s"]) / max(int(a["failures"]), 1) if int(a["failures"]) else math.inf,
-            float(b["up_s"]) / max(int(b["failures"]), 1) if int(b["failures"]) else math.inf,
+            mttf_bounds(float(a["up_s"]), int(a["failures"]), confidence)[0],
+            mttf_bounds(float(b["up_s"]), int(b["failures"]), confidence)[0],
             min(na, nb), na, nb, p, "exact (Poisson rates)",
             users=str(ua) if ua == ub else f"{ua} vs {ub}", open_ended=True,
         )  # fmt: skip
