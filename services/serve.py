@@ -14,26 +14,44 @@ from the harness:
   service (``ingress``), started by ``ipclab_services.adapters`` (its environment is
   described there);
 - ``IPCLAB_GC_EVENTS=1``: every major (gen-2) garbage collection is logged (``gcwatch``);
+- ``IPCLAB_RECONNECT``: the clients' reconnect settings, ``default`` or ``tuned``
+  (``reconnect``);
 - the domain's data (e.g. ``IPCLAB_SEED``) and the gateway's strategy
   (``IPCLAB_CALL_TIMEOUT_S``, ``IPCLAB_SEQUENTIAL``; see ``domains.GatewaySettings``).
 
 A domain whose roles are whole apps rather than services behind a front and a transport
 (the payload domain: the protocol is what it measures) defines ``serve_role`` and is
 started by it, from the same environment.
+
+Once a gateway or a service accepts calls it prints one line to stderr,
+``ipclab-ready {"t": <unix s>, "role": "<role>"}``, which the backends keep as the role's
+log: the harness times a restarted component's start from it (docs/availability.md,
+"Recovery, decomposed").
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
+import time
 
 import uvloop
 from ipclab_services import adapters, domains, fronts, gcwatch, transports
 from ipclab_services.adapters import addr_env
 from ipclab_services.transports.base import ConnectConfig, ServeConfig
+
+READY = "ipclab-ready "
+
+
+async def announce(ready: asyncio.Event, role: str) -> None:
+    """Print the ``ipclab-ready`` line once ``ready`` is set."""
+    await ready.wait()
+    sys.stderr.write(READY + json.dumps({"t": round(time.time(), 6), "role": role}) + "\n")
+    sys.stderr.flush()
 
 
 async def main() -> None:
@@ -62,19 +80,28 @@ async def main() -> None:
         try:
             front = fronts.load(env["IPCLAB_FRONT"])
             settings = domains.GatewaySettings.from_env()
-            await front.serve(front.make_handler(domain, clients, names, settings), host, port)
+            ready = asyncio.Event()
+            announced = asyncio.ensure_future(announce(ready, role))
+            handler = front.make_handler(domain, clients, names, settings)
+            try:
+                await front.serve(handler, host, port, ready)
+            finally:
+                announced.cancel()
         finally:
             await clients.close()
         return
 
     if role not in names or role not in defs:
         sys.exit(f"unknown role {role!r}; this stack's services: {', '.join(names)}")
-    task = asyncio.ensure_future(transport.serve(defs[role], ServeConfig(host, port, amqp_url)))
+    config = ServeConfig(host, port, amqp_url)
+    announced = asyncio.ensure_future(announce(config.ready, role))
+    task = asyncio.ensure_future(transport.serve(defs[role], config))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)
     with contextlib.suppress(asyncio.CancelledError):
         await task
+    announced.cancel()
 
 
 if __name__ == "__main__":

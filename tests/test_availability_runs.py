@@ -97,6 +97,14 @@ def test_fault_injection_cycles(study_run: tuple[Path, object]) -> None:
         s = r.summary
         assert s["failures"] == len([c for c in cycles if c.failed])
         assert s["mttr_s"] is not None and 0 < s["availability"] < 1
+        # recovery decomposed: every restarted Python role printed its ready line, so start
+        # and reconnect are known and add up to the thesis's MTTR
+        parts = pd.read_csv(r.path / "recovery.csv")
+        assert len(parts) == len(recovered) == s["recovery"]["recovered_cycles"]
+        assert parts["start_s"].notna().all() and (parts["start_s"] > 0).all(), parts
+        total = parts["start_s"] + parts["reconnect_s"]
+        assert (total - parts["restart_to_recovery_s"]).abs().max() < 1e-6
+        assert r.parameters["reconnect"]["mode"] == "default"
 
 
 def test_until_failure_runs_and_restarts(study_run: tuple[Path, object]) -> None:

@@ -31,6 +31,7 @@ import aio_pika
 import orjson
 from aio_pika.abc import AbstractIncomingMessage
 from aiormq.exceptions import ChannelInvalidStateError
+from ipclab_services import reconnect
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
 from ipclab_services.transports.base import ConnectConfig, ServeConfig, ServiceDef
 
@@ -50,7 +51,9 @@ async def _declare(
 
 
 async def serve(service: ServiceDef, config: ServeConfig) -> None:
-    connection = await aio_pika.connect_robust(config.amqp_url)
+    connection = await aio_pika.connect_robust(
+        config.amqp_url, reconnect_interval=reconnect.amqp_reconnect_interval()
+    )
     try:
         channel = await connection.channel()
         await channel.set_qos(prefetch_count=PREFETCH)
@@ -96,7 +99,9 @@ class AmqpClients:
         self.published_by_op: dict[str, int] = {}
 
     async def start(self, services: Sequence[ServiceDef], url: str) -> None:
-        self._connection = await aio_pika.connect_robust(url)
+        self._connection = await aio_pika.connect_robust(
+            url, reconnect_interval=reconnect.amqp_reconnect_interval()
+        )
         self._channel = await self._connection.channel(publisher_confirms=False)
         for s in services:
             await _declare(self._channel, s.name)

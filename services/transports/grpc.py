@@ -15,6 +15,7 @@ from typing import Any
 import grpc
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
+from ipclab_services import reconnect
 from ipclab_services.errors import (
     BadRequest,
     NotFound,
@@ -102,7 +103,9 @@ class GrpcClients:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._calls: dict[tuple[str, str], Any] = {}
         for s in services:
-            channel = grpc.aio.insecure_channel(addresses[s.name], options=_CHANNEL_OPTIONS)
+            channel = grpc.aio.insecure_channel(
+                addresses[s.name], options=_CHANNEL_OPTIONS + reconnect.grpc_channel_options()
+            )
             self._channels[s.name] = channel
             for op, o in s.ops.items():
                 self._calls[s.name, op] = (

@@ -35,6 +35,7 @@ from ipclab.availability.estimators import availability_summary
 from ipclab.availability.faults import Fault, fault_schedule
 from ipclab.availability.outage import classify_requests, outage_table
 from ipclab.availability.probe import Probe, read_probe
+from ipclab.availability.recovery import RESTARTED, decompose, ready_events, summarise
 from ipclab.availability.tracker import Criteria, CycleLog, CycleTracker, Mark, read_cycles
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.load import forkserver
@@ -169,7 +170,45 @@ class Common:
 
 
 def _parameters(stack: RunningStack, options: StackOptions, **kw: Any) -> dict[str, Any]:
-    return {"stack": stack.spec.name, "backend": stack.backend, "options": options.as_dict(), **kw}
+    return {
+        "stack": stack.spec.name,
+        "backend": stack.backend,
+        "options": options.as_dict(),
+        "reconnect": reconnect_settings(stack.spec, options),
+        **kw,
+    }
+
+
+def reconnect_settings(spec: StackSpec, options: StackOptions) -> dict[str, Any]:
+    """The clients' reconnect mode and every setting it puts in force for the stack's
+    transport (``ipclab_services.reconnect``; the library defaults named too)."""
+    from ipclab_services import reconnect
+
+    python = spec.runtime.name == "python"  # the settings are those of the Python clients
+    return {
+        "mode": options.reconnect,
+        "transport": spec.transport,
+        "runtime": spec.runtime.name,
+        "settings": reconnect.settings(spec.transport, options.env()) if python else None,
+    }
+
+
+def _decompose_recovery(
+    stack: RunningStack, writer: RunWriter, t_start: float | None
+) -> dict[str, Any]:
+    """Copy the restarted components' ``ready`` lines from their logs into the run's
+    events, write ``recovery.csv`` (``ipclab.availability.recovery``) and return its summary."""
+    if t_start is not None:
+        try:
+            logs = stack.logs()
+        except Exception:  # noqa: BLE001 - no logs: start and reconnect stay unknown
+            logs = {}
+        for e in ready_events(logs, t_start, time.time()):
+            writer.event(e["event"], t=e["t"], role=e["role"])
+    run = read_run(writer.path)
+    parts = decompose(read_cycles(writer.path), run.events())
+    parts.to_csv(writer.path / "recovery.csv", index=False)
+    return summarise(parts)
 
 
 def _writer(
@@ -300,6 +339,7 @@ def run_until_failure(
                 mon.wait_until(lambda: mon.last_good_at > t_r, common.recover_timeout_s)
     summary = _summarise_cycles(writer.path, common.confidence)
     summary["load"] = stopped["load"]
+    summary["recovery"] = _decompose_recovery(stack, writer, mon.t_start)
     summary["restart_to_first_good_s"] = (
         first_good_after(writer.path, t_restart) if t_restart is not None else None
     )
@@ -337,6 +377,7 @@ def restart_all(stack: RunningStack, mon: Monitor) -> float:
         t = mon.mark("restart", role)
         t0 = t if t0 is None else t0
         stack.restart(role)
+        mon.writer.event(RESTARTED, role=role)
     assert t0 is not None
     return t0
 
@@ -421,6 +462,7 @@ def run_fault_injection(
         mon.sleep(1.0)
     summary = _summarise_cycles(writer.path, common.confidence)
     summary["load"] = stopped["load"]
+    summary["recovery"] = _decompose_recovery(stack, writer, mon.t_start)
     _finish(writer, "complete", summary)
     return writer.path
 
@@ -441,6 +483,7 @@ def _inject(
     wait_dead(stack, fault.component)
     mon.mark("restart", fault.component, fault=fault.index)
     stack.restart(fault.component)
+    mon.writer.event(RESTARTED, role=fault.component)
     if not masked:
         mon.wait_until(lambda: mon.n_cycles > before, recover_timeout_s)
     c = mon.tracker.cycles[-1] if mon.n_cycles > before else None
@@ -525,6 +568,7 @@ def run_outage(
         wait_dead(stack, plan.role)
         t1 = mon.mark("restart", plan.role)
         stack.restart(plan.role)
+        mon.writer.event(RESTARTED, role=plan.role)
         mon.wait_until(lambda: not load.running, plan.after_s + 30)
     stats_after = gateway_stats(stack)
     requests = read_run(writer.path).requests()
@@ -543,6 +587,7 @@ def run_outage(
         "outage_failure_fraction": outage_failure_fraction(table),
         "gateway_unmatched_replies": unmatched,
         "load": stopped["load"],
+        "recovery": _decompose_recovery(stack, writer, mon.t_start),
     }
     _finish(writer, "complete", summary)
     return writer.path

@@ -181,6 +181,39 @@ def _fi_users_map(cycles: pd.DataFrame, method: str = "fault_injection") -> dict
     return {200: loads[0]} if len(loads) == 1 else {}
 
 
+def _kind(component: Any) -> str:
+    return component if component in ("gateway", "broker") else "service"
+
+
+def recovery_table(runs: list[Run]) -> pd.DataFrame:
+    """Recovery decomposed (``ipclab.availability.recovery``) per style, reconnect setting
+    and kind of component restarted: the mean of each part over the recovered cycles, and
+    how many runs and cycles it rests on. Runs without ``recovery.csv`` (made before it was
+    written) are left out."""
+    frames = []
+    for r in runs:
+        f = r.path / "recovery.csv"
+        if not f.exists():
+            continue
+        parts = pd.read_csv(f)
+        if parts.empty:
+            continue
+        mode = (r.parameters.get("options") or {}).get("reconnect", "default")
+        frames.append(parts.assign(**_run_info(r), reconnect=mode))
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    df["kind"] = df["component"].map(_kind)
+    cols = ["detection_s", "reaction_s", "start_s", "reconnect_s", "restart_to_recovery_s"]
+    keys = ["method", "style", "reconnect", "kind"]
+    out = df.groupby(keys)[cols].mean().reset_index()
+    out.insert(4, "runs", df.groupby(keys)["run"].nunique().to_numpy())
+    out.insert(5, "cycles", df.groupby(keys).size().to_numpy())
+    return out.sort_values(["method", "kind", "reconnect", "style"], key=_style_key).reset_index(
+        drop=True
+    )
+
+
 def outage_summary(outage_runs: list[Run]) -> pd.DataFrame:
     """Requests per class, per style and phase, summed over repetitions; every request
     issued is in exactly one class (asserted by :func:`ipclab.availability.outage.outage_table`)."""
@@ -289,6 +322,8 @@ class Analysis:
     users_map: dict[int, int]
     # T20/P15 on the outage runs' restart to recovery (one stop and restart of a service)
     claims_mttr_outage: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # detection, reaction, start and reconnect per style, reconnect setting and component
+    recovery: pd.DataFrame = field(default_factory=pd.DataFrame)
     power: pd.DataFrame = field(default_factory=pd.DataFrame)  # per family, where runs allow
 
 
@@ -463,4 +498,5 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
         claims_mttr_outage=tables["outage recovery"],
         users_map=umap,
         power=power,
+        recovery=recovery_table([*runs.all(), *runs.tuned]),
     )

@@ -4,6 +4,7 @@ deviations from the thesis."""
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run, read_run
 from ipclab.runstore import reusable
 from ipclab.stacks import resolve
+from ipclab.stats.machine import MachineLimits
 from ipclab.studies.shafabakhsh.performance import CLIENT_DEVIATIONS
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
@@ -43,6 +45,10 @@ class Profile:
     outage: Outage
     outage_repetitions: int
     common: Common
+    fault_injection_repetitions: int = 1
+    # fault injection runs with the clients' reconnect settings tuned (ipclab_services.
+    # reconnect), each on the schedule of the default run of the same repetition
+    tuned_repetitions: int = 0
     call_timeout_s: float = 15.0  # every style, so that queued AMQP requests can be served late
     cpus: float | None = None  # method 1 resource limits (docker backend only)
     memory_mb: int | None = None
@@ -70,15 +76,20 @@ PROFILES: dict[str, Profile] = {
         ),
         share_stack=True,
     ),
-    # the thesis's loads under limits with a cap; >= 10 injected cycles; 3 outage repetitions
+    # the thesis's loads under limits with a 900 s cap, 3 runs per cell; fault injection 5
+    # runs per style of 8 faults each (one MTTR and one A per run) and one run per style
+    # with tuned reconnect settings; 5 outage runs per style (docs/availability.md, "The
+    # plan")
     "full": Profile(
         until_failure=UntilFailure(cap_s=900.0),
         until_failure_users=(200, 300, 400),
         until_failure_repetitions=3,
-        fault_injection=FaultInjection(users=50, cycles=12, mean_gap_s=15.0, min_gap_s=5.0),
+        fault_injection=FaultInjection(users=50, cycles=8, mean_gap_s=10.0, min_gap_s=5.0),
         outage=Outage(users=50, before_s=20.0, outage_s=10.0, after_s=25.0),
-        outage_repetitions=3,
+        outage_repetitions=5,
         common=Common(),
+        fault_injection_repetitions=5,
+        tuned_repetitions=1,
         cpus=0.5,
         memory_mb=256,
     ),
@@ -128,10 +139,25 @@ class Job:
     stack: str
     users: int
     repetition: int
+    reconnect: str = "default"  # the clients' reconnect settings (StackOptions.reconnect)
 
     @property
     def key(self) -> str:
-        return f"{self.method}-{self.stack}-u{self.users}-r{self.repetition}"
+        tuned = "" if self.reconnect == "default" else f"-{self.reconnect}"
+        return f"{self.method}-{self.stack}-u{self.users}-r{self.repetition}{tuned}"
+
+
+def quiet_machine(run: Run, limits: MachineLimits | None = None) -> bool:
+    """The machine check of one availability run (``ipclab.stats.machine``): other
+    processes' CPU and the VM's steal time within the limits while it ran (unknown counts as
+    within). A run made on a busy machine is not reused: it is made again. (The cost per
+    request, the check across a cell's runs, moves with the faults themselves here.)"""
+    limits = limits or MachineLimits()
+    load = (run.summary or {}).get("load") or {}
+    other, steal = load.get("other_cpu_percent"), load.get("steal_percent")
+    return (other is None or other <= limits.max_other_cpu_percent) and (
+        steal is None or steal <= limits.max_steal_percent
+    )
 
 
 def _limits(options: dict[str, Any]) -> tuple[Any, Any]:
@@ -143,8 +169,12 @@ class AvailabilityRuns:
     until_failure: list[Run] = field(default_factory=list)
     fault_injection: list[Run] = field(default_factory=list)
     outage: list[Run] = field(default_factory=list)
+    # fault injection with the clients' reconnect settings tuned: the recovery
+    # decomposition's comparison, never in the claims (their runs are the default's)
+    tuned: list[Run] = field(default_factory=list)
 
     def all(self) -> list[Run]:
+        """The runs of the claims' experiments (every method at the default settings)."""
         return [*self.until_failure, *self.fault_injection, *self.outage]
 
 
@@ -157,6 +187,7 @@ class AvailabilityExperiment:
     root: Path = DEFAULT_ROOT
     stacks: tuple[str, ...] = STACKS
     methods: tuple[str, ...] = METHODS  # a subset runs (and loads) only those methods
+    order_seed: int = 2020
 
     @property
     def profile(self) -> Profile:
@@ -175,7 +206,15 @@ class AvailabilityExperiment:
         every component, so it goes last on a shared stack)."""
         p = self.profile
         out = [Job("outage", stack, p.outage.users, r) for r in range(1, p.outage_repetitions + 1)]
-        out.append(Job("fault_injection", stack, p.fault_injection.users, 1))
+        fi = p.fault_injection.users
+        out += [
+            Job("fault_injection", stack, fi, r)
+            for r in range(1, p.fault_injection_repetitions + 1)
+        ]
+        out += [
+            Job("fault_injection", stack, fi, r, reconnect="tuned")
+            for r in range(1, p.tuned_repetitions + 1)
+        ]
         out += [
             Job("until_failure", stack, u, r)
             for r in range(1, p.until_failure_repetitions + 1)
@@ -190,14 +229,15 @@ class AvailabilityExperiment:
             call_timeout_s=p.call_timeout_s,
             cpus=p.cpus if limits else None,
             memory_mb=p.memory_mb if limits else None,
+            reconnect=job.reconnect,
         )
 
     def plan(self, job: Job) -> UntilFailure | FaultInjection | Outage:
         p = self.profile
         if job.method == "until_failure":
             return replace(p.until_failure, users=job.users, seed=job.repetition)
-        if job.method == "fault_injection":
-            return p.fault_injection
+        if job.method == "fault_injection":  # repetition r: the schedule of seed + r - 1
+            return replace(p.fault_injection, seed=p.fault_injection.seed + job.repetition - 1)
         return replace(p.outage, seed=job.repetition)
 
     def _reusable(self, job: Job) -> bool:
@@ -212,38 +252,54 @@ class AvailabilityExperiment:
             return (
                 p.get("plan") == asdict(self.plan(job))
                 and _limits(p.get("options") or {}) == _limits(self.options(job).as_dict())
+                and (p.get("options") or {}).get("reconnect", "default") == job.reconnect
                 and bool(p.get("shared_stack")) == self._shared(job)
             )
 
-        return reusable(
+        return quiet_machine(r) and reusable(
             r.manifest,
             backend=self.backend,
             stack_spec=resolve(job.stack).declaration(),
             same_parameters=same,
         )
 
+    def order(self) -> list[Job]:
+        """Every job in the order they run: repetition by repetition, each repetition's
+        jobs (every style, method and load) shuffled by ``order_seed``, so that no style
+        runs all at one time of the sitting; the same order whatever is done already."""
+        rng = random.Random(self.order_seed)
+        jobs = [j for stack in self.stacks for j in self.jobs(stack)]
+        out: list[Job] = []
+        for rep in sorted({j.repetition for j in jobs}):
+            block = [j for j in jobs if j.repetition == rep]
+            rng.shuffle(block)
+            out.extend(block)
+        return out
+
     def run(self, progress: Progress = print) -> AvailabilityRuns:
-        """Run every job not yet done (finished runs are reused); stacks always stopped."""
+        """Run every job not yet done (finished runs are reused), in :meth:`order`; stacks
+        always stopped. A profile with ``share_stack`` runs each style's jobs on one stack."""
         self.directory.mkdir(parents=True, exist_ok=True)
         outer = progress
 
         def progress(message: str) -> None:  # "[...]" marks progress lines for reproduce
             outer(f"[availability] {message}")
 
+        todo = [j for j in self.order() if not self._reusable(j)]
         for stack in self.stacks:
-            todo = [j for j in self.jobs(stack) if not self._reusable(j)]
-            if not todo:
+            if not any(j.stack == stack for j in todo):
                 progress(f"{stack}: every run reused")
-                continue
-            shared = [j for j in todo if self._shared(j)]
+        for stack in self.stacks:
+            shared = [j for j in self.jobs(stack) if j in todo and self._shared(j)]
             if shared:
                 with self._stack(stack, self.options(shared[0])) as st:
                     for job in shared:
                         self._run_job(job, st, progress)
-            for job in todo:
-                if not self._shared(job):
-                    with self._stack(stack, self.options(job)) as st:
-                        self._run_job(job, st, progress)
+        alone = [j for j in todo if not self._shared(j)]
+        for i, job in enumerate(alone, 1):
+            progress(f"run {i} of {len(alone)} still to make")
+            with self._stack(job.stack, self.options(job)) as st:
+                self._run_job(job, st, progress)
         return self.load()
 
     def _shared(self, job: Job) -> bool:
@@ -289,7 +345,7 @@ class AvailabilityExperiment:
                 except ValueError:
                     continue
                 if r.complete:
-                    getattr(out, job.method).append(r)
+                    getattr(out, "tuned" if job.reconnect != "default" else job.method).append(r)
         return out
 
 

@@ -77,6 +77,17 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
             "relative to the outage window; classes sum to the requests issued.",
         )
     results.table(a.cycles, "cycles", "Every failure-recovery cycle.", in_report=False)
+    if len(a.recovery):
+        results.table(
+            a.recovery,
+            "recovery",
+            "Recovery decomposed (docs/availability.md): per method, style, reconnect setting "
+            "(each client library's default, or tuned short back-offs) and kind of component "
+            "restarted, the mean seconds from the failure's onset to its detection, from the "
+            "detection to the restart, from the restart to the component accepting calls "
+            "(start) and from then to the first complete page (reconnect); start + reconnect "
+            "is the thesis's MTTR (restart_to_recovery_s).",
+        )
     _claims_tables(a, results)
     if len(a.power):
         results.table(

@@ -1,0 +1,117 @@
+"""Recovery, decomposed: how long the failure took to detect, the harness to react, the
+restarted component to start, and the clients to reconnect.
+
+A recovered cycle's down time (``ttr_s``, onset to the first complete page) is the sum of
+
+| part | from | to |
+|---|---|---|
+| ``detection_s`` | the failure's onset | the probe's rules firing (``t_fail_detected``) |
+| ``reaction_s`` | the detection | the restart mark (the harness waits for the process to die) |
+| ``start_s`` | the restart mark | the restarted component accepting calls (``ready``) |
+| ``reconnect_s`` | ``ready`` | the first complete page: its callers found it again |
+
+``start_s + reconnect_s`` is the thesis's MTTR (``restart_to_recovery_s``). A component is
+ready at its ``ipclab-ready`` log line (``ipclab_services.serve`` prints one once it accepts
+calls; the harness copies those lines into the run's events as ``ready``), or, for a
+component that prints none (the broker, whose restart returns once it is up), when the
+backend's restart returned (the ``restarted`` event). Several components restarted for one
+failure (method 1 restarts them all): ready when the last is. With neither event, start and
+reconnect stay unknown (None) and only their sum is given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ipclab.availability.model import Cycle
+
+READY_PREFIX = "ipclab-ready "
+READY, RESTARTED, RESTART = "ready", "restarted", "restart"
+PARTS = ("detection_s", "reaction_s", "start_s", "reconnect_s")
+COLUMNS = ("cycle", "component", *PARTS, "restart_to_recovery_s", "ttr_s")
+
+
+def ready_lines(logs: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every ``ipclab-ready`` line of the components' logs (a docker log line starts with
+    its timestamp): ``{"t", "role"}``, in time order."""
+    out = []
+    for text in logs.values():
+        for line in text.splitlines():
+            at = line.find(READY_PREFIX)
+            if at < 0:
+                continue
+            try:
+                doc = json.loads(line[at + len(READY_PREFIX) :])
+                out.append({"t": float(doc["t"]), "role": str(doc["role"])})
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by a kill: no time to take from it
+    return sorted(out, key=lambda r: r["t"])
+
+
+def ready_events(logs: Mapping[str, str], since: float, until: float) -> list[dict[str, Any]]:
+    """The ``ready`` events of a run observed from ``since`` to ``until``."""
+    return [{"event": READY, **r} for r in ready_lines(logs) if since <= r["t"] <= until]
+
+
+def _times(events: Iterable[Mapping[str, Any]], name: str) -> list[tuple[float, str]]:
+    return sorted(
+        (float(e["t"]), str(e.get("role", e.get("component"))))
+        for e in events
+        if e.get("event", e.get("kind")) == name
+    )
+
+
+def _ready_at(
+    role: str,
+    t_restart: float,
+    until: float,
+    ready: Sequence[tuple[float, str]],
+    returned: Sequence[tuple[float, str]],
+) -> float | None:
+    """When ``role``, restarted at ``t_restart``, was ready (None if unknown by ``until``)."""
+    for source in (ready, returned):
+        t = next((t for t, r in source if r == role and t_restart <= t <= until), None)
+        if t is not None:
+            return t
+    return None
+
+
+def decompose(cycles: Iterable[Cycle], events: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per recovered cycle with a restart: the parts of its down time (COLUMNS)."""
+    events = list(events)
+    restarts = _times(events, RESTART)
+    ready, returned = _times(events, READY), _times(events, RESTARTED)
+    rows = []
+    for c in cycles:
+        if not c.recovered or c.t_restart is None or c.t_recovered is None:
+            continue
+        assert c.t_fail is not None and c.t_fail_detected is not None
+        roles = [(t, r) for t, r in restarts if c.t_restart <= t <= c.t_recovered]
+        times = [_ready_at(r, t, c.t_recovered, ready, returned) for t, r in roles]
+        t_ready = max(times) if times and None not in times else None  # type: ignore[type-var]
+        rows.append(
+            {
+                "cycle": c.index,
+                "component": c.component,
+                "detection_s": c.t_fail_detected - c.t_fail,
+                "reaction_s": c.t_restart - c.t_fail_detected,
+                "start_s": None if t_ready is None else t_ready - c.t_restart,
+                "reconnect_s": None if t_ready is None else c.t_recovered - t_ready,
+                "restart_to_recovery_s": c.restart_to_recovery_s,
+                "ttr_s": c.ttr_s,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def summarise(parts: pd.DataFrame) -> dict[str, Any]:
+    """A run's mean of each part over its recovered cycles (None where none is known)."""
+    out: dict[str, Any] = {"recovered_cycles": len(parts)}
+    for col in (*PARTS, "restart_to_recovery_s"):
+        values = pd.to_numeric(parts[col], errors="coerce").dropna() if len(parts) else []
+        out[f"mean_{col}"] = float(values.mean()) if len(values) else None
+    return out
