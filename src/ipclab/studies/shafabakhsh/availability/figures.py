@@ -194,3 +194,40 @@ def figure_outage_timeline(outage_runs: list[Run]) -> plt.Figure:
     axes[0, 0].legend(frameon=False, fontsize=8, ncol=5, loc="upper left")
     fig.tight_layout()
     return fig
+
+
+def figure_mttf_by_load(a: Analysis) -> plt.Figure:
+    """Paper figure 4's loads: method 1's MTTF per style at every load it ran (95% interval;
+    a cell without a failure as its one-sided lower bound, an upward triangle), beside the
+    published MTTF at 200 users (stars; the paper's 300- and 400-user values are shown only
+    in its figure, without numbers)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    m1 = a.until_failure
+    loads = sorted({200, 300, 400} | (set(m1["users"].astype(int)) if len(m1) else set()))
+    for k, style in enumerate(STYLES):
+        color = figs.STYLE_COLORS[style]
+        rows = m1[m1["style"] == style] if len(m1) else m1
+        dx = (k - 1) * 6.0
+        for _, r in rows.iterrows():
+            u = float(r["users"]) + dx
+            if r.get("failures", 0) and pd.notna(r.get("mttf_s")):
+                v = float(r["mttf_s"])
+                err = _err(np.array([v]), np.array([r["mttf_s_lo"]]), np.array([r["mttf_s_hi"]]))
+                ax.errorbar([u], [v], yerr=err, fmt="o", color=color, capsize=3)
+            else:  # censored: MTTF > the bound
+                bound = float(pd.to_numeric(r.get("mttf_s_lo"), errors="coerce"))
+                ax.plot([u], [bound], marker="^", color=color, linestyle="none")
+        published = _col(a.formula, style, "mttf_s")
+        star = {"marker": "*", "markersize": 12, "markeredgecolor": "black", "linestyle": "none"}
+        ax.plot([200 + dx], [published], color=color, label=figs.STYLE_LABELS[style], **star)
+    ax.set_xticks(loads)
+    ax.set_xlim(min(loads) - 40, max(loads) + 40)
+    ax.set_xlabel("users")
+    ax.set_ylabel("MTTF (s)")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.set_title("MTTF by load: measured (dots, 95% CI; triangles: no failure, lower bound), "
+                 "published (stars)", fontsize=9)  # fmt: skip
+    ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
