@@ -105,3 +105,23 @@ def test_full_profile_jobs_tuned_runs_share_the_default_schedule() -> None:
     assert e.plan(fi[stack, 1, "tuned"]).seed == seeds[1]  # type: ignore[union-attr]
     assert e.options(fi[stack, 1, "tuned"]).reconnect == "tuned"
     assert fi[stack, 1, "tuned"].key.endswith("-r1-tuned")
+
+
+def test_configuration_share_of_the_mttr() -> None:
+    import pandas as pd
+
+    from ipclab.studies.shafabakhsh.availability.analysis import configuration_share
+
+    rec = pd.DataFrame(
+        {
+            "method": ["fault_injection"] * 4,
+            "style": ["grpc", "grpc", "rest", "rest"],
+            "reconnect": ["default", "tuned"] * 2,
+            "kind": ["service"] * 4,
+            "restart_to_recovery_s": [6.0, 1.5, 0.8, 0.8],
+            "cycles": [30, 6, 30, 6],
+        }
+    )
+    share = configuration_share(rec).set_index("style")["configuration_share"]
+    assert share["grpc"] == 0.75 and share["rest"] == 0.0
+    assert configuration_share(rec[rec["reconnect"] == "default"]).empty

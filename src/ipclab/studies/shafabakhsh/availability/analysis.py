@@ -214,6 +214,30 @@ def recovery_table(runs: list[Run]) -> pd.DataFrame:
     )
 
 
+def configuration_share(recovery: pd.DataFrame) -> pd.DataFrame:
+    """How much of each style's MTTR (restart to recovery) is client configuration: per
+    style and kind of component restarted, fault injection's mean at the default reconnect
+    settings against the tuned run's, and the share the tuning took away (1 - tuned /
+    default; the tuned run has the first default run's schedule)."""
+    if recovery.empty or "tuned" not in set(recovery["reconnect"]):
+        return pd.DataFrame()
+    fi = recovery[recovery["method"] == "fault_injection"]
+    wide = fi.pivot_table(
+        index=["style", "kind"], columns="reconnect", values="restart_to_recovery_s"
+    )
+    cycles = fi.pivot_table(index=["style", "kind"], columns="reconnect", values="cycles")
+    out = pd.DataFrame(
+        {
+            "default_s": wide.get("default"),
+            "tuned_s": wide.get("tuned"),
+            "cycles_default": cycles.get("default"),
+            "cycles_tuned": cycles.get("tuned"),
+        }
+    ).reset_index()
+    out["configuration_share"] = 1 - out["tuned_s"] / out["default_s"]
+    return out.sort_values(["kind", "style"], key=_style_key).reset_index(drop=True)
+
+
 def outage_summary(outage_runs: list[Run]) -> pd.DataFrame:
     """Requests per class, per style and phase, summed over repetitions; every request
     issued is in exactly one class (asserted by :func:`ipclab.availability.outage.outage_table`)."""

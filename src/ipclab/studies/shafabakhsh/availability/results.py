@@ -5,7 +5,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from ipclab.results import StudyResults
-from ipclab.studies.shafabakhsh.availability.analysis import Analysis, readable
+from ipclab.studies.shafabakhsh.availability.analysis import (
+    Analysis,
+    configuration_share,
+    readable,
+)
 from ipclab.studies.shafabakhsh.availability.figures import (
     figure_availability,
     figure_mttf_by_load,
@@ -89,6 +93,16 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
             "(start) and from then to the first complete page (reconnect); start + reconnect "
             "is the thesis's MTTR (restart_to_recovery_s).",
         )
+        share = configuration_share(a.recovery)
+        if len(share):
+            results.table(
+                share,
+                "recovery_configuration",
+                "How much of each style's MTTR is client configuration: fault injection's mean "
+                "restart-to-recovery time per style and kind of component restarted at the "
+                "default reconnect settings and with them tuned (one run per style, on the "
+                "first default run's schedule), and the share the tuning took away.",
+            )
     _claims_tables(a, results)
     if len(a.power):
         results.table(
