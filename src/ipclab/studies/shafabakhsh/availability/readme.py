@@ -1,0 +1,117 @@
+"""The generated blocks of an availability reference's README (``ipclab.findings.fill_blocks``):
+tables and sentences computed from the analysis, so that none is written by hand."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ipclab import claims as claims_mod
+from ipclab.studies.shafabakhsh import figures as figs
+from ipclab.studies.shafabakhsh.availability.analysis import (
+    Analysis,
+    configuration_share,
+    readable,
+)
+from ipclab.studies.shafabakhsh.availability.profiles import AvailabilityRuns
+
+
+def markdown(df: pd.DataFrame, digits: int = 2) -> str:
+    """A plain Markdown table (numbers rounded to ``digits``; NaN and None as '-')."""
+
+    def cell(v: Any) -> str:
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            return "-"
+        if isinstance(v, float | np.floating):
+            return f"{float(v):,.{digits}f}"
+        return str(v).replace("|", "\\|")
+
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    rule = "|" + "---|" * len(df.columns)
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def _label(style: str) -> str:
+    return figs.STYLE_LABELS.get(style, style).split(" (")[0]
+
+
+def fault_injection_markdown(a: Analysis) -> str:
+    """Method 2 per style: cycles pooled over its runs (the intervals describe those cycles;
+    the claims compare styles over runs, one value per run)."""
+    if a.fault_injection.empty:
+        return "No fault-injection runs."
+    t = readable(a.fault_injection).drop(columns=["users", "notes"])
+    t.insert(1, "runs", a.fault_injection["runs"].to_numpy())
+    t["style"] = t["style"].map(_label)
+    return markdown(t)
+
+
+def outage_markdown(a: Analysis) -> str:
+    """The outage experiment in sentences per style: requests issued while the service was
+    down, and how they ended."""
+    o = a.outage
+    if o.empty:
+        return "No outage runs."
+    during = o[o["phase"] == "during"]
+    after = o[o["phase"] == "after"]
+    parts = []
+    for r in during.itertuples():
+        aft = after[after["style"] == r.style]
+        failed_after = int(aft["failed"].sum() + aft["lost"].sum()) if len(aft) else 0
+        parts.append(
+            f"{_label(r.style)}: {int(r.issued):,} requests issued during the outage over "
+            f"{int(r.runs)} runs, {int(r.failed):,} failed, {int(r.lost):,} lost, "
+            f"{int(r.served_late):,} served late, {int(r.served):,} served in time, "
+            f"{int(r.duplicated):,} duplicated; {failed_after:,} failed or lost after the restart"
+        )
+    return "; ".join(parts) + "."
+
+
+def recovery_markdown(a: Analysis) -> str:
+    """Recovery decomposed, and how much of each style's MTTR is client configuration."""
+    if a.recovery.empty:
+        return "No run recorded its recovery's parts."
+    t = a.recovery.copy()
+    t["style"] = t["style"].map(_label)
+    text = markdown(t)
+    share = configuration_share(a.recovery)
+    if len(share):
+        said = [
+            f"{_label(r.style)} ({r.kind}) {r.default_s:.2f} s at the defaults, "
+            f"{r.tuned_s:.2f} s tuned ({r.configuration_share:.0%} of it configuration)"
+            for r in share.itertuples()
+            if np.isfinite(r.default_s) and np.isfinite(r.tuned_s)
+        ]
+        text += (
+            "\n\nRestart to recovery after a fault, at each client library's default reconnect "
+            "settings and tuned (one run per style, on the first default run's schedule): "
+            + "; ".join(said)
+            + "."
+        )
+    return text
+
+
+def power_markdown(a: Analysis, runs: AvailabilityRuns) -> str:
+    """Runs per cell each planned test needs against the runs made, and the machine hours
+    the reference's runs took (from their manifests)."""
+    made = runs.all() + runs.tuned
+    hours = claims_mod.run_hours([r.manifest for r in made]) * len(made)
+    text = f"{len(made)} runs, {hours:.2f} machine-hours (their manifests' wall times)."
+    if a.power.empty:
+        return text
+    p = a.power[["family", "claim_id", "comparison", "runs_per_cell", "runs_needed", "alpha"]]
+    return markdown(p.rename(columns={"runs_per_cell": "runs made per cell"}), 3) + "\n\n" + text
+
+
+def readme_blocks(a: Analysis, runs: AvailabilityRuns) -> dict[str, str]:
+    """The README's generated blocks: name -> Markdown."""
+    return {
+        "fault-injection": fault_injection_markdown(a),
+        "outage": outage_markdown(a),
+        "recovery": recovery_markdown(a),
+        "power": power_markdown(a, runs),
+    }
