@@ -1,0 +1,132 @@
+"""Which runs decide the most undecided tests per machine-hour (docs/statistics.md section 7).
+
+Each study states its undecided tests as :class:`Need` rows: the cells a test compares, the
+runs each has, the runs per cell it needs (sized from the runs' variance only, an internal
+pilot: ``ipclab.stats.pilot``) and what a run of its cells costs. :func:`choose` spends a
+budget of machine-hours greedily: the test whose remaining runs cost least goes first (runs
+that a cell gets for one test count for every other test of that cell), until no further
+test fits. A test that needs more than ``ipclab.stats.pilot.MAX_RUNS_PER_CELL`` runs per
+cell, or more hours than any budget under ``ipclab.claims.Rules.budget_h``, is not planned:
+it is the undecidable verdict's (``underpowered``), with the runs it needs. The core names
+no study; :func:`blocks` orders the chosen runs into randomised interleaved blocks.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ipclab.stats.pilot import MAX_RUNS_PER_CELL
+
+
+@dataclass(frozen=True)
+class Need:
+    """One undecided test: ``cells`` (ids unique across studies, e.g. ``"shafabakhsh:
+    shop-rest@50"``) have ``have`` runs each and need ``need`` (None: more than the most a
+    cell gets); a run of them takes ``run_hours``."""
+
+    study: str
+    test: str  # the claim ids, e.g. "T14a, P12a"
+    comparison: str
+    cells: tuple[str, ...]
+    have: int
+    need: int | None
+    run_hours: float
+
+    def missing(self, extra: Mapping[str, int]) -> dict[str, int]:
+        """Runs each cell still lacks, with ``extra`` runs already planned."""
+        if self.need is None:
+            return {}
+        return {c: max(self.need - self.have - extra.get(c, 0), 0) for c in self.cells}
+
+    def hours(self, extra: Mapping[str, int]) -> float:
+        if self.need is None:
+            return math.inf
+        return sum(self.missing(extra).values()) * self.run_hours
+
+
+@dataclass
+class Plan:
+    budget_h: float
+    extra: dict[str, int] = field(default_factory=dict)  # cell -> runs to add
+    decided: list[Need] = field(default_factory=list)  # tests the plan gives their runs
+    left: list[Need] = field(default_factory=list)  # tests it does not
+
+    @property
+    def hours(self) -> float:
+        cost = {c: n.run_hours for n in self.decided for c in n.cells}
+        return sum(k * cost[c] for c, k in self.extra.items())
+
+    @property
+    def runs(self) -> int:
+        return sum(self.extra.values())
+
+
+def choose(needs: Iterable[Need], budget_h: float) -> Plan:
+    """The tests to give their runs within ``budget_h``, cheapest remaining first."""
+    plan = Plan(budget_h)
+    open_ = [n for n in needs if n.need is not None and n.need <= MAX_RUNS_PER_CELL]
+    plan.left = [n for n in needs if n not in open_]
+    spent = 0.0
+    while open_:
+        best = min(open_, key=lambda n: (n.hours(plan.extra), n.study, n.test))
+        cost = best.hours(plan.extra)
+        open_.remove(best)
+        if spent + cost > budget_h:
+            plan.left.append(best)
+            continue
+        for cell, k in best.missing(plan.extra).items():
+            if k:
+                plan.extra[cell] = plan.extra.get(cell, 0) + k
+        plan.decided.append(best)
+        spent += cost
+    return plan
+
+
+def blocks(
+    extra: Mapping[str, int], have: Mapping[str, int], seed: int = 2027
+) -> list[tuple[str, int]]:
+    """The runs to make as (cell, repetition number), in blocks: the k-th added run of every
+    cell in one block, shuffled by ``seed``, blocks in order; so what is compared runs
+    interleaved, and a killed plan resumes at the same order."""
+    rng = random.Random(seed)
+    out: list[tuple[str, int]] = []
+    for k in range(1, max(extra.values(), default=0) + 1):
+        block = [(c, have.get(c, 0) + k) for c in sorted(extra) if extra[c] >= k]
+        rng.shuffle(block)
+        out.extend(block)
+    return out
+
+
+def describe(plan: Plan) -> str:
+    """The plan as printed before it runs."""
+    lines = [
+        f"plan: {plan.runs} runs, {plan.hours:.2f} machine-hours of a {plan.budget_h:g} h budget; "
+        f"{len(plan.decided)} tests get the runs they need, {len(plan.left)} do not",
+    ]
+    for n in plan.decided:
+        lines.append(f"  {n.study} {n.test}: {n.comparison}: {n.have} -> {n.need} runs per cell")
+    for cell, k in sorted(plan.extra.items()):
+        lines.append(f"  + {k} runs of {cell}")
+    for n in plan.left:
+        need = "more than 25" if n.need is None or n.need > MAX_RUNS_PER_CELL else str(n.need)
+        lines.append(f"  not planned: {n.study} {n.test} ({n.comparison}): {need} runs per cell")
+    return "\n".join(lines)
+
+
+def needs_table(needs: Sequence[Need]) -> list[dict[str, object]]:
+    """The needs as rows (for a results table)."""
+    return [
+        {
+            "study": n.study,
+            "test": n.test,
+            "comparison": n.comparison,
+            "cells": ", ".join(n.cells),
+            "runs_per_cell": n.have,
+            "runs_needed": n.need,
+            "run_hours": n.run_hours,
+        }
+        for n in needs
+    ]
