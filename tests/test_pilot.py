@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from ipclab.stats import pilot
 
@@ -28,3 +29,13 @@ def test_type_one_error_at_or_below_alpha_under_the_null() -> None:
     rate = pilot.type_one_error(pilot_runs=5, cv=0.1, ratio=1.1, alpha=0.05, simulations=sims)
     se = math.sqrt(0.05 * 0.95 / sims)
     assert rate <= 0.05 + 2 * se, rate  # not above the nominal level beyond simulation noise
+
+
+def test_blinded_within_the_cells_the_null_makes_alike() -> None:
+    low, high = np.array([10.0, 11.0, 9.0]), np.array([100.0, 110.0, 90.0])
+    # an interaction's four cells: two loads, pooled per load, so the load's effect on the
+    # mean does not count as variance
+    cvs = pilot.blinded_cvs([low, high, low, high], groups=[50, 200, 50, 200])
+    assert cvs is not None and max(cvs) == pytest.approx(0.1, abs=0.02)
+    everything = pilot.blinded_cvs([low, high, low, high])
+    assert everything is not None and min(everything) > 0.8

@@ -841,20 +841,8 @@ def repetitions(
     ``claims`` are one family's (what one :func:`evaluate_claims` call adjusts together):
     the family size is their distinct tests, facts (``facts``) and code claims apart."""
     rules = rules or Rules()
-    single = [
-        c
-        for c in claims
-        if not is_fact(c, facts)
-        and (
-            c.test == "interaction"
-            or (c.test in ("direction", "ratio") and len(c.a_users) <= 1 and len(c.b_users) <= 1)
-        )
-        and c.published_ratio is not None
-        and np.isfinite(c.published_ratio)
-        and c.metric in runs.columns
-    ]
-    family = len({test_key(c) for c in claims if c.test != "compare" and not is_fact(c, facts)})
-    family = family or 1
+    single = _plannable(claims, runs, facts)
+    family = _family_size(claims, facts)
     rows, seen = [], set()
     for c in single:
         if test_key(c) in seen:
@@ -886,6 +874,67 @@ def repetitions(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _plannable(claims: Sequence[Claim], runs: pd.DataFrame, facts: Collection[str]) -> list[Claim]:
+    """The single-load tests and interactions with a published ratio to plan runs for."""
+    return [
+        c
+        for c in claims
+        if not is_fact(c, facts)
+        and (
+            c.test == "interaction"
+            or (c.test in ("direction", "ratio") and len(c.a_users) <= 1 and len(c.b_users) <= 1)
+        )
+        and c.published_ratio is not None
+        and np.isfinite(c.published_ratio)
+        and c.metric in runs.columns
+    ]
+
+
+def _family_size(claims: Sequence[Claim], facts: Collection[str]) -> int:
+    keys = {test_key(c) for c in claims if c.test != "compare" and not is_fact(c, facts)}
+    return len(keys) or 1
+
+
+def pilot_needs(
+    claims: Sequence[Claim],
+    runs: pd.DataFrame,
+    undecided: Collection[str],
+    rules: Rules | None = None,
+    users_map: Mapping[int, int] | None = None,
+    facts: Collection[str] = (),
+) -> list[dict[str, Any]]:
+    """Per undecided test (a claim id in ``undecided``) of one family: its cells (style,
+    load), the runs each has, and the runs per cell the primary test needs at the family's
+    strictest Holm level, sized from the runs made as an internal pilot (their blinded
+    variance only, ``ipclab.stats.pilot``; None beyond its most runs per cell)."""
+    from ipclab.stats.pilot import runs_needed
+
+    rules = rules or Rules()
+    alpha = rules.alpha / _family_size(claims, facts)
+    out, seen = [], set()
+    for c in _plannable(claims, runs, facts):
+        if c.claim_id not in undecided or test_key(c) in seen:
+            continue
+        seen.add(test_key(c))
+        cells, _, _ = _cells(c, users_map)
+        xs = [_values(runs, c.metric, s, u) for s, u in cells]
+        if min(len(x) for x in xs) < 2:
+            continue
+        out.append(
+            {
+                "claim_id": c.claim_id,
+                "comparison": c.describe(),
+                "cells": [(s, u) for s, u in cells],
+                "have": int(min(len(x) for x in xs)),
+                "need": runs_needed(
+                    xs, float(c.published_ratio or math.nan), alpha, groups=[u for _, u in cells]
+                ),
+                "alpha": alpha,
+            }
+        )
+    return out
 
 
 def mark_underpowered(

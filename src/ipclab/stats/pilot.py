@@ -3,7 +3,8 @@ the runs already made are the pilot, the runs a cell still needs are sized from 
 variance only (never from the effect they show), and the final test uses every run.
 
 The variance is the blinded one (Kieser and Friede 2003): the coefficient of variation of
-every pilot run pooled, whichever cell it belongs to. Sizing from each cell's own variance
+the pilot runs pooled over the cells the null hypothesis makes alike (those at one load; a
+comparison's two styles), whichever of them a run belongs to. Sizing from each cell's own variance
 lets the estimate's chance correlation with the final test statistic through (a simulated
 5.6% false-positive rate at a nominal 5% with 5 pilot runs per cell and a CV of 0.1); the
 pooled one keeps it at the nominal rate (4.9% in the same simulation) and, when the cells do
@@ -16,7 +17,7 @@ sample size from the pilot's variance does not inflate the test's false-positive
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -28,22 +29,40 @@ from ipclab.stats.power import repetitions_needed_log_ratio
 MAX_RUNS_PER_CELL = 25
 
 
+def blinded_cvs(
+    pilot: Sequence[ArrayLike], groups: Sequence[Hashable] | None = None
+) -> list[float] | None:
+    """Each cell's coefficient of variation, blinded: the runs of every cell of its group
+    (``groups``, e.g. each cell's load: cells the null hypothesis makes alike) pooled, the
+    style label hidden; all cells one group by default. None without two runs a cell."""
+    cells = [np.asarray(x, dtype=float) for x in pilot]
+    keys = list(groups) if groups is not None else [0] * len(cells)
+    if not cells or min(len(a) for a in cells) < 2:
+        return None
+    out = []
+    for key in keys:
+        pooled = np.concatenate([a for a, k in zip(cells, keys, strict=True) if k == key])
+        if pooled.mean() <= 0:
+            return None
+        out.append(float(pooled.std(ddof=1) / pooled.mean()))
+    return out
+
+
 def runs_needed(
     pilot: Sequence[ArrayLike],
     ratio: float,
     alpha: float,
     power: float = 0.8,
     n_max: int = MAX_RUNS_PER_CELL,
+    groups: Sequence[Hashable] | None = None,
 ) -> int | None:
     """Runs per cell the t test of the log ratio needs to detect ``ratio`` (the published
-    effect) at ``alpha``, from the blinded coefficient of variation of the pilot's runs;
-    None: more than ``n_max``, or no variance to size from."""
-    cells = [np.asarray(x, dtype=float) for x in pilot]
-    pooled = np.concatenate(cells) if cells else np.array([])
-    if not cells or min(len(a) for a in cells) < 2 or pooled.mean() <= 0:
+    effect) at ``alpha``, from the pilot's blinded coefficients of variation
+    (:func:`blinded_cvs`); None: more than ``n_max``, or no variance to size from."""
+    cvs = blinded_cvs(pilot, groups)
+    if cvs is None:
         return None
-    cv = float(pooled.std(ddof=1) / pooled.mean())  # blinded: no cell labels
-    return repetitions_needed_log_ratio([cv] * len(cells), ratio, alpha, power, n_max=n_max)
+    return repetitions_needed_log_ratio(cvs, ratio, alpha, power, n_max=n_max)
 
 
 def runs_to_add(
