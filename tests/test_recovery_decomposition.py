@@ -104,6 +104,7 @@ def test_full_profile_jobs_tuned_runs_share_the_default_schedule() -> None:
     assert len(set(seeds.values())) == 5
     assert e.plan(fi[stack, 1, "tuned"]).seed == seeds[1]  # type: ignore[union-attr]
     assert e.options(fi[stack, 1, "tuned"]).reconnect == "tuned"
+    assert e.options(fi[stack, 1, "default"]).reconnect is None
     assert fi[stack, 1, "tuned"].key.endswith("-r1-tuned")
 
 

@@ -186,7 +186,7 @@ def reconnect_settings(spec: StackSpec, options: StackOptions) -> dict[str, Any]
 
     python = spec.runtime.name == "python"  # the settings are those of the Python clients
     return {
-        "mode": options.reconnect,
+        "mode": options.reconnect or "default",
         "transport": spec.transport,
         "runtime": spec.runtime.name,
         "settings": reconnect.settings(spec.transport, options.env()) if python else None,

@@ -35,13 +35,14 @@ class StackOptions:
     memory_mb: int | None = None  # per-service memory limit (docker backend)
     delay_ms: float = 0.0  # delay per container, each hop once (docker backend; netem.py)
     cpuset: str | None = None  # CPUs the stack runs on, e.g. "0" (the generator on others)
-    # the clients' reconnect settings: each library's "default" or "tuned" short back-offs
-    # (ipclab_services.reconnect; docs/availability.md, "Recovery, decomposed")
-    reconnect: str = "default"
+    # the clients' reconnect settings: None, each library's default; "tuned", short back-offs
+    # (ipclab_services.reconnect; docs/availability.md, "Recovery, decomposed"). None rather
+    # than "default" so that runs recorded before the option existed keep matching
+    reconnect: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.reconnect not in RECONNECT_MODES:
+        if self.reconnect is not None and self.reconnect not in RECONNECT_MODES:
             raise ValueError(
                 f"reconnect {self.reconnect!r}: choose one of {', '.join(RECONNECT_MODES)}"
             )
@@ -54,7 +55,7 @@ class StackOptions:
             "IPCLAB_CUSTOMERS": str(self.customers),
             "IPCLAB_SEQUENTIAL": "1" if self.sequential else "0",
             "IPCLAB_CALL_TIMEOUT_S": str(self.call_timeout_s),
-            "IPCLAB_RECONNECT": self.reconnect,
+            "IPCLAB_RECONNECT": self.reconnect or "default",
         }
         env.update(self.extra_env)
         return env

@@ -198,7 +198,7 @@ def recovery_table(runs: list[Run]) -> pd.DataFrame:
         parts = pd.read_csv(f)
         if parts.empty:
             continue
-        mode = (r.parameters.get("options") or {}).get("reconnect", "default")
+        mode = (r.parameters.get("options") or {}).get("reconnect") or "default"
         frames.append(parts.assign(**_run_info(r), reconnect=mode))
     if not frames:
         return pd.DataFrame()

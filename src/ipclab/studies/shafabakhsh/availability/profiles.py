@@ -229,7 +229,7 @@ class AvailabilityExperiment:
             call_timeout_s=p.call_timeout_s,
             cpus=p.cpus if limits else None,
             memory_mb=p.memory_mb if limits else None,
-            reconnect=job.reconnect,
+            reconnect=None if job.reconnect == "default" else job.reconnect,
         )
 
     def plan(self, job: Job) -> UntilFailure | FaultInjection | Outage:
@@ -252,7 +252,7 @@ class AvailabilityExperiment:
             return (
                 p.get("plan") == asdict(self.plan(job))
                 and _limits(p.get("options") or {}) == _limits(self.options(job).as_dict())
-                and (p.get("options") or {}).get("reconnect", "default") == job.reconnect
+                and ((p.get("options") or {}).get("reconnect") or "default") == job.reconnect
                 and bool(p.get("shared_stack")) == self._shared(job)
             )
 
