@@ -25,17 +25,24 @@ def test_runs_are_sized_from_the_variance_not_the_effect() -> None:
 
 
 def test_type_one_error_at_or_below_alpha_under_the_null() -> None:
-    sims = 2000
+    sims = 4000
     rate = pilot.type_one_error(pilot_runs=5, cv=0.1, ratio=1.1, alpha=0.05, simulations=sims)
     se = math.sqrt(0.05 * 0.95 / sims)
     assert rate <= 0.05 + 2 * se, rate  # not above the nominal level beyond simulation noise
 
 
-def test_blinded_within_the_cells_the_null_makes_alike() -> None:
-    low, high = np.array([10.0, 11.0, 9.0]), np.array([100.0, 110.0, 90.0])
-    # an interaction's four cells: two loads, pooled per load, so the load's effect on the
-    # mean does not count as variance
-    cvs = pilot.blinded_cvs([low, high, low, high], groups=[50, 200, 50, 200])
-    assert cvs is not None and max(cvs) == pytest.approx(0.1, abs=0.02)
-    everything = pilot.blinded_cvs([low, high, low, high])
-    assert everything is not None and min(everything) > 0.8
+def test_blinded_variance_leaves_the_tested_effect_in() -> None:
+    low, high = np.array([10.0, 11.0, 9.0]), np.array([30.0, 33.0, 27.0])
+    # an interaction's cells with a load effect (3x) and a style effect (1.5x), no
+    # interaction: the additive null model takes both out, the CV is the runs' own
+    cvs = pilot.blinded_cvs([low, high, 1.5 * low, 1.5 * high])
+    assert cvs is not None and cvs[0] == pytest.approx(0.1, abs=0.02)
+    # the same with an interaction (b grows 2x more): it stays in, a larger CV, more runs
+    grown = pilot.blinded_cvs([low, high, 1.5 * low, 3.0 * high])
+    assert grown is not None and grown[0] > 2 * cvs[0]
+
+
+def test_type_one_error_of_an_interaction_under_the_null() -> None:
+    sims = 4000
+    rate = pilot.type_one_error(interaction=True, simulations=sims)
+    assert rate <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / sims), rate

@@ -928,9 +928,7 @@ def pilot_needs(
                 "comparison": c.describe(),
                 "cells": [(s, u) for s, u in cells],
                 "have": int(min(len(x) for x in xs)),
-                "need": runs_needed(
-                    xs, float(c.published_ratio or math.nan), alpha, groups=[u for _, u in cells]
-                ),
+                "need": runs_needed(xs, float(c.published_ratio or math.nan), alpha),
                 "alpha": alpha,
             }
         )

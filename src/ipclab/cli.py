@@ -286,6 +286,12 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     )
 
 
+def cmd_plan(a: argparse.Namespace) -> int:
+    from ipclab.decide import main as plan_main
+
+    return plan_main(a.budget, a.root, a.study or (), run=a.make)
+
+
 def cmd_report(a: argparse.Namespace) -> int:
     from ipclab.report import main as report_main
 
@@ -390,6 +396,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--study", action="append", help="run only this study (see `ipclab studies`)")
     p.add_argument("--only", action="append", help="run only notebooks whose name contains this")
     p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser(
+        "plan", help="the runs that decide the most undecided tests per machine-hour (--make: run)"
+    )
+    p.add_argument("--budget", default="3h", help="machine time to spend, e.g. 3h or 90m")
+    p.add_argument("--root", type=Path, default=Path("data/runs/reference"))
+    p.add_argument("--study", action="append", help="plan for this study only")
+    p.add_argument("--make", action="store_true", help="make the planned runs (resumable)")
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("report", help="build the report (PDF and site) from existing results")
     p.add_argument("--out", type=Path, default=Path("out"))

@@ -341,6 +341,29 @@ def run_interleaved(
     ]
 
 
+def extend_cell(
+    experiment: Experiment, cell: str, repetition: int, progress: Callable[[str], None] = print
+) -> Run:
+    """One run added to ``experiment`` by the planner: ``cell`` is ``<stack>@<users>`` (or
+    ``<stack>@<users>@<variant>``), ``repetition`` its number. A finished run of it is
+    reused when its key matches and its machine was quiet (``ipclab.stats.machine.
+    quiet_run``); otherwise it is made (again)."""
+    from ipclab.stats.machine import quiet_run
+
+    stack, users, *variant = cell.split("@")
+    c = Cell(stack, int(users), repetition, variant[0] if variant else experiment.variant)
+    path = experiment.directory / c.key
+    if path.exists():
+        try:
+            done = read_run(path)
+        except ValueError:
+            done = None
+        if done is not None and done.complete and not quiet_run(done.summary):
+            progress(f"{c.key}: made on a busy machine, made again")
+            shutil.rmtree(path)
+    return experiment.run_cell(c, "[plan]", progress)
+
+
 def load_runs(directory: Path) -> list[Run]:
     """Every complete run below an experiment directory."""
     return [

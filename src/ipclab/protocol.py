@@ -21,13 +21,14 @@ module names no study.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from ipclab.planner import Need
     from ipclab.results import StudyResults
 
 # the stages a notebook calls, in order (``parameters`` makes the first argument)
@@ -137,6 +138,24 @@ class StudyPart(ABC):
         """Named displays the notebook shows beyond the analysis's own tables (texts and
         tables derived from it, the published numbers' own checks); none by default."""
         return {}
+
+    # --- the planner's (``ipclab plan``, ``ipclab.decide``): optional -------------------
+    def load(self, plan: Any) -> Any:
+        """The runs on disk for ``plan``, whatever code made them, none made (a committed
+        reference), as ``analyse`` takes them."""
+        raise NotImplementedError(f"{self.results}: no runs to load for the planner")
+
+    def needs(self, analysis: Any, params: Parameters) -> Sequence[Need]:
+        """Each undecided test's cells, runs and the runs it needs (``ipclab.planner``);
+        none by default (a part the planner does not extend)."""
+        return []
+
+    def extend(
+        self, plan: Any, runs: Sequence[tuple[str, int]], progress: Callable[[str], None]
+    ) -> None:
+        """Make the planned ``runs`` (cell id from :meth:`needs`, repetition number), in
+        that order, each a run of the plan's experiment (finished ones reused)."""
+        raise NotImplementedError(f"{self.results}: the planner cannot add runs here")
 
 
 class Analysed:

@@ -3,8 +3,9 @@ per request, other processes' CPU, steal time), from the per-run table's machine
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,3 +62,16 @@ def machine_check(
             }
         )
     return pd.DataFrame(rows)
+
+
+def quiet_run(machine: Mapping[str, Any] | None, limits: MachineLimits | None = None) -> bool:
+    """The machine check of one run on its own, from the machine state its summary records
+    (``other_cpu_percent``, ``steal_percent``: ``ipclab.summary.machine_load``): other
+    processes' CPU and the VM's steal time within ``limits`` while it ran (unknown counts as
+    within). A finished run that fails it is made again rather than reused."""
+    limits = limits or MachineLimits()
+    state = machine or {}
+    other, steal = state.get("other_cpu_percent"), state.get("steal_percent")
+    return (other is None or float(other) <= limits.max_other_cpu_percent) and (
+        steal is None or float(steal) <= limits.max_steal_percent
+    )

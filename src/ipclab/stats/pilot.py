@@ -2,9 +2,8 @@
 the runs already made are the pilot, the runs a cell still needs are sized from their
 variance only (never from the effect they show), and the final test uses every run.
 
-The variance is the blinded one (Kieser and Friede 2003): the coefficient of variation of
-the pilot runs pooled over the cells the null hypothesis makes alike (those at one load; a
-comparison's two styles), whichever of them a run belongs to. Sizing from each cell's own variance
+The variance is the blinded one (Kieser and Friede 2003): the variance under the null model,
+blind to the effect tested (:func:`blinded_cvs`). Sizing from each cell's own variance
 lets the estimate's chance correlation with the final test statistic through (a simulated
 5.6% false-positive rate at a nominal 5% with 5 pilot runs per cell and a CV of 0.1); the
 pooled one keeps it at the nominal rate (4.9% in the same simulation) and, when the cells do
@@ -17,7 +16,7 @@ sample size from the pilot's variance does not inflate the test's false-positive
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -29,23 +28,31 @@ from ipclab.stats.power import repetitions_needed_log_ratio
 MAX_RUNS_PER_CELL = 25
 
 
-def blinded_cvs(
-    pilot: Sequence[ArrayLike], groups: Sequence[Hashable] | None = None
-) -> list[float] | None:
-    """Each cell's coefficient of variation, blinded: the runs of every cell of its group
-    (``groups``, e.g. each cell's load: cells the null hypothesis makes alike) pooled, the
-    style label hidden; all cells one group by default. None without two runs a cell."""
+def blinded_cvs(pilot: Sequence[ArrayLike]) -> list[float] | None:
+    """Each cell's coefficient of variation, blinded to the effect tested (the variance under
+    the null model, Kieser and Friede 2003, on the log scale): two cells (a ratio) pooled
+    around one mean; four (an interaction: a at the lower and higher load, then b) around
+    the additive fit of style and load, which leaves the interaction in the residuals. A
+    real effect then only overestimates the variance (more runs, never fewer). None without
+    two positive runs in every cell."""
     cells = [np.asarray(x, dtype=float) for x in pilot]
-    keys = list(groups) if groups is not None else [0] * len(cells)
-    if not cells or min(len(a) for a in cells) < 2:
+    if len(cells) not in (2, 4) or min(len(a) for a in cells) < 2:
         return None
-    out = []
-    for key in keys:
-        pooled = np.concatenate([a for a, k in zip(cells, keys, strict=True) if k == key])
-        if pooled.mean() <= 0:
-            return None
-        out.append(float(pooled.std(ddof=1) / pooled.mean()))
-    return out
+    if any((a <= 0).any() for a in cells):
+        return None
+    logs = [np.log(a) for a in cells]
+    if len(cells) == 2:
+        pooled = np.concatenate(logs)
+        sd = float(pooled.std(ddof=1))
+    else:
+        style = np.repeat([0, 0, 1, 1], [len(x) for x in logs])
+        load = np.repeat([0, 1, 0, 1], [len(x) for x in logs])
+        y = np.concatenate(logs)
+        design = np.column_stack([np.ones_like(y), style, load])
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        resid = y - design @ coef
+        sd = float(np.sqrt(resid @ resid / (len(y) - 3)))
+    return [sd] * len(cells)  # the log-scale sd is the CV to the delta method's order
 
 
 def runs_needed(
@@ -54,12 +61,12 @@ def runs_needed(
     alpha: float,
     power: float = 0.8,
     n_max: int = MAX_RUNS_PER_CELL,
-    groups: Sequence[Hashable] | None = None,
 ) -> int | None:
-    """Runs per cell the t test of the log ratio needs to detect ``ratio`` (the published
-    effect) at ``alpha``, from the pilot's blinded coefficients of variation
-    (:func:`blinded_cvs`); None: more than ``n_max``, or no variance to size from."""
-    cvs = blinded_cvs(pilot, groups)
+    """Runs per cell the t test of the log ratio (two cells) or interaction (four) needs to
+    detect ``ratio`` (the published effect) at ``alpha``, from the pilot's blinded
+    coefficients of variation (:func:`blinded_cvs`); None: more than ``n_max``, or no
+    variance to size from."""
+    cvs = blinded_cvs(pilot)
     if cvs is None:
         return None
     return repetitions_needed_log_ratio(cvs, ratio, alpha, power, n_max=n_max)
@@ -87,22 +94,26 @@ def type_one_error(
     simulations: int = 2000,
     seed: int = 2027,
     n_max: int = MAX_RUNS_PER_CELL,
+    interaction: bool = False,
 ) -> float:
-    """The share of simulated experiments under the null (both cells lognormal with the same
-    mean and per-run CV ``cv``) whose final test rejects at ``alpha``: ``pilot_runs`` runs
-    per cell, :func:`runs_to_add` more sized to detect ``ratio``, the t test of the log
-    ratio over all of them."""
+    """The share of simulated experiments under the null whose final test rejects at
+    ``alpha``: ``pilot_runs`` runs per cell (lognormal, per-run CV ``cv``), :func:`runs_to_add`
+    more sized to detect ``ratio``, then the t test over all of them. Two cells of one mean
+    (a ratio), or four (``interaction``) whose means differ by style (1.5x) and load (3x)
+    but whose growth is the same (no interaction)."""
     rng = np.random.default_rng(seed)
     sigma = float(np.sqrt(np.log1p(cv**2)))
+    means = [1.0, 3.0, 1.5, 4.5] if interaction else [1.0, 1.0]
+    signs = [1, -1, -1, 1] if interaction else [1, -1]
 
-    def draw(n: int) -> np.ndarray:
-        return rng.lognormal(-(sigma**2) / 2, sigma, n)
+    def draw(mean: float, n: int) -> np.ndarray:
+        return mean * rng.lognormal(-(sigma**2) / 2, sigma, n)
 
     rejected = 0
     for _ in range(simulations):
-        a, b = draw(pilot_runs), draw(pilot_runs)
-        extra = runs_to_add([a, b], ratio, alpha, n_max=n_max)
-        a, b = np.concatenate([a, draw(extra)]), np.concatenate([b, draw(extra)])
-        p = log_ratio_interval([(1, [a]), (-1, [b])]).p_value
+        cells = [draw(m, pilot_runs) for m in means]
+        extra = runs_to_add(cells, ratio, alpha, n_max=n_max)
+        cells = [np.concatenate([x, draw(m, extra)]) for x, m in zip(cells, means, strict=True)]
+        p = log_ratio_interval([(sg, [x]) for sg, x in zip(signs, cells, strict=True)]).p_value
         rejected += bool(p < alpha)
     return rejected / simulations

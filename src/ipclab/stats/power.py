@@ -56,10 +56,10 @@ def repetitions_needed_log_ratio(
         return None
     if c.sum() == 0:
         return 2
-    for n in range(2, n_max + 1):
-        df = (n - 1) * c.sum() ** 2 / (c**2).sum()
-        q = sps.t.ppf(1 - alpha / 2, df)
-        ncp = effect / math.sqrt(c.sum() / n)
-        if sps.nct.sf(q, df, ncp) + sps.nct.cdf(-q, df, ncp) >= power:
-            return n
-    return None
+    n = np.arange(2, n_max + 1)  # every n at once (vectorised: the planner's simulation
+    df = (n - 1) * c.sum() ** 2 / (c**2).sum()  # calls this thousands of times)
+    q = sps.t.ppf(1 - alpha / 2, df)
+    ncp = effect / np.sqrt(c.sum() / n)
+    got = sps.nct.sf(q, df, ncp) + sps.nct.cdf(-q, df, ncp)
+    hit = np.flatnonzero(got >= power)
+    return int(n[hit[0]]) if len(hit) else None

@@ -20,6 +20,7 @@ from ipclab import stats
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.paths import from_repo
+from ipclab.planner import Need
 from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.studies.shafabakhsh import complexity, published
@@ -610,6 +611,25 @@ def cells_markdown(a: Analysis) -> str:
         f"{err * 100:.1f}%.",
     ]
     return "\n".join(lines)
+
+
+def needs(a: Analysis, perf_runs: list[Run], prefix: str) -> list[Need]:
+    """The performance family's undecided tests for the planner (``ipclab.planner``): cells
+    ``<prefix>:<stack>@<users>``, sized from the runs made (an internal pilot), each run
+    costing the mean wall time of the runs made."""
+    stack_of = {s.style: s.name for s in COMPARED}
+    undecided = set(a.claims.loc[a.claims["verdict"] == claims_mod.INCONCLUSIVE, "claim_id"])
+    base = a.runs[np.isclose(a.runs["think_time_s"].astype(float), 0.0)] if len(a.runs) else a.runs
+    hours = claims_mod.run_hours([r.manifest for r in perf_runs])
+    out = []
+    for row in claims_mod.pilot_needs(published.claims(scope="performance"), base, undecided):
+        first = a.claims[a.claims["claim_id"] == row["claim_id"]].iloc[0]
+        ids = claims_mod.claim_ids(a.claims, first)
+        cells = tuple(f"{prefix}:{stack_of[s]}@{u}" for s, u in row["cells"])
+        out.append(
+            Need("shafabakhsh", ids, row["comparison"], cells, row["have"], row["need"], hours)
+        )
+    return out
 
 
 def readme_blocks(a: Analysis) -> dict[str, str]:

@@ -3,12 +3,13 @@ over ``performance``, ``availability`` and ``languages``, which keep their own f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ipclab.experiments import Experiment
+from ipclab.experiments import Experiment, extend_cell, load_runs
+from ipclab.planner import Need
 from ipclab.protocol import Analysed, Parameters, StudyPart
 from ipclab.results import StudyResults
 from ipclab.runs import Run
@@ -38,6 +39,21 @@ class Performance(StudyPart):
         results = self.new_results(params)
         performance.write_results(analysis.analysis, analysis.extra["runs"], results)
         return results
+
+    def load(self, plan: tuple[Experiment, Experiment]) -> tuple[list[Run], list[Run]]:
+        return load_runs(plan[0].directory), load_runs(plan[1].directory)
+
+    def needs(self, analysis: Analysed, params: Parameters) -> Sequence[Need]:
+        return performance.needs(analysis.analysis, analysis.extra["runs"], self.results)
+
+    def extend(
+        self,
+        plan: tuple[Experiment, Experiment],
+        runs: Sequence[tuple[str, int]],
+        progress: Callable[[str], None],
+    ) -> None:
+        for cell, repetition in runs:
+            extend_cell(plan[0], cell.removeprefix(f"{self.results}:"), repetition, progress)
 
 
 class Availability(StudyPart):

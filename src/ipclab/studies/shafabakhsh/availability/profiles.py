@@ -26,7 +26,7 @@ from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run, read_run
 from ipclab.runstore import reusable
 from ipclab.stacks import resolve
-from ipclab.stats.machine import MachineLimits
+from ipclab.stats.machine import quiet_run
 from ipclab.studies.shafabakhsh.performance import CLIENT_DEVIATIONS
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
@@ -147,19 +147,6 @@ class Job:
         return f"{self.method}-{self.stack}-u{self.users}-r{self.repetition}{tuned}"
 
 
-def quiet_machine(run: Run, limits: MachineLimits | None = None) -> bool:
-    """The machine check of one availability run (``ipclab.stats.machine``): other
-    processes' CPU and the VM's steal time within the limits while it ran (unknown counts as
-    within). A run made on a busy machine is not reused: it is made again. (The cost per
-    request, the check across a cell's runs, moves with the faults themselves here.)"""
-    limits = limits or MachineLimits()
-    load = (run.summary or {}).get("load") or {}
-    other, steal = load.get("other_cpu_percent"), load.get("steal_percent")
-    return (other is None or other <= limits.max_other_cpu_percent) and (
-        steal is None or steal <= limits.max_steal_percent
-    )
-
-
 def _limits(options: dict[str, Any]) -> tuple[Any, Any]:
     return options.get("cpus"), options.get("memory_mb")
 
@@ -256,7 +243,9 @@ class AvailabilityExperiment:
                 and bool(p.get("shared_stack")) == self._shared(job)
             )
 
-        return quiet_machine(r) and reusable(
+        # a run made on a busy machine is made again (the cost per request, the check across
+        # a cell's runs, moves with the faults themselves here)
+        return quiet_run((r.summary or {}).get("load")) and reusable(
             r.manifest,
             backend=self.backend,
             stack_spec=resolve(job.stack).declaration(),
