@@ -13,6 +13,7 @@ import pandas as pd
 
 from ipclab.claims import FACT, NOT_REPRODUCED, REPRODUCED, VERDICTS, tally
 from ipclab.findings import findings_lines
+from ipclab.paths import repo_relative
 from ipclab.report import html as rh
 from ipclab.report.agreement import agreement_html
 from ipclab.report.context import Counter
@@ -66,7 +67,8 @@ def _head(title: str, anchor: str, label: str, directory: Path, meta: dict[str, 
     return [
         f'<section class="study" id="{anchor}">'
         f'<h1 class="study-title">{label}. {rh.esc(title)}</h1>',
-        f'<p class="quiet">Results folder <code>{rh.esc(directory)}</code>{updated}.</p>',
+        f'<p class="quiet">Results folder <code>{rh.esc(repo_relative(directory))}</code>'
+        f"{updated}.</p>",
         "<h2>Parameters</h2>",
         _parameters_html(meta.get("parameters") or {}),
         "<h2>Deviations from the original setup</h2>",
