@@ -177,8 +177,12 @@ def test_analysis_and_results(study_run: tuple[Path, object], tmp_path: Path) ->
     res = StudyResults(tmp_path / "results", "availability", "t", figures_dir=tmp_path / "fig")
     study.write_results(a, runs, res)  # type: ignore[arg-type]
     names = {t["name"] for t in res.tables}
-    assert {"table_5_4_side_by_side", "formula_mismatch", "outage", "claims"} <= names
-    assert len(res.figures) == 3 and all(Path(f["png"]).exists() for f in res.figures)
+    assert {"table_5_4_side_by_side", "formula_mismatch", "outage", "claims", "recovery"} <= names
+    figures = {f["name"] for f in res.figures}
+    assert "availability_fig4_by_load" in figures and len(figures) == 4  # method 1 ran
+    assert all(Path(f["png"]).exists() for f in res.figures)
+    parts = pd.read_csv(tmp_path / "results" / "recovery.csv")  # every method that restarted
+    assert {"fault_injection", "outage"} <= set(parts["method"])
     outage = pd.read_csv(tmp_path / "results" / "outage.csv")
     assert (outage[list(CLASSES)].sum(axis=1) == outage["issued"]).all()
 
