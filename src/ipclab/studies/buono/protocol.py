@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ipclab.experiments import extend_cell, load_runs
+from ipclab.planner import Need
 from ipclab.protocol import Parameters, StudyPart
 from ipclab.results import StudyResults
-from ipclab.studies.buono import evolution, experiment, published, sizes
+from ipclab.studies.buono import evolution, experiment, planning, published, sizes
 
 
 class Protobuf(StudyPart):
@@ -37,6 +39,23 @@ class Protobuf(StudyPart):
         results = self.new_results(params)
         experiment.write_results(analysis, results)
         return results
+
+    def load(self, plan: experiment.Experiments) -> experiment.Runs:
+        return experiment.load(plan)
+
+    def needs(self, analysis: experiment.Analysis, params: Parameters) -> Sequence[Need]:
+        plan = self.experiments(params)
+        group = "+".join(plan.procedure.stacks)
+        return planning.needs(analysis, load_runs(plan.procedure.directory), self.results, group)
+
+    def extend(
+        self,
+        plan: experiment.Experiments,
+        runs: Sequence[tuple[str, int]],
+        progress: Callable[[str], None],
+    ) -> None:
+        for cell, repetition in runs:
+            extend_cell(plan.procedure, cell.removeprefix(f"{self.results}:"), repetition, progress)
 
     def views(self, analysis: experiment.Analysis) -> Mapping[str, Any]:
         return {

@@ -4,16 +4,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from ipclab import claims as claims_mod
+from ipclab.experiments import extend_cell, load_runs
+from ipclab.planner import Need
 from ipclab.protocol import Parameters, StudyPart
 from ipclab.results import StudyResults
 from ipclab.runs import Run
-from ipclab.studies.johansson import analysis, experiment, published
+from ipclab.studies.johansson import analysis, experiment, published, verdicts
 from ipclab.studies.johansson import serialisation as ser
 
 
@@ -57,6 +60,28 @@ class Graphql(StudyPart):
         results = self.new_results(params)
         analysis.write_results(analysis_, results)
         return results
+
+    def load(self, plan: Plan) -> Runs:
+        """The experiments' runs on disk; the serialisation rounds as the reference keeps
+        them (its results' table), measured again only by ``run``."""
+        runs = {e.name: load_runs(e.directory) for e in plan.experiments.all()}
+        kept = plan.experiments.thesis.directory.parent / "results" / "serialisation_rounds.csv"
+        return Runs(runs, pd.read_csv(kept) if kept.exists() else pd.DataFrame())
+
+    def needs(self, analysis_: analysis.Analysis, params: Parameters) -> Sequence[Need]:
+        plan = self.experiments(params)
+        thesis = plan.experiments.thesis
+        hours = claims_mod.run_hours([r.manifest for r in load_runs(thesis.directory)])
+        group = "+".join(thesis.stacks)
+        return verdicts.needs(analysis_.thesis, analysis_.claims, hours, self.results, group)
+
+    def extend(
+        self, plan: Plan, runs: Sequence[tuple[str, int]], progress: Callable[[str], None]
+    ) -> None:
+        for cell, repetition in runs:
+            extend_cell(
+                plan.experiments.thesis, cell.removeprefix(f"{self.results}:"), repetition, progress
+            )
 
     def views(self, analysis_: analysis.Analysis) -> Mapping[str, Any]:
         return {

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ipclab import claims as claims_mod
+from ipclab.planner import Need
 from ipclab.studies.johansson import published
 
 #: metrics fixed by construction, compared as facts (docs/statistics.md): the bytes of the
@@ -53,3 +54,25 @@ def power_table(thesis: pd.DataFrame, serialisation: pd.DataFrame) -> pd.DataFra
         return pd.DataFrame()
     out = pd.concat(parts, ignore_index=True)
     return out[["family", *[c for c in out.columns if c != "family"]]]
+
+
+def needs(
+    thesis: pd.DataFrame, claims: pd.DataFrame, run_hours: float, prefix: str, group: str
+) -> list[Need]:
+    """The thesis test's undecided tests for the planner (``ipclab.planner``): both styles
+    of a load share one group run, so a test's cells are the group runs of its loads,
+    ``<prefix>:<group>@1@rows<N>`` (``ipclab.experiments.extend_cell``)."""
+    scope, label = FAMILIES[0]
+    base = thesis[~thesis["sequential"]] if len(thesis) else thesis
+    undecided = set(claims.loc[claims["verdict"] == claims_mod.INCONCLUSIVE, "claim_id"])
+    out = []
+    for row in claims_mod.pilot_needs(published.claims(scope=scope), base, undecided, facts=FACTS):
+        first = claims[claims["claim_id"] == row["claim_id"]].iloc[0]
+        cells = tuple(dict.fromkeys(f"{prefix}:{group}@1@rows{u}" for _, u in row["cells"]))
+        out.append(
+            Need(
+                "johansson", claims_mod.claim_ids(claims, first), row["comparison"], cells,
+                row["have"], row["need"], run_hours,
+            )
+        )  # fmt: skip
+    return out

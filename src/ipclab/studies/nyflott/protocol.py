@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ipclab.experiments import Experiment, run_interleaved
+from ipclab import claims as claims_mod
+from ipclab.experiments import Experiment, extend_cell, load_runs, run_interleaved
+from ipclab.planner import Need
 from ipclab.protocol import Parameters, StudyPart
 from ipclab.results import StudyResults
 from ipclab.runs import Run
-from ipclab.studies.nyflott import analysis, experiment
+from ipclab.studies.nyflott import analysis, experiment, verdicts
 
 
 class Protocols(StudyPart):
@@ -45,12 +47,36 @@ class Protocols(StudyPart):
         return run_interleaved(plan, 2017)
 
     def analyse(self, runs: list[Run], params: Parameters) -> analysis.Analysis:
-        return analysis.analyse(runs)
+        # a committed reference keeps its per-run tables, not its request records: read
+        # back for the runs that have none (ipclab.studies.nyflott.reference)
+        kept = experiment.directory(params.profile, params.backend, params.runs_root) / "results"
+        return analysis.analyse(runs, cached=kept if kept.is_dir() else None)
 
     def write(self, analysis_: analysis.Analysis, params: Parameters) -> StudyResults:
         results = self.new_results(params)
         analysis.write_results(analysis_, results)
         return results
+
+    def load(self, plan: list[Experiment]) -> list[Run]:
+        return [r for e in plan for r in load_runs(e.directory)]
+
+    def needs(self, analysis_: analysis.Analysis, params: Parameters) -> Sequence[Need]:
+        runs = self.load(self.experiments(params))
+        hours = claims_mod.run_hours([r.manifest for r in runs])
+        rows = analysis_.runs
+        primary = rows[rows["adapters"] == analysis.PRIMARY] if len(rows) else rows
+        return verdicts.needs(primary, analysis_.claims, hours, self.results)
+
+    def extend(
+        self,
+        plan: list[Experiment],
+        runs: Sequence[tuple[str, int]],
+        progress: Callable[[str], None],
+    ) -> None:
+        by_name = {e.name: e for e in plan}
+        for cell, repetition in runs:
+            name, _, rest = cell.removeprefix(f"{self.results}:").partition(":")
+            extend_cell(by_name[name], rest, repetition, progress)
 
     def views(self, analysis_: analysis.Analysis) -> Mapping[str, Any]:
         return {

@@ -34,6 +34,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from ipclab import claims as claims_mod
+from ipclab.planner import Need
 from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.stats import Interval, holm
@@ -312,3 +313,27 @@ def power(
     cl = list(claims) if claims is not None else published.claims()
     main, gaps, _ = split(cl)
     return claims_mod.repetitions([*main, *gaps], claim_runs(rows), rules)
+
+
+def needs(primary: pd.DataFrame, table: pd.DataFrame, run_hours: float, prefix: str) -> list[Need]:
+    """The delay experiment's undecided tests for the planner (``ipclab.planner``), on the
+    primary (python) adapter set the claims read: a cell is one stack at one delay,
+    ``<prefix>:delay<d>ms:<stack>@<users>`` (the delay's experiment, then
+    ``ipclab.experiments.extend_cell``'s cell)."""
+    from ipclab.studies.nyflott.experiment import USERS
+    from ipclab.studies.nyflott.stacks import ACMEAIR
+
+    stack_of = {s.style: s.name for s in ACMEAIR if s.adapters == "python"}
+    main, gaps, _ = split(published.claims())
+    undecided = set(table.loc[table["verdict"] == claims_mod.INCONCLUSIVE, "claim_id"])
+    out = []
+    for row in claims_mod.pilot_needs([*main, *gaps], claim_runs(primary), undecided):
+        first = table[table["claim_id"] == row["claim_id"]].iloc[0]
+        cells = tuple(f"{prefix}:delay{u}ms:{stack_of[s]}@{USERS}" for s, u in row["cells"])
+        out.append(
+            Need(
+                "nyflott", claims_mod.claim_ids(table, first), row["comparison"], cells,
+                row["have"], row["need"], run_hours,
+            )
+        )  # fmt: skip
+    return out
