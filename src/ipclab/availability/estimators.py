@@ -130,6 +130,16 @@ def mttf_ratio(
     return theta(failures_a / r), theta(ci.high), theta(ci.low), float(p)
 
 
+def failures_needed(ratio: float, alpha: float, power: float = 0.8) -> float:
+    """Failures per cell for the test of two Poisson rates (:func:`mttf_ratio`) to detect an
+    MTTF ratio ``ratio`` with ``power`` at two-sided ``alpha``: the normal approximation of
+    the log rate ratio, 2 (z_{1-alpha/2} + z_power)^2 / ln(ratio)^2 (inf for no effect)."""
+    if not ratio or ratio <= 0 or ratio == 1 or not math.isfinite(ratio):
+        return math.inf
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    return float(math.ceil(2 * z**2 / math.log(ratio) ** 2))
+
+
 @dataclass
 class AvailabilitySummary:
     n_cycles: int

@@ -13,6 +13,7 @@ import pandas as pd
 from ipclab import claims as claims_mod
 from ipclab.availability.estimators import (
     availability_summary,
+    failures_needed,
     mttf_bounds,
     mttf_ratio,
     mttf_value_p,
@@ -424,6 +425,52 @@ def mttf_effects(
     return out
 
 
+def down_share() -> float:
+    """The published Table 5.4's mean down share, 1 - MTTF / (MTTF + MTTR)."""
+    t = published_table()
+    return float((1 - t["computed_a"]).mean())
+
+
+def mttf_power(claims: list[Claim], cells: pd.DataFrame, users_map: dict[int, int]) -> pd.DataFrame:
+    """The runs per cell each MTTF or A comparison of method 1 needs (the power table's
+    columns, docs/statistics.md section 7): the failures the exact test of two Poisson
+    rates needs to detect the published ratio at the family's strictest Holm level, a run
+    giving at most one; A's ratio by the delta method, ln A moving with ln MTTF times the
+    published down share (so its ratio 1.02 needs an MTTF ratio near 1.4)."""
+    keys = {claims_mod.test_key(c) for c in claims if c.test != "compare"}
+    alpha = claims_mod.Rules().alpha / max(len(keys), 1)
+    share = down_share()
+    rows, seen = [], set()
+    for c in claims:
+        if c.metric not in ("mttf_s", "availability") or c.test != "direction":
+            continue
+        if len(c.a_users) != 1 or len(c.b_users) != 1 or claims_mod.test_key(c) in seen:
+            continue
+        if c.published_ratio is None or not np.isfinite(c.published_ratio):
+            continue
+        seen.add(claims_mod.test_key(c))
+        ratio = float(c.published_ratio)
+        if c.metric == "availability":
+            ratio = math.exp(math.log(ratio) / share)
+        need = failures_needed(ratio, alpha)
+        ua, ub = (users_map.get(u, u) for u in (c.a_users[0], c.b_users[0]))
+        have = [_rows(cells, style=s, users=u) for s, u in ((c.a_style, ua), (c.b_style, ub))]
+        rows.append(
+            {
+                "family": "until failure",
+                "claim_id": c.claim_id,
+                "comparison": c.describe(),
+                "users": str(ua) if ua == ub else f"{ua} vs {ub}",
+                "published_ratio": c.published_ratio,
+                "measured_ratio": np.nan,
+                "runs_per_cell": min(int(h["runs"].iloc[0]) if len(h) else 0 for h in have),
+                "runs_needed": need if np.isfinite(need) else np.nan,
+                "alpha": alpha,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def _until_failure_effects(
     runs: AvailabilityRuns, m1: pd.DataFrame, users_map: dict[int, int], confidence: float
 ) -> dict[str, claims_mod.Effect]:
@@ -494,8 +541,12 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
     }  # fmt: skip
     power = pd.concat(
         [
-            claims_mod.repetitions(family_claims(fam), rows, users_map=m).assign(family=fam)
-            for fam, (rows, m) in evaluated.items()
+            *(
+                claims_mod.repetitions(family_claims(fam), rows, users_map=m).assign(family=fam)
+                for fam, (rows, m) in evaluated.items()
+            ),
+            # method 1's MTTF and A: where it ran (elsewhere its tests say why not)
+            mttf_power(family_claims("until failure"), m1, umap) if len(m1) else pd.DataFrame(),
         ],
         ignore_index=True,
     )

@@ -32,11 +32,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from ipclab.availability.estimators import failures_needed
 from ipclab.claims import claim_ids, distinct_tests
 from ipclab.findings import fill_blocks
 from ipclab.paths import from_repo
+from ipclab.studies.shafabakhsh.availability.analysis import down_share
 from ipclab.studies.shafabakhsh.availability.profiles import Profile, profile
 
 ALPHA, POWER = 0.05, 0.80
@@ -58,11 +59,9 @@ def exact_min_runs(alpha: float, limit: int = 50) -> int:
 
 
 def poisson_failures_needed(ratio: float, alpha: float, power: float = POWER) -> float:
-    """Failures per cell for the exact test of two Poisson rates to detect ``ratio``."""
-    if not ratio or ratio == 1 or not np.isfinite(ratio):
-        return math.inf
-    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
-    return math.ceil(2 * z**2 / math.log(ratio) ** 2)
+    """Failures per cell for the exact test of two Poisson rates to detect ``ratio``
+    (``ipclab.availability.estimators.failures_needed``)."""
+    return failures_needed(ratio, alpha, power)
 
 
 def censored_runs_needed(published_s: float, cap_s: float, alpha: float) -> int:
@@ -122,15 +121,7 @@ def _needed(
     return math.nan, "not planned"
 
 
-def _down_share() -> float:
-    """The published Table 5.4's mean down share 1 - MTTF / (MTTF + MTTR)."""
-    from ipclab.studies.shafabakhsh.availability.analysis import published_table
-
-    t = published_table()
-    return float((1 - t["computed_a"]).mean())
-
-
-DOWN_SHARE = _down_share()
+DOWN_SHARE = down_share()
 
 
 def plan_table(
