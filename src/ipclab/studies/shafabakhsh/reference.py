@@ -21,6 +21,7 @@ from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.studies.shafabakhsh import availability, languages, performance
+from ipclab.studies.shafabakhsh.availability import readme as availability_readme
 
 ROOT = Path("data/runs/reference")
 FIGURES = Path("figures/reference")
@@ -90,8 +91,16 @@ def rebuild_availability(
     exp = availability.experiments("full", backend, from_repo(root), methods)
     runs = exp.load()
     results = _results(root, figures, f"availability-full-{backend}", "availability", title)
-    availability.write_results(availability.analyse(runs, "full"), runs, results)
-    _readme(results)
+    a = availability.analyse(runs, "full")
+    availability.write_results(a, runs, results)
+    readme = results.directory.parent / "README.md"
+    text = readme.read_text() if readme.exists() else ""
+    blocks = {  # the blocks this README has (a reference written before them has none)
+        name: body
+        for name, body in availability_readme.readme_blocks(a, runs).items()
+        if f"<!-- generated: {name} -->" in text
+    }
+    _readme(results, blocks)
     return results.directory
 
 
