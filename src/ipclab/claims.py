@@ -1009,11 +1009,18 @@ def mark_underpowered(
         cells = 4 if (out.loc[rows, "test"] == "interaction").any() else 2
         have, need = int(p["runs_per_cell"]), p["runs_needed"]
         hours = math.inf if pd.isna(need) else max(int(need) - have, 0) * cells * run_hours
-        if hours <= rules.budget_h:
+        if hours <= rules.budget_h:  # more runs can decide it: the reason says how many
+            if not pd.isna(need) and int(need) > have:
+                more = (
+                    f"; {int(need):,} runs per cell for 80% power at alpha "
+                    f"{float(p['alpha']):.2g} ({have} made, {hours:,.1f} more machine-hours, "
+                    f"within the {rules.budget_h:g} h budget)"
+                )
+                out.loc[rows, "reason"] = out.loc[rows, "reason"].astype(str) + more
             continue
         needs = (
             "more than 1,000 runs per cell" if pd.isna(need)
-            else f"{int(need)} runs per cell, {hours:,.0f} more machine-hours"
+            else f"{int(need):,} runs per cell, {hours:,.0f} more machine-hours"
         )  # fmt: skip
         why = (
             f"underpowered: {needs} for 80% power at alpha {float(p['alpha']):.2g} "

@@ -79,18 +79,20 @@ def recovery_markdown(a: Analysis) -> str:
     t["style"] = t["style"].map(_label)
     text = markdown(t)
     share = configuration_share(a.recovery)
-    if len(share):
+    share = share[share["kind"] == "service"] if len(share) else share
+    if len(share):  # the faults of a service: most of the cycles (the others are a handful)
         said = [
-            f"{_label(r.style)} ({r.kind}) {r.default_s:.2f} s at the defaults, "
-            f"{r.tuned_s:.2f} s tuned ({r.configuration_share:.0%} of it configuration)"
+            f"{_label(r.style)} {r.default_s:.2f} s at the defaults ({r.cycles_default:.0f} "
+            f"cycles), {r.tuned_s:.2f} s tuned ({r.cycles_tuned:.0f} cycles): "
+            f"{r.configuration_share:.0%} of it configuration"
             for r in share.itertuples()
             if np.isfinite(r.default_s) and np.isfinite(r.tuned_s)
         ]
         text += (
-            "\n\nRestart to recovery after a fault, at each client library's default reconnect "
-            "settings and tuned (one run per style, on the first default run's schedule): "
-            + "; ".join(said)
-            + "."
+            "\n\nRestart to recovery after a service was killed, at each client library's "
+            "default reconnect settings and tuned (one run per style, on the first default "
+            "run's schedule): " + "; ".join(said) + ". A share near 0 (or below) is no "
+            "configuration effect: the tuned run's few cycles vary as much."
         )
     return text
 
@@ -104,7 +106,13 @@ def power_markdown(a: Analysis, runs: AvailabilityRuns) -> str:
     if a.power.empty:
         return text
     p = a.power[["family", "claim_id", "comparison", "runs_per_cell", "runs_needed", "alpha"]]
-    return markdown(p.rename(columns={"runs_per_cell": "runs made per cell"}), 3) + "\n\n" + text
+    p = p.assign(
+        runs_per_cell=p["runs_per_cell"].astype("Int64").astype(str),
+        runs_needed=[f"{v:,.0f}" if pd.notna(v) else "more than 1,000" for v in p["runs_needed"]],
+        alpha=[f"{v:.2g}" for v in p["alpha"]],
+    )
+    head = {"runs_per_cell": "runs made per cell", "runs_needed": "runs needed per cell"}
+    return markdown(p.rename(columns=head)) + "\n\n" + text
 
 
 def readme_blocks(a: Analysis, runs: AvailabilityRuns) -> dict[str, str]:
