@@ -107,7 +107,8 @@ def describe(plan: Plan) -> str:
         f"{len(plan.decided)} tests get the runs they need, {len(plan.left)} do not",
     ]
     for n in plan.decided:
-        lines.append(f"  {n.study} {n.test}: {n.comparison}: {n.have} -> {n.need} runs per cell")
+        gets = "already has the runs it needs" if (n.need or 0) <= n.have else f"{n.need} runs"
+        lines.append(f"  {n.study} {n.test}: {n.comparison}: {n.have} made, {gets} per cell")
     for cell, k in sorted(plan.extra.items()):
         lines.append(f"  + {k} runs of {cell}")
     for n in plan.left:
