@@ -24,8 +24,8 @@ from ipclab.stats.pilot import MAX_RUNS_PER_CELL
 @dataclass(frozen=True)
 class Need:
     """One undecided test: ``cells`` (ids unique across studies: the results folder's name,
-    then what its part makes of it) have ``have`` runs each and need ``need`` (None: more than the most a
-    cell gets); a run of them takes ``run_hours``."""
+    then what its part makes of it) have ``have`` runs each and need ``need`` (None: more
+    than the most a cell gets); a run of them takes ``run_hours``."""
 
     study: str
     test: str  # the claim ids, e.g. "T14a, P12a"
