@@ -43,7 +43,7 @@ are shown beside them but are not judged. In short:
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -841,17 +841,10 @@ def repetitions(
     ``claims`` are one family's (what one :func:`evaluate_claims` call adjusts together):
     the family size is their distinct tests, facts (``facts``) and code claims apart."""
     rules = rules or Rules()
-    single = _plannable(claims, runs, facts)
     family = _family_size(claims, facts)
-    rows, seen = [], set()
-    for c in single:
-        if test_key(c) in seen:
-            continue
-        seen.add(test_key(c))
-        cells, users_txt, _ = _cells(c, users_map)
-        xs = [_values(runs, c.metric, s, u) for s, u in cells]
-        if min(len(x) for x in xs) < 2:
-            continue
+    rows = []
+    for c, _, xs in _planned_cells(claims, runs, facts, users_map):
+        users_txt = _cells(c, users_map)[1]
         g = [float(x.mean()) for x in xs]
         if not all(g):  # no ratio to plan for (the metric was not measured: zeros)
             continue
@@ -892,6 +885,25 @@ def _plannable(claims: Sequence[Claim], runs: pd.DataFrame, facts: Collection[st
     ]
 
 
+def _planned_cells(
+    claims: Sequence[Claim],
+    runs: pd.DataFrame,
+    facts: Collection[str],
+    users_map: Mapping[int, int] | None,
+) -> Iterator[tuple[Claim, list[tuple[str, int | None]], list[np.ndarray]]]:
+    """Each distinct plannable test (its first claim), its cells and their per-run values,
+    where every cell has two runs or more."""
+    seen = set()
+    for c in _plannable(claims, runs, facts):
+        if test_key(c) in seen:
+            continue
+        seen.add(test_key(c))
+        cells = _cells(c, users_map)[0]
+        xs = [_values(runs, c.metric, s, u) for s, u in cells]
+        if min(len(x) for x in xs) >= 2:
+            yield c, cells, xs
+
+
 def _family_size(claims: Sequence[Claim], facts: Collection[str]) -> int:
     keys = {test_key(c) for c in claims if c.test != "compare" and not is_fact(c, facts)}
     return len(keys) or 1
@@ -913,14 +925,9 @@ def pilot_needs(
 
     rules = rules or Rules()
     alpha = rules.alpha / _family_size(claims, facts)
-    out, seen = [], set()
-    for c in _plannable(claims, runs, facts):
-        if c.claim_id not in undecided or test_key(c) in seen:
-            continue
-        seen.add(test_key(c))
-        cells, _, _ = _cells(c, users_map)
-        xs = [_values(runs, c.metric, s, u) for s, u in cells]
-        if min(len(x) for x in xs) < 2:
+    out = []
+    for c, cells, xs in _planned_cells(claims, runs, facts, users_map):
+        if c.claim_id not in undecided:
             continue
         out.append(
             {

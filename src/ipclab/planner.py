@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
 
 from ipclab.stats.pilot import MAX_RUNS_PER_CELL
 
@@ -45,6 +48,27 @@ class Need:
         if self.need is None:
             return math.inf
         return sum(self.missing(extra).values()) * self.run_hours
+
+
+def needs_of(
+    study: str,
+    rows: Iterable[Mapping[str, Any]],
+    table: pd.DataFrame,
+    run_hours: float,
+    cell: Callable[[str, Any], str],
+) -> list[Need]:
+    """A study's needs from ``ipclab.claims.pilot_needs`` rows: each test named by its claim
+    ids in the claims ``table``, each compared (style, load) mapped by ``cell`` to the id of
+    the run that measures it (cells one run measures together counted once)."""
+    from ipclab.claims import claim_ids
+
+    out = []
+    for row in rows:
+        first = table[table["claim_id"] == row["claim_id"]].iloc[0]
+        cells = tuple(dict.fromkeys(cell(s, u) for s, u in row["cells"]))
+        ids = claim_ids(table, first)
+        out.append(Need(study, ids, row["comparison"], cells, row["have"], row["need"], run_hours))
+    return out
 
 
 @dataclass

@@ -7,7 +7,7 @@ request each, at a fixed budget already)."""
 from __future__ import annotations
 
 from ipclab import claims as claims_mod
-from ipclab.planner import Need
+from ipclab.planner import Need, needs_of
 from ipclab.runs import Run
 from ipclab.studies.buono import analysis, published
 from ipclab.studies.buono.experiment import PRIMARY_ENCODER, Analysis
@@ -27,14 +27,7 @@ def needs(a: Analysis, procedure_runs: list[Run], prefix: str, group: str) -> li
     undecided = set(claims.loc[claims["verdict"] == claims_mod.INCONCLUSIVE, "claim_id"])
     hours = claims_mod.run_hours([r.manifest for r in procedure_runs])
     family = analysis.families()["procedure"]
-    out = []
-    for row in claims_mod.pilot_needs(family, table, undecided, facts=published.FACTS):
-        first = claims[claims["claim_id"] == row["claim_id"]].iloc[0]
-        cells = tuple(dict.fromkeys(f"{prefix}:{group}@1@{variant_of(s)}" for s, _ in row["cells"]))
-        out.append(
-            Need(
-                "buono", claims_mod.claim_ids(claims, first), row["comparison"], cells,
-                row["have"], row["need"], hours,
-            )
-        )  # fmt: skip
-    return out
+    rows = claims_mod.pilot_needs(family, table, undecided, facts=published.FACTS)
+    return needs_of(
+        "buono", rows, claims, hours, lambda s, _: f"{prefix}:{group}@1@{variant_of(s)}"
+    )

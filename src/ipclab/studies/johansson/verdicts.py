@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab.planner import Need
+from ipclab.planner import Need, needs_of
 from ipclab.studies.johansson import published
 
 #: metrics fixed by construction, compared as facts (docs/statistics.md): the bytes of the
@@ -65,14 +65,7 @@ def needs(
     scope, label = FAMILIES[0]
     base = thesis[~thesis["sequential"]] if len(thesis) else thesis
     undecided = set(claims.loc[claims["verdict"] == claims_mod.INCONCLUSIVE, "claim_id"])
-    out = []
-    for row in claims_mod.pilot_needs(published.claims(scope=scope), base, undecided, facts=FACTS):
-        first = claims[claims["claim_id"] == row["claim_id"]].iloc[0]
-        cells = tuple(dict.fromkeys(f"{prefix}:{group}@1@rows{u}" for _, u in row["cells"]))
-        out.append(
-            Need(
-                "johansson", claims_mod.claim_ids(claims, first), row["comparison"], cells,
-                row["have"], row["need"], run_hours,
-            )
-        )  # fmt: skip
-    return out
+    rows = claims_mod.pilot_needs(published.claims(scope=scope), base, undecided, facts=FACTS)
+    return needs_of(
+        "johansson", rows, claims, run_hours, lambda _, u: f"{prefix}:{group}@1@rows{u}"
+    )

@@ -34,7 +34,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from ipclab import claims as claims_mod
-from ipclab.planner import Need
+from ipclab.planner import Need, needs_of
 from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.stats import Interval, holm
@@ -326,14 +326,7 @@ def needs(primary: pd.DataFrame, table: pd.DataFrame, run_hours: float, prefix: 
     stack_of = {s.style: s.name for s in ACMEAIR if s.adapters == "python"}
     main, gaps, _ = split(published.claims())
     undecided = set(table.loc[table["verdict"] == claims_mod.INCONCLUSIVE, "claim_id"])
-    out = []
-    for row in claims_mod.pilot_needs([*main, *gaps], claim_runs(primary), undecided):
-        first = table[table["claim_id"] == row["claim_id"]].iloc[0]
-        cells = tuple(f"{prefix}:delay{u}ms:{stack_of[s]}@{USERS}" for s, u in row["cells"])
-        out.append(
-            Need(
-                "nyflott", claims_mod.claim_ids(table, first), row["comparison"], cells,
-                row["have"], row["need"], run_hours,
-            )
-        )  # fmt: skip
-    return out
+    rows = claims_mod.pilot_needs([*main, *gaps], claim_runs(primary), undecided)
+    return needs_of(
+        "nyflott", rows, table, run_hours, lambda s, u: f"{prefix}:delay{u}ms:{stack_of[s]}@{USERS}"
+    )

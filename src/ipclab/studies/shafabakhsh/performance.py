@@ -20,7 +20,7 @@ from ipclab import stats
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.paths import from_repo
-from ipclab.planner import Need
+from ipclab.planner import Need, needs_of
 from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.studies.shafabakhsh import complexity, published
@@ -621,15 +621,10 @@ def needs(a: Analysis, perf_runs: list[Run], prefix: str) -> list[Need]:
     undecided = set(a.claims.loc[a.claims["verdict"] == claims_mod.INCONCLUSIVE, "claim_id"])
     base = a.runs[np.isclose(a.runs["think_time_s"].astype(float), 0.0)] if len(a.runs) else a.runs
     hours = claims_mod.run_hours([r.manifest for r in perf_runs])
-    out = []
-    for row in claims_mod.pilot_needs(published.claims(scope="performance"), base, undecided):
-        first = a.claims[a.claims["claim_id"] == row["claim_id"]].iloc[0]
-        ids = claims_mod.claim_ids(a.claims, first)
-        cells = tuple(f"{prefix}:{stack_of[s]}@{u}" for s, u in row["cells"])
-        out.append(
-            Need("shafabakhsh", ids, row["comparison"], cells, row["have"], row["need"], hours)
-        )
-    return out
+    rows = claims_mod.pilot_needs(published.claims(scope="performance"), base, undecided)
+    return needs_of(
+        "shafabakhsh", rows, a.claims, hours, lambda s, u: f"{prefix}:{stack_of[s]}@{u}"
+    )
 
 
 def readme_blocks(a: Analysis) -> dict[str, str]:
