@@ -162,7 +162,10 @@ def leave_if_ours_and_idle(c: Any) -> bool:
         return False
     if publishing_containers(c):  # leaving now would cut them off; a later stop leaves
         return False
-    return _docker("swarm", "leave", "--force").returncode == 0
+    left = _docker("swarm", "leave", "--force").returncode == 0
+    if left:  # docker keeps the swarm's bridge after leaving; unused, it goes too (in use: kept)
+        _docker("network", "rm", "docker_gwbridge")
+    return left
 
 
 def labelled_roles(c: Any) -> set[str]:
