@@ -431,6 +431,12 @@ def down_share() -> float:
     return float((1 - t["computed_a"]).mean())
 
 
+def mttf_ratio_of(metric: str, ratio: float) -> float:
+    """The MTTF ratio a published ratio of ``metric`` stands for: itself for MTTF; for A, by
+    the delta method, exp(ln R_A / the published down share)."""
+    return math.exp(math.log(ratio) / down_share()) if metric == "availability" else ratio
+
+
 def mttf_power(claims: list[Claim], cells: pd.DataFrame, users_map: dict[int, int]) -> pd.DataFrame:
     """The runs per cell each MTTF or A comparison of method 1 needs (the power table's
     columns, docs/statistics.md section 7): the failures the exact test of two Poisson
@@ -439,7 +445,6 @@ def mttf_power(claims: list[Claim], cells: pd.DataFrame, users_map: dict[int, in
     published down share (so its ratio 1.02 needs an MTTF ratio near 1.4)."""
     keys = {claims_mod.test_key(c) for c in claims if c.test != "compare"}
     alpha = claims_mod.Rules().alpha / max(len(keys), 1)
-    share = down_share()
     rows, seen = [], set()
     for c in claims:
         if c.metric not in ("mttf_s", "availability") or c.test != "direction":
@@ -449,10 +454,7 @@ def mttf_power(claims: list[Claim], cells: pd.DataFrame, users_map: dict[int, in
         if c.published_ratio is None or not np.isfinite(c.published_ratio):
             continue
         seen.add(claims_mod.test_key(c))
-        ratio = float(c.published_ratio)
-        if c.metric == "availability":
-            ratio = math.exp(math.log(ratio) / share)
-        need = failures_needed(ratio, alpha)
+        need = failures_needed(mttf_ratio_of(c.metric, float(c.published_ratio)), alpha)
         ua, ub = (users_map.get(u, u) for u in (c.a_users[0], c.b_users[0]))
         have = [_rows(cells, style=s, users=u) for s, u in ((c.a_style, ua), (c.b_style, ub))]
         rows.append(

@@ -37,7 +37,7 @@ from ipclab.availability.estimators import failures_needed
 from ipclab.claims import claim_ids, distinct_tests
 from ipclab.findings import fill_blocks
 from ipclab.paths import from_repo
-from ipclab.studies.shafabakhsh.availability.analysis import down_share
+from ipclab.studies.shafabakhsh.availability.analysis import mttf_ratio_of
 from ipclab.studies.shafabakhsh.availability.profiles import Profile, profile
 
 ALPHA, POWER = 0.05, 0.80
@@ -115,13 +115,10 @@ def _needed(
             return math.nan, "no published ratio (a direction only)"
         how = "exact Poisson rates, one failure a run"
         if metric == "availability":
-            ratio = math.exp(math.log(ratio) / DOWN_SHARE)
+            ratio = mttf_ratio_of(metric, ratio)
             how += f", at the MTTF ratio {ratio:.2f} A's implies"
         return poisson_failures_needed(ratio, alpha), how
     return math.nan, "not planned"
-
-
-DOWN_SHARE = down_share()
 
 
 def plan_table(
