@@ -942,57 +942,6 @@ def pilot_needs(
     return out
 
 
-def across_backends(
-    claims: Sequence[Claim],
-    runs_a: pd.DataFrame,
-    runs_b: pd.DataFrame,
-    table_a: pd.DataFrame,
-    table_b: pd.DataFrame,
-    labels: tuple[str, str] = ("local", "docker"),
-    rules: Rules | None = None,
-    users_map: Mapping[int, int] | None = None,
-) -> pd.DataFrame:
-    """One row per claim measured on two backends (per-run tables ``runs_a``, ``runs_b``,
-    claims tables ``table_a``, ``table_b``): each side's estimate and verdict, whether the
-    verdicts agree, and the ratio of the estimates (b over a) with its interval, the t test
-    of the log of the ratio of ratios over both sides' runs (``log_ratio_interval``: a
-    ratio's two cells on each side, an interaction's four)."""
-    rules = rules or Rules()
-    la, lb = labels
-    cols = ["claim_id", "measured_ratio", "verdict"]
-    a_side = table_a[cols].drop_duplicates("claim_id").set_index("claim_id")
-    b_side = table_b[cols].drop_duplicates("claim_id").set_index("claim_id")
-    rows = []
-    for c in claims:
-        if c.claim_id not in a_side.index or c.claim_id not in b_side.index:
-            continue
-        if c.test not in ("direction", "ratio", "equal", "interaction"):
-            continue
-        sa, _, ka, why_a = _samples(c, runs_a, users_map)
-        sb, _, kb, why_b = _samples(c, runs_b, users_map)
-        ci = Interval(math.nan, math.nan, math.nan, 0)
-        if not (why_a or why_b) and min(len(x) for x in [*sa, *sb]) >= 2:
-            terms = _terms(c, sb, kb) + [(-sign, xs) for sign, xs in _terms(c, sa, ka)]
-            ci = log_ratio_interval(terms, rules.confidence)
-        va, vb = a_side.loc[c.claim_id, "verdict"], b_side.loc[c.claim_id, "verdict"]
-        rows.append(
-            {
-                "claim_id": c.claim_id,
-                "comparison": c.describe(),
-                f"{la}_estimate": a_side.loc[c.claim_id, "measured_ratio"],
-                f"{la}_verdict": va,
-                f"{lb}_estimate": b_side.loc[c.claim_id, "measured_ratio"],
-                f"{lb}_verdict": vb,
-                "agree": va == vb,
-                f"{lb}_over_{la}": ci.estimate,
-                "ci_low": ci.low,
-                "ci_high": ci.high,
-                "p_value": ci.p_value,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def mark_underpowered(
     table: pd.DataFrame, power: pd.DataFrame, run_hours: float, rules: Rules | None = None
 ) -> pd.DataFrame:

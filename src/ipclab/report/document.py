@@ -15,6 +15,7 @@ from ipclab.report.context import Counter, SiteFiles
 from ipclab.report.files import read_csv
 from ipclab.report.overview import made_section, summary_section, title_page
 from ipclab.report.reference import reference_section
+from ipclab.report.robustness import robustness_section
 from ipclab.report.runlog import not_run_by_results, profile_backend
 from ipclab.report.study import section_id, study_section
 from ipclab.report.style import CSS
@@ -57,6 +58,8 @@ def render_body(
     refs = [r for _, r in named]
     ref_claims = {name: c for name, (_, _, c) in named}
     sections = [reference_section(refs, n)] if refs else []
+    if refs:  # the references' folder: <root>/<reference>/results
+        sections.append(robustness_section(refs[0][0].parents[1], n))
     studies = [(f"Reference: {m.get('title') or d.name}", c, section_id("R", i))
                for i, (d, m, c) in enumerate(refs, 1)]  # fmt: skip
     frames = []

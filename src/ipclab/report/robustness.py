@@ -1,0 +1,91 @@
+"""The report's robustness section: whether the committed references' verdicts hold when
+the same claims are measured another way, on another backend or in another language
+(:mod:`ipclab.robustness`). Every sentence is counted from the tables it introduces."""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from pathlib import Path
+
+import pandas as pd
+
+from ipclab import robustness as rb
+from ipclab.report import html as rh
+from ipclab.report.context import Counter
+
+
+def _shown(table: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
+    la, lb = labels
+
+    def est(side: str) -> pd.Series:
+        return table.apply(
+            lambda r: rh.fmt_ci(r[f"{side}_measured_ratio"], r[f"{side}_ci_low"],
+                                r[f"{side}_ci_high"]), axis=1)  # fmt: skip
+
+    ratio = table.apply(
+        lambda r: rh.fmt_ci(r[f"{lb}_over_{la}"], r["ratio_low"], r["ratio_high"]), axis=1
+    )
+    out = pd.DataFrame({"claim": table["claim_id"], "comparison": table["comparison"]})
+    if "table" in table.columns and table["table"].nunique() > 1:
+        out.insert(0, "table", table["table"])
+    return out.assign(**{
+        f"{la} a/b": est(la), f"{la} verdict": table[f"{la}_verdict"],
+        f"{lb} a/b": est(lb), f"{lb} verdict": table[f"{lb}_verdict"],
+        f"{lb}/{la}": ratio, "verdicts": table["explanation"],
+    })  # fmt: skip
+
+
+def _sentence(table: pd.DataFrame, pair: rb.Pair, factor: str) -> str:
+    la, lb = pair.labels
+    agree, n = rb.agreement_share(table)
+    decided = table[~(table[f"{la}_verdict"].isin(rb.UNDECIDED)
+                      & table[f"{lb}_verdict"].isin(rb.UNDECIDED))]  # fmt: skip
+    d_agree, d_n = rb.agreement_share(decided)
+    why = Tally(table.loc[~table["agree"], "explanation"])
+    parts = ", ".join(f"{k} {v}" for k, v in sorted(why.items())) or "none"
+    share = f" ({agree / n:.0%})" if n else ""
+    return (
+        f"<p>{rh.esc(pair.title)}, {rh.esc(la)} against {rh.esc(lb)}: the verdicts agree on "
+        f"{agree} of {n} claims{share}, and on {d_agree} of {d_n} claims decided on at "
+        f"least one side. The disagreements, by what explains them: {rh.esc(parts)} "
+        f"(<i>{rh.esc(factor)}</i>: the ratio of the estimates leaves 1; <i>runs</i>: it "
+        f"does not, and one side could not decide; <i>noise</i>: it does not, and both "
+        f"sides decided, each its own way; "
+        f"<i>not measured</i>: one side has no estimate).</p>"
+    )
+
+
+def _pair_html(pair: rb.Pair, factor: str, n: Counter) -> str:
+    table = rb.side_by_side(pair, factor=factor)
+    if table.empty:
+        return ""
+    la, lb = pair.labels
+    cap = rh.caption("Table", n.table(), f"{pair.title}: each claim's estimate (ratio a/b, "
+                     f"95% interval) and verdict on {la} and on {lb}, the ratio of the two "
+                     f"estimates ({lb}/{la}) and what explains a disagreement.")  # fmt: skip
+    return _sentence(table, pair, factor) + rh.frame_table(_shown(table, pair.labels), cap)
+
+
+def robustness_section(reference_root: Path, n: Counter) -> str:
+    """Backends, then factors within one reference (e.g. languages); empty when the
+    committed references hold neither."""
+    root = Path(reference_root)
+    backends = rb.backend_pairs(root)
+    found = [(f.parent, f.parent.parent.name) for f in sorted(root.glob("*/results/study.json"))]
+    factors = [p for d, name in found if (p := rb.factor_pairs(rb.claims_tables(d), name))]
+    if not backends and not factors:
+        return ""
+    out = [
+        '<section class="study"><h1 class="study-title">Robustness</h1>',
+        "<p>Whether a verdict is a property of the style or of the way it was measured: the "
+        "committed references' claims measured on two backends, and claims stated once per "
+        "level of a factor, side by side (docs/statistics.md section 8).</p>",
+    ]
+    if backends:
+        out.append("<h2>Across backends</h2>")
+        out += [_pair_html(p, "backend", n) for p in backends]
+    if factors:
+        out.append("<h2>Across a factor's levels</h2>")
+        out += [_pair_html(p, "factor", n) for p in factors]
+    out.append("</section>")
+    return "\n".join(out)
