@@ -40,17 +40,25 @@ def load(root: Path = ROOT, folder: str = FOLDER) -> analysis.Analysis:
 
 
 def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) -> Path:
+    """One reference folder (``johansson-full-<backend>``; a folder of the thesis test alone,
+    as on docker, has no sweep or saturation runs and its tables leave them out)."""
     a = load(root, folder)
+    backend = folder.rsplit("-", 1)[-1]
     results = StudyResults(
         from_repo(root) / folder / "results", "johansson",
-        "Johansson 2017: REST vs GraphQL gateway (full profile, local)",
-        parameters={"profile": "full", "backend": "local"}, figures_dir=figures / folder,
+        f"Johansson 2017: REST vs GraphQL gateway (full profile, {backend})",
+        parameters={"profile": "full", "backend": backend}, figures_dir=figures / folder,
     )  # fmt: skip
     analysis.write_results(a, results)
     readme = from_repo(root) / folder / "README.md"
     if readme.exists():  # the sentences of what was found, from the table just written
         write_findings(readme, pd.read_csv(readme.parent / CLAIMS), CLAIMS)
     return results.directory
+
+
+def folders(root: Path = ROOT) -> list[str]:
+    """The study's reference folders: the local one, and one per further backend measured."""
+    return sorted(d.name for d in from_repo(root).glob("johansson-full-*") if d.is_dir())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.tables:
         print(analysis.summary_markdown(load(a.root)))
         return 0
-    print(rebuild(a.root, a.figures))
+    for folder in folders(a.root):
+        print(rebuild(a.root, a.figures, folder))
     return 0
 
 

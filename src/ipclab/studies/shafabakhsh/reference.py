@@ -49,13 +49,16 @@ def _readme(results: StudyResults, blocks: Mapping[str, str] | None = None) -> N
 CLAIMS_TABLES = ("claims.csv", "claims_mttr_outage.csv", "claims_mttr_fault_injection.csv")
 
 
-def rebuild_performance(root: Path = ROOT, figures: Path = FIGURES) -> Path:
-    runs = load_runs(from_repo(root) / "shafabakhsh-full-local")
-    think = load_runs(from_repo(root) / "shafabakhsh-think-full-local")
+def rebuild_performance(root: Path = ROOT, figures: Path = FIGURES, backend: str = "local") -> Path:
+    """The performance matrix's reference on ``backend`` (with its think-time runs, where
+    that backend has them)."""
+    folder = f"shafabakhsh-full-{backend}"
+    think_dir = from_repo(root) / f"shafabakhsh-think-full-{backend}"
+    runs = load_runs(from_repo(root) / folder)
+    think = load_runs(think_dir) if think_dir.is_dir() else []
     results = _results(
-        root, figures, "shafabakhsh-full-local", "shafabakhsh",
-        "Shafabakhsh 2020 (full profile, local)",
-    )  # fmt: skip
+        root, figures, folder, "shafabakhsh", f"Shafabakhsh 2020 (full profile, {backend})"
+    )
     a = performance.analyse(runs, think, "full")
     performance.write_results(a, runs, results)
     _readme(results, performance.readme_blocks(a))
@@ -105,8 +108,10 @@ def rebuild_availability(
 
 
 def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
+    on_docker = (from_repo(root) / "shafabakhsh-full-docker").is_dir()
     return [
         rebuild_performance(root, figures),
+        *([rebuild_performance(root, figures, "docker")] if on_docker else []),
         rebuild_languages(root, figures),
         rebuild_availability(
             "local",
