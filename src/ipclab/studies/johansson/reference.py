@@ -61,6 +61,10 @@ def folders(root: Path = ROOT) -> list[str]:
     return sorted(d.name for d in from_repo(root).glob("johansson-full-*") if d.is_dir())
 
 
+def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
+    return [rebuild(root, figures, folder) for folder in folders(root)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--root", type=Path, default=ROOT)
@@ -70,8 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.tables:
         print(analysis.summary_markdown(load(a.root)))
         return 0
-    for folder in folders(a.root):
-        print(rebuild(a.root, a.figures, folder))
+    for d in rebuild_all(a.root, a.figures):
+        print(d)
     return 0
 
 
