@@ -101,7 +101,8 @@ def test_the_report_sets_references_on_two_backends_side_by_side(tmp_path: Path)
     _reference(tmp_path, "s-full-docker", "s", "docker", DOCKER)
     _reference(tmp_path, "t-full-local", "t", "local", LOCAL)  # one backend only: no pair
     pairs = rb.backend_pairs(tmp_path)
-    assert [(p.title, p.labels) for p in pairs] == [("s (s-full-local and s-full-docker)", ("local", "docker"))]
+    titled = [(p.title, p.labels) for p in pairs]
+    assert titled == [("s (s-full-local and s-full-docker)", ("local", "docker"))]
     html = robustness_section(tmp_path, Counter())
     assert "Across backends" in html and "agree on 1 of 5 claims (20%)" in html
     assert "backend 1, noise 1, not measured 1, runs 1" in html
