@@ -385,3 +385,34 @@ def test_b_metric_compares_two_measures_of_one_cell_as_a_test_of_its_own() -> No
     assert C.test_key(two) == C.test_key(swapped)
     missing = C.evaluate_claims(runs.drop(columns="share_b"), [two]).iloc[0]
     assert missing["verdict"] == C.INCONCLUSIVE and "share_b" in missing["reason"]
+
+
+def test_each_claim_says_whether_its_cells_pass_the_machine_check() -> None:
+    runs = table({("grpc", 50): (110.0, 0.01), ("rest", 50): (100.0, 0.01)})
+    assert one("T01a", runs)["machine_check"] == ""  # runs without machine state
+    runs = runs.assign(stack_cpu_ms_per_request=2.0, other_cpu_percent=5.0, steal_percent=0.0)
+    assert one("T01a", runs)["machine_check"] == "pass"
+    busy = runs.copy()
+    busy.loc[(busy["style"] == "rest") & (busy["repetition"] == 2), "other_cpu_percent"] = 80.0
+    check = one("T01a", busy)["machine_check"]
+    assert check.startswith("fail: rest@50") and "80% CPU" in check
+    costly = runs.copy()
+    costly.loc[(costly["style"] == "grpc") & (costly["repetition"] == 1),
+               "stack_cpu_ms_per_request"] = 3.0  # fmt: skip
+    assert "grpc@50: CPU per request varies 1.50x" in one("T01a", costly)["machine_check"]
+
+
+def test_a_side_that_is_zero_in_every_run_is_judged_by_the_exact_test() -> None:
+    def outage(rest: list[float]) -> pd.DataFrame:
+        rows = [{"style": "amqp", "users": 50, "outage_failure_fraction": 0.0}] * 5
+        rows += [{"style": "rest", "users": 50, "outage_failure_fraction": v} for v in rest]
+        return pd.DataFrame(rows)
+
+    # REST failing in every run: the ratio is exactly 0, the permutation test decides
+    r = one("T22a", outage([0.9, 1.0, 0.95, 1.0, 0.97]), scope="availability")
+    assert r["measured_ratio"] == 0 and r["p_method"] == "permutation"
+    assert r["verdict"] == C.REPRODUCED and r["p_value"] == pytest.approx(1 / 126, rel=1e-6)
+    # REST failing in two runs of five: still a ratio of 0, but no evidence of a difference
+    r = one("T22a", outage([0.0, 0.02, 0.0, 0.01, 0.0]), scope="availability")
+    assert r["measured_ratio"] == 0 and r["verdict"] == C.INCONCLUSIVE
+    assert "not significant" in r["reason"]

@@ -103,3 +103,18 @@ def test_summary_leaves_delayers_out_of_the_stack_but_counts_them_as_ours() -> N
     assert out["stack_cpu_ms_per_request"] == pytest.approx(2.0)  # 100% / 500 rps
     assert out["other_cpu_percent"] == pytest.approx(15.0)  # 150 - (100 + 15 + 20)
     assert out["cpu_percent_mean"]["gateway-delayer"] == 10.0
+
+
+def test_a_restarted_containers_counter_gives_no_reading_not_a_negative_one() -> None:
+    from ipclab.backends.docker.stats import _row
+
+    def stats(total: int, system: int) -> dict:
+        return {"cpu_stats": {"cpu_usage": {"total_usage": total}, "system_cpu_usage": system,
+                              "online_cpus": 2}, "pids_stats": {"current": 3}}  # fmt: skip
+
+    before, steady = stats(9_000_000_000, 100_000_000_000), stats(9_500_000_000, 102_000_000_000)
+    assert _row("gateway", "g", steady, before)["cpu_percent"] == 50.0
+    restarted = stats(100_000_000, 104_000_000_000)  # the new container's counter
+    assert "cpu_percent" not in _row("gateway", "g", restarted, steady)  # was -4,284% once
+    after = stats(600_000_000, 106_000_000_000)
+    assert _row("gateway", "g", after, restarted)["cpu_percent"] == 50.0

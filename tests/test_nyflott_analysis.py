@@ -90,6 +90,12 @@ def test_analyse_puts_the_adapter_sets_beside_the_thesis(tmp_path: Path) -> None
     assert "not one of" not in " ".join(c["reason"].astype(str))
     assert len(a.slow) and set(a.slow["run"]) <= set(a.runs.loc[a.runs["delay_ms"] == 0, "run"])
     assert "Table 2" in analysis.summary_markdown(a)
+    # every claim on the native set's runs beside it: CoAP has none there (not measured)
+    v = a.adapter_verdicts.set_index("claim_id")
+    assert set(v.index) == set(c.index[c["evidence"] == "test"])
+    assert v.loc["N02b", "native_n_a"] == 3 and v.loc["N01d", "python_verdict"] == "reproduced"
+    coap = [i for i in v.index if "coap" in str(v.loc[i, "comparison"])]
+    assert coap and (v.loc[coap, "explanation"].isin(["not measured", "agree"])).all()
 
 
 def test_results_and_a_rebuild_from_the_per_run_tables(

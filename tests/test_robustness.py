@@ -107,3 +107,14 @@ def test_the_report_sets_references_on_two_backends_side_by_side(tmp_path: Path)
     assert "Across backends" in html and "agree on 1 of 5 claims (20%)" in html
     assert "backend 1, noise 1, not measured 1, runs 1" in html
     assert robustness_section(tmp_path / "t-full-local", Counter()) == ""
+
+
+def test_an_agreement_table_a_study_wrote_is_shown_too(tmp_path: Path) -> None:
+    results = tmp_path / "n-full-docker" / "results"
+    results.mkdir(parents=True)
+    (results / "study.json").write_text(json.dumps({"study": "n", "title": "n"}))
+    table = rb.side_by_side(rb.Pair("sets", ("python", "native"), LOCAL, DOCKER), "adapters")
+    table.to_csv(results / "adapters_agreement.csv", index=False)
+    html = robustness_section(tmp_path, Counter())
+    assert "n-full-docker: adapters, python against native" in html
+    assert "agree on 1 of 5 claims" in html

@@ -574,6 +574,20 @@ def _fact(claim: Claim, samples: list[np.ndarray], k: int, users_txt: str) -> Ef
                   "fact", users=users_txt, constant=True, fact=True)  # fmt: skip
 
 
+def _zero_side(a: np.ndarray, b: np.ndarray) -> float | None:
+    """The ratio of two non-negative samples one of which is 0 in every run and the other
+    not: exactly 0 or unbounded, whatever the other side's values, so no log-scale interval
+    exists and the exact permutation test decides (docs/statistics.md section 3); None
+    when neither side is so."""
+    if len(a) < 2 or len(b) < 2 or (a < 0).any() or (b < 0).any():
+        return None
+    if not a.any() and b.any():
+        return 0.0
+    if a.any() and not b.any():
+        return math.inf
+    return None
+
+
 def _measure(
     claim: Claim, samples: list[np.ndarray], k: int, users_txt: str, rules: Rules
 ) -> Effect:
@@ -597,11 +611,15 @@ def _measure(
             "permutation": c.permutation_p,
         }
         primary = next((m for m, v in candidates.items() if np.isfinite(v)), "permutation")
+        ratio, zero = c.ratio, _zero_side(samples[0], samples[1])
+        if zero is not None:  # no log scale: the ratio is exact (0 or unbounded), the test
+            # is the permutation test
+            primary, ratio = "permutation", Interval(zero, zero, zero, n_min, method="exact")
         if rules.test == "mannwhitney":
             primary = "mannwhitney"
         p = candidates.get(primary, c.mannwhitney_p)
         return Effect(
-            c.ratio,
+            ratio,
             c.mean_a,
             c.mean_b,
             n_min,
@@ -615,6 +633,7 @@ def _measure(
             cliffs_delta=c.cliffs_delta,
             users=users_txt,
             constant=constant,
+            open_ended=zero == math.inf,
         )
     ci = log_ratio_interval(_terms(claim, samples, k), rules.confidence)  # mean over loads
     ma = float(np.mean([x.mean() for x in a]))
@@ -712,7 +731,43 @@ def evaluate_claims(
     rows = [
         _claim_row(c, e, float(p), rules, label) for c, e, p in zip(cl, measured, adj, strict=True)
     ]
+    checks = _cell_checks(df)
+    for row, c in zip(rows, cl, strict=True):
+        row["machine_check"] = machine_check_of(c, checks, users_map)
     return pd.DataFrame(rows)
+
+
+def _cell_checks(runs: pd.DataFrame) -> dict[tuple[str, int], tuple[Any, str]]:
+    """Per (style, load) cell of ``runs``: whether its runs pass the machine check
+    (``ipclab.stats.machine_check``: True, False, None when unrecorded) and why not."""
+    from ipclab.stats.machine import machine_check
+
+    wanted = {"style", "users", "stack_cpu_ms_per_request", "other_cpu_percent", "steal_percent"}
+    if runs.empty or not wanted <= set(runs.columns):
+        return {}
+    table = machine_check(runs, by=("style", "users"))
+    return {(str(r["style"]), int(r["users"])): (r["comparable"], str(r["why"]))
+            for _, r in table.iterrows()}  # fmt: skip
+
+
+def machine_check_of(
+    claim: Claim,
+    checks: Mapping[tuple[str, int], tuple[Any, str]],
+    users_map: Mapping[int, int] | None = None,
+) -> str:
+    """Whether the cells a claim compares pass the machine check (docs/statistics.md
+    section 1): ``pass``, ``fail: <cell>: <why>``, ``unrecorded``, or "" (not a claim on
+    runs, or runs without machine state)."""
+    if not checks or claim.test == "compare":
+        return ""
+    cells, _, _ = _cells(claim, users_map)
+    found = [(f"{s}@{u}", checks.get((s, u))) for s, u in cells if u is not None]
+    if not found or any(c is None for _, c in found):
+        return ""
+    failed = [f"{name}: {why}" for name, (ok, why) in found if ok is False]
+    if failed:
+        return "fail: " + "; ".join(failed)
+    return "pass" if all(ok is True for _, (ok, _) in found) else "unrecorded"
 
 
 def test_key(c: Claim) -> tuple[Any, ...]:

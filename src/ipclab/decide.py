@@ -25,6 +25,7 @@ from ipclab.atomic import write_json_atomic
 from ipclab.paths import from_repo, repo_relative
 from ipclab.planner import Need, Plan, blocks, choose, describe
 from ipclab.protocol import Parameters, StudyPart
+from ipclab.stats import machine
 from ipclab.studies import all_studies
 
 PLAN_FILE = "plan.json"
@@ -105,14 +106,20 @@ def read_plan(path: Path) -> list[tuple[str, int]]:
 
 
 def make(
-    found: Sequence[Source], order: Sequence[tuple[str, int]], progress: Callable[[str], None]
+    found: Sequence[Source],
+    order: Sequence[tuple[str, int]],
+    progress: Callable[[str], None],
+    wait_quiet: Callable[[Callable[[str], None]], bool] = machine.wait_until_quiet,
 ) -> int:
-    """Make the planned runs in ``order``, each by the part whose cells it names."""
+    """Make the planned runs in ``order``, each by the part whose cells it names, each after
+    the machine is quiet (``wait_quiet``: other processes' CPU within the machine check's
+    limits, waiting while it is not)."""
     by_prefix = {f"{s.results}:": s for s in found}
     for i, (cell, repetition) in enumerate(order, 1):
         source = next((s for p, s in by_prefix.items() if cell.startswith(p)), None)
         if source is None:
             raise ValueError(f"plan names {cell!r}, which no reference's part makes")
+        wait_quiet(progress)
         progress(f"[plan {i}/{len(order)}] {cell} r{repetition}")
         source.part.extend(source.plan, [(cell, repetition)], progress)
     return len(order)

@@ -259,6 +259,9 @@ def measured_html(row: pd.Series) -> str:
     if not is_missing(a) and not is_missing(b):
         na, nb = _get(row, "n_a"), _get(row, "n_b")
         n = f"; n = {fmt_num(na)}, {fmt_num(nb)}" if not is_missing(na) else ""
+        check = _get(row, "machine_check")
+        if not is_missing(check) and str(check):  # whether the cells' runs pass it
+            n += "; machine check " + ("passed" if check == "pass" else str(check))
         detail = f'<div class="sub">{esc(fmt_num(a))} vs {esc(fmt_num(b))}{esc(n)}</div>'
     return f"{esc(main)}{detail}"
 

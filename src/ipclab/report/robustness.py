@@ -35,45 +35,65 @@ def _shown(table: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
     })  # fmt: skip
 
 
-def _sentence(table: pd.DataFrame, pair: rb.Pair, factor: str) -> str:
-    la, lb = pair.labels
+def _sentence(table: pd.DataFrame, title: str, labels: tuple[str, str], factor: str) -> str:
+    la, lb = labels
     agree, n = rb.agreement_share(table)
     decided = table[~(table[f"{la}_verdict"].isin(rb.UNDECIDED)
                       & table[f"{lb}_verdict"].isin(rb.UNDECIDED))]  # fmt: skip
     d_agree, d_n = rb.agreement_share(decided)
-    why = Tally(table.loc[~table["agree"], "explanation"])
+    why = Tally(table.loc[~table["agree"].astype(bool), "explanation"])
     parts = ", ".join(f"{k} {v}" for k, v in sorted(why.items())) or "none"
     share = f" ({agree / n:.0%})" if n else ""
     return (
-        f"<p>{rh.esc(pair.title)}, {rh.esc(la)} against {rh.esc(lb)}: the verdicts agree on "
+        f"<p>{rh.esc(title)}, {rh.esc(la)} against {rh.esc(lb)}: the verdicts agree on "
         f"{agree} of {n} claims{share}, and on {d_agree} of {d_n} claims decided on at "
         f"least one side. The disagreements, by what explains them: {rh.esc(parts)} "
         f"(<i>{rh.esc(factor)}</i>: the ratio of the estimates leaves 1; <i>runs</i>: it "
         f"does not, and one side could not decide; <i>noise</i>: it does not, and both "
-        f"sides decided, each its own way; "
-        f"<i>not measured</i>: one side has no estimate).</p>"
+        f"sides decided, each its own way; <i>not measured</i>: one side has no estimate).</p>"
     )
 
 
-def _pair_html(pair: rb.Pair, factor: str, n: Counter) -> str:
-    table = rb.side_by_side(pair, factor=factor)
+def _table_html(
+    table: pd.DataFrame, title: str, labels: tuple[str, str], factor: str, n: Counter
+) -> str:
     if table.empty:
         return ""
-    la, lb = pair.labels
-    cap = rh.caption("Table", n.table(), f"{pair.title}: each claim's estimate (ratio a/b, "
+    la, lb = labels
+    cap = rh.caption("Table", n.table(), f"{title}: each claim's estimate (ratio a/b, "
                      f"95% interval) and verdict on {la} and on {lb}, the ratio of the two "
                      f"estimates ({lb}/{la}) and what explains a disagreement.")  # fmt: skip
-    return _sentence(table, pair, factor) + rh.frame_table(_shown(table, pair.labels), cap)
+    return _sentence(table, title, labels, factor) + rh.frame_table(_shown(table, labels), cap)
+
+
+def _pair_html(pair: rb.Pair, factor: str, n: Counter) -> str:
+    return _table_html(rb.side_by_side(pair, factor=factor), pair.title, pair.labels, factor, n)
+
+
+def _written(results_dir: Path) -> list[tuple[str, pd.DataFrame, tuple[str, str], str]]:
+    """The agreement tables a study wrote itself (``*_agreement.csv``: ``side_by_side``'s
+    columns, e.g. a study's claims on each of two adapter sets): title, table, labels, factor."""
+    out = []
+    for csv in sorted(results_dir.glob("*_agreement.csv")):
+        t = pd.read_csv(csv)
+        sides = [c.removesuffix("_verdict") for c in t.columns if c.endswith("_verdict")]
+        if len(sides) != 2 or "explanation" not in t.columns:
+            continue
+        factor = csv.stem.removesuffix("_agreement").replace("_", " ")
+        title = f"{results_dir.parent.name}: {factor}"
+        out.append((title, t, (sides[0], sides[1]), factor))
+    return out
 
 
 def robustness_section(reference_root: Path, n: Counter) -> str:
-    """Backends, then factors within one reference (e.g. languages); empty when the
-    committed references hold neither."""
+    """Backends, then factors within one reference (e.g. languages, adapter sets); empty
+    when the committed references hold neither."""
     root = Path(reference_root)
     backends = rb.backend_pairs(root)
     found = [(f.parent, f.parent.parent.name) for f in sorted(root.glob("*/results/study.json"))]
     factors = [p for d, name in found if (p := rb.factor_pairs(rb.claims_tables(d), name))]
-    if not backends and not factors:
+    written = [w for d, _ in found for w in _written(d)]
+    if not backends and not factors and not written:
         return ""
     out = [
         '<section class="study"><h1 class="study-title">Robustness</h1>',
@@ -84,8 +104,9 @@ def robustness_section(reference_root: Path, n: Counter) -> str:
     if backends:
         out.append("<h2>Across backends</h2>")
         out += [_pair_html(p, "backend", n) for p in backends]
-    if factors:
+    if factors or written:
         out.append("<h2>Across a factor's levels</h2>")
         out += [_pair_html(p, "factor", n) for p in factors]
+        out += [_table_html(t, title, labels, factor, n) for title, t, labels, factor in written]
     out.append("</section>")
     return "\n".join(out)

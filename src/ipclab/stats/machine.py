@@ -75,3 +75,70 @@ def quiet_run(machine: Mapping[str, Any] | None, limits: MachineLimits | None = 
     return (other is None or float(other) <= limits.max_other_cpu_percent) and (
         steal is None or float(steal) <= limits.max_steal_percent
     )
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The machine over a few seconds with nothing of ours running: busy CPU (100 = one
+    core) and the hypervisor's steal, both as ``ipclab.summary.machine_load`` counts them."""
+
+    busy_percent: float
+    steal_percent: float
+
+
+def sample_now(seconds: float = 2.0) -> Sample:
+    """The host's busy CPU and steal over the next ``seconds`` (``psutil.cpu_times``)."""
+    import time
+
+    import psutil
+
+    t0 = psutil.cpu_times()
+    time.sleep(seconds)
+    t1 = psutil.cpu_times()
+    d = {k: getattr(t1, k) - getattr(t0, k) for k in t1._fields}
+    total = sum(d.values()) or 1.0
+    idle = d.get("idle", 0.0) + d.get("iowait", 0.0)
+    cores = psutil.cpu_count() or 1
+    busy = 100 * cores * (total - idle - d.get("steal", 0.0)) / total
+    return Sample(round(busy, 1), round(100 * cores * d.get("steal", 0.0) / total, 1))
+
+
+def quiet(sample: Sample, limits: MachineLimits | None = None) -> bool:
+    """The machine check before a run: other processes' CPU and steal within ``limits``."""
+    limits = limits or MachineLimits()
+    return (
+        sample.busy_percent <= limits.max_other_cpu_percent
+        and sample.steal_percent <= limits.max_steal_percent
+    )
+
+
+def wait_until_quiet(
+    say: Any = print,
+    limits: MachineLimits | None = None,
+    sampler: Any = sample_now,
+    sleep: Any = None,
+    poll_s: float = 15.0,
+    max_wait_s: float = 900.0,
+) -> bool:
+    """Before a run: wait while the machine is busy (another process's CPU or the VM's steal
+    above ``limits``), saying so; True once it is quiet, False after ``max_wait_s`` (the run
+    is made then all the same, and its own machine check marks it: a run of a busy machine
+    is not reused)."""
+    import time
+
+    sleep = sleep or time.sleep
+    waited = 0.0
+    while True:
+        s = sampler()
+        if quiet(s, limits):
+            return True
+        if waited >= max_wait_s:
+            say(f"machine still busy after {waited:.0f} s ({s.busy_percent:.0f}% CPU, "
+                f"{s.steal_percent:.0f}% steal): the run goes ahead, its check marks "
+                "it")  # fmt: skip
+            return False
+        say(f"machine busy ({s.busy_percent:.0f}% CPU of other processes, "
+            f"{s.steal_percent:.0f}% steal): waiting {poll_s:.0f} s before the next "
+            "run")  # fmt: skip
+        sleep(poll_s)
+        waited += poll_s

@@ -45,7 +45,9 @@ def _row(component: str, name: str, s: dict[str, Any], prev: dict[str, Any] | No
     pcpu = (prev or {}).get("cpu_stats") or {}
     ptotal = (pcpu.get("cpu_usage") or {}).get("total_usage")
     system, psystem = cpu.get("system_cpu_usage"), pcpu.get("system_cpu_usage")
-    if ptotal is not None and system and psystem and system > psystem:
+    # a counter that went backwards is a restarted container's (docker's stream goes on
+    # across a restart): no reading for that second, the next one counts from the new one
+    if ptotal is not None and total >= ptotal and system and psystem and system > psystem:
         row["cpu_percent"] = round((total - ptotal) / (system - psystem) * (ncpu or 1) * 100, 2)
     mem = s.get("memory_stats") or {}
     stats = mem.get("stats") or {}

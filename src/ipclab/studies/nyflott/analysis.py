@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab import stats
+from ipclab import robustness, stats
 from ipclab.runs import Run
 from ipclab.stacks import LOADGEN
-from ipclab.studies.nyflott import extremes, gcshift, hosts, published, tables, verdicts
+from ipclab.studies.nyflott import extremes, gcshift, hosts, published, tables, verdicts, window
 
 PRIMARY = "python"  # the adapter set the thesis comparison and the claims use
 THESIS_WINDOW_S = 600.0
@@ -126,6 +126,10 @@ class Analysis:
     machine: pd.DataFrame
     gc_shift: pd.DataFrame = field(default_factory=pd.DataFrame)  # gcshift.sensitivity
     gc_shift_runs: pd.DataFrame = field(default_factory=pd.DataFrame)  # per run and side
+    # every claim judged on each adapter set's runs, side by side (robustness.side_by_side)
+    adapter_verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # each decided claim carried to a 2-minute window by the window check (window.py)
+    window: pd.DataFrame = field(default_factory=pd.DataFrame)
     missing: list[str] = field(default_factory=list)
     deviations: list[str] = field(default_factory=list)
 
@@ -317,6 +321,42 @@ def gc_shift_tables(
     return gcshift.sensitivity(gc.extremes, slow, gc.gc_events, gc.windows, by_delay)
 
 
+def set_claims(
+    rows: pd.DataFrame, cases_runs: pd.DataFrame, gc: verdicts.GcRecords, hours: float
+) -> pd.DataFrame:
+    """The claims table judged on ``rows`` (one adapter set's runs), its undecided tests
+    marked underpowered where no affordable number of runs would decide them."""
+    primary = verdicts.with_test_cases(rows, cases_runs)
+    table = verdicts.evaluate(primary, gc=gc)
+    return claims_mod.mark_underpowered(table, verdicts.power(primary), hours)
+
+
+def adapter_verdicts(
+    claims: pd.DataFrame, rows: pd.DataFrame, cases_runs: pd.DataFrame,
+    gc: verdicts.GcRecords, hours: float,
+) -> pd.DataFrame:  # fmt: skip
+    """Every claim judged on the other adapter set's runs beside the claims table (judged
+    on ``PRIMARY``'s): where the implementation of a protocol, not the protocol, moves a
+    verdict (``ipclab.robustness``; a protocol the other set has no runs of: not
+    measured). Empty when only one set ran."""
+    sets = sorted(set(rows["adapters"])) if len(rows) and "adapters" in rows.columns else []
+    other = [a for a in sets if a != PRIMARY]
+    if PRIMARY not in sets or not other or claims.empty:
+        return pd.DataFrame()
+    theirs = set_claims(rows[rows["adapters"] == other[0]], cases_runs, gc, hours)
+    pair = robustness.Pair("adapter sets", (PRIMARY, other[0]), claims, theirs)
+    return robustness.side_by_side(pair, factor="adapters")
+
+
+def window_margins(claims: pd.DataFrame, cached: Path | None) -> pd.DataFrame:
+    """The window check's margins (``window.margins``) where the reference beside ``cached``
+    (its results folder) has one."""
+    check = window.read_check(cached.parent if cached is not None else None)
+    if check is None or claims.empty:
+        return pd.DataFrame()
+    return window.margins(claims, published.claims(), check)
+
+
 def analyse(
     runs: Sequence[Run], warmup_s: float | None = None, cached: Path | None = None
 ) -> Analysis:
@@ -324,12 +364,13 @@ def analyse(
     per, missing = per_run_tables(runs, warmup_s, cached)
     rows = per["runs"]
     primary = rows[rows["adapters"] == PRIMARY] if len(rows) else rows
-    primary = verdicts.with_test_cases(primary, per["cases_runs"])
     gc = gc_records(per, rows)
-    claim_table = verdicts.evaluate(primary, gc=gc) if len(primary) else pd.DataFrame()
-    power = verdicts.power(primary) if len(primary) else pd.DataFrame()
     hours = claims_mod.run_hours([r.manifest for r in runs])
-    claim_table = claims_mod.mark_underpowered(claim_table, power, hours)
+    claim_table = (
+        set_claims(primary, per["cases_runs"], gc, hours) if len(primary) else pd.DataFrame()
+    )
+    primary = verdicts.with_test_cases(primary, per["cases_runs"])
+    power = verdicts.power(primary) if len(primary) else pd.DataFrame()
     shift, shift_runs = gc_shift_tables(gc, primary, per["slow"])
     return Analysis(
         runs=rows, hosts_runs=per["hosts_runs"], cases_runs=per["cases_runs"],
@@ -345,6 +386,8 @@ def analyse(
         statements=claims_mod.statement_verdicts(claim_table) if len(claim_table) else
         pd.DataFrame(),
         power=power, machine=machine_state(rows), gc_shift=shift, gc_shift_runs=shift_runs,
+        adapter_verdicts=adapter_verdicts(claim_table, rows, per["cases_runs"], gc, hours),
+        window=window_margins(claim_table, cached),
         missing=missing,
         deviations=[*DEVIATIONS, *measured_deviations(rows)],
     )  # fmt: skip
@@ -672,6 +715,21 @@ def _write_supporting_tables(a: Analysis, results: Any) -> None:
                       "and delay, the ratio of the means over runs with its 95% log-ratio "
                       "interval, Welch's p and the same Holm-adjusted over the table's "
                       "rows (not a claim of the thesis).")  # fmt: skip
+    if len(a.window):
+        held = int((a.window["holds"] == True).sum())  # noqa: E712 - object column
+        checked = int(a.window["holds"].notna().sum())
+        results.table(a.window, "window_margin", f"The short window against a 2-minute "
+                      f"one: each decided test on req/s or mean response time, its interval "
+                      f"divided by the factor the window check found for its cells (short "
+                      f"over long window, same runs), and whether its verdict holds there: "
+                      f"{held} of {checked} checked hold.", in_report=False)  # fmt: skip
+    if len(a.adapter_verdicts):
+        results.table(a.adapter_verdicts, "adapters_agreement", "Every claim judged on each "
+                      "adapter set's runs: the claims table's estimate and verdict (python "
+                      "adapters) beside the same claim on the native set's runs, the ratio "
+                      "of the two estimates (native/python) and what explains a verdict that "
+                      "changes (adapters: the estimates differ; runs, noise or not measured: "
+                      "docs/statistics.md section 8).", in_report=False)  # fmt: skip
     if len(a.cases):
         results.table(a.cases, "per_test_case", "Fig. 10's numbers: per cell and test case, "
                       "the mean over runs of each run's mean response time [95% t interval], "

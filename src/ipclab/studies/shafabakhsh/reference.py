@@ -122,8 +122,9 @@ def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
         ),
         rebuild_availability(
             "docker",
-            ("until_failure",),
-            "Shafabakhsh 2020 availability, method 1 (full profile, docker, partial)",
+            ("fault_injection", "outage", "until_failure"),
+            "Shafabakhsh 2020: availability (full profile: fault injection, outage and "
+            "method 1, docker)",
             root,
             figures,
         ),
