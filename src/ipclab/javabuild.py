@@ -27,8 +27,9 @@ BUILD_DIR = Path(os.environ.get("IPCLAB_JAVA_BUILD_DIR", REPO_ROOT / "build" / "
 MAVEN_REPO = Path(os.environ.get("IPCLAB_MAVEN_REPO", REPO_ROOT / "build" / "maven"))
 JAVA_RELEASE = 17  # the pom's maven.compiler.release
 INSTALL = (
-    "install a Java {release} JDK and Maven (Debian: apt-get install openjdk-{release}-jdk-headless "
-    "maven; scripts/system-deps.sh installs both) to build and run the Java roles"
+    "install a Java {release} JDK and Maven (Debian: apt-get install "
+    "openjdk-{release}-jdk-headless maven; scripts/system-deps.sh installs both) to build and "
+    "run the Java roles"
 )
 
 
