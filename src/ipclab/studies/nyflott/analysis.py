@@ -4,7 +4,8 @@
 into per-run tables, summarises them per cell (adapter set, protocol, delay) with 95% t
 intervals over runs (docs/statistics.md), sets them beside the thesis's Tables 2 and 3, and
 judges the claims on the **python** adapter set (all three protocols; the native set,
-nginx for HTTP/1.1 and nghttpx for h2c, is shown beside it: :func:`adapter_effect`).
+nginx for HTTP/1.1, nghttpx for h2c and Californium for CoAP, is shown beside it:
+:func:`adapter_effect`, and every claim judged on its runs too: :func:`adapter_verdicts`).
 :func:`write_results` writes the tables and figures into a ``StudyResults``.
 
 A committed reference keeps no per-request records or logs (``.gitignore``): the per-run
@@ -279,7 +280,9 @@ def measured_deviations(rows: pd.DataFrame) -> list[str]:
         )
     sets = sorted(set(rows.get("adapters", [])))
     if sets and "native" not in sets:
-        out.append("The native adapter set (nginx, nghttpx) was not run in this profile.")
+        out.append(
+            "The native adapter set (nginx, nghttpx, Californium) was not run in this profile."
+        )
     keys = [k for k in ("adapters", "style", "delay_ms") if k in rows.columns]
     if len(rows) and keys:
         per_cell = rows.groupby(keys).size()
@@ -356,7 +359,7 @@ STYLE_NAMES = {"http1": "HTTP/1.1", "h2c": "h2c", "coap": "CoAP"}
 SOURCES = {
     "thesis": "thesis (nginx, nghttpx, Californium)",
     "python": "measured: python adapters",
-    "native": "measured: native adapters (nginx, nghttpx)",
+    "native": "measured: native adapters (nginx, nghttpx, Californium)",
 }
 
 
@@ -668,10 +671,11 @@ def _write_supporting_tables(a: Analysis, results: Any) -> None:
     verdict per published sentence."""
     if len(a.adapters):
         results.table(adapters_text(a.adapters), "adapters", "What the adapters change: "
-                      "native (nginx for HTTP/1.1, nghttpx for h2c) / python per protocol "
-                      "and delay, the ratio of the means over runs with its 95% log-ratio "
-                      "interval, Welch's p and the same Holm-adjusted over the table's "
-                      "rows (not a claim of the thesis).")  # fmt: skip
+                      "native (nginx for HTTP/1.1, nghttpx for h2c, Californium for CoAP) / "
+                      "python per protocol and delay, the ratio of the means over runs "
+                      "with its 95% log-ratio interval, Welch's p and the same "
+                      "Holm-adjusted over the table's rows (not a claim of the "
+                      "thesis).")  # fmt: skip
     if len(a.cases):
         results.table(a.cases, "per_test_case", "Fig. 10's numbers: per cell and test case, "
                       "the mean over runs of each run's mean response time [95% t interval], "

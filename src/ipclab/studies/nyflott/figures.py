@@ -413,6 +413,7 @@ def all_figures(a: Any) -> dict[str, tuple[Figure, str]]:
             "requests that do (chance), and the thesis's 52 of 53."))  # fmt: skip
     if len(a.adapters):
         out["nyflott_adapters"] = (adapters_figure(a.adapters), (
-            "What the adapters change: native (nginx, nghttpx) over python, per protocol and "
-            "delay, ratio of the means over runs with its 95% log-ratio interval."))  # fmt: skip
+            "What the adapters change: native (nginx, nghttpx, Californium) over python, per "
+            "protocol and delay, ratio of the means over runs with its 95% log-ratio "
+            "interval."))  # fmt: skip
     return out
