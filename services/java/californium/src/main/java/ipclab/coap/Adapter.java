@@ -21,6 +21,7 @@ public final class Adapter {
 
     public static void main(String[] argv) throws Exception {
         Args args = Args.parse(argv);
+        RuntimeReport.print(args.role);
         if ("1".equals(System.getenv("IPCLAB_GC_EVENTS"))) {
             GcEvents.install();
         }
