@@ -4,9 +4,10 @@ Two things, both read once the stack is up and before any load: the stack's ``in
 where it says something (docker and swarm: project, images with their ids, limits, engine) and
 the gateway's ``/healthz`` document; and, for a stack whose roles run a runtime that
 describes itself at start (the Californium adapters' JVM: version, flags, heap, collectors),
-each such role's ``ipclab-runtime`` line from its log (``runtimes``). A gateway's health answer names its services and, where
-a service describes itself there, how it runs (its settings, its libraries' backends):
-what the service process did, which the harness process's own environment cannot say.
+each such role's ``ipclab-runtime`` line from its log (``runtimes``). A gateway's health
+answer names its services and, where a service describes itself there, how it runs (its
+settings, its libraries' backends): what the service process did, which the harness
+process's own environment cannot say.
 """
 
 from __future__ import annotations
