@@ -97,6 +97,7 @@ CALIFORNIUM_MAIN = "ipclab.coap.Adapter"
 #: the JVM's flags: Californium's and the JDK's defaults otherwise (the heap, G1); the
 #: thesis's adapters ran on a JVM's defaults too
 JVM_FLAGS = ("-XX:+UseG1GC", "-Xss512k")
+JVM_OPTIONS = "IPCLAB_JVM_OPTIONS"  # more flags, space-separated (the run's knob)
 DIR_PREFIX = "ipclab-native-"
 HARNESS_MARK = "IPCLAB_HARNESS"  # the harness's orphan mark (ipclab.orphans), if set
 HARNESS_MARK_FILE = ".ipclab-harness"
@@ -346,8 +347,9 @@ def californium_command(plan: Plan, program: str) -> list[str]:
             "(the harness builds them: ipclab.javabuild)"
         )
     routes = [a for s, hop in plan.routes for a in ("--route", f"{s}={hop.nginx()}")]
+    extra = os.environ.get(JVM_OPTIONS, "").split()  # e.g. a flight recording (profiling)
     return [
-        program, *JVM_FLAGS, "-cp", f"{jars}/*", CALIFORNIUM_MAIN, "--role", plan.role,
+        program, *JVM_FLAGS, *extra, "-cp", f"{jars}/*", CALIFORNIUM_MAIN, "--role", plan.role,
         "--listen", plan.listen.nginx(), *routes,
         "--timeout-ms", str(max(1, round(plan.timeout_s * 1000))), "--max-body", str(MAX_BODY),
     ]  # fmt: skip

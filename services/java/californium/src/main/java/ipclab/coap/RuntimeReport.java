@@ -37,6 +37,7 @@ final class RuntimeReport {
                 .getImplementationVersion();
         return "{\"role\": " + quote(role)
                 + ", \"runtime\": \"jvm\""
+                + ", \"pid\": " + ProcessHandle.current().pid()
                 + ", \"java_version\": " + quote(System.getProperty("java.version"))
                 + ", \"vm\": " + quote(System.getProperty("java.vm.name") + " "
                         + System.getProperty("java.vm.version"))
