@@ -94,9 +94,10 @@ TRANSPORTS = {
 }
 CALIFORNIUM_CLASSPATH = "IPCLAB_CALIFORNIUM_CLASSPATH"  # the folder of its jars
 CALIFORNIUM_MAIN = "ipclab.coap.Adapter"
-#: the JVM's flags: Californium's and the JDK's defaults otherwise (the heap, G1); the
-#: thesis's adapters ran on a JVM's defaults too
-JVM_FLAGS = ("-XX:+UseG1GC", "-Xss512k")
+#: the JVM's flags: G1 whatever the host (the JVM picks the serial collector on a machine or
+#: in a container with less than 2 CPUs or 1.75 GiB); the JDK's defaults otherwise (the heap:
+#: a quarter of the memory), as the thesis's adapters ran on a JVM's defaults
+JVM_FLAGS = ("-XX:+UseG1GC",)
 JVM_OPTIONS = "IPCLAB_JVM_OPTIONS"  # more flags, space-separated (the run's knob)
 DIR_PREFIX = "ipclab-native-"
 HARNESS_MARK = "IPCLAB_HARNESS"  # the harness's orphan mark (ipclab.orphans), if set
