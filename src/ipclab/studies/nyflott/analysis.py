@@ -127,6 +127,8 @@ class Analysis:
     machine: pd.DataFrame
     gc_shift: pd.DataFrame = field(default_factory=pd.DataFrame)  # gcshift.sensitivity
     gc_shift_runs: pd.DataFrame = field(default_factory=pd.DataFrame)  # per run and side
+    # the profiling testbed's tables (profiling.py: flame, heap, histogram), where one ran
+    profile: dict[str, pd.DataFrame] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     deviations: list[str] = field(default_factory=list)
 
@@ -320,8 +322,34 @@ def gc_shift_tables(
     return gcshift.sensitivity(gc.extremes, slow, gc.gc_events, gc.windows, by_delay)
 
 
+PROFILE_TABLES = ("flame", "heap", "histogram")
+#: jcmd's names of array classes -> the thesis's (Java's own spelling)
+JAVA_NAMES = {"[B": "byte[]", "[C": "char[]", "[Ljava.lang.Object;": "java.lang.Object[]"}
+
+
+def read_profile(directory: Path | None) -> dict[str, pd.DataFrame]:
+    """The profiling testbed's tables (``profiling.run_profile``), where a profile was
+    made in ``directory``; none otherwise."""
+    if directory is None or not all((directory / f"{n}.csv").exists() for n in PROFILE_TABLES):
+        return {}
+    return {n: pd.read_csv(directory / f"{n}.csv") for n in PROFILE_TABLES}
+
+
+def heap_beside_published(histogram: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 18 beside the thesis's: per class its share of the heap's bytes and of its
+    instances, as printed and as measured (the classes of either list)."""
+    pub = published.load_heap()[["class", "instances_pct", "bytes_pct"]]
+    mine = histogram.assign(**{"class": histogram["class"].map(lambda c: JAVA_NAMES.get(c, c))})
+    mine = mine[["class", "instances_pct", "bytes_pct"]]
+    out = pub.merge(mine, on="class", how="outer", suffixes=("_published", "_measured"))
+    return out.sort_values("bytes_pct_measured", ascending=False, ignore_index=True)
+
+
 def analyse(
-    runs: Sequence[Run], warmup_s: float | None = None, cached: Path | None = None
+    runs: Sequence[Run],
+    warmup_s: float | None = None,
+    cached: Path | None = None,
+    profiling: Path | None = None,
 ) -> Analysis:
     """Every table of the study from ``runs`` (see the module's doc)."""
     per, missing = per_run_tables(runs, warmup_s, cached)
@@ -348,7 +376,7 @@ def analyse(
         statements=claims_mod.statement_verdicts(claim_table) if len(claim_table) else
         pd.DataFrame(),
         power=power, machine=machine_state(rows), gc_shift=shift, gc_shift_runs=shift_runs,
-        missing=missing,
+        missing=missing, profile=read_profile(profiling),
         deviations=[*DEVIATIONS, *measured_deviations(rows)],
     )  # fmt: skip
 
@@ -578,12 +606,27 @@ def write_results(a: Analysis, results: Any) -> None:
     _write_gc_tables(a, results)
     _write_supporting_tables(a, results)
     _write_per_run_tables(a, results)
+    _write_profile_tables(a, results)
     for name, (fig, caption) in figures.all_figures(a).items():
         results.figure(fig, name, caption)
         plt.close(fig)
     if len(a.claims):
         results.claims_table(a.claims)
     results.save()
+
+
+def _write_profile_tables(a: Analysis, results: Any) -> None:
+    """The profiling testbed's Fig. 18 beside the thesis's, and its heap per collection."""
+    if not a.profile:
+        return
+    results.table(heap_beside_published(a.profile["histogram"]), "fig18_heap", "Fig. 18: "
+                  "the classes of the Californium HTTP gateway's heap (the egress adapter, "
+                  "jcmd GC.class_histogram -all at the end of the profiling load, unreachable "
+                  "objects included), each one's share of the heap's bytes and instances, "
+                  "beside the thesis's heap dump (p. 59).")  # fmt: skip
+    results.table(a.profile["heap"], "fig17_heap", "Fig. 17's numbers: the HTTP gateway's "
+                  "heap before and after every collection (JFR GCHeapSummary).",
+                  in_report=False)  # fmt: skip
 
 
 def _has_network_counters(a: Analysis) -> bool:

@@ -110,6 +110,33 @@ def run_profile(plan: ProfilePlan, out: Path, progress: Callable[[str], None] = 
     return out
 
 
+QUICK = ProfilePlan(duration_s=15.0, warmup_s=3.0)
+
+
+def unavailable() -> str | None:
+    """Why no profile can be made here (the Californium adapters or the JDK's tools), or
+    None."""
+    missing = [t for t in ("jcmd", "jfr") if shutil.which(t) is None]
+    if missing:
+        return f"{' and '.join(missing)} not installed (apt-get install openjdk-17-jdk-headless)"
+    return resolve(STACK).unavailable()
+
+
+def ensure_profile(
+    directory: Path, quick: bool = False, progress: Callable[[str], None] = print
+) -> Path | None:
+    """The profile in ``directory``, made first when its tables are missing (a profile cut
+    short is made again); None, saying why, where none can be made here."""
+    directory = Path(directory)
+    if all((directory / f"{n}.csv").exists() for n in ("flame", "heap", "histogram")):
+        return directory
+    if why := unavailable():
+        progress(f"profiling skipped: {why}")
+        return None
+    shutil.rmtree(directory, ignore_errors=True)
+    return run_profile(QUICK if quick else ProfilePlan(), directory, progress)
+
+
 # --------------------------------------------------------------------------- tables
 
 
