@@ -110,9 +110,6 @@ def run_profile(plan: ProfilePlan, out: Path, progress: Callable[[str], None] = 
     return out
 
 
-QUICK = ProfilePlan(duration_s=15.0, warmup_s=3.0)
-
-
 def unavailable() -> str | None:
     """Why no profile can be made here (the Californium adapters or the JDK's tools), or
     None."""
@@ -122,9 +119,7 @@ def unavailable() -> str | None:
     return resolve(STACK).unavailable()
 
 
-def ensure_profile(
-    directory: Path, quick: bool = False, progress: Callable[[str], None] = print
-) -> Path | None:
+def ensure_profile(directory: Path, progress: Callable[[str], None] = print) -> Path | None:
     """The profile in ``directory``, made first when its tables are missing (a profile cut
     short is made again); None, saying why, where none can be made here."""
     directory = Path(directory)
@@ -134,7 +129,7 @@ def ensure_profile(
         progress(f"profiling skipped: {why}")
         return None
     shutil.rmtree(directory, ignore_errors=True)
-    return run_profile(QUICK if quick else ProfilePlan(), directory, progress)
+    return run_profile(ProfilePlan(), directory, progress)
 
 
 # --------------------------------------------------------------------------- tables

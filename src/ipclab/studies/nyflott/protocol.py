@@ -45,12 +45,13 @@ class Protocols(StudyPart):
     def run(self, plan: list[Experiment]) -> list[Run]:
         # every delay's runs in one interleaved random order (experiment.run_experiments)
         runs = run_interleaved(plan, 2017)
-        if plan:  # the profiling testbed beside them, where its Californium adapters run
-            profiling.ensure_profile(plan[0].directory.parent / "profiling", self._quick(plan))
+        if plan and not self._quick(plan):  # the profiling testbed beside the full matrix
+            profiling.ensure_profile(plan[0].directory.parent / "profiling")
         return runs
 
     @staticmethod
     def _quick(plan: list[Experiment]) -> bool:
+        """The quick profile makes no profile (its minutes go to the matrix)."""
         return "-quick-" in plan[0].directory.parent.name
 
     def analyse(self, runs: list[Run], params: Parameters) -> analysis.Analysis:
