@@ -9,13 +9,17 @@
 #   poppler-utils    pdftotext/pdftoppm: the report's tests read the PDF back
 #   nginx            the native HTTP/1.1 protocol adapters (services/adapters/native.py)
 #   nghttp2-proxy    nghttpx: the native h2c protocol adapters (same)
+#   openjdk-17-jdk-headless, maven
+#                    the native CoAP protocol adapters (Eclipse Californium, built by
+#                    ipclab.javabuild from services/java/californium)
 #   ethtool          the docker backend turns segmentation offloads off on each host
 #                    container's eth0 (run from the host, nsenter -n), so its interface
 #                    counters count packets as on the wire (docs/docker.md)
 #
 # Not root: prints the apt-get command instead. The Docker engine: scripts/docker-engine.sh.
 set -euo pipefail
-PACKAGES=(rabbitmq-server postgresql chromium poppler-utils fonts-dejavu-core nginx nghttp2-proxy ethtool)
+PACKAGES=(rabbitmq-server postgresql chromium poppler-utils fonts-dejavu-core nginx nghttp2-proxy ethtool
+          openjdk-17-jdk-headless maven)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

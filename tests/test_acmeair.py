@@ -30,7 +30,11 @@ from ipclab.studies.nyflott.stacks import ACMEAIR
 AUTH, FLIGHT, BOOKING, CUSTOMER = (api(s) for s in ("auth", "flight", "booking", "customer"))
 FORM = "application/x-www-form-urlencoded"
 QUERY = "fromAirport={}&toAirport={}&fromDate=2017-06-01&returnDate=2017-06-08&oneWay=false"
-NATIVE_BINARIES = {"acmeair-http1-nginx": "nginx", "acmeair-h2c-nghttpx": "nghttpx"}
+NATIVE_BINARIES = {
+    "acmeair-http1-nginx": "nginx",
+    "acmeair-h2c-nghttpx": "nghttpx",
+    "acmeair-coap-californium": "java",
+}
 
 
 def test_queryflights_is_several_kilobytes_of_json() -> None:
@@ -54,17 +58,21 @@ def test_every_acmeair_stack_has_an_adapter_beside_each_host() -> None:
 # --- the stacks on the local backend ----------------------------------------------------
 
 
-def _available(name: str) -> bool:
+def _missing(name: str) -> str | None:
+    """Why stack ``name`` cannot run here (its adapters' program or build), or None."""
     binary = NATIVE_BINARIES.get(name)
-    return binary is None or shutil.which(binary) is not None
+    if binary is not None and shutil.which(binary) is None:
+        return f"{binary} is not installed"
+    return resolve(name).unavailable()
+
+
+def _available(name: str) -> bool:
+    return _missing(name) is None
 
 
 STACKS = tuple(
     pytest.param(
-        s.name,
-        marks=pytest.mark.skipif(
-            not _available(s.name), reason=f"{NATIVE_BINARIES.get(s.name)} is not installed"
-        ),
+        s.name, marks=pytest.mark.skipif(not _available(s.name), reason=str(_missing(s.name)))
     )
     for s in ACMEAIR
 )

@@ -419,13 +419,20 @@ def test_the_configs_say_what_the_thesis_ran(tmp_path: Path) -> None:
 
 
 def test_bad_environments_and_missing_binaries_say_what_to_do() -> None:
-    with pytest.raises(native.NativeAdapterError, match="CoAP has only the Python adapters"):
-        native.plan_from_env(env_of("egress", "coap", auth_ingress="a:1", flight_ingress="b:1"))
+    with pytest.raises(native.NativeAdapterError, match="native: rest, h2c, coap"):
+        native.plan_from_env(env_of("egress", "quic", auth_ingress="a:1", flight_ingress="b:1"))
+    coap = native.plan_from_env(env_of("auth-ingress", "coap", auth="a:1"))
+    with pytest.MonkeyPatch.context() as mp:  # the Californium adapters' jars not built
+        mp.delenv("IPCLAB_CALIFORNIUM_CLASSPATH", raising=False)
+        with pytest.raises(native.NativeAdapterError, match="ipclab.javabuild"):
+            native.command(coap, "java", Path("/nonexistent"))
     with pytest.raises(native.NativeAdapterError, match="no adapter role"):
         native.plan_from_env(env_of("booking-ingress", booking="a:1"))
     with pytest.raises(native.NativeAdapterError, match="IPCLAB_ADDR_FLIGHT_INGRESS"):
         native.plan_from_env(env_of("egress", auth_ingress="a:1"))
-    for transport, package in (("rest", "nginx"), ("h2c", "nghttp2-proxy")):
+    for transport, package in (
+        ("rest", "nginx"), ("h2c", "nghttp2-proxy"), ("coap", "openjdk-17-jre-headless")
+    ):  # fmt: skip
         plan = native.plan_from_env(env_of("auth-ingress", transport, auth="a:1"))
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("PATH", "/nonexistent")

@@ -1,8 +1,9 @@
-"""The native protocol adapters, as the thesis ran them: nginx (HTTP/1.1) and nghttpx (h2c).
+"""The native protocol adapters, as the thesis ran them: nginx (HTTP/1.1), nghttpx (h2c) and
+Eclipse Californium (CoAP: ipclab's adapters on ``californium-core``, services/java).
 
 Contract: ``async def serve(env: Mapping[str, str]) -> None`` runs the adapter role that
 ``env`` describes (see the package docstring: ``IPCLAB_ROLE`` ``egress`` or
-``<service>-ingress``, ``IPCLAB_TRANSPORT`` ``rest`` or ``h2c``, ``IPCLAB_HOST``/
+``<service>-ingress``, ``IPCLAB_TRANSPORT`` ``rest``, ``h2c`` or ``coap``, ``IPCLAB_HOST``/
 ``IPCLAB_PORT``, ``IPCLAB_SERVICES``, ``IPCLAB_ADDR_<ROLE>``; ``IPCLAB_ADAPTER``, when set,
 must agree with the role) as a proxy child process in the foreground:
 
@@ -48,6 +49,16 @@ body limit of its own: the service behind the ingress refuses (413).
   rewritten. nghttpx's other defaults stay (the thesis's): HTTP/2 windows of 64 KiB per
   stream, Cookie crumbled into one field per cookie on the HTTP/2 hop and joined again
   with ``"; "`` by the ingress.
+- ``coap``: the JVM running ``ipclab.coap.Adapter`` (services/java/californium; its jars
+  where ``IPCLAB_CALIFORNIUM_CLASSPATH`` says) with the plan on its command line, nothing
+  in the private directory. The egress is the JDK's HTTP/1.1 server and a pool of
+  Californium client endpoints per service (one per exchange in flight, as the thesis's
+  patched Californium and the Python adapters); the ingress a Californium server endpoint
+  whose requests go to the service with the JDK's HTTP/1.1 client (keep-alive). The mapping
+  is the Python adapters' (services/transports/coap.py): methods, Uri-Path and Uri-Query,
+  Content-Format, Cookie and Set-Cookie in options 65000 and 65004, blocks of 1024 bytes;
+  Californium's defaults otherwise (services/java/californium/.../Mapping.java says what
+  differs). As root, the JVM runs as ``nobody`` (it has no workers to drop privileges).
 
 ``python -m ipclab_services.adapters.native`` runs ``serve(os.environ)``.
 """
@@ -75,7 +86,19 @@ from pathlib import Path
 from ipclab_services.adapters import EGRESS, INGRESS_SUFFIX, addr_env
 from ipclab_services.limits import HEADER_TIMEOUT_S, IDLE_TIMEOUT_S, MAX_BODY, READ_TIMEOUT_S
 
-TRANSPORTS = {"rest": ("nginx", "nginx"), "h2c": ("nghttpx", "nghttp2-proxy")}  # program, package
+# program, package; CoAP: the Californium adapters (services/java/californium) on the JVM
+TRANSPORTS = {
+    "rest": ("nginx", "nginx"),
+    "h2c": ("nghttpx", "nghttp2-proxy"),
+    "coap": ("java", "openjdk-17-jre-headless"),
+}
+CALIFORNIUM_CLASSPATH = "IPCLAB_CALIFORNIUM_CLASSPATH"  # the folder of its jars
+CALIFORNIUM_MAIN = "ipclab.coap.Adapter"
+#: the JVM's flags: G1 whatever the host (the JVM picks the serial collector on a machine or
+#: in a container with less than 2 CPUs or 1.75 GiB); the JDK's defaults otherwise (the heap:
+#: a quarter of the memory), as the thesis's adapters ran on a JVM's defaults
+JVM_FLAGS = ("-XX:+UseG1GC",)
+JVM_OPTIONS = "IPCLAB_JVM_OPTIONS"  # more flags, space-separated (the run's knob)
 DIR_PREFIX = "ipclab-native-"
 HARNESS_MARK = "IPCLAB_HARNESS"  # the harness's orphan mark (ipclab.orphans), if set
 HARNESS_MARK_FILE = ".ipclab-harness"
@@ -139,7 +162,7 @@ def plan_from_env(env: Mapping[str, str]) -> Plan:
     if transport not in TRANSPORTS:
         raise NativeAdapterError(
             f"no native adapter for IPCLAB_TRANSPORT={transport!r} "
-            f"(native: {', '.join(TRANSPORTS)}; CoAP has only the Python adapters)"
+            f"(native: {', '.join(TRANSPORTS)})"
         )
     services = tuple(s for s in env.get("IPCLAB_SERVICES", "").split(",") if s)
     if role == EGRESS:
@@ -315,8 +338,29 @@ def nghttpx_config(plan: Plan, workdir: Path, sockets: Path | None = None) -> st
     return "\n".join(lines) + "\n"
 
 
+def californium_command(plan: Plan, program: str) -> list[str]:
+    """The Californium adapter's command line (its jars where ``IPCLAB_CALIFORNIUM_CLASSPATH``
+    says: the harness's build on the local backend, the Java image's on docker)."""
+    jars = os.environ.get(CALIFORNIUM_CLASSPATH, "")
+    if not jars or not Path(jars).is_dir():
+        raise NativeAdapterError(
+            f"{CALIFORNIUM_CLASSPATH}={jars!r} is no folder of the Californium adapters' jars "
+            "(the harness builds them: ipclab.javabuild)"
+        )
+    routes = [a for s, hop in plan.routes for a in ("--route", f"{s}={hop.nginx()}")]
+    # e.g. a flight recording per role (profiling): "{role}" names the adapter's role
+    extra = [a.replace("{role}", plan.role) for a in os.environ.get(JVM_OPTIONS, "").split()]
+    return [
+        program, *JVM_FLAGS, *extra, "-cp", f"{jars}/*", CALIFORNIUM_MAIN, "--role", plan.role,
+        "--listen", plan.listen.nginx(), *routes,
+        "--timeout-ms", str(max(1, round(plan.timeout_s * 1000))), "--max-body", str(MAX_BODY),
+    ]  # fmt: skip
+
+
 def command(plan: Plan, program: str, workdir: Path, sockets: Path | None = None) -> list[str]:
     """The proxy's command line; writes its configuration into ``workdir``."""
+    if plan.transport == "coap":
+        return californium_command(plan, program)
     if plan.transport == "rest":
         conf = workdir / "nginx.conf"
         conf.write_text(nginx_config(plan, workdir))
@@ -461,8 +505,15 @@ async def run(plan: Plan) -> None:
         argv = command(plan, program, workdir, sockets)
         setpriv = shutil.which("setpriv")
         preexec = None
+        cwd = workdir
         if setpriv:  # no preexec_fn: unsafe while other threads run in this process
-            argv = [setpriv, "--pdeathsig", "TERM", "--", *argv]
+            # the JVM is the proxy itself (no workers to drop privileges): as root, it runs
+            # as nobody, from a directory nobody may enter
+            drop: list[str] = []
+            if plan.transport == "coap" and os.geteuid() == 0:
+                user, group = unprivileged()
+                drop, cwd = ["--reuid", user, "--regid", group, "--clear-groups"], SHARED_TMP
+            argv = [setpriv, *drop, "--pdeathsig", "TERM", "--", *argv]
         else:
             preexec = _die_with_parent
         _raise_nofile()
@@ -473,7 +524,7 @@ async def run(plan: Plan) -> None:
             stdout=sys.stderr.fileno(),
             stderr=sys.stderr.fileno(),
             preexec_fn=preexec,
-            cwd=workdir,
+            cwd=cwd,
         )
         code = await proc.wait()
         raise NativeAdapterError(f"{plan.role}: {plan.program} exited with status {code}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from ipclab import gobuild, infrastructure
+from ipclab import gobuild, infrastructure, javabuild
 
 BROKER = "rabbitmq"  # infrastructure names a stack can declare: the plugins' of
 DATABASE = "postgres"  # ipclab.infrastructure, one module each
@@ -73,6 +73,32 @@ RUNTIMES = {r.name: r for r in (PYTHON, GO)}
 
 
 @dataclass(frozen=True)
+class AdapterRuntime:
+    """What a native adapter beyond the services image needs: a build on the host
+    (``build`` returns its folder, building it when its sources changed), which its sidecars
+    find under the variable ``env`` on the local backend, and the image its sidecar
+    containers run on docker (the services image plus that build)."""
+
+    name: str
+    env: str
+    image: str
+    build: Callable[[], Path]
+    missing: Callable[[], str | None]
+
+
+CALIFORNIUM = AdapterRuntime(
+    "californium",
+    "IPCLAB_CALIFORNIUM_CLASSPATH",
+    "ipclab-services-java",  # services/java/Dockerfile: the services image, a JRE, the jars
+    build=javabuild.classpath,
+    missing=javabuild.toolchain_missing,
+)
+#: the native adapter set's transports that run on a built runtime (nginx and nghttpx are
+#: Debian packages, in the services image already)
+NATIVE_RUNTIMES = {"coap": CALIFORNIUM}
+
+
+@dataclass(frozen=True)
 class StackSpec:
     """One stack, declared once: everything else (processes, compose file, tests) follows."""
 
@@ -114,6 +140,16 @@ class StackSpec:
         if not self.style:
             object.__setattr__(self, "style", self.transport)
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+
+    @property
+    def adapter_runtime(self) -> AdapterRuntime | None:
+        """The built runtime this stack's adapter sidecars need, if any."""
+        return NATIVE_RUNTIMES.get(self.transport) if self.adapters == "native" else None
+
+    def unavailable(self) -> str | None:
+        """Why this stack cannot run on this machine (a missing toolchain), or None."""
+        adapter = self.adapter_runtime
+        return self.runtime.unavailable() or (adapter.missing() if adapter else None)
 
     @property
     def needs_broker(self) -> bool:

@@ -82,6 +82,7 @@ class LocalStack(RunningStack):
     _stopped: bool = False
     _command: list[str] = field(default_factory=list)
     _fixture: Path | None = None
+    _adapter_build: Path | None = None  # the native adapters' build (a folder of jars)
 
     @property
     def broker(self) -> RabbitNode | None:
@@ -117,6 +118,9 @@ class LocalStack(RunningStack):
         )
         if self._fixture is not None:
             env["IPCLAB_FIXTURE"] = str(self._fixture)
+        adapter = self.spec.adapter_runtime
+        if adapter and self._adapter_build is not None and self.spec.is_sidecar(role):
+            env[adapter.env] = str(self._adapter_build)
         return env
 
     def _url(self, name: str) -> str:
@@ -139,6 +143,8 @@ class LocalStack(RunningStack):
     def start(self) -> None:
         try:
             self._command = self.spec.runtime.command()  # builds a compiled runtime's binary
+            adapter = self.spec.adapter_runtime  # and the native adapters' build, if any
+            self._adapter_build = adapter.build() if adapter else None
             if self.spec.runtime.fixture:
                 self._write_fixture()
             # every port of the stack and of its infrastructure chosen at once: distinct by

@@ -232,6 +232,10 @@ class DockerBackend:
             imgs = images.ensure_images(base=self.base, runtime=runtime, **infra)
         else:
             imgs = images.pinned_images(runtime, **infra)
+        if spec.adapter_runtime is not None:  # the native adapters' own image (Californium)
+            imgs["adapters"] = (
+                images.ensure_java_image() if self.build else images.pinned(images.JAVA_IMAGE)
+            )
         sweep_orphans(c=c)  # what a killed harness left, saying so
         orphans.sweep()  # and its processes and workdirs (compose files), saying so
         net_admin = self.net_admin or options.delay_ms > 0
@@ -310,6 +314,7 @@ class DockerStack(RunningStack):
             "IPCLAB_PROJECT": self.project,
             "IPCLAB_HARNESS": DETACHED if detached else orphans.this_harness(),
             "IPCLAB_IMAGE": imgs["services"],
+            "IPCLAB_ADAPTER_IMAGE": imgs.get("adapters", ""),
             "IPCLAB_BROKER_IMAGE": imgs.get("broker", ""),
             "IPCLAB_POSTGRES_IMAGE": imgs.get("database", ""),
             "IPCLAB_ENV_FILE": str(env_file),

@@ -185,7 +185,10 @@ def compose_document(
             env["IPCLAB_PORT"] = str(SIDECAR_PORT)
             svc["network_mode"] = f"service:{spec.host_of(role)}"
             svc["depends_on"] = [spec.host_of(role)]
-            if spec.runtime.image != PYTHON.image:
+            if spec.adapter_runtime is not None:  # a built native adapter (Californium)
+                image = spec.adapter_runtime.image
+                svc["image"] = f"${{IPCLAB_ADAPTER_IMAGE:-{image}:latest}}"
+            elif spec.runtime.image != PYTHON.image:
                 svc["image"] = f"${{IPCLAB_IMAGE:-{spec.runtime.image}:latest}}"
             services[role] = svc
             continue

@@ -51,6 +51,8 @@ OFFICIAL_PYTHON = "python:3.11-slim"
 OFFICIAL_RABBITMQ = "rabbitmq:3"
 SERVICES_IMAGE = os.environ.get("IPCLAB_IMAGE", "ipclab-services:latest")
 GO_IMAGE = os.environ.get("IPCLAB_GO_IMAGE", "ipclab-services-go:latest")
+# the native CoAP adapters' (Californium) containers: the services image, a JRE, the jars
+JAVA_IMAGE = os.environ.get("IPCLAB_JAVA_IMAGE", "ipclab-services-java:latest")
 BROKER_IMAGE = os.environ.get("IPCLAB_BROKER_IMAGE", "ipclab-broker:latest")
 # PostgreSQL from Debian's package on the Python base (Debian bookworm either way)
 POSTGRES_IMAGE = os.environ.get("IPCLAB_POSTGRES_IMAGE", "ipclab-postgres:latest")
@@ -563,6 +565,35 @@ def prepare_go_context(dest: Path | None = None) -> Path:
     return dest
 
 
+JAVA_SOURCES = REPO_ROOT / "services" / "java"
+
+
+def java_context_hash(services_id: str) -> str:
+    """The Java image's: the services image it is built on (by id), the Californium
+    adapters' sources (``javabuild.sources_hash``) and its Dockerfile."""
+    from ipclab import javabuild
+
+    dockerfile = (JAVA_SOURCES / "Dockerfile").read_text()
+    sources = javabuild.sources_hash(JAVA_SOURCES / "californium")
+    return hashlib.sha256(f"{services_id}\n{sources}\n{dockerfile}".encode()).hexdigest()[:16]
+
+
+def prepare_java_context(dest: Path | None = None) -> Path:
+    """The Java image's context: its Dockerfile and the jars built on the host."""
+    from ipclab import javabuild
+
+    try:
+        jars = javabuild.classpath()
+    except javabuild.ToolchainMissing as e:
+        raise ImageError(f"cannot build {JAVA_IMAGE}: {e}") from None
+    dest = dest or BUILD_DIR / "services-java"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    shutil.copy2(JAVA_SOURCES / "Dockerfile", dest / "Dockerfile")
+    shutil.copytree(jars, dest / "californium")
+    return dest
+
+
 def check_lock_covers_requirements(lock: dict[str, Locked]) -> None:
     """Every direct requirement of the services is in the lock (else the image would lack it:
     pip installs what the lock names and nothing else); a version other than the host's is
@@ -950,6 +981,30 @@ def build_go_image(services: str = SERVICES_IMAGE, tag: str = GO_IMAGE) -> str:
         image_id = _build(ctx, tag, base_id, labels, "Dockerfile", network_mode="none")
         _pin_build(tag, image_id, context_hash, services)
     return tag
+
+
+def build_java_image(services: str = SERVICES_IMAGE, tag: str = JAVA_IMAGE) -> str:
+    """The Californium adapters' image on the services image ``services`` (by id): Debian's
+    JRE installed (the default network: apt-get) and the jars built on the host."""
+    with _build_lock():
+        ctx = prepare_java_context()
+        base_id = _base_id(services)
+        context_hash = java_context_hash(base_id)
+        labels = {LABEL_HASH: context_hash, "ipclab.image": "services-java"}
+        image_id = _build(ctx, tag, base_id, labels, "Dockerfile")
+        _pin_build(tag, image_id, context_hash, services)
+    return tag
+
+
+def ensure_java_image() -> str:
+    """The Java image's id, built first when missing or stale (on the current services
+    image, which ``ensure_images`` made)."""
+    with _build_lock():
+        why = _stale(JAVA_IMAGE, java_context_hash(pinned(SERVICES_IMAGE)))
+        if why:
+            log(f"{JAVA_IMAGE}: {why}")
+            build_java_image(SERVICES_IMAGE)
+        return pinned(JAVA_IMAGE)
 
 
 def _build_compose_image(folder: str, base: str, tag: str) -> str:

@@ -4,7 +4,8 @@
 into per-run tables, summarises them per cell (adapter set, protocol, delay) with 95% t
 intervals over runs (docs/statistics.md), sets them beside the thesis's Tables 2 and 3, and
 judges the claims on the **python** adapter set (all three protocols; the native set,
-nginx for HTTP/1.1 and nghttpx for h2c, is shown beside it: :func:`adapter_effect`).
+nginx for HTTP/1.1, nghttpx for h2c and Californium for CoAP, is shown beside it:
+:func:`adapter_effect`, and every claim judged on its runs too: :func:`adapter_verdicts`).
 :func:`write_results` writes the tables and figures into a ``StudyResults``.
 
 A committed reference keeps no per-request records or logs (``.gitignore``): the per-run
@@ -130,6 +131,8 @@ class Analysis:
     adapter_verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)
     # each decided claim carried to a 2-minute window by the window check (window.py)
     window: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the profiling testbed's tables (profiling.py: flame, heap, histogram), where one ran
+    profile: dict[str, pd.DataFrame] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     deviations: list[str] = field(default_factory=list)
 
@@ -283,7 +286,9 @@ def measured_deviations(rows: pd.DataFrame) -> list[str]:
         )
     sets = sorted(set(rows.get("adapters", [])))
     if sets and "native" not in sets:
-        out.append("The native adapter set (nginx, nghttpx) was not run in this profile.")
+        out.append(
+            "The native adapter set (nginx, nghttpx, Californium) was not run in this profile."
+        )
     keys = [k for k in ("adapters", "style", "delay_ms") if k in rows.columns]
     if len(rows) and keys:
         per_cell = rows.groupby(keys).size()
@@ -357,8 +362,34 @@ def window_margins(claims: pd.DataFrame, cached: Path | None) -> pd.DataFrame:
     return window.margins(claims, published.claims(), check)
 
 
+PROFILE_TABLES = ("flame", "heap", "histogram")
+#: jcmd's names of array classes -> the thesis's (Java's own spelling)
+JAVA_NAMES = {"[B": "byte[]", "[C": "char[]", "[Ljava.lang.Object;": "java.lang.Object[]"}
+
+
+def read_profile(directory: Path | None) -> dict[str, pd.DataFrame]:
+    """The profiling testbed's tables (``profiling.run_profile``), where a profile was
+    made in ``directory``; none otherwise."""
+    if directory is None or not all((directory / f"{n}.csv").exists() for n in PROFILE_TABLES):
+        return {}
+    return {n: pd.read_csv(directory / f"{n}.csv") for n in PROFILE_TABLES}
+
+
+def heap_beside_published(histogram: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 18 beside the thesis's: per class its share of the heap's bytes and of its
+    instances, as printed and as measured (the classes of either list)."""
+    pub = published.load_heap()[["class", "instances_pct", "bytes_pct"]]
+    mine = histogram.assign(**{"class": histogram["class"].map(lambda c: JAVA_NAMES.get(c, c))})
+    mine = mine[["class", "instances_pct", "bytes_pct"]]
+    out = pub.merge(mine, on="class", how="outer", suffixes=("_published", "_measured"))
+    return out.sort_values("bytes_pct_measured", ascending=False, ignore_index=True)
+
+
 def analyse(
-    runs: Sequence[Run], warmup_s: float | None = None, cached: Path | None = None
+    runs: Sequence[Run],
+    warmup_s: float | None = None,
+    cached: Path | None = None,
+    profiling: Path | None = None,
 ) -> Analysis:
     """Every table of the study from ``runs`` (see the module's doc)."""
     per, missing = per_run_tables(runs, warmup_s, cached)
@@ -388,7 +419,7 @@ def analyse(
         power=power, machine=machine_state(rows), gc_shift=shift, gc_shift_runs=shift_runs,
         adapter_verdicts=adapter_verdicts(claim_table, rows, per["cases_runs"], gc, hours),
         window=window_margins(claim_table, cached),
-        missing=missing,
+        missing=missing, profile=read_profile(profiling),
         deviations=[*DEVIATIONS, *measured_deviations(rows)],
     )  # fmt: skip
 
@@ -399,7 +430,7 @@ STYLE_NAMES = {"http1": "HTTP/1.1", "h2c": "h2c", "coap": "CoAP"}
 SOURCES = {
     "thesis": "thesis (nginx, nghttpx, Californium)",
     "python": "measured: python adapters",
-    "native": "measured: native adapters (nginx, nghttpx)",
+    "native": "measured: native adapters (nginx, nghttpx, Californium)",
 }
 
 
@@ -618,12 +649,27 @@ def write_results(a: Analysis, results: Any) -> None:
     _write_gc_tables(a, results)
     _write_supporting_tables(a, results)
     _write_per_run_tables(a, results)
+    _write_profile_tables(a, results)
     for name, (fig, caption) in figures.all_figures(a).items():
         results.figure(fig, name, caption)
         plt.close(fig)
     if len(a.claims):
         results.claims_table(a.claims)
     results.save()
+
+
+def _write_profile_tables(a: Analysis, results: Any) -> None:
+    """The profiling testbed's Fig. 18 beside the thesis's, and its heap per collection."""
+    if not a.profile:
+        return
+    results.table(heap_beside_published(a.profile["histogram"]), "fig18_heap", "Fig. 18: "
+                  "the classes of the Californium HTTP gateway's heap (the egress adapter, "
+                  "jcmd GC.class_histogram -all at the end of the profiling load, unreachable "
+                  "objects included), each one's share of the heap's bytes and instances, "
+                  "beside the thesis's heap dump (p. 59).")  # fmt: skip
+    results.table(a.profile["heap"], "fig17_heap", "Fig. 17's numbers: the HTTP gateway's "
+                  "heap before and after every collection (JFR GCHeapSummary).",
+                  in_report=False)  # fmt: skip
 
 
 def _has_network_counters(a: Analysis) -> bool:
@@ -711,10 +757,11 @@ def _write_supporting_tables(a: Analysis, results: Any) -> None:
     verdict per published sentence."""
     if len(a.adapters):
         results.table(adapters_text(a.adapters), "adapters", "What the adapters change: "
-                      "native (nginx for HTTP/1.1, nghttpx for h2c) / python per protocol "
-                      "and delay, the ratio of the means over runs with its 95% log-ratio "
-                      "interval, Welch's p and the same Holm-adjusted over the table's "
-                      "rows (not a claim of the thesis).")  # fmt: skip
+                      "native (nginx for HTTP/1.1, nghttpx for h2c, Californium for CoAP) / "
+                      "python per protocol and delay, the ratio of the means over runs "
+                      "with its 95% log-ratio interval, Welch's p and the same "
+                      "Holm-adjusted over the table's rows (not a claim of the "
+                      "thesis).")  # fmt: skip
     if len(a.window):
         held = int((a.window["holds"] == True).sum())  # noqa: E712 - object column
         checked = int(a.window["holds"].notna().sum())

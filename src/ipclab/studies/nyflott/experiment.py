@@ -3,8 +3,8 @@ interleaved.
 
 10 closed-loop users (the thesis's), each iteration the AcmeAir driver's mix
 (``users.py``). The stacks are the three protocols through the Python adapters and, in
-the full profile, HTTP/1.1 and h2c through the thesis's own adapters (nginx, nghttpx: the
-``native`` set), where those stacks are registered. Every (stack, delay) cell of a
+the full profile, the three through the thesis's own adapters (nginx, nghttpx,
+Californium: the ``native`` set), where those stacks are registered. Every (stack, delay) cell of a
 repetition runs in one shuffled order (``experiments.run_interleaved``), so no protocol,
 adapter set or delay gets one time of the session. The delay is added per host by the
 docker backend (each host's packets held on their way in by the NFQUEUE delayer, so every
@@ -26,7 +26,7 @@ from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.studies.nyflott.stacks import ACMEAIR
 
 STACKS = tuple(s.name for s in ACMEAIR if s.adapters == "python")  # the three protocols
-NATIVE_STACKS = tuple(s.name for s in ACMEAIR if s.adapters == "native")  # nginx, nghttpx
+NATIVE_STACKS = tuple(s.name for s in ACMEAIR if s.adapters == "native")  # + Californium
 USERS = 10
 DELAYS_MS = (0, 2, 5)
 DELAYING_BACKENDS = ("docker",)
@@ -67,7 +67,7 @@ def delays(backend: str) -> tuple[int, ...]:
 
 def stacks(adapter_sets: tuple[str, ...]) -> tuple[str, ...]:
     """The stacks of the adapter sets: the python set's three protocols, the native set's
-    two (nginx, nghttpx)."""
+    three (nginx, nghttpx, Californium)."""
     return tuple(s.name for s in ACMEAIR if s.adapters in adapter_sets)
 
 

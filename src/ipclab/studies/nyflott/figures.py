@@ -411,8 +411,19 @@ def all_figures(a: Any) -> dict[str, tuple[Figure, str]]:
             "thesis's share) against the major GCs of every role (shaded: the pause); right, "
             "per cell the share of extremes that overlap a GC beside the share of the other "
             "requests that do (chance), and the thesis's 52 of 53."))  # fmt: skip
+    if a.profile:  # the profiling testbed (profiling.py)
+        from ipclab.studies.nyflott import profiling
+
+        out["nyflott_fig9_flame"] = (profiling.flame_figure(a.profile["flame"]), (
+            "Fig. 9: a flame graph of the Californium CoAP gateway (flight's ingress adapter) "
+            "under the study's load: JFR's stack samples, x the share of samples, y the "
+            "stack's depth; frames under 0.5% left out."))  # fmt: skip
+        out["nyflott_fig17_heap"] = (profiling.heap_figure(a.profile["heap"]), (
+            "Fig. 17: the Californium HTTP gateway's (egress adapter's) heap size and used "
+            "heap, garbage included, before and after every collection (JFR)."))  # fmt: skip
     if len(a.adapters):
         out["nyflott_adapters"] = (adapters_figure(a.adapters), (
-            "What the adapters change: native (nginx, nghttpx) over python, per protocol and "
-            "delay, ratio of the means over runs with its 95% log-ratio interval."))  # fmt: skip
+            "What the adapters change: native (nginx, nghttpx, Californium) over python, per "
+            "protocol and delay, ratio of the means over runs with its 95% log-ratio "
+            "interval."))  # fmt: skip
     return out

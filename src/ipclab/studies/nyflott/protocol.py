@@ -13,7 +13,7 @@ from ipclab.planner import Need
 from ipclab.protocol import Parameters, StudyPart
 from ipclab.results import StudyResults
 from ipclab.runs import Run
-from ipclab.studies.nyflott import analysis, experiment, verdicts
+from ipclab.studies.nyflott import analysis, experiment, profiling, verdicts
 
 
 class Protocols(StudyPart):
@@ -44,13 +44,24 @@ class Protocols(StudyPart):
 
     def run(self, plan: list[Experiment]) -> list[Run]:
         # every delay's runs in one interleaved random order (experiment.run_experiments)
-        return run_interleaved(plan, 2017)
+        runs = run_interleaved(plan, 2017)
+        if plan and not self._quick(plan):  # the profiling testbed beside the full matrix
+            profiling.ensure_profile(plan[0].directory.parent / "profiling")
+        return runs
+
+    @staticmethod
+    def _quick(plan: list[Experiment]) -> bool:
+        """The quick profile makes no profile (its minutes go to the matrix)."""
+        return "-quick-" in plan[0].directory.parent.name
 
     def analyse(self, runs: list[Run], params: Parameters) -> analysis.Analysis:
         # a committed reference keeps its per-run tables, not its request records: read
         # back for the runs that have none (ipclab.studies.nyflott.reference)
-        kept = experiment.directory(params.profile, params.backend, params.runs_root) / "results"
-        return analysis.analyse(runs, cached=kept if kept.is_dir() else None)
+        base = experiment.directory(params.profile, params.backend, params.runs_root)
+        kept = base / "results"
+        return analysis.analyse(
+            runs, cached=kept if kept.is_dir() else None, profiling=base / "profiling"
+        )
 
     def write(self, analysis_: analysis.Analysis, params: Parameters) -> StudyResults:
         results = self.new_results(params)

@@ -1,12 +1,14 @@
 """Published numbers of Nyfløtt 2017, read from ``data/published/``.
 
-Three CSV files (described in ``data/published/README.md``), numbers exactly as printed:
+Four CSV files (described in ``data/published/README.md``), numbers exactly as printed:
 
 * ``nyflott2017_requests.csv``: Table 2 "Summary of the requests." (p. 52): one row per
   protocol and added delay: requests in the 600 s window, mean, max, min and population SD
   of the response time (ms);
 * ``nyflott2017_network.csv``: Table 3 "Overview of packet count and transferred bytes per
   request." (p. 56): bytes, packets and bytes per packet per request;
+* ``nyflott2017_heap.csv``: Fig. 18, the heap dump's classes of the Californium HTTP
+  gateway (p. 59);
 * ``nyflott2017_claims.csv``: every comparison of chapters 4 and 5 in the generic claims
   format (:mod:`ipclab.published`); its ``a_users``, ``b_users``, ``from_users`` and
   ``to_users`` hold the **added delay in ms** (0, 2, 5): the thesis runs 10 users throughout.
@@ -37,13 +39,16 @@ from ipclab.published import (
 REQUESTS_CSV = DATA_DIR / "nyflott2017_requests.csv"
 NETWORK_CSV = DATA_DIR / "nyflott2017_network.csv"
 CLAIMS_CSV = DATA_DIR / "nyflott2017_claims.csv"
+HEAP_CSV = DATA_DIR / "nyflott2017_heap.csv"
 
 STYLES = ("http1", "h2c", "coap")
 DELAYS_MS = (0, 2, 5)
 #: The protocol names the thesis prints, mapped to ipclab's style names.
 PROTOCOL_STYLE = {"http1.1": "http1", "h2c": "h2c", "coap": "coap"}
 
-__all__ = ["PublishedDataError", "claims", "load_claims", "load_network", "load_requests"]
+__all__ = [
+    "PublishedDataError", "claims", "load_claims", "load_heap", "load_network", "load_requests",
+]  # fmt: skip
 
 _KEYS = ("document", "table", "page", "protocol", "style", "delay_ms")
 
@@ -96,6 +101,20 @@ def load_network(path: str | Path | None = None) -> pd.DataFrame:
     p = Path(path) if path is not None else NETWORK_CSV
     numbers = {"bytes_per_request": float, "packets_per_request": float, "bytes_per_packet": float}
     return _table(p, numbers)
+
+
+def load_heap(path: str | Path | None = None) -> pd.DataFrame:
+    """Fig. 18, the heap dump's classes (``nyflott2017_heap.csv``), numbers as printed."""
+    p = Path(path) if path is not None else HEAP_CSV
+    numbers = {"instances": int, "instances_pct": float, "bytes": int, "bytes_pct": float}
+    cols = ("document", "figure", "page", "class", *numbers, "note")
+    df = _read(p, cols)
+    _choice(df, p, "document", DOCUMENTS)
+    out = df.loc[:, list(cols)].copy()
+    out["page"] = _num(df, p, "page", int, positive=True)
+    for col, kind in numbers.items():
+        out[col] = _num(df, p, col, kind, positive=True)
+    return out
 
 
 def load_claims(path: str | Path | None = None) -> pd.DataFrame:

@@ -35,9 +35,12 @@ FOLDER = "nyflott-full-docker"
 TITLE = "Nyfløtt 2017: HTTP/1.1 vs h2c vs CoAP (full profile, docker)"
 
 
+NOT_DELAYS = ("results", "profiling")  # the tables, and the profiling testbed's folder
+
+
 def runs_of(base: Path) -> list[Run]:
     """Every complete run in the folder's experiment folders (any name: a delay each)."""
-    return [r for d in sorted(p for p in base.iterdir() if p.is_dir() and p.name != "results")
+    return [r for d in sorted(p for p in base.iterdir() if p.is_dir() and p.name not in NOT_DELAYS)
             for r in load_runs(d)]  # fmt: skip
 
 
@@ -46,7 +49,7 @@ def load(root: Path = ROOT, folder: str = FOLDER) -> analysis.Analysis:
     if not base.is_dir():
         raise FileNotFoundError(f"{base}: no reference runs (make one with the notebook's "
                                 "full profile and --runs-root data/runs/reference)")  # fmt: skip
-    return analysis.analyse(runs_of(base), cached=base / "results")
+    return analysis.analyse(runs_of(base), cached=base / "results", profiling=base / "profiling")
 
 
 def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) -> Path:

@@ -9,7 +9,8 @@ and ``<service>-ingress`` beside each service. HTTP/1.1 goes through the same tw
 booking and customer validate every session with auth directly over HTTP/1.1 whatever the
 protocol. Same domain, users and adapters' code in all three; only the protocol differs.
 The adapter set is a factor: ``python`` (the transport modules' relay level) for all three
-protocols, ``native`` (nginx for HTTP/1.1, nghttpx for h2c: the thesis's own) for two.
+protocols, ``native`` (nginx for HTTP/1.1, nghttpx for h2c, Eclipse Californium for CoAP: the
+thesis's own; Californium's adapters are ipclab's, on ``californium-core``) for all three.
 
 The shop stacks use the same domain, front, services and Locust users as the Shafabakhsh
 stacks (``_SHOP``), so their answers are byte-identical to ``shop-rest``'s and the shop's
@@ -73,6 +74,12 @@ ACMEAIR_HTTP1_NGINX = _acmeair(
 ACMEAIR_H2C_NGHTTPX = _acmeair(
     "acmeair-h2c-nghttpx", "h2c", "h2c", "native", "h2c (nghttpx adapters)"
 )
-ACMEAIR = (ACMEAIR_HTTP1, ACMEAIR_H2C, ACMEAIR_COAP, ACMEAIR_HTTP1_NGINX, ACMEAIR_H2C_NGHTTPX)
+ACMEAIR_COAP_CALIFORNIUM = _acmeair(
+    "acmeair-coap-californium", "coap", "coap", "native", "CoAP (Californium adapters, block-wise)"
+)
+ACMEAIR = (
+    ACMEAIR_HTTP1, ACMEAIR_H2C, ACMEAIR_COAP,
+    ACMEAIR_HTTP1_NGINX, ACMEAIR_H2C_NGHTTPX, ACMEAIR_COAP_CALIFORNIUM,
+)  # fmt: skip
 
 STACKS = (*ACMEAIR, H2C, COAP)

@@ -1,0 +1,104 @@
+"""Roles built in Java: ``mvn package`` of a Maven project under ``services/java`` into a
+cache, as :mod:`ipclab.gobuild` builds the Go roles.
+
+The classes and every dependency's jar land in ``build/java/<project>/<hash>/`` (``lib/``,
+the project's own jar among them), where the hash covers the project's sources
+(``src/**``, ``pom.xml``), so it is rebuilt exactly when they change; a role runs
+``java -cp <that folder>/lib/*``. Maven fetches the pinned dependencies and plugins from
+Maven Central into ``build/maven`` on the first build, and every later build runs offline
+(``-o``) from there. Without ``java`` or ``mvn`` on PATH, :func:`toolchain_missing` and
+:class:`ToolchainMissing` say what to install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ipclab.paths import REPO_ROOT
+
+JAVA_PROJECTS = REPO_ROOT / "services" / "java"
+BUILD_DIR = Path(os.environ.get("IPCLAB_JAVA_BUILD_DIR", REPO_ROOT / "build" / "java"))
+MAVEN_REPO = Path(os.environ.get("IPCLAB_MAVEN_REPO", REPO_ROOT / "build" / "maven"))
+JAVA_RELEASE = 17  # the pom's maven.compiler.release
+INSTALL = (
+    "install a Java {release} JDK and Maven (Debian: apt-get install "
+    "openjdk-{release}-jdk-headless maven; scripts/system-deps.sh installs both) to build and "
+    "run the Java roles"
+)
+
+
+class ToolchainMissing(RuntimeError):
+    """No usable ``java`` or ``mvn``: the Java roles cannot be built."""
+
+
+def _java_release(java: str) -> int | None:
+    try:
+        r = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', r.stderr + r.stdout)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def toolchain_missing() -> str | None:
+    """Why Java roles cannot be built here (what to install), or None."""
+    install = INSTALL.format(release=JAVA_RELEASE)
+    java, mvn = shutil.which("java"), shutil.which("mvn")
+    if java is None or mvn is None:
+        missing = " and ".join(n for n, p in (("java", java), ("mvn", mvn)) if p is None)
+        return f"{missing} not on PATH: {install}"
+    release = _java_release(java)
+    if release is None or release < JAVA_RELEASE:
+        return f"the java at {java} is release {release}, older than {JAVA_RELEASE}: {install}"
+    return None
+
+
+def sources_hash(project: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(project.rglob("*")):
+        rel = path.relative_to(project)
+        if path.is_file() and rel.parts[0] in ("src", "pom.xml"):
+            h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _maven(project: Path, out: Path, offline: bool) -> subprocess.CompletedProcess[str]:
+    argv = [
+        "mvn", "-B", "-q", *(["-o"] if offline else []), f"-Dmaven.repo.local={MAVEN_REPO}",
+        "-f", str(project / "pom.xml"), f"-DbuildDirectory={out}", "package",
+    ]  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
+
+
+def classpath(name: str = "californium") -> Path:
+    """The folder of the project's jars (``lib/``, its own among them) for its current
+    sources, built first when missing: a role runs ``java -cp <folder>/*``."""
+    project = JAVA_PROJECTS / name
+    out = BUILD_DIR / name / sources_hash(project)
+    lib = out / "lib"
+    if (lib / f"ipclab-{name}.jar").exists():
+        return lib
+    if why := toolchain_missing():
+        raise ToolchainMissing(why)
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"building the Java roles: mvn package {project} -> {out}", file=sys.stderr, flush=True)
+    done = _maven(project, tmp, offline=True)
+    if done.returncode != 0:  # the first build: fetch what build/maven lacks
+        done = _maven(project, tmp, offline=False)
+    if done.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ToolchainMissing(f"mvn package of {project} failed:\n{done.stdout[-3000:]}")
+    shutil.copy2(tmp / f"ipclab-{name}.jar", tmp / "lib" / f"ipclab-{name}.jar")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.replace(out)
+    return lib
