@@ -606,17 +606,29 @@ def adapters_text(effect: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def md(df: pd.DataFrame) -> str:
+    """A table as Markdown ("(no runs)" when empty)."""
+    if df.empty:
+        return "(no runs)"
+    head = "| " + " | ".join(df.columns) + " |"
+    rule = "|" + "---|" * len(df.columns)
+    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in df.to_numpy()]
+    return "\n".join([head, rule, *body])
+
+
+def readme_blocks(a: Analysis) -> dict[str, str]:
+    """The reference README's generated tables (``ipclab.findings.fill_blocks``): Tables 2
+    and 3 beside the thesis's, the extremes and GCs per cell, the shift test."""
+    return {
+        "table2": md(table2_text(a.table2)),
+        "table3": md(table3_text(a.table3)),
+        "gc": md(gc_text(a.gc)),
+        "gc-shift": md(gc_shift_text(a.gc_shift)),
+    }
+
+
 def summary_markdown(a: Analysis) -> str:
     """Tables 2 and 3 beside the thesis's, the GC test and the claims, in Markdown."""
-
-    def md(df: pd.DataFrame) -> str:
-        if df.empty:
-            return "(no runs)"
-        head = "| " + " | ".join(df.columns) + " |"
-        rule = "|" + "---|" * len(df.columns)
-        body = ["| " + " | ".join(str(v) for v in row) + " |" for row in df.to_numpy()]
-        return "\n".join([head, rule, *body])
-
     parts = [
         "**Table 2** (response times; thesis beside each adapter set, mean over runs "
         "[95% t interval]):", "", md(table2_text(a.table2)), "",

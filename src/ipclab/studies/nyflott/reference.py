@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from ipclab.experiments import load_runs
-from ipclab.findings import write_findings
+from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.runs import Run
@@ -61,8 +61,12 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) ->
     analysis.write_results(a, results)
     readme = from_repo(root) / folder / "README.md"
     claims_csv = results.directory / "claims.csv"
-    if readme.is_file() and claims_csv.is_file():  # the README's findings, from the table
-        write_findings(readme, pd.read_csv(claims_csv), "results/claims.csv")
+    if readme.is_file():  # its generated tables, and its findings from the claims table
+        text = readme.read_text()
+        blocks = analysis.readme_blocks(a)
+        fill_blocks(readme, {k: v for k, v in blocks.items() if f"<!-- generated: {k} -->" in text})
+        if claims_csv.is_file():
+            write_findings(readme, pd.read_csv(claims_csv), "results/claims.csv")
     return results.directory
 
 
