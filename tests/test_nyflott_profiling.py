@@ -58,3 +58,4 @@ def test_one_profile_of_the_californium_adapters(tmp_path: Path) -> None:
     assert (heap["used_bytes"] <= heap["committed_bytes"]).all() and len(heap)
     hist = pd.read_csv(out / "histogram.csv")
     assert len(hist) and hist["bytes_pct"].max() <= 100
+    assert "/tmp/" not in (out / "load" / "manifest.json").read_text()  # committed as is

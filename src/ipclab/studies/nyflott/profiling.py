@@ -100,8 +100,16 @@ def run_profile(plan: ProfilePlan, out: Path, progress: Callable[[str], None] = 
         for recording in spool.glob("*.jfr"):
             shutil.move(recording, out / "jfr" / recording.name)
         shutil.rmtree(spool, ignore_errors=True)
+        _no_machine_paths(out / "load" / "manifest.json", spool)
     write_tables(out)
     return out
+
+
+def _no_machine_paths(manifest: Path, spool: Path) -> None:
+    """The scratch folder's path (a name on this machine, gone now) written as ``<spool>``
+    in the load run's manifest (its flags and options), which a reference commits."""
+    if manifest.is_file():
+        manifest.write_text(manifest.read_text().replace(str(spool), "<spool>"))
 
 
 def _profile(plan: ProfilePlan, out: Path, spool: Path, progress: Callable[[str], None]) -> None:
