@@ -557,16 +557,11 @@ def prepare_go_context(dest: Path | None = None) -> Path:
         binary = gobuild.go_binary()
     except gobuild.ToolchainMissing as e:
         raise ImageError(f"cannot build {GO_IMAGE}: {e}") from None
-    dest = _fresh_context(dest or BUILD_DIR / "services-go", GO_SOURCES / "Dockerfile")
-    shutil.copy2(binary, dest / gobuild.BINARY)
-    return dest
-
-
-def _fresh_context(dest: Path, dockerfile: Path) -> Path:
-    """An image's build context: the folder ``dest``, emptied, with its ``dockerfile``."""
+    dest = dest or BUILD_DIR / "services-go"
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    shutil.copy2(dockerfile, dest / "Dockerfile")
+    shutil.copy2(GO_SOURCES / "Dockerfile", dest / "Dockerfile")
+    shutil.copy2(binary, dest / gobuild.BINARY)
     return dest
 
 
@@ -591,7 +586,10 @@ def prepare_java_context(dest: Path | None = None) -> Path:
         jars = javabuild.classpath()
     except javabuild.ToolchainMissing as e:
         raise ImageError(f"cannot build {JAVA_IMAGE}: {e}") from None
-    dest = _fresh_context(dest or BUILD_DIR / "services-java", JAVA_SOURCES / "Dockerfile")
+    dest = dest or BUILD_DIR / "services-java"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    shutil.copy2(JAVA_SOURCES / "Dockerfile", dest / "Dockerfile")
     shutil.copytree(jars, dest / "californium")
     return dest
 
