@@ -15,8 +15,14 @@ With ``--go``, the Go styles (``go-rest``, ``go-grpc``, ``go-amqp``, and ``go-fl
 raw Go TCP echo) are rows of the same rounds, measured the same way by the Go binary as
 server and client (``bench/go_rows.py``; without a Go toolchain they fail, saying so).
 
+With ``--pairs``, CoAP as the AcmeAir stacks carry it, a sidecar pair between an HTTP/1.1
+client and server: ``pair-aiocoap`` (the Python adapters), ``pair-californium`` (the
+Californium adapters on the JVM; without Java and Maven the row fails, saying what to
+install) and ``pair-none`` (the same client and server without a pair, the pair rows'
+baseline), measured like every row (``bench/adapter_pairs.py``).
+
     python bench/transports.py [--requests 2000] [--inflight 32] [--seconds 3]
-                               [--only rest,grpc] [--rounds 3] [--go] [--json OUT]
+                               [--only rest,grpc] [--rounds 3] [--go] [--pairs] [--json OUT]
 
 Numbers move with the machine's load; compare rows of one run, not runs of two machines.
 """
@@ -69,7 +75,8 @@ class Candidate:
     client: str  # key of CLIENTS
     loop: str = "uvloop"  # or "asyncio", on both sides
     broker: bool = False
-    runtime: str = "python"  # "go": both sides are the Go binary (bench/go_rows.py)
+    runtime: str = "python"  # "go": both sides are the Go binary (bench/go_rows.py);
+    # "pair": Python client and server, an adapter pair between them (bench/adapter_pairs.py)
 
 
 CANDIDATES = (
@@ -110,6 +117,28 @@ CANDIDATES = (
         "amqp",
         broker=True,
         runtime="go",
+    ),
+    # CoAP as a sidecar pair (issue 30): chosen with --pairs or by name
+    Candidate(
+        "pair-none",
+        "pairs' baseline: HTTP/1.1 client (aiohttp) to the aiohttp server, no pair",
+        "aiohttp",
+        "http-path",
+        runtime="pair",
+    ),
+    Candidate(
+        "pair-aiocoap",
+        "CoAP pair: aiocoap egress + ingress (Python adapters), HTTP/1.1 either side",
+        "aiohttp",
+        "http-path",
+        runtime="pair",
+    ),
+    Candidate(
+        "pair-californium",
+        "CoAP pair: Californium egress + ingress (JVM), HTTP/1.1 either side",
+        "aiohttp",
+        "http-path",
+        runtime="pair",
     ),
 )
 BY_NAME = {c.name: c for c in CANDIDATES}
@@ -173,6 +202,7 @@ async def serve_aiohttp(port: int, _url: str, ready: Ready) -> None:
 
     app = web.Application()
     app.router.add_get("/{op}", handle)
+    app.router.add_get(f"/{SERVICE}/{{op}}", handle)  # the path an adapter pair carries
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", port, backlog=4096).start()
@@ -360,6 +390,24 @@ async def client_amqp_direct(_addr: str, url: str) -> tuple[Call, Close]:
     return client.call, client.close
 
 
+async def client_http_path(addr: str, inflight: int) -> tuple[Call, Close]:
+    """HTTP/1.1 GETs of the path an adapter pair carries (aiohttp, keep-alive)."""
+    import aiohttp
+    from adapter_pairs import PATH  # beside this file (bench/ is on sys.path)
+
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max(100, inflight)))
+    url = f"http://{addr}{PATH}"
+
+    async def call() -> Any:
+        async with session.get(url) as response:
+            body = await response.read()
+            if response.status != 200:
+                raise RuntimeError(f"HTTP {response.status}: {body[:200]!r}")
+            return orjson.loads(body)
+
+    return call, session.close
+
+
 CLIENTS: dict[str, Callable[[str, str, int], Awaitable[tuple[Call, Close]]]] = {
     "echo": client_echo,
     "rest": lambda a, u, _: client_adapter("rest", a, u),
@@ -370,6 +418,7 @@ CLIENTS: dict[str, Callable[[str, str, int], Awaitable[tuple[Call, Close]]]] = {
     "amqp-direct": lambda a, u, _: client_amqp_direct(a, u),
     "h2c": lambda a, u, _: client_adapter("h2c", a, u),
     "coap": lambda a, u, _: client_adapter("coap", a, u),
+    "http-path": lambda a, _, n: client_http_path(a, n),
 }
 
 
@@ -377,18 +426,30 @@ CLIENTS: dict[str, Callable[[str, str, int], Awaitable[tuple[Call, Close]]]] = {
 
 
 def _cpu_seconds(pids: list[int]) -> float:
+    """CPU time of ``pids`` and every process they started (an adapter's JVM)."""
     total = 0.0
     for pid in pids:
         with contextlib.suppress(psutil.Error):
-            t = psutil.Process(pid).cpu_times()
-            total += t.user + t.system
+            parent = psutil.Process(pid)
+            for proc in (parent, *parent.children(recursive=True)):
+                with contextlib.suppress(psutil.Error):
+                    t = proc.cpu_times()
+                    total += t.user + t.system
     return total
 
 
 async def measure(
-    call: Call, requests: int, inflight: int, seconds: float, server: list[int], broker: list[int]
+    call: Call,
+    requests: int,
+    inflight: int,
+    seconds: float,
+    server: list[int],
+    broker: list[int],
+    warmup: int | None = None,
 ) -> dict[str, Any]:
-    for _ in range(min(200, max(20, requests // 10))):
+    """One row's figures; ``warmup`` calls first (default: a tenth of ``requests``, 20 to
+    200)."""
+    for _ in range(warmup if warmup is not None else min(200, max(20, requests // 10))):
         await call()
     for _ in range(5):
         await asyncio.gather(*(call() for _ in range(inflight)))
@@ -478,6 +539,7 @@ def client_main(
                 args["seconds"],
                 pids["server"],
                 pids["broker"],
+                args.get("warmup"),
             )
         finally:
             await close()
@@ -511,32 +573,55 @@ def run_candidate(c: Candidate, args: argparse.Namespace, broker: Any) -> dict[s
     parent, child = ctx.Pipe()
     server = ctx.Process(target=server_main, args=(c.name, port, url, child), daemon=True)
     server.start()
-    client: mp.process.BaseProcess | None = None
     try:
         if not parent.poll(60):
             return {"error": "server not ready after 60 s"}
         if (msg := parent.recv()) != "ready":
             return {"error": f"server failed: {str(msg).strip().splitlines()[-1]}"}
-        pids = {
-            "server": [server.pid or 0],
-            "broker": broker.pids() if c.broker else [],
-        }
-        options = {"requests": args.requests, "inflight": args.inflight, "seconds": args.seconds}
-        parent_c, child_c = ctx.Pipe()
-        client = ctx.Process(
-            target=client_main,
-            args=(c.name, f"127.0.0.1:{port}", url, options, pids, child_c),
-            daemon=True,
-        )
-        client.start()
-        budget = 60 + args.requests * TIMEOUT_S / 100 + args.seconds
+        pids = {"server": [server.pid or 0], "broker": broker.pids() if c.broker else []}
+        if c.runtime != "pair":
+            return _run_client(ctx, c, args, f"127.0.0.1:{port}", url, pids)
+        import adapter_pairs  # beside this file: bench/ is on sys.path when run as a script
+
+        try:
+            with adapter_pairs.pair(c.name, port) as (addr, sidecars):
+                pids["server"] += sidecars
+                warmup = max(adapter_pairs.JVM_WARMUP, args.requests)
+                return _run_client(ctx, c, args, addr, url, pids, warmup)
+        except adapter_pairs.PairError as e:
+            return {"error": str(e).strip().splitlines()[-1]}
+    finally:
+        _stop(server)
+
+
+def _run_client(
+    ctx: Any,
+    c: Candidate,
+    args: argparse.Namespace,
+    addr: str,
+    url: str,
+    pids: dict[str, list[int]],
+    warmup: int | None = None,
+) -> dict[str, Any]:
+    """The client process of one row, calling ``addr``: its figures, or an error."""
+    options = {
+        "requests": args.requests,
+        "inflight": args.inflight,
+        "seconds": args.seconds,
+        "warmup": warmup,
+    }
+    parent_c, child_c = ctx.Pipe()
+    client = ctx.Process(
+        target=client_main, args=(c.name, addr, url, options, pids, child_c), daemon=True
+    )
+    client.start()
+    try:
+        budget = 60 + (args.requests + (warmup or 0)) * TIMEOUT_S / 100 + args.seconds
         if not parent_c.poll(budget):
             return {"error": f"client did not finish in {budget:.0f} s"}
         return dict(parent_c.recv())
     finally:
-        for p in (client, server):
-            if p is not None:
-                _stop(p)
+        _stop(client)
 
 
 # --- report ------------------------------------------------------------------------------
@@ -703,13 +788,16 @@ def print_summary(summary: list[dict[str, Any]], rounds: int) -> None:
         )
 
 
-def chosen_candidate(c: Candidate, names: list[str], go: bool) -> bool:
+def chosen_candidate(c: Candidate, names: list[str], go: bool, pairs: bool = False) -> bool:
     """The floor always; a named candidate; without names every Python one; with ``go``
-    the Go floor and the Go row of each chosen style (all three without names)."""
+    the Go floor and the Go row of each chosen style (all three without names); with
+    ``pairs`` the three pair rows."""
     if c.name == "floor" or c.name in names:
         return True
     if c.runtime == "go":
         return go and (c.name == "go-floor" or not names or c.server in names)
+    if c.runtime == "pair":
+        return pairs
     return not names
 
 
@@ -726,11 +814,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also the Go rows (go-floor and, of rest/grpc/amqp, those --only names), same rounds",
     )
+    ap.add_argument(
+        "--pairs",
+        action="store_true",
+        help="also the CoAP adapter-pair rows (pair-none, pair-aiocoap, pair-californium)",
+    )
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     if unknown := [n for n in names if n not in BY_NAME]:
         ap.error(f"unknown candidate(s) {unknown}; known: {', '.join(BY_NAME)}")
-    chosen = [c for c in CANDIDATES if chosen_candidate(c, names, args.go)]
+    chosen = [c for c in CANDIDATES if chosen_candidate(c, names, args.go, args.pairs)]
 
     load_before = os.getloadavg()
     print(
@@ -744,6 +837,12 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(rows, [c.name for c in chosen]) if args.rounds > 1 else []
     if summary:
         print_summary(summary, args.rounds)
+    pair_costs: list[dict[str, Any]] = []
+    if any(c.runtime == "pair" for c in chosen):
+        import adapter_pairs
+
+        pair_costs = adapter_pairs.costs(rows)
+        adapter_pairs.print_costs(pair_costs)
     load_after = os.getloadavg()
     print(
         f"# load avg {load_before[0]:.2f} before, {load_after[0]:.2f} after;"
@@ -762,6 +861,7 @@ def main(argv: list[str] | None = None) -> int:
             "versions": versions(),
             "rows": rows,
             "summary": summary,
+            "pair_costs": pair_costs,
         }
         if any(c.runtime == "go" for c in chosen):
             import go_rows

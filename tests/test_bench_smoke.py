@@ -54,3 +54,30 @@ def test_transports_bench_puts_go_rows_in_the_same_run(tmp_path: Path) -> None:
         assert r["rps"] > 0 and r["seq_p50_us"] > 0 and r["cpu_us_per_call"] > 0, r
         assert r["errors"] == 0, r
     assert doc["go"].startswith("go1.")
+
+
+def test_transports_bench_puts_the_coap_adapter_pairs_beside_the_floor(tmp_path: Path) -> None:
+    from ipclab import javabuild
+
+    if missing := javabuild.toolchain_missing():
+        pytest.skip(f"the Californium pair not tested: {missing}")
+    out = tmp_path / "bench.json"
+    argv = ["--requests", "50", "--inflight", "4", "--seconds", "0.5", "--only", "rest"]
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), *argv, "--pairs", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "FAILED" not in proc.stdout
+    doc = json.loads(out.read_text())
+    rows = {r["name"]: r for r in doc["rows"]}
+    assert set(rows) == {"floor", "rest", "pair-none", "pair-aiocoap", "pair-californium"}
+    for r in rows.values():
+        assert r["rps"] > 0 and r["cpu_us_per_call"] > 0 and r["errors"] == 0, r
+    costs = {c["name"]: c for c in doc["pair_costs"]}
+    assert set(costs) == {"pair-aiocoap", "pair-californium"}
+    # the JVM's CPU is counted: a pair costs more CPU per call than no pair
+    assert all(c["extra_cpu_us_per_call"] > 0 for c in costs.values()), costs
+    assert "adapter pairs: what a pair adds per call" in proc.stdout

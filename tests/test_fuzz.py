@@ -60,6 +60,9 @@ def test_the_short_version_covers_every_transport_domain_front_runtime_and_adapt
             getattr(s, feature) for s in stacks.values()
         }, feature
     assert {stacks[n].runtime.name for n in chosen} == {s.runtime.name for s in stacks.values()}
+    adapters = {s.adapter_runtime for s in stacks.values()}
+    assert {stacks[n].adapter_runtime for n in chosen} == adapters
+    assert any(a is not None for a in adapters)  # Californium's stack is among them
 
 
 @pytest.mark.slow
@@ -67,7 +70,7 @@ def test_the_short_version_covers_every_transport_domain_front_runtime_and_adapt
 def test_malformed_inputs_crash_nothing_answer_in_time_and_the_stack_still_serves(
     stack: str,
 ) -> None:
-    why = all_stacks()[stack].runtime.unavailable()
+    why = all_stacks()[stack].unavailable()
     if why:
         pytest.skip(f"{stack} cannot run here: {why}")
     results = fuzz.campaign([stack], count=SHORT_COUNT, seed=7)

@@ -96,12 +96,17 @@ FEATURES = ("transport", "domain", "front", "adapters")
 
 
 def features(spec: StackSpec) -> set[tuple[str, str]]:
-    return {(f, str(getattr(spec, f))) for f in FEATURES} | {("runtime", spec.runtime.name)}
+    adapter = spec.adapter_runtime
+    return {(f, str(getattr(spec, f))) for f in FEATURES} | {
+        ("runtime", spec.runtime.name),
+        ("adapter_runtime", adapter.name if adapter else ""),
+    }
 
 
 def cover(stacks: Iterable[StackSpec]) -> list[str]:
     """The fewest stacks (greedy, in registry order) that together have every transport,
-    domain, front, adapter set and runtime of the registry: the short version in
+    domain, front, adapter set, runtime and adapters' runtime (the JVM's Californium) of
+    the registry: the short version in
     ``make test`` fuzzes these, so a stack that brings anything new is among them."""
     specs = list(stacks)
     missing = set().union(*(features(s) for s in specs)) if specs else set()

@@ -50,6 +50,18 @@ def fault_injection_markdown(a: Analysis) -> str:
     return markdown(t)
 
 
+def until_failure_markdown(a: Analysis) -> str:
+    """Method 1 per style and load: its runs' cycles pooled (a run that outlived the cap is
+    a censored up time: MTTF then has a one-sided lower bound), beside the published MTTF at
+    200 users (the paper's Fig. 4 gives the other loads in its figure only)."""
+    if a.until_failure.empty:
+        return "No until-failure runs."
+    t = readable(a.until_failure).drop(columns=["notes"], errors="ignore")
+    t.insert(2, "runs", a.until_failure["runs"].to_numpy())
+    t["style"] = t["style"].map(_label)
+    return markdown(t)
+
+
 def outage_markdown(a: Analysis) -> str:
     """The outage experiment in sentences per style: requests issued while the service was
     down, and how they ended."""
@@ -118,6 +130,7 @@ def power_markdown(a: Analysis, runs: AvailabilityRuns) -> str:
 def readme_blocks(a: Analysis, runs: AvailabilityRuns) -> dict[str, str]:
     """The README's generated blocks: name -> Markdown."""
     return {
+        "until-failure": until_failure_markdown(a),
         "fault-injection": fault_injection_markdown(a),
         "outage": outage_markdown(a),
         "recovery": recovery_markdown(a),
