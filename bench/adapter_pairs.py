@@ -15,9 +15,9 @@ such pair between the bench's client and server, with the procedure of every oth
   cost per call is its row less ``pair-none``'s, both measured in the same round;
 - CPU counts the server, both adapters and every process they started (the JVM).
 
-The JVM compiles as it runs: a pair row warms up with ``JVM_WARMUP`` calls (``--requests``
-and at least 3,000) before it is measured, and the aiocoap pair with the same number, so
-that warm-up is no difference between them.
+The JVM compiles as it runs: a pair row warms up with ``--pair-warmup`` calls (default
+3,000; at least ``--requests``) before it is measured, and the aiocoap pair and
+``pair-none`` with the same number, so that warm-up is no difference between them.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ PATH = f"/{SERVICE}/get?product_id=1"
 #: the pair rows: adapter set per row (None: no pair, the client calls the server)
 SETS = {"pair-none": None, "pair-aiocoap": "python", "pair-californium": "native"}
 TRANSPORT = "coap"
-JVM_WARMUP = 3000
 READY_S = 90.0  # the JVM's start and the first build of its jars are within this
 
 

@@ -586,7 +586,7 @@ def run_candidate(c: Candidate, args: argparse.Namespace, broker: Any) -> dict[s
         try:
             with adapter_pairs.pair(c.name, port) as (addr, sidecars):
                 pids["server"] += sidecars
-                warmup = max(adapter_pairs.JVM_WARMUP, args.requests)
+                warmup = max(args.pair_warmup, args.requests)
                 return _run_client(ctx, c, args, addr, url, pids, warmup)
         except adapter_pairs.PairError as e:
             return {"error": str(e).strip().splitlines()[-1]}
@@ -813,6 +813,12 @@ def main(argv: list[str] | None = None) -> int:
         "--go",
         action="store_true",
         help="also the Go rows (go-floor and, of rest/grpc/amqp, those --only names), same rounds",
+    )
+    ap.add_argument(
+        "--pair-warmup",
+        type=int,
+        default=3000,
+        help="calls before a pair row is measured (default 3000: the JVM compiles as it runs)",
     )
     ap.add_argument(
         "--pairs",

@@ -64,7 +64,7 @@ def test_transports_bench_puts_the_coap_adapter_pairs_beside_the_floor(tmp_path:
     out = tmp_path / "bench.json"
     argv = ["--requests", "50", "--inflight", "4", "--seconds", "0.5", "--only", "rest"]
     proc = subprocess.run(
-        [sys.executable, str(BENCH), *argv, "--pairs", "--json", str(out)],
+        [sys.executable, str(BENCH), *argv, "--pairs", "--pair-warmup", "200", "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=400,
