@@ -6,10 +6,29 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "transports.py"
+
+
+def _bench(
+    tmp_path: Path, extra: list[str], timeout: float
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """A short bench of the floor and REST plus ``extra`` rows: its output and its JSON,
+    checked to have run without a failed row."""
+    out = tmp_path / "bench.json"
+    argv = ["--requests", "50", "--inflight", "4", "--seconds", "0.5", "--only", "rest"]
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), *argv, *extra, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "FAILED" not in proc.stdout
+    return proc, json.loads(out.read_text())
 
 
 def test_transports_bench_prints_table(tmp_path: Path) -> None:
@@ -37,17 +56,7 @@ def test_transports_bench_puts_go_rows_in_the_same_run(tmp_path: Path) -> None:
 
     if missing := gobuild.toolchain_missing():
         pytest.skip(f"Go rows not tested: {missing}")
-    out = tmp_path / "bench.json"
-    argv = ["--requests", "50", "--inflight", "4", "--seconds", "0.5", "--only", "rest", "--go"]
-    proc = subprocess.run(
-        [sys.executable, str(BENCH), *argv, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "FAILED" not in proc.stdout
-    doc = json.loads(out.read_text())
+    proc, doc = _bench(tmp_path, ["--go"], timeout=240)
     rows = {r["name"]: r for r in doc["rows"]}
     assert set(rows) == {"floor", "rest", "go-floor", "go-rest"}
     for r in rows.values():  # the same fields, measured the same way
@@ -61,17 +70,7 @@ def test_transports_bench_puts_the_coap_adapter_pairs_beside_the_floor(tmp_path:
 
     if missing := javabuild.toolchain_missing():
         pytest.skip(f"the Californium pair not tested: {missing}")
-    out = tmp_path / "bench.json"
-    argv = ["--requests", "50", "--inflight", "4", "--seconds", "0.5", "--only", "rest"]
-    proc = subprocess.run(
-        [sys.executable, str(BENCH), *argv, "--pairs", "--pair-warmup", "200", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "FAILED" not in proc.stdout
-    doc = json.loads(out.read_text())
+    proc, doc = _bench(tmp_path, ["--pairs", "--pair-warmup", "200"], timeout=400)
     rows = {r["name"]: r for r in doc["rows"]}
     assert set(rows) == {"floor", "rest", "pair-none", "pair-aiocoap", "pair-californium"}
     for r in rows.values():
