@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ipclab.procs import free_ports, spawn, stop_group
+from ipclab.procs import free_ports, spawn, stop_group, tail
 
 SERVICE = "product-info"
 PATH = f"/{SERVICE}/get?product_id=1"
@@ -81,24 +81,16 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _wait(port: int, procs: list[object], logs: list[Path]) -> None:
+def _wait(port: int, procs: list[subprocess.Popen[bytes]], logs: list[Path]) -> None:
     """Until a call through the egress at ``port`` is answered 200 (or a pair process exits)."""
     deadline = time.monotonic() + READY_S
     while time.monotonic() < deadline:
-        if any(p.poll() is not None for p in procs):  # type: ignore[attr-defined]
-            raise PairError("an adapter exited: " + " | ".join(_tail(f) for f in logs))
-        with contextlib.suppress(OSError):
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            if _answers(port):
-                return
+        if any(p.poll() is not None for p in procs):
+            raise PairError("an adapter exited: " + " | ".join(tail(f, 3) for f in logs))
+        if _answers(port):  # refused while nothing listens yet: False
+            return
         time.sleep(0.2)
-    raise PairError(f"the pair does not answer after {READY_S:.0f} s: {_tail(logs[0])}")
-
-
-def _tail(log: Path) -> str:
-    with contextlib.suppress(OSError):
-        return log.read_text(errors="replace").strip()[-300:]
-    return ""
+    raise PairError(f"the pair does not answer after {READY_S:.0f} s: {tail(logs[0], 3)}")
 
 
 @contextlib.contextmanager
