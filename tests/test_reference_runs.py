@@ -160,9 +160,23 @@ def test_every_committed_reference_folder_is_a_studys_and_present() -> None:
         assert any(folder.startswith(f"{o}-") for o in owners), f"{folder}: no study names it"
     for study in studies.values():
         for notebook in study.notebooks:
-            if notebook.reference:
-                assert notebook.reference in committed, (notebook.file, notebook.reference)
-                assert (REFERENCE / notebook.reference / "README.md").is_file()
+            for name in filter(None, (notebook.reference, *notebook.also_references)):
+                assert name in committed, (notebook.file, name)
+                assert (REFERENCE / name / "README.md").is_file()
+
+
+def test_the_report_shows_a_notebooks_further_references_after_its_own() -> None:
+    """The docker availability reference (method 1, Fig. 4 by load) is in the report, after
+    the local one, under a key no fresh results folder has (so nothing is set beside it)."""
+    from ipclab.reproduce import notebooks, references
+
+    keys = list(references(notebooks(["shafabakhsh"])))
+    assert keys == [
+        "shafabakhsh", "availability", "availability@availability-full-docker", "languages"
+    ]  # fmt: skip
+    assert references(notebooks(["shafabakhsh"]))[keys[2]] == (
+        REFERENCE / "availability-full-docker" / "results"
+    )
 
 
 def test_no_committed_result_names_a_machine_path() -> None:

@@ -26,12 +26,17 @@ from ipclab.studies import Notebook, all_studies, get_study
 
 
 def references(chosen: list[Notebook]) -> dict[str, Path]:
-    """Fresh results folder name -> the committed reference results it is compared with."""
+    """Fresh results folder name -> the committed reference results it is compared with, in
+    notebook order; a notebook's further references (``Notebook.also_references``) follow
+    its own under keys no fresh results folder has (``<results>@<reference>``)."""
     out = {}
     for nb in chosen:
-        ref = REPO_ROOT / "data" / "runs" / "reference" / nb.reference / "results"
-        if nb.reference and (ref / "study.json").exists():
-            out[nb.results] = ref
+        keys = [(nb.results, nb.reference)] if nb.reference else []
+        keys += [(f"{nb.results}@{r}", r) for r in nb.also_references]
+        for key, name in keys:
+            ref = REPO_ROOT / "data" / "runs" / "reference" / name / "results"
+            if (ref / "study.json").exists():
+                out[key] = ref
     return out
 
 

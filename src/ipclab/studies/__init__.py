@@ -51,6 +51,9 @@ class Notebook:
     # the committed full-profile result of this notebook: a folder under data/runs/reference
     # whose results/ the report leads with, the fresh run placed beside it
     reference: str = ""
+    # further committed references of this notebook the report shows after ``reference``
+    # (another backend's, say), not compared with the fresh run
+    also_references: tuple[str, ...] = ()
     # the class implementing the study protocol for this notebook (ipclab.protocol), as
     # "module:Class"; a module starting with "." is relative to the study's package
     part: str = ""

@@ -25,6 +25,7 @@ STUDY = Study(
             "availability",
             needs=("rabbitmq",),
             reference="availability-full-local",
+            also_references=("availability-full-docker",),  # method 1 and Fig. 4 by load
             part=".protocol:Availability",
             title="Shafabakhsh 2020: availability of REST, gRPC and RabbitMQ",
         ),
