@@ -1,13 +1,15 @@
 """Roles built in Java: ``mvn package`` of a Maven project under ``services/java`` into a
 cache, as :mod:`ipclab.gobuild` builds the Go roles.
 
-The classes and every dependency's jar land in ``build/java/<project>/<hash>/`` (``lib/``,
-the project's own jar among them), where the hash covers the project's sources
-(``src/**``, ``pom.xml``), so it is rebuilt exactly when they change; a role runs
-``java -cp <that folder>/lib/*``. Maven fetches the pinned dependencies and plugins from
-Maven Central into ``build/maven`` on the first build, and every later build runs offline
-(``-o``) from there. Without ``java`` or ``mvn`` on PATH, :func:`toolchain_missing` and
-:class:`ToolchainMissing` say what to install.
+What a build leaves lands in ``build/java/<project>/<hash>/``, where the hash covers the
+project's sources (``src/**``, ``pom.xml``), so it is rebuilt exactly when they change:
+``lib/`` (the project's own jar and every dependency's: :func:`classpath`, which a role runs
+as ``java -cp <lib>/*``, the Californium adapters) or ``quarkus-app/`` (a Quarkus
+application's fast-jar: :func:`quarkus_app`, which :func:`payload_launcher` starts, the
+payload services). Maven fetches the pinned dependencies and plugins from Maven Central into
+``build/maven`` on the first build, and every later build runs offline (``-o``) from there.
+Without ``java`` or ``mvn`` on PATH, :func:`toolchain_missing` and :class:`ToolchainMissing`
+say what to install.
 """
 
 from __future__ import annotations
@@ -79,14 +81,13 @@ def _maven(project: Path, out: Path, offline: bool) -> subprocess.CompletedProce
     return subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
 
 
-def classpath(name: str = "californium") -> Path:
-    """The folder of the project's jars (``lib/``, its own among them) for its current
-    sources, built first when missing: a role runs ``java -cp <folder>/*``."""
+def _built(name: str, product: str, marker: str) -> Path:
+    """``build/java/<name>/<hash>/<product>`` for the project's current sources, built first
+    when its ``marker`` file is missing there."""
     project = JAVA_PROJECTS / name
     out = BUILD_DIR / name / sources_hash(project)
-    lib = out / "lib"
-    if (lib / f"ipclab-{name}.jar").exists():
-        return lib
+    if (out / product / marker).exists():
+        return out / product
     if why := toolchain_missing():
         raise ToolchainMissing(why)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
@@ -95,10 +96,45 @@ def classpath(name: str = "californium") -> Path:
     done = _maven(project, tmp, offline=True)
     if done.returncode != 0:  # the first build: fetch what build/maven lacks
         done = _maven(project, tmp, offline=False)
-    if done.returncode != 0:
+    if done.returncode != 0 or not (tmp / product).is_dir():
         shutil.rmtree(tmp, ignore_errors=True)
         raise ToolchainMissing(f"mvn package of {project} failed:\n{done.stdout[-3000:]}")
-    shutil.copy2(tmp / f"ipclab-{name}.jar", tmp / "lib" / f"ipclab-{name}.jar")
+    if product == "lib":  # the project's own jar beside its dependencies'
+        shutil.copy2(tmp / f"ipclab-{name}.jar", tmp / "lib" / f"ipclab-{name}.jar")
     shutil.rmtree(out, ignore_errors=True)
     tmp.replace(out)
-    return lib
+    return out / product
+
+
+def classpath(name: str = "californium") -> Path:
+    """The folder of the project's jars (``lib/``, its own among them) for its current
+    sources, built first when missing: a role runs ``java -cp <folder>/*``."""
+    return _built(name, "lib", f"ipclab-{name}.jar")
+
+
+def quarkus_app(name: str = "payload") -> Path:
+    """The Quarkus application's fast-jar folder (``quarkus-run.jar`` and what it loads) for
+    the project's current sources, built first when missing."""
+    return _built(name, "quarkus-app", "quarkus-run.jar")
+
+
+LAUNCHER = "ipclab-payload"
+LAUNCHER_TEXT = """#!/bin/sh
+# The payload services on the JVM (services/java/payload, built by ipclab.javabuild): the
+# Quarkus application beside this file, with the run's JVM flags (IPCLAB_JVM_OPTIONS,
+# space-separated; none: the JVM's own ergonomics, a quarter of the memory for the heap).
+exec java $IPCLAB_JVM_OPTIONS -jar "$(dirname "$0")/quarkus-app/quarkus-run.jar"
+"""
+
+
+def payload_launcher() -> Path:
+    """The command that starts a payload role on the JVM: a shell script beside the built
+    Quarkus application, which execs ``java`` (the role's pid is the JVM's)."""
+    app = quarkus_app("payload")
+    script = app.parent / LAUNCHER
+    if not script.exists() or script.read_text() != LAUNCHER_TEXT:
+        tmp = script.with_name(f"{LAUNCHER}.{os.getpid()}.tmp")
+        tmp.write_text(LAUNCHER_TEXT)
+        tmp.chmod(0o755)
+        tmp.replace(script)
+    return script

@@ -48,6 +48,9 @@ class Runtime:
     build: Callable[[], Path] | None = None  # returns the binary to run, built if needed
     fixture: bool = False
     missing: Callable[[], str | None] | None = None  # why it cannot be built here, or None
+    # the command of its containers when it is not the image's own (an image several
+    # runtimes share: the Java image holds the Californium adapters and the payload services)
+    docker_command: tuple[str, ...] = ()
 
     def command(self) -> list[str]:
         """The command line that starts a role on the local backend."""
@@ -69,7 +72,18 @@ GO = Runtime(
     fixture=True,
     missing=gobuild.toolchain_missing,
 )
-RUNTIMES = {r.name: r for r in (PYTHON, GO)}
+JAVA_IMAGE = "ipclab-services-java"  # services/java/Dockerfile: the services image, a JRE, the builds
+#: the JVM roles (the payload services on Quarkus, services/java/payload): the data they serve
+#: is drawn by a port of the Python generator's random numbers, so they need no fixture
+JVM = Runtime(
+    "jvm",
+    "",
+    JAVA_IMAGE,
+    build=javabuild.payload_launcher,
+    missing=javabuild.toolchain_missing,
+    docker_command=(f"/opt/ipclab/java/payload/{javabuild.LAUNCHER}",),
+)
+RUNTIMES = {r.name: r for r in (PYTHON, GO, JVM)}
 
 
 @dataclass(frozen=True)
@@ -89,7 +103,7 @@ class AdapterRuntime:
 CALIFORNIUM = AdapterRuntime(
     "californium",
     "IPCLAB_CALIFORNIUM_CLASSPATH",
-    "ipclab-services-java",  # services/java/Dockerfile: the services image, a JRE, the jars
+    JAVA_IMAGE,
     build=javabuild.classpath,
     missing=javabuild.toolchain_missing,
 )

@@ -1,12 +1,16 @@
 """The payload stack in containers (issue 16): it answers both formats through the edge
 service, and a memory cell under a memory limit either completes, with its memory sampled
 from the container's cgroup, or is OOM-killed, which is recorded as the cell's outcome
-(exit 137, ``OOMKilled``) and not as a failure of the run."""
+(exit 137, ``OOMKilled``) and not as a failure of the run. The same on the JVM (issue 31),
+whose full heap ends it before the container's limit does."""
 
 from __future__ import annotations
 
+import json
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 from ipclab.backends import StackOptions
 from ipclab.backends.docker.backend import DockerBackend
@@ -57,3 +61,54 @@ def test_a_memory_cell_completes_or_is_recorded_as_oom_killed(
     assert not k["completed"] and k["data_oom_killed"] is True and k["data_exit_code"] == 137
     assert k["http_status"] in (502, 503, 504, 0)
     assert k["peak_usage_bytes"] <= 120 * 2**20 and k["peak_usage_bytes"] > 60 * 2**20
+
+
+def test_the_jvm_payload_stack_serves_the_python_bytes_in_containers_under_a_quarter_heap(
+    docker_images: dict[str, str],
+) -> None:
+    """The Java services (issue 31) in containers: the same bytes as the Python services,
+    and a heap the JVM sized itself, a quarter of the container's 400 MB (the thesis's)."""
+    from ipclab_services.domains.payload import codec, data
+
+    from ipclab import javabuild
+    from ipclab.studies.buono.stacks import PAYLOAD_JVM, knobs
+
+    if why := javabuild.toolchain_missing():
+        pytest.skip(f"the JVM payload services not tested: {why}")
+    env = dict(knobs(gzip=False, cache=False, json_library="jackson"))
+    stack = DockerBackend().start(PAYLOAD_JVM, StackOptions(memory_mb=400, extra_env=env))
+    try:
+        ds = data.dataset("nested", 650, 42)
+        want = {"json": codec.encode_json(ds.document), "protobuf": codec.encode_protobuf(ds.message)}
+        for fmt, expected in want.items():
+            with urllib.request.urlopen(f"{stack.gateway_url}/{fmt}/nested?count=650") as r:
+                assert r.status == 200 and r.read() == expected, fmt
+        with urllib.request.urlopen(f"{stack.gateway_url}/healthz") as r:
+            runtime = json.loads(r.read())["data"]["runtime"]
+        assert 60 * 2**20 < runtime["max_heap_bytes"] <= 100 * 2**20, runtime
+        assert "-XX:+ExitOnOutOfMemoryError" in runtime["flags"]
+    finally:
+        stack.stop()
+
+
+def test_a_jvm_memory_cell_tells_a_full_heap_from_the_kernels_kill(
+    docker_images: dict[str, str], tmp_path: Path
+) -> None:
+    from ipclab import javabuild
+
+    if why := javabuild.toolchain_missing():
+        pytest.skip(f"the JVM payload services not tested: {why}")
+    small = memory.run_cell(
+        memory.MemoryCell("protobuf", 20_000, json_library="jackson", runtime="jvm"),
+        tmp_path / "small",
+    )
+    s = read_run(small).summary
+    assert s["completed"] and not s["out_of_memory"], s
+    assert read_run(small).manifest["runtimes"]["data"]["runtime"] == "jvm"
+    # a 120 MB container: a 30 MB heap, far too small for 300,000 users as JSON; the JVM ends
+    # itself (exit code 3) before the kernel has to
+    cell = memory.MemoryCell("json", 300_000, json_library="jackson", runtime="jvm")
+    full = read_run(memory.run_cell(cell, tmp_path / "full", limit_mb=120))
+    k = full.summary
+    assert full.complete and not k["completed"], k
+    assert k["heap_exhausted"] and k["out_of_memory"] and not k["data_oom_killed"], k

@@ -3,7 +3,8 @@
 Two things, both read once the stack is up and before any load: the stack's ``info()``
 where it says something (docker and swarm: project, images with their ids, limits, engine) and
 the gateway's ``/healthz`` document; and, for a stack whose roles run a runtime that
-describes itself at start (the Californium adapters' JVM: version, flags, heap, collectors),
+describes itself at start (the JVM of the Californium adapters or of the payload services:
+version, flags, heap, collectors),
 each such role's ``ipclab-runtime`` line from its log (``runtimes``). A gateway's health
 answer names its services and, where a service describes itself there, how it runs (its
 settings, its libraries' backends): what the service process did, which the harness
@@ -58,14 +59,18 @@ def runtimes(logs: Mapping[str, str]) -> dict[str, Any]:
 def describe_stack(stack: RunningStack) -> dict[str, Any]:
     """``{"stack_info": ..., "healthz": ...}`` for a manifest (``stack_info`` only when the
     stack's ``info()`` says something: ``RunningStack.info``'s default says nothing), and
-    ``runtimes`` for a stack whose adapters run a built runtime (read from its logs)."""
+    ``runtimes`` for a stack whose adapters or roles run on the JVM (read from its logs)."""
     out: dict[str, Any] = {}
     info = stack.info()
     if info is not None:
         out["stack_info"] = info
     out["healthz"] = read_healthz(stack.gateway_url)
     spec = getattr(stack, "spec", None)
-    if spec is not None and getattr(spec, "adapter_runtime", None) is not None:
+    built = spec is not None and (
+        getattr(spec, "adapter_runtime", None) is not None
+        or getattr(getattr(spec, "runtime", None), "name", "") == "jvm"
+    )
+    if built:
         found = runtimes(stack.logs())
         if found:
             out["runtimes"] = found

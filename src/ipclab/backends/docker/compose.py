@@ -194,6 +194,8 @@ def compose_document(
             continue
         if spec.runtime.image != PYTHON.image:  # common.yml's default is the Python image
             svc["image"] = f"${{IPCLAB_IMAGE:-{spec.runtime.image}:latest}}"
+        if spec.runtime.docker_command:
+            svc["command"] = list(spec.runtime.docker_command)
         if net_admin:
             svc["cap_add"] = DELAY_CAPABILITIES
         if role == spec.gateway and not spec.needs_broker:  # after the services it calls

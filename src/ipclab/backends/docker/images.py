@@ -568,22 +568,29 @@ def prepare_go_context(dest: Path | None = None) -> Path:
 JAVA_SOURCES = REPO_ROOT / "services" / "java"
 
 
+JAVA_PROJECTS = ("californium", "payload")  # what the Java image holds, built on the host
+
+
 def java_context_hash(services_id: str) -> str:
-    """The Java image's: the services image it is built on (by id), the Californium
-    adapters' sources (``javabuild.sources_hash``) and its Dockerfile."""
+    """The Java image's: the services image it is built on (by id), the sources of each of
+    its projects (``javabuild.sources_hash``: the Californium adapters, the payload
+    services), the payload services' launcher and its Dockerfile."""
     from ipclab import javabuild
 
     dockerfile = (JAVA_SOURCES / "Dockerfile").read_text()
-    sources = javabuild.sources_hash(JAVA_SOURCES / "californium")
-    return hashlib.sha256(f"{services_id}\n{sources}\n{dockerfile}".encode()).hexdigest()[:16]
+    sources = [javabuild.sources_hash(JAVA_SOURCES / p) for p in JAVA_PROJECTS]
+    text = "\n".join([services_id, *sources, javabuild.LAUNCHER_TEXT, dockerfile])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def prepare_java_context(dest: Path | None = None) -> Path:
-    """The Java image's context: its Dockerfile and the jars built on the host."""
+    """The Java image's context: its Dockerfile, the Californium adapters' jars and the
+    payload services' Quarkus application with its launcher, built on the host."""
     from ipclab import javabuild
 
     try:
         jars = javabuild.classpath()
+        launcher = javabuild.payload_launcher()
     except javabuild.ToolchainMissing as e:
         raise ImageError(f"cannot build {JAVA_IMAGE}: {e}") from None
     dest = dest or BUILD_DIR / "services-java"
@@ -591,6 +598,8 @@ def prepare_java_context(dest: Path | None = None) -> Path:
     dest.mkdir(parents=True)
     shutil.copy2(JAVA_SOURCES / "Dockerfile", dest / "Dockerfile")
     shutil.copytree(jars, dest / "californium")
+    shutil.copytree(launcher.parent / "quarkus-app", dest / "payload" / "quarkus-app")
+    shutil.copy2(launcher, dest / "payload" / launcher.name)
     return dest
 
 
@@ -1026,7 +1035,7 @@ def build_postgres_image(base: str, tag: str = POSTGRES_IMAGE) -> str:
     return _build_compose_image("postgres", base, tag)
 
 
-RUNTIME_IMAGES = {"python": SERVICES_IMAGE, "go": GO_IMAGE}
+RUNTIME_IMAGES = {"python": SERVICES_IMAGE, "go": GO_IMAGE, "jvm": JAVA_IMAGE}
 # an infrastructure plugin's ``image`` -> the tag built for it (``ensure_images``' keywords)
 INFRASTRUCTURE_IMAGES = {"broker": BROKER_IMAGE, "database": POSTGRES_IMAGE}
 
@@ -1062,8 +1071,8 @@ def ensure_images(
     no longer the recorded build (the tag now names another image, or no build is recorded).
 
     Returns image *ids*, what a stack runs: ``services``, the image the roles of ``runtime``
-    run (for ``go``, the Go image, built on the services image), and ``broker`` and
-    ``database`` when asked for."""
+    run (for ``go`` the Go image, for ``jvm`` the Java image, each built on the services
+    image), and ``broker`` and ``database`` when asked for."""
     runtime_image(runtime)
     with _build_lock():
         if not (base == "auto" and _fresh_enough(broker, database)):
@@ -1087,6 +1096,8 @@ def ensure_images(
             if why:
                 log(f"{GO_IMAGE}: {why}")
                 build_go_image(SERVICES_IMAGE)
+        if runtime == "jvm":
+            ensure_java_image()
         return pinned_images(runtime, broker, database)
 
 

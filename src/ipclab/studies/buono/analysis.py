@@ -34,6 +34,7 @@ from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.studies.buono import published
 from ipclab.studies.buono.procedure import WARMUP, parse_cell
+from ipclab.studies.buono.stacks import ENCODERS
 
 SCOPES = ("performance", "serialisation")
 #: one Holm family per experiment (docs/statistics.md section 3), by the metric a claim reads:
@@ -59,6 +60,13 @@ def _server(run: Run) -> dict[str, object]:
     return json.loads(p.read_text()) if p.exists() else {}
 
 
+def runtime_of(described: dict[str, object]) -> str:
+    """The runtime a data service described itself as running on (its ``/healthz``):
+    ``jvm``, or ``python`` (the Python service, which names no runtime)."""
+    runtime = described.get("runtime")
+    return "jvm" if isinstance(runtime, dict) and runtime.get("runtime") == "jvm" else "python"
+
+
 def requests_frame(runs: Sequence[Run]) -> pd.DataFrame:
     """Every measured request of the complete procedure runs (warm-ups left out)."""
     parts = []
@@ -80,6 +88,7 @@ def requests_frame(runs: Sequence[Run]) -> pd.DataFrame:
         req["gzip"] = bool(settings.get("gzip"))
         req["cache"] = bool(settings.get("cache"))
         req["json_library"] = str(settings.get("json_library", ""))
+        req["runtime"] = runtime_of(_server(run))
         req["protobuf"] = (
             f"{_server(run).get('protobuf', '')} {_server(run).get('implementation', '')}"
         )
@@ -104,7 +113,7 @@ def cell_table(requests: pd.DataFrame, first: int | None = None) -> pd.DataFrame
     if requests.empty:
         return pd.DataFrame()
     req = requests if first is None else requests[requests["seq"] <= first]
-    keys = ["run", "repetition", "variant", "gzip", "cache", "json_library",
+    keys = ["run", "repetition", "variant", "runtime", "gzip", "cache", "json_library",
             "structure", "method", "count", "fmt"]  # fmt: skip
     g = req.groupby(keys, sort=True)
     out = g.agg(
@@ -133,7 +142,7 @@ def cell_table(requests: pd.DataFrame, first: int | None = None) -> pd.DataFrame
 def _protobuf_over_json(cells: pd.DataFrame, metric: str) -> pd.Series:
     """On each Protobuf row, its ``metric`` over the JSON row of the same run and cell
     (NaN on the JSON rows and where either is missing)."""
-    keys = ["run", "gzip", "cache", "json_library", "structure", "method", "count"]
+    keys = ["run", "runtime", "gzip", "cache", "json_library", "structure", "method", "count"]
     json_rows = cells[cells["fmt"] == "json"].set_index(keys)[metric]
     json_rows = json_rows[~json_rows.index.duplicated()]
     idx = pd.MultiIndex.from_frame(cells[keys])
@@ -163,6 +172,8 @@ def memory_table(runs: Sequence[Run]) -> pd.DataFrame:
         s = run.summary
         cell = s["cell"]
         peaks = [v for v in (s.get("peak_rss_bytes"), s.get("peak_usage_bytes")) if v]
+        # killed for memory: by the kernel (the limit) or, on the JVM, by its own full heap
+        killed = s.get("out_of_memory", s.get("data_oom_killed"))
         rows.append(
             {
                 "run": run.path.name,
@@ -174,9 +185,13 @@ def memory_table(runs: Sequence[Run]) -> pd.DataFrame:
                 "structure": cell["structure"],
                 "count": cell["count"],
                 "json_library": cell["json_library"],
+                "runtime": cell.get("runtime", "python"),
+                "heap": cell.get("heap", "default"),
                 "traced": bool(cell.get("traced", False)),
                 "completed": bool(s["completed"]),
-                "oom_killed": float(bool(s.get("data_oom_killed"))),
+                "oom_killed": float(bool(killed)),
+                "kernel_killed": bool(s.get("data_oom_killed")),
+                "heap_exhausted": bool(s.get("heap_exhausted")),
                 "exit_code": s.get("data_exit_code"),
                 "answer_bytes": s.get("answer_bytes"),
                 "body_bytes": s.get("answer_bytes") or np.nan,  # raw: the cells ask no gzip
@@ -200,13 +215,17 @@ def runs_table(
     cells: pd.DataFrame, memory: pd.DataFrame | None = None, json_library: str = "orjson"
 ) -> pd.DataFrame:
     """The claims' per-run table: the procedure's cells made with ``json_library`` (the
-    protobuf cells of the same runs), and the memory runs of that encoder."""
+    protobuf cells of the same runs), and the memory runs of that encoder and its runtime
+    (``jackson``: the JVM's) under the default heap (a cell with the heap set to the limit
+    says what the heap policy does; it is not the thesis's set-up)."""
     parts = []
     if not cells.empty:
         parts.append(cells[cells["json_library"] == json_library])
     if memory is not None and not memory.empty:  # traced cells: allocation peak only
+        runtime = next(r for r, libraries in ENCODERS.items() if json_library in libraries)
+        mine = (memory["runtime"] == runtime) & (memory["heap"] == "default")
         encoder = (memory["json_library"] == json_library) | (memory["fmt"] == "protobuf")
-        parts.append(memory[encoder & ~memory["traced"]])
+        parts.append(memory[mine & encoder & ~memory["traced"]])
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 

@@ -34,14 +34,21 @@ from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats import log_ratio_interval, t_interval
 from ipclab.studies.buono import analysis, memory, procedure, throughput
+from ipclab.studies.buono.stacks import ENCODERS
 
 PRIMARY_ENCODER = "orjson"
 STDLIB_CLAIMS = "claims_stdlib"  # the claims table with the standard library's encoder
+JVM_ENCODER = ENCODERS["jvm"][0]
+JVM_CLAIMS = "claims_jvm"  # the claims table of the services on the JVM
+JVM_PROFILES = ("full",)  # the profiles that run the JVM's stack too
 DEVIATIONS = [
-    "Python services (uvicorn, orjson or the standard library's json, protobuf on upb) in "
-    "place of Quarkus with RESTEasy, Jackson and protobuf-java (JVM or GraalVM native, which "
-    "the thesis does not say per figure); absolute times are not comparable, orderings and "
-    "ratios are what is judged.",
+    "Python services (uvicorn, orjson or the standard library's json, protobuf on upb) as "
+    "the primary set-up; the full profile also runs the same services on the JVM (Quarkus "
+    "in JVM mode with its Vert.x routes in place of RESTEasy, Jackson, protobuf-java: "
+    "services/java/payload), the runtime a factor with its own claims table (the thesis "
+    "does not say per figure whether it ran the JVM or a GraalVM native image; no native "
+    "image here); absolute times are not comparable, orderings and ratios are what is "
+    "judged.",
     "docker compose (or local processes) in place of a KIND Kubernetes cluster; the 400 MB "
     "limit is the data service container's mem_limit (the edge service has the same).",
     "Locust with one user in place of JMeter: one discarded warm-up request, then N "
@@ -62,7 +69,8 @@ DEVIATIONS = [
     "footprint before the request, and the JVM's committed ('requested') heap has no "
     "counterpart, so its claim stays inconclusive; the local backend has no memory limit, so "
     "only the docker backend can OOM-kill.",
-    "No heap cap. The thesis's JVM image (Fig. 40: OpenJDK 11 started by run-java.sh 1.3.8, "
+    "No heap cap on Python. The thesis's JVM image (Fig. 40: OpenJDK 11 started by "
+    "run-java.sh 1.3.8, "
     "no -Xmx and no JAVA_MAX_MEM_RATIO) leaves the maximum heap to the JVM's container "
     "default, a quarter of the container's memory limit (MaxRAMPercentage 25: about 100 MB "
     "of the 400 MB), and run-java.sh adds -XX:+ExitOnOutOfMemoryError, so a full heap ends "
@@ -71,7 +79,11 @@ DEVIATIONS = [
     "no such cap: the data service can use the whole 400 MB before the kernel OOM-kills it. "
     "The JSON out-of-memory claims (B02e, B12a, B16a) rest on this difference: a JSON "
     "service that stays under 400 MB is not killed here although it may use more than a "
-    "JVM's 100 MB heap (memory.csv gives each run's peak).",
+    "JVM's 100 MB heap (memory.csv gives each run's peak). The JVM's runs (OpenJDK 17, "
+    "run-java.sh's -XX:+ExitOnOutOfMemoryError, the default heap) count a JVM ended by its "
+    "full heap as killed for memory, as the thesis's would be, and one run per cell with "
+    "the heap set to the container limit (-XX:MaxRAMPercentage=100) says whether such an "
+    "end is the format's doing or the heap policy's.",
 ]
 
 
@@ -85,9 +97,11 @@ class Experiments:
     memory_root: Path
     throughput: list[Experiment]
     backend: str
+    procedure_jvm: Experiment | None = None  # the procedure on the JVM (the runtime factor)
 
     def all(self) -> list[Experiment]:
-        return [self.procedure, *self.throughput]
+        jvm = [self.procedure_jvm] if self.procedure_jvm is not None else []
+        return [self.procedure, *jvm, *self.throughput]
 
 
 def experiments(
@@ -96,21 +110,29 @@ def experiments(
     """The experiments of a profile; their runs go under
     ``<root>/buono-<profile>-<backend>/{procedure,memory,throughput-*}/``."""
     base = from_repo(root) / f"buono-{profile}-{backend}"
+    jvm = profile in JVM_PROFILES
     return Experiments(
         procedure=procedure.experiment(profile, backend, base, name="procedure"),
         memory_plan=memory.PLANS[profile],
         memory_root=base / "memory",
         throughput=throughput.experiments(profile, backend, base),
         backend=backend,
+        procedure_jvm=procedure.experiment(
+            profile, backend, base, name="procedure-jvm", runtime="jvm"
+        )
+        if jvm
+        else None,
     )
 
 
-Runs = tuple[list[Run], list[Run], list[Run]]  # procedure, memory, throughput
+Runs = tuple[list[Run], list[Run], list[Run]]  # procedure (every runtime's), memory, throughput
 
 
 def run(e: Experiments, progress: Callable[[str], None] = print) -> Runs:
     """Run (or reuse) every run of the experiments; their runs."""
     runs = e.procedure.run(progress)
+    if e.procedure_jvm is not None:
+        runs = [*runs, *e.procedure_jvm.run(progress)]
     mem = memory.run_plan(e.memory_plan, e.memory_root, backend=e.backend, progress=progress)
     return runs, mem, throughput.run(e.throughput, progress)
 
@@ -119,7 +141,8 @@ def load(e: Experiments) -> Runs:
     """The runs the experiments have on disk (a committed reference, for one)."""
     mem = load_runs(e.memory_root) if e.memory_root.is_dir() else []
     tp = [r for x in e.throughput if x.directory.is_dir() for r in load_runs(x.directory)]
-    return load_runs(e.procedure.directory), mem, tp
+    procedures = [e.procedure, *([e.procedure_jvm] if e.procedure_jvm is not None else [])]
+    return [r for x in procedures if x.directory.is_dir() for r in load_runs(x.directory)], mem, tp
 
 
 @dataclass
@@ -138,6 +161,10 @@ class Analysis:
     throughput: pd.DataFrame
     throughput_summary: pd.DataFrame
     environment: dict[str, Any] = field(default_factory=dict)
+    # the runtime factor: every claim judged on the JVM's runs, and each claim's verdict on
+    # Python (orjson) beside the JVM's (empty without JVM runs)
+    claims_jvm: pd.DataFrame = field(default_factory=pd.DataFrame)
+    runtimes: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _welch_difference(
@@ -307,6 +334,7 @@ def analyse(
     if not cells.empty and (cells["json_library"] == "json").any():
         std = analysis.evaluate(analysis.runs_table(cells, mem, "json"))
         encoders["json"] = std["verdict"].to_numpy()
+    jvm, runtimes = _jvm_claims(claims, cells, mem)
     env = {}
     for r in procedure_runs[:1]:
         p = r.path / "server.json"
@@ -317,13 +345,47 @@ def analyse(
             env = {"protobuf": d.get("protobuf"), "implementation": d.get("implementation")}
     return Analysis(
         requests=req, cells=cells, memory=mem, sizes=sizes_table(cells, mem),
-        processing=processing_table(cells) if not cells.empty else pd.DataFrame(),
+        processing=_per_runtime(processing_table, cells),
         codec=codec_table(cells) if not cells.empty else pd.DataFrame(),
         table3=table3(req) if not req.empty else pd.DataFrame(),
         claims=claims, encoders=encoders, claims_stdlib=std, environment=env,
         power=power,
         throughput=tp, throughput_summary=throughput.summary(tp),
+        claims_jvm=jvm, runtimes=runtimes,
     )  # fmt: skip
+
+
+def _per_runtime(
+    table: Callable[[pd.DataFrame, str], pd.DataFrame], cells: pd.DataFrame
+) -> pd.DataFrame:
+    """``table(cells, encoder)`` for Python's primary encoder and, where the runs have it,
+    the JVM's, one after the other with a ``runtime`` column."""
+    if cells.empty:
+        return pd.DataFrame()
+    parts = [table(cells, PRIMARY_ENCODER).assign(runtime="python")]
+    if (cells["json_library"] == JVM_ENCODER).any():
+        parts.append(table(cells, JVM_ENCODER).assign(runtime="jvm"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _jvm_claims(
+    claims: pd.DataFrame, cells: pd.DataFrame, mem: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every claim judged on the JVM's runs (its procedure cells and default-heap memory
+    cells), and per claim the verdict on Python beside the JVM's, ``changes`` where they
+    differ; two empty tables without JVM runs."""
+    on_jvm = (not cells.empty and (cells["json_library"] == JVM_ENCODER).any()) or (
+        not mem.empty and (mem["runtime"] == "jvm").any()
+    )
+    if not on_jvm:
+        return pd.DataFrame(), pd.DataFrame()
+    jvm = analysis.evaluate(analysis.runs_table(cells, mem, JVM_ENCODER))
+    both = claims[["claim_id", "comparison", "verdict"]].merge(
+        jvm[["claim_id", "verdict"]], on="claim_id", how="left", suffixes=("_python", "_jvm")
+    )
+    both = both.rename(columns={"verdict_python": "python", "verdict_jvm": "jvm"})
+    both["changes"] = both["python"] != both["jvm"]
+    return jvm, both
 
 
 def write_results(a: Analysis, results: Any) -> None:
@@ -371,6 +433,13 @@ def write_results(a: Analysis, results: Any) -> None:
     if "json" in a.encoders.columns:
         results.table(a.encoders, "encoders", "Each claim's verdict with orjson (primary) and "
                       "with the standard library's json encoder.")  # fmt: skip
+    if len(a.runtimes):
+        results.table(a.runtimes, "runtimes", "Each claim's verdict on the Python services "
+                      "(orjson) and on the same services on the JVM (Quarkus, Jackson, "
+                      "protobuf-java; the JVM's default heap), and whether it changes with the "
+                      "runtime.")  # fmt: skip
+        results.table(a.claims_jvm, JVM_CLAIMS, "Every claim judged on the JVM's runs (the "
+                      "same rules and families as claims.csv).", in_report=False)  # fmt: skip
     if len(a.claims_stdlib):
         results.table(a.claims_stdlib, STDLIB_CLAIMS, "Every claim judged again with the "
                       "standard library's json encoder in place of orjson (the same rules and "
@@ -407,13 +476,17 @@ def summary_markdown(a: Analysis) -> str:
             )
     if len(a.memory):
         untraced = a.memory[~a.memory["traced"]]
-        for (fmt, lib, count), g in untraced.groupby(["fmt", "json_library", "count"]):
+        keys = ["runtime", "heap", "fmt", "json_library", "count"]
+        for (runtime, heap, fmt, lib, count), g in untraced.groupby(keys):
             done = int(g["completed"].sum())
             oom = int(g["oom_killed"].sum())
+            full = int(g["heap_exhausted"].sum())
             fmt = f"{fmt} ({lib})" if fmt == "json" else fmt
-            lines.append(f"- memory, {fmt} flat {count}: {done} of {len(g)} completed, {oom} "
-                         f"OOM-killed, peak {g['peak_mb'].max():.0f} MiB (limit: "
-                         f"{g['limit_mb'].iloc[0] or 'none'})")  # fmt: skip
+            on = "" if runtime == "python" else f" on the JVM ({heap} heap)"
+            heap_note = f" ({full} by a full heap)" if runtime == "jvm" else ""
+            lines.append(f"- memory, {fmt} flat {count}{on}: {done} of {len(g)} completed, "
+                         f"{oom} killed for memory{heap_note}, peak {g['peak_mb'].max():.0f} "
+                         f"MiB (limit: {g['limit_mb'].iloc[0] or 'none'})")  # fmt: skip
         traced = a.memory[a.memory["traced"]]
         for (fmt, lib, count), g in traced.groupby(["fmt", "json_library", "count"]):
             fmt = f"{fmt} ({lib})" if fmt == "json" else fmt
@@ -428,4 +501,10 @@ def summary_markdown(a: Analysis) -> str:
     if len(a.claims):
         counts = a.claims["verdict"].value_counts().to_dict()
         lines.append("- claims: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    if len(a.runtimes):
+        changed = a.runtimes[a.runtimes["changes"]]
+        lines.append(f"- {len(changed)} of {len(a.runtimes)} verdicts change between Python "
+                     "and the JVM" + (": " + ", ".join(
+                         f"{r.claim_id} ({r.python} -> {r.jvm})" for r in changed.itertuples()
+                     ) if len(changed) else ""))  # fmt: skip
     return "\n".join(lines)

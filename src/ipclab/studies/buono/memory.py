@@ -15,6 +15,15 @@ measured the cell either way.
 
 The limit needs the docker backend; on the local backend the cells run unlimited (the
 footprint without a limit), said in every summary.
+
+The runtime is a factor (``MemoryCell.runtime``): the Python services, or the same services
+on the JVM (``payload-http-jvm``: Quarkus, Jackson, protobuf-java), started as the thesis's
+image started them (run-java.sh's ``-XX:+ExitOnOutOfMemoryError``), under one of two heap
+policies (``heap``): the JVM's default, a quarter of the container's memory (the thesis's),
+or the whole container limit. On the JVM a cell can end in two ways for want of memory: the
+kernel kills the container (``OOMKilled``, the limit) or the JVM ends itself on a full heap
+(exit code 3, ``java.lang.OutOfMemoryError``: the heap policy); the summary says which
+(``out_of_memory``: either), so the report can tell the format's doing from the heap's.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from ipclab.backends import StackOptions, get_backend, memory
 from ipclab.backends.described import describe_stack
 from ipclab.runs import CsvAppender, Run, RunWriter, read_run
 from ipclab.runstore import reusable
-from ipclab.studies.buono.stacks import PAYLOAD, knobs
+from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS, HEAPS, knobs
 
 LIMIT_MB = 400  # the thesis's limit on the service's container (§6.1)
 COUNTS = (100_000, 300_000)
@@ -43,6 +52,7 @@ FORMATS = ("json", "protobuf")
 INTERVAL_S = 0.05  # 20 Hz
 TIMEOUT_S = 300.0
 COLUMNS = ("t", "rss_bytes", "usage_bytes")
+JVM_OOM_EXIT = 3  # -XX:+ExitOnOutOfMemoryError's exit code
 
 
 @dataclass(frozen=True)
@@ -56,25 +66,53 @@ class MemoryCell:
     structure: str = "flat"
     json_library: str = "orjson"
     traced: bool = False
+    runtime: str = "python"  # or "jvm" (its encoder: jackson)
+    heap: str = "default"  # the JVM's heap policy (stacks.HEAPS); "default" for Python
+
+    def __post_init__(self) -> None:
+        if self.runtime not in ENCODERS:
+            raise ValueError(f"runtime {self.runtime!r}: one of {', '.join(ENCODERS)}")
+        if self.json_library not in ENCODERS[self.runtime]:
+            raise ValueError(
+                f"{self.runtime} encodes JSON with {', '.join(ENCODERS[self.runtime])}, "
+                f"not {self.json_library!r}"
+            )
+        if self.heap not in HEAPS or (self.heap != "default" and self.runtime != "jvm"):
+            raise ValueError(f"heap {self.heap!r}: the JVM's {', '.join(HEAPS)}")
+        if self.traced and self.runtime != "python":
+            raise ValueError("allocations are traced in Python only")
 
     @property
     def key(self) -> str:
         traced = "-traced" if self.traced else ""
-        return f"{self.fmt}-{self.structure}-{self.count}-{self.json_library}{traced}"
+        heap = "" if self.heap == "default" else f"-heap-{self.heap}"
+        return f"{self.fmt}-{self.structure}-{self.count}-{self.json_library}{traced}{heap}"
+
+    def parameters(self) -> dict[str, Any]:
+        """The cell as its run's parameters record it: the runtime and the heap only when
+        they are not Python's (so a Python cell reads as before they were factors)."""
+        out = asdict(self)
+        if self.runtime == "python":
+            del out["runtime"], out["heap"]
+        return out
 
 
 def cells(
     counts: Sequence[int] = COUNTS,
     formats: Sequence[str] = FORMATS,
     json_libraries: Sequence[str] = ("orjson",),
+    runtime: str = "python",
+    heap: str = "default",
 ) -> list[MemoryCell]:
-    """Every count x format; JSON once per encoder (a Protobuf cell's ``json_library`` is
-    the default and means nothing)."""
+    """Every count x format on ``runtime``; JSON once per encoder (a Protobuf cell's
+    ``json_library`` is the runtime's primary and means nothing)."""
+    primary = ENCODERS[runtime][0]
+    libraries = json_libraries if runtime == "python" else ENCODERS[runtime]
     return [
-        MemoryCell(f, n, json_library=lib)
+        MemoryCell(f, n, json_library=lib, runtime=runtime, heap=heap)
         for n in counts
         for f in formats
-        for lib in (json_libraries if f == "json" else ("orjson",))
+        for lib in (libraries if f == "json" else (primary,))
     ]
 
 
@@ -143,15 +181,16 @@ def run_cell(
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not an empty directory")
     limited = backend != "local" and limit_mb is not None and not cell.traced
-    env = dict(knobs(gzip=False, cache=False, json_library=cell.json_library))
+    env = dict(knobs(gzip=False, cache=False, json_library=cell.json_library, heap=cell.heap))
     if cell.traced:
         env["IPCLAB_TRACE_ALLOC"] = "1"
     options = StackOptions(
         call_timeout_s=timeout_s, memory_mb=limit_mb if limited else None, extra_env=env
     )
+    spec = BY_RUNTIME[cell.runtime]
     parameters = {
-        "stack": PAYLOAD.name,
-        "cell": asdict(cell),
+        "stack": spec.name,
+        "cell": cell.parameters(),
         "limit_mb": limit_mb if limited else None,
         "traced": cell.traced,
         "interval_s": interval_s,
@@ -163,13 +202,13 @@ def run_cell(
         out,
         "memory",
         parameters,
-        stack=PAYLOAD.name,
+        stack=spec.name,
         style="http",
-        stack_spec=PAYLOAD.declaration(),
+        stack_spec=spec.declaration(),
         backend=backend,
     )
     with writer.guard():
-        stack = get_backend(backend).start(PAYLOAD, options, logs_dir=out / "logs")
+        stack = get_backend(backend).start(spec, options, logs_dir=out / "logs")
         try:
             writer.event("stack_up", gateway_url=stack.gateway_url)
             writer.update_manifest(**describe_stack(stack))  # the data service's backend
@@ -194,12 +233,13 @@ def run_cell(
             writer.event("stack_down")
         completed = answer["http_status"] == 200 and answer["elements"] == str(cell.count)
         summary = {
-            "cell": asdict(cell),
+            "cell": cell.parameters(),
             "backend": backend,
             "limit_mb": limit_mb if limited else None,
             "completed": completed,
             **answer,
             **{f"data_{k}": v for k, v in ended.items()},
+            **out_of_memory(cell, ended, answer),
             "peak_rss_bytes": sampler.peaks.get("rss_bytes"),
             "peak_usage_bytes": sampler.peaks.get("usage_bytes"),
             "cgroup_peak_bytes": peak,
@@ -208,6 +248,18 @@ def run_cell(
         writer.write_json("summary.json", summary)
     writer.finish("complete")
     return out
+
+
+def out_of_memory(
+    cell: MemoryCell, ended: Mapping[str, Any], answer: Mapping[str, Any]
+) -> dict[str, Any]:
+    """How the cell ran out of memory, if it did: ``heap_exhausted`` (the JVM ended itself
+    on a full heap, exit code 3, or answered ``out_of_memory``) and ``out_of_memory`` (that
+    or the kernel's kill, ``data_oom_killed``)."""
+    exited_full = cell.runtime == "jvm" and ended.get("exit_code") == JVM_OOM_EXIT
+    answered_full = '"out_of_memory"' in str(answer.get("error") or "")
+    heap = bool(exited_full or answered_full)
+    return {"heap_exhausted": heap, "out_of_memory": bool(heap or ended.get("oom_killed"))}
 
 
 @dataclass(frozen=True)
@@ -224,15 +276,27 @@ class Plan:
     # the counts whose cells are traced too (None: every count); tracing the larger count
     # takes ~40 s a cell on 2 cores, most of the quick profile's memory experiment
     traced_counts: tuple[int, ...] | None = None
+    # the runtimes beyond Python (the JVM: its cells under the default heap, ``repetitions``
+    # times, and ``heap_limit_repetitions`` times with the heap set to the container limit)
+    runtimes: tuple[str, ...] = ("python",)
+    heap_limit_repetitions: int = 1
 
     def cells(self) -> list[tuple[int, MemoryCell]]:
+        """Every (repetition, cell), each repetition's cells shuffled together (every
+        runtime's): the Python cells drawn as before the runtime was a factor when the
+        plan has Python alone."""
         rng = random.Random(self.order_seed)
         every = cells(self.counts, self.formats, self.json_libraries)
+        jvm = cells(self.counts, self.formats, runtime="jvm") if "jvm" in self.runtimes else []
+        heap = [replace(c, heap="limit") for c in jvm]
+        reps = max(self.repetitions, self.traced_repetitions, self.heap_limit_repetitions)
         out = []
-        for rep in range(1, max(self.repetitions, self.traced_repetitions) + 1):
+        for rep in range(1, reps + 1):
             block = list(every) if rep <= self.repetitions else []
             if rep <= self.traced_repetitions:
                 block += [replace(c, traced=True) for c in every if self._traced(c.count)]
+            block += jvm if rep <= self.repetitions else []
+            block += heap if jvm and rep <= self.heap_limit_repetitions else []
             rng.shuffle(block)
             out.extend((rep, c) for c in block)
         return out
@@ -248,7 +312,7 @@ PLANS = {
     # the allocation peak traced at the smaller count only (the larger one's untraced cells
     # still give its outcome and resident peak)
     "quick": Plan(repetitions=1, traced_counts=(100_000,)),
-    "full": Plan(repetitions=7, json_libraries=("orjson", "json")),
+    "full": Plan(repetitions=7, json_libraries=("orjson", "json"), runtimes=("python", "jvm")),
 }
 
 
@@ -272,11 +336,11 @@ def run_plan(
             r = read_run(path)
 
             def same(
-                p: Mapping[str, Any], wanted: tuple[Any, ...] = (asdict(cell), rep, limit)
+                p: Mapping[str, Any], wanted: tuple[Any, ...] = (cell.parameters(), rep, limit)
             ) -> bool:
                 return (p.get("cell"), p.get("repetition"), p.get("limit_mb")) == wanted
 
-            spec = PAYLOAD.declaration()
+            spec = BY_RUNTIME[cell.runtime].declaration()
             if reusable(r.manifest, backend=backend, stack_spec=spec, same_parameters=same):
                 progress(f"{label}: reused")
                 out.append(r)
@@ -287,7 +351,8 @@ def run_plan(
         r = read_run(path)
         s = r.summary
         verdict = "completed" if s["completed"] else (
-            "OOM-killed" if s["data_oom_killed"] else "not completed")  # fmt: skip
+            "OOM-killed" if s["data_oom_killed"] else
+            "heap exhausted" if s.get("heap_exhausted") else "not completed")  # fmt: skip
         peak = max(v for v in (s["peak_rss_bytes"], s["peak_usage_bytes"], 0) if v is not None)
         progress(f"{label}: {verdict}, peak {peak / 2**20:.0f} MiB, {s['elapsed_s']} s")
         out.append(r)

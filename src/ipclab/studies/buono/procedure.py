@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.load.group import GroupLoad
 from ipclab.runs import DEFAULT_ROOT
-from ipclab.studies.buono.stacks import PAYLOAD, knobs
+from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS, knobs
 
 WARMUP = "warmup "  # the prefix of a warm-up request's name
 METHODS = ("GET", "POST")
@@ -203,11 +203,15 @@ def experiment(
     backend: str = "local",
     root: Path = DEFAULT_ROOT,
     name: str = "",
+    runtime: str = "python",
 ) -> Experiment:
     """The procedure as an experiment: one run per variant and repetition, in a shuffled
     order, each run a group of the one payload stack under the procedure's load; its runs go
-    under ``<root>/<name>`` (by default ``buono-<profile>-<backend>``)."""
+    under ``<root>/<name>`` (by default ``buono-<profile>-<backend>``). ``runtime`` ``jvm``:
+    the same on the JVM's stack, whose variants are the knobs' with its one encoder."""
     p = PROFILES[profile] if isinstance(profile, str) else profile
+    if runtime != "python":
+        p = replace(p, variants=_both(ENCODERS[runtime][0]))
     cells = p.grid.cells()
     load = GroupLoad(
         users="ipclab.studies.buono.users",
@@ -220,7 +224,7 @@ def experiment(
     )
     return Experiment(
         name=name or f"buono-{p.name}-{backend}",
-        stacks=[PAYLOAD.name],
+        stacks=[BY_RUNTIME[runtime].name],
         users=[1],
         repetitions=p.repetitions,
         # bounds the run: the schedule ends it; the largest grid takes minutes per run

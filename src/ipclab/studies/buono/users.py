@@ -49,8 +49,11 @@ def describe_server(url: str) -> dict[str, Any]:
 def body(cell: Cell, settings: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
     """A POST cell's body, encoded as the data service's encoder would, and its headers."""
     ds = data.dataset(cell.structure, cell.count, int(settings["seed"]))  # type: ignore[arg-type]
-    if cell.fmt == "json":
-        raw = codec.encode_json(ds.document, settings["json_library"])
+    if cell.fmt == "json":  # a JVM service (Jackson) reads orjson's bytes (json's are the same)
+        library = settings["json_library"]
+        raw = codec.encode_json(
+            ds.document, library if library in codec.JSON_LIBRARIES else "orjson"
+        )
     else:
         raw = codec.encode_protobuf(ds.message)
     headers = {"Content-Type": codec.CONTENT_TYPES[cell.fmt]}
