@@ -41,6 +41,7 @@ MEASURING_CODE: tuple[str, ...] = (
     "src/ipclab/availability/runner.py",
     "src/ipclab/availability/tracker.py",
     "src/ipclab/gobuild.py",
+    "src/ipclab/javabuild.py",
     "src/ipclab/infrastructure",
     "src/ipclab/stackspec.py",
     "src/ipclab/procs.py",

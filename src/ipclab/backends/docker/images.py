@@ -557,11 +557,16 @@ def prepare_go_context(dest: Path | None = None) -> Path:
         binary = gobuild.go_binary()
     except gobuild.ToolchainMissing as e:
         raise ImageError(f"cannot build {GO_IMAGE}: {e}") from None
-    dest = dest or BUILD_DIR / "services-go"
+    dest = _fresh_context(dest or BUILD_DIR / "services-go", GO_SOURCES / "Dockerfile")
+    shutil.copy2(binary, dest / gobuild.BINARY)
+    return dest
+
+
+def _fresh_context(dest: Path, dockerfile: Path) -> Path:
+    """An image's build context: the folder ``dest``, emptied, with its ``dockerfile``."""
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    shutil.copy2(GO_SOURCES / "Dockerfile", dest / "Dockerfile")
-    shutil.copy2(binary, dest / gobuild.BINARY)
+    shutil.copy2(dockerfile, dest / "Dockerfile")
     return dest
 
 
@@ -593,10 +598,7 @@ def prepare_java_context(dest: Path | None = None) -> Path:
         launcher = javabuild.payload_launcher()
     except javabuild.ToolchainMissing as e:
         raise ImageError(f"cannot build {JAVA_IMAGE}: {e}") from None
-    dest = dest or BUILD_DIR / "services-java"
-    shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir(parents=True)
-    shutil.copy2(JAVA_SOURCES / "Dockerfile", dest / "Dockerfile")
+    dest = _fresh_context(dest or BUILD_DIR / "services-java", JAVA_SOURCES / "Dockerfile")
     shutil.copytree(jars, dest / "californium")
     shutil.copytree(launcher.parent / "quarkus-app", dest / "payload" / "quarkus-app")
     shutil.copy2(launcher, dest / "payload" / launcher.name)

@@ -11,7 +11,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import org.eclipse.californium.core.coap.MessageObserverAdapter;
 import org.eclipse.californium.core.coap.Request;
@@ -54,8 +53,6 @@ final class Pool {
     private final ScheduledExecutorService secondary;
     private final Semaphore slots;
     private final ConcurrentLinkedDeque<CoapEndpoint> idle = new ConcurrentLinkedDeque<>();
-    final AtomicInteger opened = new AtomicInteger();
-    final AtomicInteger destroyed = new AtomicInteger();
 
     Pool(String name, InetSocketAddress peer, int size, Configuration config,
             ScheduledExecutorService main, ScheduledExecutorService secondary) {
@@ -88,13 +85,11 @@ final class Pool {
                 .build();
         endpoint.setExecutors(main, secondary);
         endpoint.start();
-        opened.incrementAndGet();
         return endpoint;
     }
 
     private void destroy(CoapEndpoint endpoint) {
         endpoint.destroy();
-        destroyed.incrementAndGet();
     }
 
     /** One endpoint open before the first call. */
