@@ -7,9 +7,9 @@ keeps serving; /healthz describes the JVM (its heap, collectors, flags).
 Byte for byte where the format fixes the bytes: Protobuf always (fields in number order,
 doubles as 8 bytes), JSON because both write keys in the proto order, no spaces and each
 double by its shortest representation (Jackson's fast writer, orjson), gzip because both
-compress with zlib at level 6 behind zlib's own header. What may differ is listed in
-docs/payload.md: the messages of a body that does not decode (Jackson's and
-protobuf-java's own words).
+compress with zlib at level 6 behind zlib's own header, with the same zlib (Debian's, on
+the host and in the image). What may differ is listed in docs/buono.md ("The same services
+on the JVM"): the messages of a body that does not decode (Jackson's and protobuf-java's).
 """
 
 from __future__ import annotations

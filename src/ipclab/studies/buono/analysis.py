@@ -112,6 +112,8 @@ def cell_table(requests: pd.DataFrame, first: int | None = None) -> pd.DataFrame
     """Per run and cell: response and server times, bytes (see the module's doc)."""
     if requests.empty:
         return pd.DataFrame()
+    if "runtime" not in requests:  # a frame made before the runtime was a factor
+        requests = requests.assign(runtime="python")
     req = requests if first is None else requests[requests["seq"] <= first]
     keys = ["run", "repetition", "variant", "runtime", "gzip", "cache", "json_library",
             "structure", "method", "count", "fmt"]  # fmt: skip
@@ -222,7 +224,9 @@ def runs_table(
     if not cells.empty:
         parts.append(cells[cells["json_library"] == json_library])
     if memory is not None and not memory.empty:  # traced cells: allocation peak only
-        runtime = next(r for r, libraries in ENCODERS.items() if json_library in libraries)
+        runtime = next((r for r, libs in ENCODERS.items() if json_library in libs), None)
+        if runtime is None:
+            raise ValueError(f"no runtime encodes JSON with {json_library!r}")
         mine = (memory["runtime"] == runtime) & (memory["heap"] == "default")
         encoder = (memory["json_library"] == json_library) | (memory["fmt"] == "protobuf")
         parts.append(memory[mine & encoder & ~memory["traced"]])

@@ -34,7 +34,7 @@ from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats import log_ratio_interval, t_interval
 from ipclab.studies.buono import analysis, memory, procedure, throughput
-from ipclab.studies.buono.stacks import ENCODERS
+from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS
 
 PRIMARY_ENCODER = "orjson"
 STDLIB_CLAIMS = "claims_stdlib"  # the claims table with the standard library's encoder
@@ -322,11 +322,8 @@ def analyse(
     mem = analysis.memory_table(memory_runs)
     table = analysis.runs_table(cells, mem, PRIMARY_ENCODER)
     power = analysis.power(table) if len(table) else pd.DataFrame()
-    claims = analysis.evaluate(table)
-    for family, made_by in (("procedure", procedure_runs), ("memory", memory_runs)):
-        if len(power):  # each family's tests, at the wall time of its own runs
-            hours = run_hours([r.manifest for r in made_by])
-            claims = mark_underpowered(claims, power[power["family"] == family], hours)
+    made_by = {"procedure": procedure_runs, "memory": memory_runs}
+    claims = _judged(table, power, _of_runtime(made_by, "python"))
     encoders = claims[["claim_id", "comparison", "verdict"]].rename(
         columns={"verdict": PRIMARY_ENCODER}
     )
@@ -334,7 +331,7 @@ def analyse(
     if not cells.empty and (cells["json_library"] == "json").any():
         std = analysis.evaluate(analysis.runs_table(cells, mem, "json"))
         encoders["json"] = std["verdict"].to_numpy()
-    jvm, runtimes = _jvm_claims(claims, cells, mem)
+    jvm, runtimes = _jvm_claims(claims, cells, mem, _of_runtime(made_by, "jvm"))
     env = {}
     for r in procedure_runs[:1]:
         p = r.path / "server.json"
@@ -344,7 +341,8 @@ def analyse(
             d = json.loads(p.read_text())
             env = {"protobuf": d.get("protobuf"), "implementation": d.get("implementation")}
     return Analysis(
-        requests=req, cells=cells, memory=mem, sizes=sizes_table(cells, mem),
+        requests=req, cells=cells, memory=mem,
+        sizes=sizes_table(_python_rows(cells), _python_rows(mem)),
         processing=_per_runtime(processing_table, cells),
         codec=codec_table(cells) if not cells.empty else pd.DataFrame(),
         table3=table3(req) if not req.empty else pd.DataFrame(),
@@ -368,8 +366,31 @@ def _per_runtime(
     return pd.concat(parts, ignore_index=True)
 
 
+def _python_rows(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["runtime"] == "python"] if "runtime" in df.columns else df
+
+
+def _of_runtime(made_by: dict[str, list[Run]], runtime: str) -> dict[str, list[Run]]:
+    """Each family's runs made on ``runtime`` (by the stack their manifest names)."""
+    stack = BY_RUNTIME[runtime].name
+    return {f: [r for r in runs if r.manifest.get("stack") == stack] for f, runs in made_by.items()}
+
+
+def _judged(
+    table: pd.DataFrame, power: pd.DataFrame, made_by: dict[str, list[Run]]
+) -> pd.DataFrame:
+    """Every claim on ``table``, each family's tests marked underpowered at the wall time of
+    that family's own runs (``made_by``)."""
+    claims = analysis.evaluate(table)
+    for family, runs in made_by.items():
+        if len(power):
+            hours = run_hours([r.manifest for r in runs])
+            claims = mark_underpowered(claims, power[power["family"] == family], hours)
+    return claims
+
+
 def _jvm_claims(
-    claims: pd.DataFrame, cells: pd.DataFrame, mem: pd.DataFrame
+    claims: pd.DataFrame, cells: pd.DataFrame, mem: pd.DataFrame, made_by: dict[str, list[Run]]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every claim judged on the JVM's runs (its procedure cells and default-heap memory
     cells), and per claim the verdict on Python beside the JVM's, ``changes`` where they
@@ -379,7 +400,8 @@ def _jvm_claims(
     )
     if not on_jvm:
         return pd.DataFrame(), pd.DataFrame()
-    jvm = analysis.evaluate(analysis.runs_table(cells, mem, JVM_ENCODER))
+    table = analysis.runs_table(cells, mem, JVM_ENCODER)
+    jvm = _judged(table, analysis.power(table) if len(table) else pd.DataFrame(), made_by)
     both = claims[["claim_id", "comparison", "verdict"]].merge(
         jvm[["claim_id", "verdict"]], on="claim_id", how="left", suffixes=("_python", "_jvm")
     )
@@ -467,8 +489,10 @@ def summary_markdown(a: Analysis) -> str:
     if len(a.processing):
         p = a.processing[(a.processing["count"] == a.processing["count"].max())]
         for _, r in p.iterrows():
+            on = " on the JVM" if r.get("runtime") == "jvm" else ""
             lines.append(
-                f"- nested POST {r['count']} ({r['metric']}): JSON {r['json_ms']:.2f} ms, Protobuf "
+                f"- nested POST {r['count']}{on} ({r['metric']}): JSON {r['json_ms']:.2f} ms, "
+                "Protobuf "
                 f"{r['protobuf_ms']:.2f} ms; J - P = {r['difference_ms']:.2f} ms "
                 f"[{r['difference_low']:.2f}, {r['difference_high']:.2f}], {r['faster_pct']:.1f} % "
                 f"[{r['faster_pct_low']:.1f}, {r['faster_pct_high']:.1f}] faster "

@@ -227,6 +227,7 @@ def run_cell(
                 sampler.join(timeout=5)
                 samples.close()
             ended = memory.outcome(stack, "data")
+            edge = memory.outcome(stack, spec.gateway)  # the edge must not be what failed
             peak = memory.peak(stack, "data")
         finally:
             stack.stop()
@@ -239,6 +240,7 @@ def run_cell(
             "completed": completed,
             **answer,
             **{f"data_{k}": v for k, v in ended.items()},
+            **{f"edge_{k}": v for k, v in edge.items()},
             **out_of_memory(cell, ended, answer),
             "peak_rss_bytes": sampler.peaks.get("rss_bytes"),
             "peak_usage_bytes": sampler.peaks.get("usage_bytes"),

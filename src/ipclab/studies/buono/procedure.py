@@ -223,7 +223,7 @@ def experiment(
         },
     )
     return Experiment(
-        name=name or f"buono-{p.name}-{backend}",
+        name=name or f"buono-{p.name}-{backend}" + ("" if runtime == "python" else "-jvm"),
         stacks=[BY_RUNTIME[runtime].name],
         users=[1],
         repetitions=p.repetitions,

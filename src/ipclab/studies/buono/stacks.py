@@ -68,6 +68,8 @@ def knobs(
         "IPCLAB_CACHE": "1" if cache else "0",
         "IPCLAB_JSON_LIBRARY": json_library,
     }
+    if heap not in HEAPS:
+        raise ValueError(f"heap {heap!r}: one of {', '.join(HEAPS)}")
     if json_library in ENCODERS["jvm"]:
         env["IPCLAB_JVM_OPTIONS"] = " ".join(o for o in (JVM_OPTIONS, HEAPS[heap]) if o)
     elif heap != "default":
@@ -81,7 +83,8 @@ def data_service(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
     ``/healthz`` read at stack-up (``healthz``, keyed by stack in a group run). None for a
     run whose manifest does not record it (runs made before it did)."""
     health = manifest.get("healthz")
-    if isinstance(health, Mapping) and isinstance(health.get(PAYLOAD.name), Mapping):
-        health = health[PAYLOAD.name]  # a group run: one document per stack
+    names = [s.name for s in STACKS if isinstance(health, Mapping) and s.name in health]
+    if names and isinstance(health, Mapping) and isinstance(health[names[0]], Mapping):
+        health = health[names[0]]  # a group run: one document per stack
     described = health.get("data") if isinstance(health, Mapping) else None
     return dict(described) if isinstance(described, Mapping) else None

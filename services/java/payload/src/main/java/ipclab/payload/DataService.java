@@ -134,12 +134,13 @@ final class DataService {
     }
 
     private Http.Answer post(Http.Request r, String fmt, String structure) throws Http.Refused {
-        String ctype = r.header("content-type").split(";", -1)[0].strip().toLowerCase();
+        String ctype = r.header("content-type").split(";", -1)[0].strip()
+                .toLowerCase(Locale.ROOT);
         if (!ctype.equals(CONTENT_TYPES.get(fmt))) {
             throw new Http.Refused(415, "unsupported_media_type",
                     "send " + CONTENT_TYPES.get(fmt));
         }
-        String encoding = r.header("content-encoding").strip().toLowerCase();
+        String encoding = r.header("content-encoding").strip().toLowerCase(Locale.ROOT);
         boolean gzipped = encoding.equals("gzip") && settings.gzip();
         if (!encoding.isEmpty() && !encoding.equals("identity") && !gzipped) {
             throw new Http.Refused(415, "unsupported_media_type",

@@ -2,6 +2,7 @@ package ipclab.payload;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -17,7 +18,9 @@ import java.util.Set;
 /**
  * The edge service, the payload stack's gateway: every route of the data service through
  * one keep-alive HTTP/1.1 client (the JDK's), bodies and their headers passed through as
- * the Python edge service passes them ({@code http.EdgeService}); the data service
+ * the Python edge service passes them ({@code http.EdgeService}), an answer's body streamed
+ * through (never held whole: the edge's heap is as small as the data service's); the data
+ * service
  * unreachable is a 503, slower than the call timeout a 504. {@code /healthz} is 200 once
  * the data service answers its own within 1 s, with its description.
  */
@@ -76,7 +79,13 @@ final class EdgeService {
 
     private Http.Answer forward(Http.Request r) throws Http.Refused {
         String url = upstream + r.path() + (r.query().isEmpty() ? "" : "?" + r.query());
-        HttpRequest.Builder ask = HttpRequest.newBuilder(URI.create(url))
+        URI uri;
+        try {
+            uri = URI.create(url);
+        } catch (IllegalArgumentException e) { // a raw query java.net.URI will not take
+            throw new Http.Refused(400, "bad_request", "the request's target: " + e.getMessage());
+        }
+        HttpRequest.Builder ask = HttpRequest.newBuilder(uri)
                 .timeout(Duration.ofMillis((long) (timeoutS * 1000)))
                 .method(r.method(), r.method().equals("POST")
                         ? HttpRequest.BodyPublishers.ofByteArray(r.body())
@@ -86,9 +95,9 @@ final class EdgeService {
                 ask.header(name, r.header(name));
             }
         }
-        HttpResponse<byte[]> answer;
+        HttpResponse<InputStream> answer; // passed on as it arrives: never held whole
         try {
-            answer = client.send(ask.build(), HttpResponse.BodyHandlers.ofByteArray());
+            answer = client.send(ask.build(), HttpResponse.BodyHandlers.ofInputStream());
         } catch (HttpTimeoutException e) {
             throw new Http.Refused(504, "timeout",
                     "the data service took over " + timeoutS + " s");
@@ -107,6 +116,7 @@ final class EdgeService {
                 }
             }
         });
-        return new Http.Answer(answer.statusCode(), headers, answer.body());
+        long length = answer.headers().firstValueAsLong("content-length").orElse(-1L);
+        return new Http.Answer(answer.statusCode(), headers, null, answer.body(), length);
     }
 }

@@ -1,5 +1,6 @@
 package ipclab.payload;
 
+import java.io.InputStream;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -40,8 +41,17 @@ final class Http {
         }
     }
 
-    /** One answer: status, headers in order, body. */
-    record Answer(int status, List<String[]> headers, byte[] body) {
+    /**
+     * One answer: status, headers in order, and its body, whole ({@code body}) or, when
+     * {@code stream} is not null, read from it as it is sent ({@code length} bytes, or -1:
+     * unknown, sent chunked): the edge passes a large answer through without holding it.
+     */
+    record Answer(int status, List<String[]> headers, byte[] body, InputStream stream,
+            long length) {
+        Answer(int status, List<String[]> headers, byte[] body) {
+            this(status, headers, body, null, body.length);
+        }
+
         static Answer json(int status, byte[] body) {
             List<String[]> headers = new ArrayList<>();
             headers.add(new String[] {"content-type", "application/json"});

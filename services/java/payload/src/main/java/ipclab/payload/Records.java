@@ -4,6 +4,7 @@ import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * The seeded records of {@code services/domains/payload/data.py}, drawn in the same order
@@ -62,7 +63,7 @@ final class Records {
         long[] bits = rng.getrandbits128();
         long low = (bits[0] & ~(0xc000L << 48)) | (0x8000L << 48);
         long high = (bits[1] & ~0xf000L) | (4L << 12);
-        String hex = String.format("%016x%016x", high, low);
+        String hex = String.format(Locale.ROOT, "%016x%016x", high, low);
         return hex.substring(0, 8) + "-" + hex.substring(8, 12) + "-" + hex.substring(12, 16)
                 + "-" + hex.substring(16, 20) + "-" + hex.substring(20);
     }
@@ -109,7 +110,7 @@ final class Records {
         long p1 = rng.randint(200, 999);
         long p2 = rng.randint(200, 999);
         long p3 = rng.randint(0, 9999);
-        a.phone = String.format("+1-%d-%d-%04d", p1, p2, p3);
+        a.phone = String.format(Locale.ROOT, "+1-%d-%d-%04d", p1, p2, p3);
         a.postalCode = Long.toString(rng.randint(10000, 99999));
         a.countryCode = rng.choice(COUNTRIES);
         return a;
@@ -145,8 +146,8 @@ final class Records {
         long hh = rest / 3600;
         long mm = (rest % 3600) / 60;
         long ss = rest % 60;
-        String text = String.format("2021-%02d-%02dT%02d:%02d:%02dZ", month + 1, day + 1, hh, mm,
-                ss);
+        String text = String.format(Locale.ROOT, "2021-%02d-%02dT%02d:%02d:%02dZ", month + 1,
+                day + 1, hh, mm, ss);
         return new Object[] {t, text};
     }
 

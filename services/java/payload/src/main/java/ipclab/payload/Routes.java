@@ -10,7 +10,11 @@ import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.function.Function;
 
@@ -42,7 +46,11 @@ public class Routes {
         router.route().order(-100).handler(BodyHandler.create(false).setBodyLimit(limit));
         router.route().order(-99).blockingHandler(this::serve, false);
         router.route().order(-100).failureHandler(ctx -> {
-            answer(ctx, failed(ctx.statusCode(), ctx.failure(), limit).answer());
+            Http.Answer refused = failed(ctx.statusCode(), ctx.failure(), limit).answer();
+            if (refused.status() == 413) {
+                refused.headers().add(new String[] {"connection", "close"});
+            }
+            answer(ctx, refused);
         });
     }
 
@@ -53,7 +61,7 @@ public class Routes {
      * (500, {@code failed}).
      */
     static Http.Refused failed(int status, Throwable failure, long limit) {
-        if (status == 413) {
+        if (status == 413) { // the client may still be sending: the answer closes
             return new Http.Refused(413, "too_large", "the body passes " + limit + " bytes");
         }
         if (failure instanceof OutOfMemoryError) {
@@ -83,7 +91,7 @@ public class Routes {
         Map<String, String> headers = new HashMap<>();
         MultiMap given = ctx.request().headers();
         for (String name : given.names()) {
-            headers.put(name.toLowerCase(), given.get(name));
+            headers.put(name.toLowerCase(Locale.ROOT), given.get(name));
         }
         RequestBody body = ctx.body();
         Buffer buffer = body == null ? null : body.buffer();
@@ -99,6 +107,30 @@ public class Routes {
         for (String[] h : answer.headers()) {
             response.putHeader(h[0], h[1]);
         }
-        response.end(Buffer.buffer(answer.body()));
+        if (answer.stream() == null) {
+            response.end(Buffer.buffer(answer.body()));
+            return;
+        }
+        if (answer.length() >= 0) {
+            response.putHeader("content-length", Long.toString(answer.length()));
+        } else {
+            response.setChunked(true);
+        }
+        try (InputStream in = answer.stream()) {
+            byte[] chunk = new byte[1 << 16];
+            int n;
+            while ((n = in.read(chunk)) > 0) {
+                while (response.writeQueueFull()) {
+                    Thread.sleep(1); // a worker thread: wait for the client to read
+                }
+                response.write(Buffer.buffer(Arrays.copyOf(chunk, n)));
+            }
+            response.end();
+        } catch (IOException e) { // the data service went away mid-answer: so does this one
+            ctx.request().connection().close();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            ctx.request().connection().close();
+        }
     }
 }

@@ -36,7 +36,7 @@ record Settings(boolean gzip, boolean cache, int seed, long maxBodyBytes,
     }
 
     static boolean flag(Map<String, String> env, String name) {
-        String raw = env.getOrDefault(name, "0").strip().toLowerCase();
+        String raw = env.getOrDefault(name, "0").strip().toLowerCase(java.util.Locale.ROOT);
         switch (raw) {
             case "1", "true", "on":
                 return true;
