@@ -95,7 +95,10 @@ def test_both_formats_are_the_python_generators_bytes_raw_and_gzipped(
 ) -> None:
     for count in (0, 1, 5, 325, 650, *((1000,) if structure == "flat" else ())):
         ds = data.dataset(structure, count, SEED)
-        want = {"json": codec.encode_json(ds.document), "protobuf": codec.encode_protobuf(ds.message)}
+        want = {
+            "json": codec.encode_json(ds.document),
+            "protobuf": codec.encode_protobuf(ds.message),
+        }
         for fmt, expected in want.items():
             status, headers, body = _get(stack, f"/{fmt}/{structure}?count={count}")
             assert status == 200, body[:300]

@@ -72,7 +72,8 @@ GO = Runtime(
     fixture=True,
     missing=gobuild.toolchain_missing,
 )
-JAVA_IMAGE = "ipclab-services-java"  # services/java/Dockerfile: the services image, a JRE, the builds
+#: services/java/Dockerfile: the services image, a JRE, the Java builds
+JAVA_IMAGE = "ipclab-services-java"
 #: the JVM roles (the payload services on Quarkus, services/java/payload): the data they serve
 #: is drawn by a port of the Python generator's random numbers, so they need no fixture
 JVM = Runtime(

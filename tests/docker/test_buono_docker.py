@@ -79,7 +79,10 @@ def test_the_jvm_payload_stack_serves_the_python_bytes_in_containers_under_a_qua
     stack = DockerBackend().start(PAYLOAD_JVM, StackOptions(memory_mb=400, extra_env=env))
     try:
         ds = data.dataset("nested", 650, 42)
-        want = {"json": codec.encode_json(ds.document), "protobuf": codec.encode_protobuf(ds.message)}
+        want = {
+            "json": codec.encode_json(ds.document),
+            "protobuf": codec.encode_protobuf(ds.message),
+        }
         for fmt, expected in want.items():
             with urllib.request.urlopen(f"{stack.gateway_url}/{fmt}/nested?count=650") as r:
                 assert r.status == 200 and r.read() == expected, fmt
