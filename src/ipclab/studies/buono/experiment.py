@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +135,17 @@ def run(e: Experiments, progress: Callable[[str], None] = print) -> Runs:
         runs = [*runs, *e.procedure_jvm.run(progress)]
     mem = memory.run_plan(e.memory_plan, e.memory_root, backend=e.backend, progress=progress)
     return runs, mem, throughput.run(e.throughput, progress)
+
+
+def run_jvm(e: Experiments, progress: Callable[[str], None] = print) -> Runs:
+    """The JVM's runs alone: the procedure on the JVM and the JVM's memory cells, added to a
+    profile whose Python runs are made already (a committed reference); none elsewhere."""
+    if e.procedure_jvm is None:
+        raise ValueError("this profile runs no JVM cells")
+    runs = e.procedure_jvm.run(progress)
+    plan = replace(e.memory_plan, runtimes=("jvm",))
+    mem = memory.run_plan(plan, e.memory_root, backend=e.backend, progress=progress)
+    return runs, mem, []
 
 
 def load(e: Experiments) -> Runs:

@@ -278,8 +278,9 @@ class Plan:
     # the counts whose cells are traced too (None: every count); tracing the larger count
     # takes ~40 s a cell on 2 cores, most of the quick profile's memory experiment
     traced_counts: tuple[int, ...] | None = None
-    # the runtimes beyond Python (the JVM: its cells under the default heap, ``repetitions``
-    # times, and ``heap_limit_repetitions`` times with the heap set to the container limit)
+    # the runtimes whose cells it runs (the JVM: its cells under the default heap,
+    # ``repetitions`` times, and ``heap_limit_repetitions`` times with the heap set to the
+    # container limit); ("jvm",) alone adds the JVM's cells beside Python's already made
     runtimes: tuple[str, ...] = ("python",)
     heap_limit_repetitions: int = 1
 
@@ -288,7 +289,8 @@ class Plan:
         runtime's): the Python cells drawn as before the runtime was a factor when the
         plan has Python alone."""
         rng = random.Random(self.order_seed)
-        every = cells(self.counts, self.formats, self.json_libraries)
+        python = "python" in self.runtimes  # a plan of the JVM's cells alone adds them later
+        every = cells(self.counts, self.formats, self.json_libraries) if python else []
         jvm = cells(self.counts, self.formats, runtime="jvm") if "jvm" in self.runtimes else []
         heap = [replace(c, heap="limit") for c in jvm]
         reps = max(self.repetitions, self.traced_repetitions, self.heap_limit_repetitions)
