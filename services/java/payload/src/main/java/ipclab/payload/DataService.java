@@ -177,9 +177,10 @@ final class DataService {
             }
         }
         String key = flat ? "users" : "payments";
+        Class<?> type = flat ? Model.Users.class : Model.Payments.class;
         Object doc;
         try {
-            doc = Json.MAPPER.readValue(raw, flat ? Model.Users.class : Model.Payments.class);
+            doc = Json.MAPPER.readValue(raw, type);
         } catch (IOException e) {
             throw new Http.Refused(400, "bad_request", "invalid JSON: "
                     + e.getMessage().lines().findFirst().orElse(""));
