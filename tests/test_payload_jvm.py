@@ -60,13 +60,18 @@ needs_java = pytest.mark.skipif(
 )
 
 
+def contract_env() -> dict[str, str]:
+    """The stack's settings for these tests: gzip on (a client that asks no gzip gets raw
+    answers), small body limits for the malformed inputs."""
+    env = dict(knobs(gzip=True, cache=False, json_library="jackson"))
+    return env | {"IPCLAB_MAX_BODY_BYTES": str(1 << 20), "IPCLAB_MAX_INFLATED_BYTES": str(4 << 20)}
+
+
 @pytest.fixture(scope="module")
 def stack() -> Iterator[RunningStack]:
-    """The JVM payload stack on the local backend, gzip on (a client that asks no gzip gets
-    raw answers), small body limits for the malformed inputs."""
-    env = dict(knobs(gzip=True, cache=False, json_library="jackson"))
-    env |= {"IPCLAB_MAX_BODY_BYTES": str(1 << 20), "IPCLAB_MAX_INFLATED_BYTES": str(4 << 20)}
-    running = get_backend("local").start(PAYLOAD_JVM, StackOptions(extra_env=env))
+    """The JVM payload stack on the local backend (tests/docker/test_payload_jvm_docker.py
+    runs the same tests on a docker one)."""
+    running = get_backend("local").start(PAYLOAD_JVM, StackOptions(extra_env=contract_env()))
     try:
         yield running
     finally:

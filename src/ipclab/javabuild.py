@@ -122,7 +122,8 @@ LAUNCHER = "ipclab-payload"
 LAUNCHER_TEXT = """#!/bin/sh
 # The payload services on the JVM (services/java/payload, built by ipclab.javabuild): the
 # Quarkus application beside this file, with the run's JVM flags (IPCLAB_JVM_OPTIONS,
-# space-separated; none: the JVM's own ergonomics, a quarter of the memory for the heap).
+# space-separated; none: the JVM's own ergonomics, a quarter of the memory, at least about
+# 125 MB, for the heap).
 exec java $IPCLAB_JVM_OPTIONS -jar "$(dirname "$0")/quarkus-app/quarkus-run.jar"
 """
 

@@ -19,7 +19,8 @@ footprint without a limit), said in every summary.
 The runtime is a factor (``MemoryCell.runtime``): the Python services, or the same services
 on the JVM (``payload-http-jvm``: Quarkus, Jackson, protobuf-java), started as the thesis's
 image started them (run-java.sh's ``-XX:+ExitOnOutOfMemoryError``), under one of two heap
-policies (``heap``): the JVM's default, a quarter of the container's memory (the thesis's),
+policies (``heap``): the JVM's default, a quarter of the container's memory but at least
+about 125 MB (126 MiB at the 400 MB limit; the thesis's),
 or the whole container limit. On the JVM a cell can end in two ways for want of memory: the
 kernel kills the container (``OOMKilled``, the limit) or the JVM ends itself on a full heap
 (exit code 3, ``java.lang.OutOfMemoryError``: the heap policy); the summary says which
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.backends import StackOptions, get_backend, memory
+from ipclab.backends.base import RunningStack
 from ipclab.backends.described import describe_stack
 from ipclab.runs import CsvAppender, Run, RunWriter, read_run
 from ipclab.runstore import reusable
@@ -212,20 +214,7 @@ def run_cell(
         try:
             writer.event("stack_up", gateway_url=stack.gateway_url)
             writer.update_manifest(**describe_stack(stack))  # the data service's backend
-            samples = CsvAppender(out / "memory.csv", COLUMNS)
-            sampler = _Sampler(memory.reader(stack, "data"), samples, interval_s)
-            sampler.start()
-            try:
-                time.sleep(10 * interval_s)  # the idle footprint first
-                writer.event("request", cell=cell.key)
-                url = f"{stack.gateway_url}/{cell.fmt}/{cell.structure}?count={cell.count}"
-                answer = _ask(url, timeout_s)
-                writer.event("answer", **answer)
-                time.sleep(10 * interval_s)
-            finally:
-                sampler.halt.set()
-                sampler.join(timeout=5)
-                samples.close()
+            answer, sampler = _ask_sampled(stack, cell, out, writer, interval_s, timeout_s)
             ended = memory.outcome(stack, "data")
             edge = memory.outcome(stack, spec.gateway)  # the edge must not be what failed
             peak = memory.peak(stack, "data")
@@ -250,6 +239,33 @@ def run_cell(
         writer.write_json("summary.json", summary)
     writer.finish("complete")
     return out
+
+
+def _ask_sampled(
+    stack: RunningStack,
+    cell: MemoryCell,
+    out: Path,
+    writer: RunWriter,
+    interval_s: float,
+    timeout_s: float,
+) -> tuple[dict[str, Any], _Sampler]:
+    """The cell's one request, the data service's memory sampled from before it (its idle
+    footprint) to after it into ``memory.csv``; the answer and the sampler (its peaks)."""
+    samples = CsvAppender(out / "memory.csv", COLUMNS)
+    sampler = _Sampler(memory.reader(stack, "data"), samples, interval_s)
+    sampler.start()
+    try:
+        time.sleep(10 * interval_s)  # the idle footprint first
+        writer.event("request", cell=cell.key)
+        url = f"{stack.gateway_url}/{cell.fmt}/{cell.structure}?count={cell.count}"
+        answer = _ask(url, timeout_s)
+        writer.event("answer", **answer)
+        time.sleep(10 * interval_s)
+    finally:
+        sampler.halt.set()
+        sampler.join(timeout=5)
+        samples.close()
+    return answer, sampler
 
 
 def out_of_memory(

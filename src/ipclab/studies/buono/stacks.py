@@ -53,7 +53,8 @@ ENCODERS = {"python": ("orjson", "json"), "jvm": ("jackson",)}
 #: JVM with (Fig. 40: run-java.sh 1.3.8, no heap flag), so a full heap ends the JVM as there
 JVM_OPTIONS = "-XX:+ExitOnOutOfMemoryError"
 #: the JVM heap policies a memory cell runs under: the JVM's default (a quarter of the
-#: container's memory, the thesis's), or the whole container limit
+#: container's memory, at least about 125 MB: 126 MiB at 400 MB; the thesis's), or the
+#: whole container limit
 HEAPS = {"default": "", "limit": "-XX:MaxRAMPercentage=100"}
 
 
