@@ -87,7 +87,11 @@ def test_buono_full_reference_is_complete_and_analyses() -> None:
     p = procedure.PROFILES["full"]
     a = buono_reference.load()
     cells = len(p.grid.cells())
-    assert len(a.cells) == cells * len(p.variants) * p.repetitions  # per-request records kept
+    # per-request records kept: Python's variants and the JVM's (Jackson alone), per repetition
+    jvm = [v for v in p.variants if v.json_library == "orjson"]  # gzip x cache, one encoder
+    assert e.procedure_jvm is not None
+    assert len(a.cells) == cells * (len(p.variants) + len(jvm)) * p.repetitions
+    assert set(a.runtimes["jvm"]) <= set(VERDICTS) and len(a.runtimes) == len(a.claims)
     assert (a.cells["n"] == p.requests).all() and (a.cells["failures"] == 0).all()
     plan = memory.PLANS["full"]
     assert len(a.memory) == len(plan.cells())

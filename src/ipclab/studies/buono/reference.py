@@ -16,10 +16,10 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from ipclab.findings import write_findings
+from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
-from ipclab.studies.buono import experiment
+from ipclab.studies.buono import experiment, readme
 
 ROOT = Path("data/runs/reference")
 FIGURES = Path("figures/reference")
@@ -39,10 +39,13 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES) -> Path:
         parameters={"profile": "full", "backend": "docker"}, figures_dir=figures / FOLDER,
     )  # fmt: skip
     experiment.write_results(a, results)
-    readme = results.directory.parent / "README.md"
-    write_findings(readme, a.claims, "results/claims.csv")
+    text = results.directory.parent / "README.md"
+    write_findings(text, a.claims, "results/claims.csv")
     if len(a.claims_stdlib):
-        write_findings(readme, a.claims_stdlib, f"results/{experiment.STDLIB_CLAIMS}.csv")
+        write_findings(text, a.claims_stdlib, f"results/{experiment.STDLIB_CLAIMS}.csv")
+    if len(a.claims_jvm):  # the runtime factor: its tables and its claims' findings
+        fill_blocks(text, readme.jvm_blocks(a))
+        write_findings(text, a.claims_jvm, f"results/{experiment.JVM_CLAIMS}.csv")
     return results.directory
 
 
