@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 import uvicorn
+from ipclab_services import tls
 from ipclab_services.limits import (
     HEADER_TIMEOUT_S,
     IDLE_TIMEOUT_S,
@@ -210,7 +211,8 @@ async def serve_http(
     port: int,
     ready: asyncio.Event | None = None,
 ) -> None:
-    """Serve until cancelled or until SIGINT/SIGTERM (uvicorn's own handling)."""
+    """Serve until cancelled or until SIGINT/SIGTERM (uvicorn's own handling); over TLS
+    (HTTPS, TLS 1.3 at least) when the role's environment gives the stack's TLS files."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -222,6 +224,9 @@ async def serve_http(
         backlog=4096,
         timeout_keep_alive=int(IDLE_TIMEOUT_S),
     )
+    if (files := tls.files()) is not None:
+        config.load()
+        config.ssl = tls.server_context(files, alpn=("http/1.1",))  # uvicorn serves HTTP/1.1
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:

@@ -52,7 +52,11 @@ type amqpRequest struct {
 func robust(amqpURL, who string, setup func(*amqp.Connection) error, stop <-chan struct{},
 	lost func()) error {
 	connect := func() (*amqp.Connection, error) {
-		conn, err := amqp.Dial(amqpURL)
+		dial := func() (*amqp.Connection, error) { return amqp.Dial(amqpURL) }
+		if tlsOn() { // AMQPS: the harness gives an amqps:// URL
+			dial = func() (*amqp.Connection, error) { return amqp.DialTLS(amqpURL, clientTLS()) }
+		}
+		conn, err := dial()
 		if err != nil {
 			return nil, err
 		}

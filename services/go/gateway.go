@@ -248,5 +248,5 @@ func serveGateway(g *gateway, addr string) error {
 		took := fmt.Sprintf("app;dur=%.3f", float64(time.Since(t0).Microseconds())/1000)
 		writeJSON(w, status, body, map[string]string{"Server-Timing": took})
 	})
-	return newServer(addr, handler).ListenAndServe()
+	return listen(newServer(addr, handler))
 }

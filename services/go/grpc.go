@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	pb "ipclab/services/go/shoppb"
@@ -142,7 +143,11 @@ func (s cartServer) Get(_ context.Context, r *pb.CustomerRequest) (*pb.CartReply
 
 func serveGRPC(f *Fixture, service, addr string) error {
 	base := &grpcServices{f: f}
-	server := grpc.NewServer()
+	var options []grpc.ServerOption
+	if tlsOn() {
+		options = append(options, grpc.Creds(credentials.NewTLS(serverTLS())))
+	}
+	server := grpc.NewServer(options...)
 	switch service {
 	case "product-info":
 		pb.RegisterProductInfoServer(server, infoServer{base})
@@ -176,8 +181,12 @@ type grpcClients struct {
 
 func newGRPCClients(addresses map[string]string) (*grpcClients, error) {
 	c := &grpcClients{conns: map[string]*grpc.ClientConn{}}
+	creds := insecure.NewCredentials()
+	if tlsOn() { // one connection, so one handshake, per service
+		creds = credentials.NewTLS(clientTLS())
+	}
 	for s, a := range addresses {
-		conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(creds))
 		if err != nil {
 			return nil, err
 		}

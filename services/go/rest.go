@@ -37,7 +37,7 @@ func serveREST(f *Fixture, service, addr string) error {
 		}
 		writeJSON(w, 200, encode(doc), nil)
 	})
-	return newServer(addr, handler).ListenAndServe()
+	return listen(newServer(addr, handler))
 }
 
 // invoke runs one operation on a request given as strings (services.py's _id rules).
@@ -68,13 +68,16 @@ type restClients struct {
 func newRESTClients(addresses map[string]string) *restClients {
 	base := map[string]string{}
 	for s, a := range addresses {
-		base[s] = "http://" + a
+		base[s] = httpScheme() + "://" + a
 	}
 	transport := &http.Transport{
 		MaxIdleConns:        0,
 		MaxIdleConnsPerHost: poolPerHost,
 		MaxConnsPerHost:     poolPerHost,
 		IdleConnTimeout:     90 * time.Second,
+	}
+	if tlsOn() { // a handshake per pooled connection; HTTP/1.1 (no h2 asked for)
+		transport.TLSClientConfig = clientTLS()
 	}
 	return &restClients{base, &http.Client{Transport: transport}}
 }

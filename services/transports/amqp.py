@@ -31,7 +31,7 @@ import aio_pika
 import orjson
 from aio_pika.abc import AbstractIncomingMessage
 from aiormq.exceptions import ChannelInvalidStateError
-from ipclab_services import reconnect
+from ipclab_services import reconnect, tls
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
 from ipclab_services.transports.base import ConnectConfig, ServeConfig, ServiceDef
 
@@ -50,10 +50,20 @@ async def _declare(
     return await channel.declare_queue(queue_name(service), durable=False, auto_delete=False)
 
 
-async def serve(service: ServiceDef, config: ServeConfig) -> None:
-    connection = await aio_pika.connect_robust(
-        config.amqp_url, reconnect_interval=reconnect.amqp_reconnect_interval()
+async def _connect(url: str) -> aio_pika.abc.AbstractRobustConnection:
+    """One robust connection to the broker; over TLS (AMQPS) when the stack has it: the
+    harness then gives an ``amqps://`` URL, and the stack's authority alone is trusted."""
+    files = tls.files()
+    if files is not None and not url.startswith("amqps://"):
+        raise tls.TlsConfigError(f"TLS is on but the broker's URL is not amqps: {url!r}")
+    context = tls.client_context(files) if files is not None else None
+    return await aio_pika.connect_robust(
+        url, reconnect_interval=reconnect.amqp_reconnect_interval(), ssl_context=context
     )
+
+
+async def serve(service: ServiceDef, config: ServeConfig) -> None:
+    connection = await _connect(config.amqp_url)
     try:
         channel = await connection.channel()
         await channel.set_qos(prefetch_count=PREFETCH)
@@ -99,9 +109,7 @@ class AmqpClients:
         self.published_by_op: dict[str, int] = {}
 
     async def start(self, services: Sequence[ServiceDef], url: str) -> None:
-        self._connection = await aio_pika.connect_robust(
-            url, reconnect_interval=reconnect.amqp_reconnect_interval()
-        )
+        self._connection = await _connect(url)
         self._channel = await self._connection.channel(publisher_confirms=False)
         for s in services:
             await _declare(self._channel, s.name)

@@ -51,7 +51,7 @@ from aiocoap.blockwise import Block1Spool, _extract_block_key
 from aiocoap.numbers.codes import Code
 from aiocoap.optiontypes import StringOption
 from aiocoap.util import socknumbers
-from ipclab_services import wire
+from ipclab_services import tls, wire
 from ipclab_services.errors import Timeout, Unavailable
 from ipclab_services.limits import MAX_BODY
 from ipclab_services.transports.base import (
@@ -262,7 +262,21 @@ async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
         await context.shutdown()
 
 
+NO_DTLS = (
+    "CoAP over DTLS is not built here: aiocoap secures a client's exchanges only (its "
+    "tinydtls transport, through the DTLSSocket package), not a server's, so a CoAP stack "
+    "runs without --tls"
+)
+
+
+def _refuse_tls() -> None:
+    if tls.enabled():
+        raise tls.TlsConfigError(NO_DTLS)
+
+
 async def serve(service: ServiceDef, config: ServeConfig) -> None:
+    _refuse_tls()
+
     async def operation(request: HttpRequest) -> HttpResponse:
         if request.method != "GET":
             return HttpResponse(405, (("content-type", "application/json"),), b"{}")
@@ -422,6 +436,7 @@ class CoapClients(_Contexts):
 
 
 async def connect(services: Sequence[ServiceDef], config: ConnectConfig) -> CoapClients:
+    _refuse_tls()
     clients = CoapClients({s.name: config.addresses[s.name] for s in services})
     await clients.start()
     return clients

@@ -2,7 +2,8 @@
 
 Messages come from ``services/proto/*.proto``; each service's operations name their
 request and response classes. Servers register generic handlers (no generated stubs
-needed); the client opens one channel per service at start and keeps it. Errors travel as
+needed); the client opens one channel per service at start and keeps it (with ``--tls``,
+a TLS channel: one handshake per service, not per call). Errors travel as
 gRPC status codes (NOT_FOUND, INVALID_ARGUMENT); UNAVAILABLE and DEADLINE_EXCEEDED become
 503 and 504 at the gateway.
 """
@@ -15,7 +16,7 @@ from typing import Any
 import grpc
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
-from ipclab_services import reconnect
+from ipclab_services import reconnect, tls
 from ipclab_services.errors import (
     BadRequest,
     NotFound,
@@ -89,7 +90,12 @@ async def serve(service: ServiceDef, config: ServeConfig) -> None:
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(service.proto_service, handlers),)
     )
-    server.add_insecure_port(f"{config.host}:{config.port}")
+    address = f"{config.host}:{config.port}"
+    if (files := tls.files()) is not None:  # TLS 1.3 is gRPC's (BoringSSL's) first choice
+        pair = [(files.read("key"), files.read("cert"))]
+        server.add_secure_port(address, grpc.ssl_server_credentials(pair))
+    else:
+        server.add_insecure_port(address)
     await server.start()
     config.ready.set()
     try:
@@ -102,10 +108,14 @@ class GrpcClients:
     def __init__(self, services: Sequence[ServiceDef], addresses: dict[str, str]):
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._calls: dict[tuple[str, str], Any] = {}
+        files = tls.files()
+        options = _CHANNEL_OPTIONS + reconnect.grpc_channel_options()
         for s in services:
-            channel = grpc.aio.insecure_channel(
-                addresses[s.name], options=_CHANNEL_OPTIONS + reconnect.grpc_channel_options()
-            )
+            if files is not None:  # one channel, so one handshake, per service
+                credentials = grpc.ssl_channel_credentials(root_certificates=files.read("ca"))
+                channel = grpc.aio.secure_channel(addresses[s.name], credentials, options=options)
+            else:
+                channel = grpc.aio.insecure_channel(addresses[s.name], options=options)
             self._channels[s.name] = channel
             for op, o in s.ops.items():
                 self._calls[s.name, op] = (

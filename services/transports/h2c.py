@@ -1,4 +1,5 @@
-"""h2c: HTTP/2 with prior knowledge over cleartext TCP, one multiplexed connection per peer.
+"""h2c: HTTP/2 with prior knowledge over cleartext TCP, one multiplexed connection per peer
+(with ``--tls``: HTTP/2 over TLS, ALPN "h2", the same code above the transport).
 
 Both sides are asyncio protocols of this module on the ``h2`` state machine (chosen by
 ``bench/transports.py`` over hypercorn's server and httpx's client, see docs/transports.md).
@@ -45,7 +46,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 from h2.errors import ErrorCodes
-from ipclab_services import wire
+from ipclab_services import tls, wire
 from ipclab_services.errors import Timeout, Unavailable
 from ipclab_services.limits import MAX_ANSWER, MAX_BODY
 from ipclab_services.transports.base import (
@@ -281,8 +282,10 @@ async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
         connections.append(_ServerConnection(handler))
         return connections[-1]
 
+    files = tls.files()  # --tls: HTTP/2 over TLS, "h2" by ALPN (h2c's own name is cleartext)
+    context = tls.server_context(files, alpn=("h2",)) if files is not None else None
     server = await asyncio.get_running_loop().create_server(
-        accept, config.host, config.port, backlog=4096
+        accept, config.host, config.port, backlog=4096, ssl=context
     )
     config.ready.set()
     try:
@@ -518,11 +521,14 @@ class _Connections:
         self._connections: dict[str, _ClientConnection] = {}
         self._opening: dict[str, asyncio.Task[_ClientConnection]] = {}
         self.opened = 0
+        files = tls.files()  # --tls: one TLS handshake per connection, so per peer
+        self._tls = tls.client_context(files, alpn=("h2",)) if files is not None else None
 
     async def _open(self, peer: str) -> _ClientConnection:
         host, port = self._addresses[peer].rsplit(":", 1)
+        secure: dict[str, Any] = {"ssl": self._tls, "server_hostname": host} if self._tls else {}
         _, connection = await asyncio.get_running_loop().create_connection(
-            lambda: _ClientConnection(self._addresses[peer].encode()), host, int(port)
+            lambda: _ClientConnection(self._addresses[peer].encode()), host, int(port), **secure
         )
         self._connections[peer] = connection
         self.opened += 1

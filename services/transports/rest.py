@@ -1,6 +1,6 @@
 """REST: HTTP/1.1 + JSON. Server: uvicorn + httptools (raw ASGI). Client: aiohttp.
 
-``GET http://host:port/{op}?{field}={value}`` returns the operation's JSON document, or an
+``GET http://host:port/{op}?{field}={value}`` (``https`` with ``--tls``) returns the operation's JSON document, or an
 error document ``{"error": code, "message": ...}`` with the matching HTTP status. The client
 keeps one aiohttp session with keep-alive connection pools for all services. aiohttp was
 chosen over httpx by ``bench/transports.py`` (see docs/transports.md).
@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import orjson
 from aiohttp import web
+from ipclab_services import tls
 from ipclab_services.asgi import json_app, serve_http
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
 from ipclab_services.limits import MAX_ANSWER, MAX_BODY
@@ -65,10 +66,19 @@ async def read_answer(resp: aiohttp.ClientResponse, limit: int = MAX_ANSWER) -> 
 
 
 class RestClients:
+    """One aiohttp session, a keep-alive pool per service; over TLS when the stack has it
+    (HTTPS: a handshake per pooled connection, session tickets resumed by aiohttp's SSL
+    context across the pool's connections to one service)."""
+
     def __init__(self, addresses: dict[str, str]):
-        self._base = {name: f"http://{addr}" for name, addr in addresses.items()}
+        files = tls.files()
+        scheme = "https" if files is not None else "http"
+        self._base = {name: f"{scheme}://{addr}" for name, addr in addresses.items()}
+        ssl_context = tls.client_context(files, alpn=("http/1.1",)) if files else True
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, limit_per_host=POOL_PER_HOST),
+            connector=aiohttp.TCPConnector(
+                limit=0, limit_per_host=POOL_PER_HOST, ssl=ssl_context
+            ),
             json_serialize=lambda o: orjson.dumps(o).decode(),
         )
 

@@ -78,6 +78,7 @@ def _stack_options(a: argparse.Namespace) -> StackOptions:
         cpus=getattr(a, "cpus", None),
         memory_mb=getattr(a, "memory", None),
         delay_ms=getattr(a, "delay_ms", 0.0),
+        tls=True if getattr(a, "tls", False) else None,
     )
 
 
@@ -104,6 +105,12 @@ def _add_stack_args(p: argparse.ArgumentParser) -> None:
         type=non_negative,
         default=0.0,
         help="delay per container, each hop between containers once (docker backend)",
+    )
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS on every hop: HTTPS to the gateway, each service hop in its style's TLS, "
+        "AMQPS to the broker (a private authority per start; shop stacks, not CoAP)",
     )
 
 

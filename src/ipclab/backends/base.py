@@ -40,6 +40,11 @@ class StackOptions:
     # than "default" so that runs recorded before the option existed keep matching
     reconnect: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    # TLS on every hop (issue 32): the client to the gateway over HTTPS, each gateway ->
+    # service hop over its style's TLS, AMQPS to the broker; a private authority per stack
+    # start (ipclab.tls). None rather than False so that runs recorded before the option
+    # existed keep matching (off then, off now)
+    tls: bool | None = None
 
     def __post_init__(self) -> None:
         if self.reconnect is not None and self.reconnect not in RECONNECT_MODES:

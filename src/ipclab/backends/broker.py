@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from ipclab.paths import REPO_ROOT
 from ipclab.procs import alive, free_ports, kill_group, port_open, spawn, stop_group, tail
@@ -69,6 +70,11 @@ class RabbitNode:
     epmd_port: int = 0
     process: subprocess.Popen[bytes] | None = None
     extra_env: dict[str, str] = field(default_factory=dict)  # e.g. the harness mark
+    # --tls: the AMQPS listener's port and the stack's files (ipclab.tls.StackTls); the
+    # services then connect there (``url``), the plain listener only answers the harness's
+    # readiness check (on loopback, like every port of the node)
+    tls_port: int = 0
+    tls: Any = None
 
     def __post_init__(self) -> None:
         if not (self.port and self.dist_port and self.epmd_port):
@@ -81,7 +87,26 @@ class RabbitNode:
 
     @property
     def url(self) -> str:
+        if self.tls is not None:
+            return f"amqps://guest:guest@{self.host}:{self.tls_port}/"
         return f"amqp://guest:guest@{self.host}:{self.port}/"
+
+    def _tls_config(self) -> str:
+        """rabbitmq.conf's AMQPS listener: the stack's certificate, TLS 1.3 only, no client
+        certificate asked for (the clients authenticate with the broker's login)."""
+        if self.tls is None:
+            return ""
+        if not self.tls_port:
+            raise ValueError("a TLS broker needs its AMQPS port (tls_port)")
+        return (
+            f"listeners.ssl.default = {self.host}:{self.tls_port}\n"
+            f"ssl_options.cacertfile = {self.tls.ca}\n"
+            f"ssl_options.certfile = {self.tls.cert}\n"
+            f"ssl_options.keyfile = {self.tls.key}\n"
+            "ssl_options.versions.1 = tlsv1.3\n"
+            "ssl_options.verify = verify_none\n"
+            "ssl_options.fail_if_no_peer_cert = false\n"
+        )
 
     @property
     def log(self) -> Path:
@@ -104,6 +129,7 @@ class RabbitNode:
         (d / "enabled_plugins").write_text("[].\n")
         (d / "rabbitmq.conf").write_text(
             f"listeners.tcp.default = {self.host}:{self.port}\n"
+            + self._tls_config()
             + "log.console = true\nlog.console.level = warning\nlog.file = false\n"
         )
         return {

@@ -32,6 +32,8 @@ from ipclab.infrastructure import Infrastructure, LocalSite
 from ipclab.private import UnsafeState, owned_alone, private_dir
 from ipclab.procs import free_ports, kill_group, parse_cpus, pin_tree, spawn, stop_group, tail
 from ipclab.stacks import BROKER, DATABASE, StackSpec, resolve
+from ipclab.tls import StackTls
+from ipclab.tls import make as make_tls
 
 if TYPE_CHECKING:
     from ipclab.backends.broker import RabbitNode
@@ -83,6 +85,7 @@ class LocalStack(RunningStack):
     _command: list[str] = field(default_factory=list)
     _fixture: Path | None = None
     _adapter_build: Path | None = None  # the native adapters' build (a folder of jars)
+    tls: StackTls | None = None  # --tls: the stack's authority, certificate and key
 
     @property
     def broker(self) -> RabbitNode | None:
@@ -99,7 +102,8 @@ class LocalStack(RunningStack):
 
     @property
     def gateway_url(self) -> str:
-        return f"http://127.0.0.1:{self.ports[self.spec.gateway]}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.ports[self.spec.gateway]}"
 
     def _env(self, role: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
@@ -118,10 +122,16 @@ class LocalStack(RunningStack):
         )
         if self._fixture is not None:
             env["IPCLAB_FIXTURE"] = str(self._fixture)
+        if self.tls is not None:
+            env.update(self.tls.env())
         adapter = self.spec.adapter_runtime
         if adapter and self._adapter_build is not None and self.spec.is_sidecar(role):
             env[adapter.env] = str(self._adapter_build)
         return env
+
+    def load_env(self) -> dict[str, str]:
+        """``--tls``: the load generator verifies the gateway against the stack's authority."""
+        return {"IPCLAB_TLS_CA": str(self.tls.ca)} if self.tls is not None else {}
 
     def _url(self, name: str) -> str:
         """Where the services reach the infrastructure ``name`` ("" if not declared)."""
@@ -141,7 +151,12 @@ class LocalStack(RunningStack):
         )
 
     def start(self) -> None:
+        if self.options.tls and (why := self.spec.tls_unavailable()):
+            self.stop()
+            raise ValueError(why)
         try:
+            if self.options.tls:  # a new authority per start; its files go with the workdir
+                self.tls = make_tls(self.workdir / "tls", ("127.0.0.1",), self.spec.name)
             self._command = self.spec.runtime.command()  # builds a compiled runtime's binary
             adapter = self.spec.adapter_runtime  # and the native adapters' build, if any
             self._adapter_build = adapter.build() if adapter else None
@@ -158,8 +173,9 @@ class LocalStack(RunningStack):
             for plugin in plugins:  # each its private instance: a broker node, a cluster
                 mine, rest = tuple(rest[: plugin.local_ports]), rest[plugin.local_ports :]
                 site = LocalSite(
-                    self.workdir, mine, env, self.spec.domain, self._mark(), self.detached
-                )
+                    self.workdir, mine, env, self.spec.domain, self._mark(), self.detached,
+                    tls=self.tls,
+                )  # fmt: skip
                 self.infra[plugin.name] = plugin.start_local(site)
             for role in self.spec.roles:
                 self._spawn(role)

@@ -35,6 +35,7 @@ class LocalSite:
     domain: str
     mark: dict[str, str]
     detached: bool
+    tls: Any = None  # --tls: the stack's files (ipclab.tls.StackTls), else None
 
 
 class Infrastructure:

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from ipclab.backends.broker import RabbitNode
 
 
+TLS_CONF_TARGET = "/etc/rabbitmq/conf.d/95-ipclab-tls.conf"
+
+
 class RabbitMQ(Infrastructure):
     name = "rabbitmq"
     component = "broker"
@@ -42,15 +45,16 @@ class RabbitMQ(Infrastructure):
             return str(e)
         return None
 
-    local_ports = 3  # AMQP, Erlang distribution, a private epmd
+    local_ports = 4  # AMQP, Erlang distribution, a private epmd, AMQPS (used with --tls)
 
     def start_local(self, site: LocalSite) -> RabbitNode:
         from ipclab.backends.broker import RabbitNode
 
-        amqp, dist, epmd = site.ports
+        amqp, dist, epmd, amqps = site.ports
         node = RabbitNode(
-            site.workdir / "broker", port=amqp, dist_port=dist, epmd_port=epmd, extra_env=site.mark
-        )
+            site.workdir / "broker", port=amqp, dist_port=dist, epmd_port=epmd,
+            extra_env=site.mark, tls_port=amqps if site.tls is not None else 0, tls=site.tls,
+        )  # fmt: skip
         node.start(detached=site.detached)
         return node
 
@@ -98,6 +102,31 @@ class RabbitMQ(Infrastructure):
             shared = common_services()[self.component].get("cap_add", [])
             svc["cap_add"] = [*shared, *DELAY_CAPABILITIES]
         return svc
+
+    def add_tls(self, service: dict[str, Any], tls_dir: Path) -> None:
+        """``--tls``: the broker's compose service also listens for AMQPS on 5671 with the
+        stack's certificate (TLS 1.3 only, no client certificate: the stack's login
+        authenticates), from a conf.d file beside the TLS folder; the plain listener stays
+        for the healthcheck, which no role uses."""
+        from ipclab.tls import CONTAINER_DIR, StackTls
+
+        files = StackTls(CONTAINER_DIR)
+        conf = tls_dir.parent / "broker-tls.conf"
+        conf.write_text(
+            "listeners.ssl.default = 5671\n"
+            f"ssl_options.cacertfile = {files.ca}\n"
+            f"ssl_options.certfile = {files.cert}\n"
+            f"ssl_options.keyfile = {files.key}\n"
+            "ssl_options.versions.1 = tlsv1.3\n"
+            "ssl_options.verify = verify_none\n"
+            "ssl_options.fail_if_no_peer_cert = false\n"
+        )
+        conf.chmod(0o644)
+        service["volumes"] = [
+            *service.get("volumes", []),
+            f"{tls_dir}:{CONTAINER_DIR}:ro",
+            f"{conf}:{TLS_CONF_TARGET}:ro",
+        ]
 
     def swarm_configs(self, service: dict[str, Any], login: BrokerLogin) -> dict[str, Any]:
         """The users file as a swarm config, which reaches the broker on any node."""

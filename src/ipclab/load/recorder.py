@@ -40,6 +40,30 @@ SCHEMA = pa.schema(
 FLUSH_EVERY_S = 1.0
 
 
+def verify_the_stacks_authority(ca: str | None = os.environ.get("IPCLAB_TLS_CA")) -> None:
+    """A stack started with ``--tls``: every Locust user of this process verifies the
+    gateway's certificate against the stack's authority (the load runner gives its file as
+    ``IPCLAB_TLS_CA``), never with verification off (Locust's FastHttpUser skips it unless
+    told otherwise)."""
+    if not ca:
+        return
+    import gevent.ssl
+    from locust import FastHttpUser
+
+    def context(cafile: str | None = None) -> gevent.ssl.SSLContext:
+        """geventhttpclient's factory call: its own ``cafile`` (certifi's) is not trusted."""
+        ctx = gevent.ssl.create_default_context(cafile=ca)
+        ctx.minimum_version = gevent.ssl.TLSVersion.TLSv1_3
+        return ctx
+
+    FastHttpUser.insecure = False
+    FastHttpUser.ssl_context_factory = staticmethod(context)  # type: ignore[assignment]
+    os.environ["REQUESTS_CA_BUNDLE"] = ca  # HttpUser (requests) too
+
+
+verify_the_stacks_authority()
+
+
 class Recorder:
     def __init__(self, directory: Path):
         self.directory = directory

@@ -50,6 +50,8 @@ from ipclab.backends.docker.ownership import (
 )
 from ipclab.backends.docker.stats import StatsSampler, split_delayer
 from ipclab.stacks import LOADGEN, StackSpec
+from ipclab.tls import StackTls
+from ipclab.tls import make as make_tls
 
 COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
 CONTAINER_PORT = 8000
@@ -219,6 +221,8 @@ class DockerBackend:
         ``logs_dir``: where each container's log is written when the stack stops (and when it
         fails to start). ``detached``: leave it running when this process exits (``ipclab up
         --detach``); ``down(stack)`` removes it later."""
+        if options.tls and (why := spec.tls_unavailable()):
+            raise ValueError(why)
         c = client()
         from ipclab.backends.docker import images
 
@@ -285,14 +289,20 @@ class DockerStack(RunningStack):
         self.images = imgs
         self.project = f"ipclab-{spec.name}-{secrets.token_hex(3)}"
         self.port = _free_port()
-        self.gateway_url = f"http://127.0.0.1:{self.port}"
+        self.gateway_url = f"{'https' if options.tls else 'http'}://127.0.0.1:{self.port}"
         self.delay_ms = options.delay_ms
         self.delay_method = "none"
         self.netem: dict[str, Any] | None = None
         self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.project}-"))
         if not detached:  # kill -9: the watchdog, or the next start, removes it (orphans.sweep)
             orphans.mark_workdir(self._tmp)
-        self.compose_path = write_compose(spec, self._tmp, net_admin, options.env())
+        self.tls: StackTls | None = None
+        if options.tls:  # a new authority per start, in the private project folder
+            hosts = (*spec.roles, *(p.component for p in infrastructure.of(spec.infrastructure)))
+            self.tls = make_tls(self._tmp / "tls", hosts, spec.name, mounted=True)
+        self.compose_path = write_compose(
+            spec, self._tmp, net_admin, options.env(), tls_dir=self.tls.directory if self.tls else None
+        )
         self._containers: dict[str, Any] = {}
         self._sampler = StatsSampler(c.api)
         self._delayers: dict[str, int] = {}  # component -> its delayer's host PID
@@ -602,6 +612,10 @@ class DockerStack(RunningStack):
             return self.measure_delay()
         except Exception as e:  # noqa: BLE001 - a probe exec failing on a loaded machine
             return {"delay_ms": 0.0, "method": "none", "error": f"{type(e).__name__}: {e}"}
+
+    def load_env(self) -> dict[str, str]:
+        """``--tls``: the load generator verifies the gateway against the stack's authority."""
+        return {"IPCLAB_TLS_CA": str(self.tls.ca)} if self.tls is not None else {}
 
     def load_host(self) -> LoadHost | None:
         """Where the load generator runs (``ipclab.load.runner`` asks): for a stack with a

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import secrets
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,8 @@ from ipclab.paths import REPO_ROOT
 from ipclab.stacks import BROKER as BROKER_PLUGIN
 from ipclab.stacks import DATABASE as DATABASE_PLUGIN
 from ipclab.stacks import LOADGEN, PYTHON, StackSpec
+from ipclab.tls import CONTAINER_DIR as TLS_CONTAINER_DIR
+from ipclab.tls import StackTls
 
 COMPOSE_DIR = REPO_ROOT / "compose"
 COMMON = COMPOSE_DIR / "common.yml"
@@ -154,12 +157,15 @@ def compose_document(
     net_admin: bool = False,
     broker: BrokerLogin | None = None,
     logins: Mapping[str, Any] | None = None,
+    tls_dir: Path | None = None,
 ) -> dict[str, Any]:
     """The compose document of ``spec``: its infrastructure (each plugin's service: the
     broker, the database), its services and its gateway. ``net_admin``: the containers get
     the capabilities a network delay needs. ``logins``: infrastructure name -> the login its
     plugin's ``write_files`` made (``broker``: the broker's alone, as before); a plugin
-    without one gets placeholders, for a file run by hand."""
+    without one gets placeholders, for a file run by hand. ``tls_dir``: ``--tls``, the
+    stack's TLS files (ipclab.tls), mounted read-only into every role's container and the
+    broker's, which then listens for AMQPS (the roles get its ``amqps://`` URL)."""
     if not spec.runtime.image:
         raise ValueError(
             f"{spec.name}: its {spec.runtime.name} roles have no image yet; "
@@ -172,15 +178,24 @@ def compose_document(
     given = {**({BROKER_PLUGIN: broker} if broker is not None else {}), **(logins or {})}
     login = {p.name: given.get(p.name) or p.by_hand() for p in plugins}
     urls = {p.name: p.url(login[p.name]) for p in plugins}
+    if tls_dir is not None and BROKER_PLUGIN in urls:
+        urls[BROKER_PLUGIN] = amqps(urls[BROKER_PLUGIN])
     addresses = {r: f"{spec.host_of(r)}:{port_of(spec, r)}" for r in spec.roles}
     amqp_url, database_url = urls.get(BROKER_PLUGIN, ""), urls.get(DATABASE_PLUGIN, "")
     services: dict[str, Any] = {
         p.component: p.compose_service(login[p.name], net_admin) for p in plugins
     }
+    if tls_dir is not None and BROKER_PLUGIN in urls:
+        from ipclab.infrastructure import rabbitmq
+
+        rabbitmq.PLUGIN.add_tls(services[rabbitmq.PLUGIN.component], tls_dir)
     healthy = {p.component: {"condition": "service_healthy"} for p in plugins}
     for role in spec.roles:
         env = spec.role_env(role, addresses, amqp_url, database_url=database_url)
         svc = {**_extends("app"), "environment": env}
+        if tls_dir is not None:
+            env.update(StackTls(tls_dir).env(inside=TLS_CONTAINER_DIR))
+            svc["volumes"] = [f"{tls_dir}:{TLS_CONTAINER_DIR}:ro"]
         if spec.is_sidecar(role):  # shares its host's network namespace (eth0 and loopback)
             env["IPCLAB_PORT"] = str(SIDECAR_PORT)
             svc["network_mode"] = f"service:{spec.host_of(role)}"
@@ -263,17 +278,26 @@ def write_logins(
     }
 
 
+def amqps(url: str) -> str:
+    """The broker's URL for AMQPS: the ``amqps`` scheme and port 5671 (its TLS listener)."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.rsplit(":", 1)[0] + ":5671" if parts.port else parts.netloc + ":5671"
+    return urllib.parse.urlunsplit(("amqps", netloc, parts.path, parts.query, parts.fragment))
+
+
 def write_compose(
     spec: StackSpec,
     directory: Path,
     net_admin: bool = False,
     options: Mapping[str, str] | None = None,
+    tls_dir: Path | None = None,
 ) -> Path:
     """The stack's compose file in ``directory``, with its infrastructure's new logins and
-    files beside it (``options``: the run's knobs, ``StackOptions.env()``)."""
+    files beside it (``options``: the run's knobs, ``StackOptions.env()``; ``tls_dir``: the
+    stack's TLS files with ``--tls``)."""
     logins = write_logins(spec, directory, options)
     header = f"# {spec.name}: generated from its declaration for one stack\n"
     path = directory / f"{spec.name}.yml"
-    doc = compose_document(spec, net_admin, logins=logins)
+    doc = compose_document(spec, net_admin, logins=logins, tls_dir=tls_dir)
     path.write_text(header + json.dumps(doc, indent=2) + "\n")
     return path

@@ -1,0 +1,90 @@
+"""TLS for a stack started with ``--tls`` (issue 32): every role reads the stack's files from
+its environment and builds its server and client contexts here, one way for every style.
+
+The harness makes a private certificate authority per stack start (``ipclab.tls``) and one
+certificate for the stack's roles (every role's host name, ``localhost`` and 127.0.0.1 in
+its subject alternative names); a role gets three paths:
+
+- ``IPCLAB_TLS_CA``: the authority's certificate, the only one a client trusts;
+- ``IPCLAB_TLS_CERT`` and ``IPCLAB_TLS_KEY``: the stack's certificate and key, which a
+  server presents.
+
+Clients verify the peer's certificate and its name (no "insecure" switch exists); TLS 1.3 is
+the least either side accepts. Without ``IPCLAB_TLS_CA`` in the environment TLS is off and
+every role speaks in the clear, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+CA, CERT, KEY = "IPCLAB_TLS_CA", "IPCLAB_TLS_CERT", "IPCLAB_TLS_KEY"
+
+
+class TlsConfigError(RuntimeError):
+    """The environment asks for TLS but does not give usable files."""
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: Path
+    cert: Path
+    key: Path
+
+    def read(self, which: str) -> bytes:
+        return Path(getattr(self, which)).read_bytes()
+
+
+def files(env: Mapping[str, str] | None = None) -> TlsFiles | None:
+    """The stack's TLS files, or None when TLS is off."""
+    e = os.environ if env is None else env
+    if not e.get(CA):
+        return None
+    missing = [name for name in (CA, CERT, KEY) if not e.get(name)]
+    if missing:
+        raise TlsConfigError(f"{CA} is set but {', '.join(missing)} is not")
+    out = TlsFiles(Path(e[CA]), Path(e[CERT]), Path(e[KEY]))
+    for path in (out.ca, out.cert, out.key):
+        if not path.is_file():
+            raise TlsConfigError(f"TLS file {path} does not exist or is not a file")
+    return out
+
+
+def enabled(env: Mapping[str, str] | None = None) -> bool:
+    return files(env) is not None
+
+
+def server_context(tls: TlsFiles, alpn: Sequence[str] = ()) -> ssl.SSLContext:
+    """A server's context: the stack's certificate, TLS 1.3 at least, ``alpn`` offered."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.load_cert_chain(tls.cert, tls.key)
+    if alpn:
+        ctx.set_alpn_protocols(list(alpn))
+    return ctx
+
+
+def client_context(tls: TlsFiles, alpn: Sequence[str] = ()) -> ssl.SSLContext:
+    """A client's context: the stack's authority alone trusted, the peer's name checked,
+    TLS 1.3 at least, ``alpn`` asked for."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # check_hostname and CERT_REQUIRED
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.load_verify_locations(cafile=tls.ca)
+    if alpn:
+        ctx.set_alpn_protocols(list(alpn))
+    return ctx
+
+
+def scheme(http: str = "http", env: Mapping[str, str] | None = None) -> str:
+    """``https`` when TLS is on, else ``http`` (or ``ws``/``wss``, ``amqp``/``amqps``)."""
+    return (http + "s") if enabled(env) else http
+
+
+__all__ = [
+    "CA", "CERT", "KEY", "TlsConfigError", "TlsFiles", "client_context", "enabled",
+    "files", "scheme", "server_context",
+]  # fmt: skip
