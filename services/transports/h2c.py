@@ -329,9 +329,10 @@ class _Pending:
 
 
 class _ClientConnection(_Peer):
-    def __init__(self, authority: bytes) -> None:
+    def __init__(self, authority: bytes, scheme: bytes = b"http") -> None:
         super().__init__(client_side=True)
         self.authority = authority
+        self.scheme = scheme  # b"https" over TLS
         self.replies: dict[int, _Pending] = {}
         self.waiting: list[asyncio.Future[None]] = []  # calls waiting for a free stream
         self.closed = False
@@ -479,7 +480,7 @@ class _ClientConnection(_Peer):
                 stream,
                 [
                     (b":method", method),
-                    (b":scheme", b"http"),
+                    (b":scheme", self.scheme),
                     (b":authority", self.authority),
                     (b":path", message.target.encode("latin-1")),
                     *((k.encode("latin-1"), v.encode("latin-1")) for k, v in message.headers),
@@ -527,9 +528,18 @@ class _Connections:
     async def _open(self, peer: str) -> _ClientConnection:
         host, port = self._addresses[peer].rsplit(":", 1)
         secure: dict[str, Any] = {"ssl": self._tls, "server_hostname": host} if self._tls else {}
+        scheme = b"https" if self._tls else b"http"
         _, connection = await asyncio.get_running_loop().create_connection(
-            lambda: _ClientConnection(self._addresses[peer].encode()), host, int(port), **secure
+            lambda: _ClientConnection(self._addresses[peer].encode(), scheme),
+            host,
+            int(port),
+            **secure,
         )
+        transport = connection.transport
+        alpn = transport.get_extra_info("ssl_object") if self._tls and transport else None
+        if alpn is not None and alpn.selected_alpn_protocol() != "h2":
+            connection.close()
+            raise Unavailable(f"{peer}: TLS without h2 by ALPN")
         self._connections[peer] = connection
         self.opened += 1
         return connection

@@ -1,7 +1,8 @@
 """REST: HTTP/1.1 + JSON. Server: uvicorn + httptools (raw ASGI). Client: aiohttp.
 
-``GET http://host:port/{op}?{field}={value}`` (``https`` with ``--tls``) returns the operation's JSON document, or an
-error document ``{"error": code, "message": ...}`` with the matching HTTP status. The client
+``GET http://host:port/{op}?{field}={value}`` (https with ``--tls``) returns the operation's
+JSON document, or an error document ``{"error": code, "message": ...}`` with the matching
+HTTP status. The client
 keeps one aiohttp session with keep-alive connection pools for all services. aiohttp was
 chosen over httpx by ``bench/transports.py`` (see docs/transports.md).
 

@@ -46,6 +46,7 @@ MEASURING_CODE: tuple[str, ...] = (
     "src/ipclab/stackspec.py",
     "src/ipclab/procs.py",
     "src/ipclab/runs.py",
+    "src/ipclab/tls.py",
 )
 #: The Locust user modules of the studies (what each simulated user sends and checks): with
 #: the modules of their own study they import, they join the measuring code

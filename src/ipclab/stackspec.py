@@ -58,21 +58,6 @@ class Runtime:
             return [sys.executable, "-m", self.module]
         return [str(self.build())]
 
-    def tls_unavailable(self) -> str | None:
-        """Why this stack cannot run with ``--tls`` (None: it can): TLS is built for the
-        shop's stacks whose every hop is HTTP/1.1, gRPC, AMQP or HTTP/2, Python or Go."""
-        if self.transport not in TLS_TRANSPORTS:
-            return (
-                f"{self.name}: no TLS for its transport {self.transport!r} "
-                f"(TLS: {', '.join(TLS_TRANSPORTS)}; CoAP would need DTLS, which aiocoap "
-                "serves no server side of)"
-            )
-        if self.adapters:
-            return f"{self.name}: its {self.adapters} protocol adapters have no TLS"
-        if self.domain not in TLS_DOMAINS or self.runtime.name not in ("python", "go"):
-            return f"{self.name}: TLS is built for the shop's Python and Go stacks"
-        return None
-
     def unavailable(self) -> str | None:
         """Why this runtime's roles cannot run on this machine (a missing toolchain)."""
         return self.missing() if self.missing is not None else None

@@ -7,12 +7,15 @@ after a kill): ``ca.pem`` (the authority's certificate), ``cert.pem`` and ``key.
 roles' certificate and its key). The authority's own key never touches the disk: it signs
 the one certificate and is dropped, so nothing else can be signed by it. The certificate
 names every host a role is reached by (its role names, ``localhost``, 127.0.0.1 and ::1) and
-lasts a day; keys are ECDSA P-256. The roles read the files through
-``ipclab_services.tls`` (``IPCLAB_TLS_CA``, ``IPCLAB_TLS_CERT``, ``IPCLAB_TLS_KEY``).
+lasts 30 days; keys are ECDSA P-256, and both certificates carry key identifiers. The roles
+read the files through ``ipclab_services.tls`` (``IPCLAB_TLS_CA``, ``IPCLAB_TLS_CERT``,
+``IPCLAB_TLS_KEY``).
 
 The harness trusts each authority it made (:func:`trust`): urllib's default opener in this
 process verifies the gateway's certificate against the authorities of the stacks it
-started, and the load generator gets the authority's file (Locust verifies it too).
+started (each authority named once, the issuer found by its key identifier), and the load
+generator gets the authority's file (Locust verifies it too). An authority stays trusted
+after its stack stops; its key is gone, so nothing more can be signed by it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
+import secrets
 import ssl
 import threading
 import urllib.request
@@ -33,7 +37,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CA_FILE, CERT_FILE, KEY_FILE = "ca.pem", "cert.pem", "key.pem"
-LIFETIME = dt.timedelta(days=1)
+LIFETIME = dt.timedelta(days=30)  # a stack outlives no run by that much (a soak: hours)
 SKEW = dt.timedelta(minutes=5)  # a certificate valid from a little before now
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
@@ -91,7 +95,11 @@ def make(directory: Path, hosts: Iterable[str], stack: str, mounted: bool = Fals
     directory.mkdir(parents=True, exist_ok=True)
     now = dt.datetime.now(dt.timezone.utc)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name(f"ipclab {stack} authority")
+    # a name of its own per start, and key identifiers on both certificates: among the
+    # authorities this process trusts (one per stack it started) the verifier finds the
+    # issuer by its key, never another start's authority of the same stack
+    ca_name = _name(f"ipclab {stack} authority {secrets.token_hex(4)}")
+    ca_id = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
     ca = (
         x509.CertificateBuilder()
         .subject_name(ca_name)
@@ -101,6 +109,7 @@ def make(directory: Path, hosts: Iterable[str], stack: str, mounted: bool = Fals
         .not_valid_before(now - SKEW)
         .not_valid_after(now + LIFETIME)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(ca_id, critical=False)
         .add_extension(
             x509.KeyUsage(
                 digital_signature=False, content_commitment=False, key_encipherment=False,
@@ -123,6 +132,18 @@ def make(directory: Path, hosts: Iterable[str], stack: str, mounted: bool = Fals
         .add_extension(x509.SubjectAlternativeName(_alternative_names(hosts)), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_id), critical=False
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=False,
+                crl_sign=False, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )  # fmt: skip
         .sign(ca_key, hashes.SHA256())
     )
     files = StackTls(directory)
@@ -136,8 +157,9 @@ def make(directory: Path, hosts: Iterable[str], stack: str, mounted: bool = Fals
     fd = os.open(files.key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(pem)
-    if mounted:  # the services' user (10001) and the broker's read it in their containers
-        files.key.chmod(0o644)
+    if mounted:  # the services' user (10001) and the broker's read them in their containers
+        for path in (files.ca, files.cert, files.key):
+            path.chmod(0o644)
         directory.chmod(0o755)
     trust(files.ca)
     return files

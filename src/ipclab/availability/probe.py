@@ -67,6 +67,8 @@ class Probe:
             raise ValueError("period_ms and timeout_s must be > 0")
         if not paths:
             raise ValueError("paths must not be empty")
+        if url.startswith("https://"):
+            raise ValueError("the availability probe speaks no TLS: run availability without --tls")
         self.url = url.rstrip("/")
         self.path = probe_path(out_csv)
         self.period_ms = float(period_ms)

@@ -159,7 +159,8 @@ class RabbitNode:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.process = spawn([server], self._env(), self.log, detached=detached)
         deadline = time.monotonic() + timeout
-        while not port_open(self.host, self.port):
+        ports = (self.port, self.tls_port) if self.tls is not None else (self.port,)
+        while not all(port_open(self.host, p) for p in ports):  # the TLS listener comes last
             if self.process.poll() is not None or time.monotonic() > deadline:
                 why = "exited" if self.process.poll() is not None else f"not up after {timeout}s"
                 self.stop()

@@ -105,6 +105,12 @@ class Infrastructure:
         """Its compose service (``extends`` of ``compose/common.yml``)."""
         raise NotImplementedError
 
+    def add_tls(self, service: dict[str, Any], url: str, tls_dir: Path) -> str:
+        """``--tls``: make its compose ``service`` listen over TLS with the stack's files
+        (``tls_dir``), in place; returns the URL the services then reach it at. The default:
+        it has no TLS listener, and a stack declaring it cannot run with ``--tls``."""
+        raise ValueError(f"{self.name} has no TLS listener here: its stacks run without --tls")
+
     def swarm_configs(self, service: dict[str, Any], login: Any) -> dict[str, Any]:
         """Turn ``service``'s bind-mounted files into swarm configs (in place); returns the
         stack file's ``configs`` entries. The default: nothing to turn."""

@@ -5,6 +5,7 @@ AMQP user in a file the harness writes: ``compose.BrokerLogin``)."""
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 
 TLS_CONF_TARGET = "/etc/rabbitmq/conf.d/95-ipclab-tls.conf"
+AMQPS_PORT = 5671  # the broker container's TLS listener with --tls
 
 
 class RabbitMQ(Infrastructure):
@@ -103,17 +105,18 @@ class RabbitMQ(Infrastructure):
             svc["cap_add"] = [*shared, *DELAY_CAPABILITIES]
         return svc
 
-    def add_tls(self, service: dict[str, Any], tls_dir: Path) -> None:
+    def add_tls(self, service: dict[str, Any], url: str, tls_dir: Path) -> str:
         """``--tls``: the broker's compose service also listens for AMQPS on 5671 with the
         stack's certificate (TLS 1.3 only, no client certificate: the stack's login
-        authenticates), from a conf.d file beside the TLS folder; the plain listener stays
-        for the healthcheck, which no role uses."""
+        authenticates), from a conf.d file beside the TLS folder, and its healthcheck waits
+        for that listener too; the services get the ``amqps://`` URL (the plain listener
+        answers no role)."""
         from ipclab.tls import CONTAINER_DIR, StackTls
 
         files = StackTls(CONTAINER_DIR)
         conf = tls_dir.parent / "broker-tls.conf"
         conf.write_text(
-            "listeners.ssl.default = 5671\n"
+            f"listeners.ssl.default = {AMQPS_PORT}\n"
             f"ssl_options.cacertfile = {files.ca}\n"
             f"ssl_options.certfile = {files.cert}\n"
             f"ssl_options.keyfile = {files.key}\n"
@@ -127,6 +130,15 @@ class RabbitMQ(Infrastructure):
             f"{tls_dir}:{CONTAINER_DIR}:ro",
             f"{conf}:{TLS_CONF_TARGET}:ro",
         ]
+        probe = (
+            "exec 3<>/dev/tcp/127.0.0.1/5672 && exec 4<>/dev/tcp/127.0.0.1/" + str(AMQPS_PORT)
+        )
+        health = dict(common_services()[self.component].get("healthcheck", {}))
+        service["healthcheck"] = {**health, "test": ["CMD", "bash", "-c", probe]}
+        parts = urllib.parse.urlsplit(url)
+        host = parts.netloc.rsplit(":", 1)[0] if parts.port else parts.netloc
+        netloc = f"{host}:{AMQPS_PORT}"
+        return urllib.parse.urlunsplit(("amqps", netloc, parts.path, parts.query, parts.fragment))
 
     def swarm_configs(self, service: dict[str, Any], login: BrokerLogin) -> dict[str, Any]:
         """The users file as a swarm config, which reaches the broker on any node."""

@@ -63,6 +63,8 @@ class StackGroup(RunningStack):
     def __init__(self, stacks: Mapping[str, RunningStack], load: GroupLoad, backend: str):
         if not stacks:
             raise ValueError("a group needs at least one stack")
+        if any(getattr(s, "tls", None) is not None for s in stacks.values()):
+            raise ValueError("a group of stacks with --tls: its load generator would trust one")
         self.stacks = dict(stacks)
         self.load = load
         self.backend = backend

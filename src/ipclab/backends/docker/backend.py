@@ -209,6 +209,11 @@ class DockerBackend:
         self.health_timeout_s = health_timeout_s
         self.net_admin = net_admin
 
+    def _tls_unavailable(self, detached: bool) -> str | None:
+        """Why this backend cannot start a stack with ``--tls`` here (None: it can): a
+        detached stack's project folder, the TLS files with it, is removed once it is up."""
+        return "--tls with --detach: a detached stack keeps no TLS files" if detached else None
+
     def start(
         self,
         spec: StackSpec,
@@ -221,8 +226,10 @@ class DockerBackend:
         ``logs_dir``: where each container's log is written when the stack stops (and when it
         fails to start). ``detached``: leave it running when this process exits (``ipclab up
         --detach``); ``down(stack)`` removes it later."""
-        if options.tls and (why := spec.tls_unavailable()):
-            raise ValueError(why)
+        if options.tls:
+            why = spec.tls_unavailable() or self._tls_unavailable(detached)
+            if why:
+                raise ValueError(why)
         c = client()
         from ipclab.backends.docker import images
 
@@ -300,9 +307,8 @@ class DockerStack(RunningStack):
         if options.tls:  # a new authority per start, in the private project folder
             hosts = (*spec.roles, *(p.component for p in infrastructure.of(spec.infrastructure)))
             self.tls = make_tls(self._tmp / "tls", hosts, spec.name, mounted=True)
-        self.compose_path = write_compose(
-            spec, self._tmp, net_admin, options.env(), tls_dir=self.tls.directory if self.tls else None
-        )
+        tls_dir = self.tls.directory if self.tls else None
+        self.compose_path = write_compose(spec, self._tmp, net_admin, options.env(), tls_dir)
         self._containers: dict[str, Any] = {}
         self._sampler = StatsSampler(c.api)
         self._delayers: dict[str, int] = {}  # component -> its delayer's host PID

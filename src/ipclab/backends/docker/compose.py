@@ -24,7 +24,6 @@ import json
 import os
 import re
 import secrets
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,24 +177,17 @@ def compose_document(
     given = {**({BROKER_PLUGIN: broker} if broker is not None else {}), **(logins or {})}
     login = {p.name: given.get(p.name) or p.by_hand() for p in plugins}
     urls = {p.name: p.url(login[p.name]) for p in plugins}
-    if tls_dir is not None and BROKER_PLUGIN in urls:
-        urls[BROKER_PLUGIN] = amqps(urls[BROKER_PLUGIN])
     addresses = {r: f"{spec.host_of(r)}:{port_of(spec, r)}" for r in spec.roles}
-    amqp_url, database_url = urls.get(BROKER_PLUGIN, ""), urls.get(DATABASE_PLUGIN, "")
     services: dict[str, Any] = {
         p.component: p.compose_service(login[p.name], net_admin) for p in plugins
     }
-    if tls_dir is not None and BROKER_PLUGIN in urls:
-        from ipclab.infrastructure import rabbitmq
-
-        rabbitmq.PLUGIN.add_tls(services[rabbitmq.PLUGIN.component], tls_dir)
+    if tls_dir is not None:  # each plugin's TLS listener, and the URL that reaches it
+        urls = {p.name: p.add_tls(services[p.component], urls[p.name], tls_dir) for p in plugins}
+    amqp_url, database_url = urls.get(BROKER_PLUGIN, ""), urls.get(DATABASE_PLUGIN, "")
     healthy = {p.component: {"condition": "service_healthy"} for p in plugins}
     for role in spec.roles:
         env = spec.role_env(role, addresses, amqp_url, database_url=database_url)
-        svc = {**_extends("app"), "environment": env}
-        if tls_dir is not None:
-            env.update(StackTls(tls_dir).env(inside=TLS_CONTAINER_DIR))
-            svc["volumes"] = [f"{tls_dir}:{TLS_CONTAINER_DIR}:ro"]
+        svc = {**_extends("app"), "environment": env, **_tls_mount(env, tls_dir)}
         if spec.is_sidecar(role):  # shares its host's network namespace (eth0 and loopback)
             env["IPCLAB_PORT"] = str(SIDECAR_PORT)
             svc["network_mode"] = f"service:{spec.host_of(role)}"
@@ -278,11 +270,13 @@ def write_logins(
     }
 
 
-def amqps(url: str) -> str:
-    """The broker's URL for AMQPS: the ``amqps`` scheme and port 5671 (its TLS listener)."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc.rsplit(":", 1)[0] + ":5671" if parts.port else parts.netloc + ":5671"
-    return urllib.parse.urlunsplit(("amqps", netloc, parts.path, parts.query, parts.fragment))
+def _tls_mount(env: dict[str, str], tls_dir: Path | None) -> dict[str, Any]:
+    """``--tls``: a role's environment names the stack's files where its container sees them
+    (``env`` updated in place), and the folder is mounted there read-only."""
+    if tls_dir is None:
+        return {}
+    env.update(StackTls(tls_dir).env(inside=TLS_CONTAINER_DIR))
+    return {"volumes": [f"{tls_dir}:{TLS_CONTAINER_DIR}:ro"]}
 
 
 def write_compose(

@@ -75,6 +75,7 @@ WHEEL_PYTHON = "3.11"
 
 # Project dependencies the services never import; everything else goes into the image.
 HARNESS_ONLY = {
+    "cryptography",  # ipclab.tls makes the certificates; the services only read them
     "locust",
     "psutil",
     "pandas",

@@ -272,6 +272,9 @@ class SwarmBackend(DockerBackend):
     def __init__(self, *args: Any, health_timeout_s: float = 180.0, **kw: Any):
         super().__init__(*args, health_timeout_s=health_timeout_s, **kw)
 
+    def _tls_unavailable(self, detached: bool) -> str | None:
+        return "--tls on the swarm backend: its stack file carries no TLS files yet (docker)"
+
 
 class SwarmStack(DockerStack):
     """A deployed swarm stack (implements ``RunningStack``)."""
