@@ -75,6 +75,7 @@ class Candidate:
     client: str  # key of CLIENTS
     loop: str = "uvloop"  # or "asyncio", on both sides
     broker: bool = False
+    tls: bool = False  # the row runs with the bench's TLS environment (bench/tls_rows.py)
     runtime: str = "python"  # "go": both sides are the Go binary (bench/go_rows.py);
     # "pair": Python client and server, an adapter pair between them (bench/adapter_pairs.py)
 
@@ -118,6 +119,19 @@ CANDIDATES = (
         broker=True,
         runtime="go",
     ),
+    # TLS (issue 32): chosen with --tls or by name (bench/tls_rows.py)
+    Candidate("rest-tls", "HTTPS: the REST adapter over TLS", "rest", "rest", tls=True,
+              runtime="tls"),
+    Candidate("grpc-tls", "gRPC over TLS: the adapter", "grpc", "grpc", tls=True,
+              runtime="tls"),
+    Candidate("h2c-tls", "HTTP/2 over TLS (ALPN h2): the adapter", "h2c", "h2c", tls=True,
+              runtime="tls"),
+    Candidate("amqp-tls", "AMQPS: the adapter, a broker with its TLS listener", "amqp",
+              "amqp", broker=True, tls=True, runtime="tls"),
+    Candidate("rest-conn", "HTTP/1.1, a new connection per call (the handshake's baseline)",
+              "rest", "rest-conn", runtime="tls"),
+    Candidate("rest-tls-conn", "HTTPS, a new connection per call: a handshake each", "rest",
+              "rest-tls-conn", tls=True, runtime="tls"),
     # CoAP as a sidecar pair (issue 30): chosen with --pairs or by name
     Candidate(
         "pair-none",
@@ -408,6 +422,12 @@ async def client_http_path(addr: str, inflight: int) -> tuple[Call, Close]:
     return call, session.close
 
 
+async def _connection_per_call(addr: str, tls_on: bool) -> tuple[Call, Close]:
+    import tls_rows  # beside this file: bench/ is on sys.path
+
+    return await tls_rows.client_connection_per_call(addr, tls_on)  # type: ignore[no-any-return]
+
+
 CLIENTS: dict[str, Callable[[str, str, int], Awaitable[tuple[Call, Close]]]] = {
     "echo": client_echo,
     "rest": lambda a, u, _: client_adapter("rest", a, u),
@@ -419,6 +439,8 @@ CLIENTS: dict[str, Callable[[str, str, int], Awaitable[tuple[Call, Close]]]] = {
     "h2c": lambda a, u, _: client_adapter("h2c", a, u),
     "coap": lambda a, u, _: client_adapter("coap", a, u),
     "http-path": lambda a, _, n: client_http_path(a, n),
+    "rest-conn": lambda a, _, __: _connection_per_call(a, False),
+    "rest-tls-conn": lambda a, _, __: _connection_per_call(a, True),
 }
 
 
@@ -567,6 +589,13 @@ def run_candidate(c: Candidate, args: argparse.Namespace, broker: Any) -> dict[s
             return go_rows.measure(c.server, args, broker if c.broker else None, _payload())
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
             return {"error": str(e).strip().splitlines()[-1] if str(e).strip() else repr(e)}
+    import tls_rows  # beside this file: bench/ is on sys.path when run as a script
+
+    with tls_rows.environment(c.tls):  # the row's processes start with it, or without
+        return _run_python(c, args, broker)
+
+
+def _run_python(c: Candidate, args: argparse.Namespace, broker: Any) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     url = broker.url if c.broker else ""
     port = free_port()  # free over TCP and UDP
@@ -696,12 +725,17 @@ def measure_round(
     for c in chosen:
         result: dict[str, Any]
         try:
-            if c.broker and "node" not in broker:
-                broker["node"] = RabbitNode(
-                    Path(tempfile.mkdtemp(prefix="ipclab-bench-")) / "broker"
-                )
-                broker["node"].start()
-            result = run_candidate(c, args, broker.get("node"))
+            node = "tls_node" if c.tls else "node"
+            if c.broker and node not in broker:
+                folder = Path(tempfile.mkdtemp(prefix="ipclab-bench-")) / "broker"
+                if c.tls:
+                    import tls_rows
+
+                    broker[node] = tls_rows.broker(folder)
+                else:
+                    broker[node] = RabbitNode(folder)
+                    broker[node].start()
+            result = run_candidate(c, args, broker.get(node))
         except (BrokerUnavailable, OSError, EOFError) as e:
             result = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
         rows.append({"name": c.name, "label": c.label, "round": round_no, **result})
@@ -726,10 +760,15 @@ def measure_all(chosen: list[Candidate], args: argparse.Namespace) -> list[dict[
             k = r % len(others) if others else 0
             rows += measure_round(floor + others[k:] + others[:k], args, r + 1, broker)
     finally:
-        if "node" in broker:
-            broker["node"].stop()
-            with contextlib.suppress(OSError):
-                broker["node"].directory.parent.rmdir()
+        for node in ("node", "tls_node"):
+            if node in broker:
+                broker[node].stop()
+                with contextlib.suppress(OSError):
+                    broker[node].directory.parent.rmdir()
+        if any(c.tls for c in chosen):
+            import tls_rows
+
+            tls_rows.cleanup()
         if any(c.runtime == "go" for c in chosen):
             import go_rows
 
@@ -788,7 +827,9 @@ def print_summary(summary: list[dict[str, Any]], rounds: int) -> None:
         )
 
 
-def chosen_candidate(c: Candidate, names: list[str], go: bool, pairs: bool = False) -> bool:
+def chosen_candidate(
+    c: Candidate, names: list[str], go: bool, pairs: bool = False, tls: bool = False
+) -> bool:
     """The floor always; a named candidate; without names every Python one; with ``go``
     the Go floor and the Go row of each chosen style (all three without names); with
     ``pairs`` the three pair rows."""
@@ -798,6 +839,8 @@ def chosen_candidate(c: Candidate, names: list[str], go: bool, pairs: bool = Fal
         return go and (c.name == "go-floor" or not names or c.server in names)
     if c.runtime == "pair":
         return pairs
+    if c.runtime == "tls":
+        return tls
     return not names
 
 
@@ -825,11 +868,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also the CoAP adapter-pair rows (pair-none, pair-aiocoap, pair-californium)",
     )
+    ap.add_argument(
+        "--tls",
+        action="store_true",
+        help="also the TLS rows (rest-tls, grpc-tls, h2c-tls, amqp-tls, rest-conn, "
+        "rest-tls-conn) and what TLS and a handshake cost",
+    )
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     if unknown := [n for n in names if n not in BY_NAME]:
         ap.error(f"unknown candidate(s) {unknown}; known: {', '.join(BY_NAME)}")
-    chosen = [c for c in CANDIDATES if chosen_candidate(c, names, args.go, args.pairs)]
+    chosen = [c for c in CANDIDATES if chosen_candidate(c, names, args.go, args.pairs, args.tls)]
 
     load_before = os.getloadavg()
     print(
@@ -843,6 +892,12 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(rows, [c.name for c in chosen]) if args.rounds > 1 else []
     if summary:
         print_summary(summary, args.rounds)
+    tls_costs: list[dict[str, Any]] = []
+    if any(c.tls for c in chosen):
+        import tls_rows
+
+        tls_costs = tls_rows.costs(rows)
+        tls_rows.print_costs(tls_costs)
     pair_costs: list[dict[str, Any]] = []
     if any(c.runtime == "pair" for c in chosen):
         import adapter_pairs
@@ -868,6 +923,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows": rows,
             "summary": summary,
             "pair_costs": pair_costs,
+            "tls_costs": tls_costs,
         }
         if any(c.runtime == "go" for c in chosen):
             import go_rows
