@@ -122,7 +122,7 @@ def claims(users: tuple[int, ...]) -> list[Claim]:
                     claim_id=f"TLS-{metric}-{u}", statement_id="TLS", document="thesis",
                     section="6.1", page="-", quote=QUOTE, scope="performance", metric=metric,
                     test="interaction", relation=_RELATION[metric],
-                    a_style=f"rest@{u}", a_users=(1,), b_style=f"grpc@{u}", b_users=(1,),
+                    a_style=f"rest@{u}", a_users=(), b_style=f"grpc@{u}", b_users=(),
                     from_users=0, to_users=1, published_value="", published_unit="",
                     table_value="", published_ratio=None, band_low=None, band_high=None,
                     note=f"at {u} users: (REST TLS / plain) / (gRPC TLS / plain) "
