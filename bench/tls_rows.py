@@ -80,10 +80,10 @@ def broker(directory: Path) -> Any:
 
 async def client_connection_per_call(addr: str, tls_on: bool) -> tuple[Any, Any]:
     """GET product 1 from the REST adapter's server, a new connection for every call."""
+    import ssl as ssl_module
+
     import aiohttp
     import orjson
-
-    import ssl as ssl_module
 
     # the bench's authority, which this (spawned) process is given by the environment
     ssl: Any = True

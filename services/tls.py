@@ -10,8 +10,9 @@ its subject alternative names); a role gets three paths:
   server presents.
 
 Clients verify the peer's certificate and its name (no "insecure" switch exists); TLS 1.3 is
-the least either side accepts where the library takes a setting (Python's gRPC does not). Without ``IPCLAB_TLS_CA`` in the environment TLS is off and
-every role speaks in the clear, as before.
+the least either side accepts where the library takes a setting (Python's gRPC does not).
+Without ``IPCLAB_TLS_CA`` in the environment TLS is off and every role speaks in the clear,
+as before.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def make(directory: Path, hosts: Iterable[str], stack: str, mounted: bool = Fals
     the key readable by this user alone, or, ``mounted`` into containers whose users differ,
     by anyone who can reach the folder: its parent must be private). Returns the files."""
     directory.mkdir(parents=True, exist_ok=True)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     # a name of its own per start, and key identifiers on both certificates: among the
     # authorities this process trusts (one per stack it started) the verifier finds the
