@@ -120,18 +120,37 @@ CANDIDATES = (
         runtime="go",
     ),
     # TLS (issue 32): chosen with --tls or by name (bench/tls_rows.py)
-    Candidate("rest-tls", "HTTPS: the REST adapter over TLS", "rest", "rest", tls=True,
-              runtime="tls"),
-    Candidate("grpc-tls", "gRPC over TLS: the adapter", "grpc", "grpc", tls=True,
-              runtime="tls"),
-    Candidate("h2c-tls", "HTTP/2 over TLS (ALPN h2): the adapter", "h2c", "h2c", tls=True,
-              runtime="tls"),
-    Candidate("amqp-tls", "AMQPS: the adapter, a broker with its TLS listener", "amqp",
-              "amqp", broker=True, tls=True, runtime="tls"),
-    Candidate("rest-conn", "HTTP/1.1, a new connection per call (the handshake's baseline)",
-              "rest", "rest-conn", runtime="tls"),
-    Candidate("rest-tls-conn", "HTTPS, a new connection per call: a handshake each", "rest",
-              "rest-tls-conn", tls=True, runtime="tls"),
+    Candidate(
+        "rest-tls", "HTTPS: the REST adapter over TLS", "rest", "rest", tls=True, runtime="tls"
+    ),
+    Candidate("grpc-tls", "gRPC over TLS: the adapter", "grpc", "grpc", tls=True, runtime="tls"),
+    Candidate(
+        "h2c-tls", "HTTP/2 over TLS (ALPN h2): the adapter", "h2c", "h2c", tls=True, runtime="tls"
+    ),
+    Candidate(
+        "amqp-tls",
+        "AMQPS: the adapter, a broker with its TLS listener",
+        "amqp",
+        "amqp",
+        broker=True,
+        tls=True,
+        runtime="tls",
+    ),
+    Candidate(
+        "rest-conn",
+        "HTTP/1.1, a new connection per call (the handshake's baseline)",
+        "rest",
+        "rest-conn",
+        runtime="tls",
+    ),
+    Candidate(
+        "rest-tls-conn",
+        "HTTPS, a new connection per call: a handshake each",
+        "rest",
+        "rest-tls-conn",
+        tls=True,
+        runtime="tls",
+    ),
     # CoAP as a sidecar pair (issue 30): chosen with --pairs or by name
     Candidate(
         "pair-none",
@@ -844,7 +863,7 @@ def chosen_candidate(
     return not names
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=2000, help="sequential calls (default 2000)")
     ap.add_argument("--inflight", type=int, default=32, help="calls in flight (default 32)")
@@ -874,6 +893,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also the TLS rows (rest-tls, grpc-tls, h2c-tls, amqp-tls, rest-conn, "
         "rest-tls-conn) and what TLS and a handshake cost",
     )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     if unknown := [n for n in names if n not in BY_NAME]:

@@ -77,9 +77,7 @@ class RestClients:
         self._base = {name: f"{scheme}://{addr}" for name, addr in addresses.items()}
         ssl_context = tls.client_context(files, alpn=("http/1.1",)) if files else True
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(
-                limit=0, limit_per_host=POOL_PER_HOST, ssl=ssl_context
-            ),
+            connector=aiohttp.TCPConnector(limit=0, limit_per_host=POOL_PER_HOST, ssl=ssl_context),
             json_serialize=lambda o: orjson.dumps(o).decode(),
         )
 

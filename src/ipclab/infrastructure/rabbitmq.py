@@ -130,9 +130,7 @@ class RabbitMQ(Infrastructure):
             f"{tls_dir}:{CONTAINER_DIR}:ro",
             f"{conf}:{TLS_CONF_TARGET}:ro",
         ]
-        probe = (
-            "exec 3<>/dev/tcp/127.0.0.1/5672 && exec 4<>/dev/tcp/127.0.0.1/" + str(AMQPS_PORT)
-        )
+        probe = "exec 3<>/dev/tcp/127.0.0.1/5672 && exec 4<>/dev/tcp/127.0.0.1/" + str(AMQPS_PORT)
         health = dict(common_services()[self.component].get("healthcheck", {}))
         service["healthcheck"] = {**health, "test": ["CMD", "bash", "-c", probe]}
         parts = urllib.parse.urlsplit(url)

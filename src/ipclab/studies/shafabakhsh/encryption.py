@@ -64,9 +64,7 @@ PROFILES = {
 }
 
 
-def experiment(
-    profile_name: str, backend: str = "local", root: Path = DEFAULT_ROOT
-) -> Experiment:
+def experiment(profile_name: str, backend: str = "local", root: Path = DEFAULT_ROOT) -> Experiment:
     """The matrix in the clear and with TLS, both variants' cells shuffled together."""
     p = PROFILES[profile_name]
     return Experiment(
