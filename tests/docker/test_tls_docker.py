@@ -1,0 +1,77 @@
+"""TLS on every hop on the docker backend (issue 32, must-show 1 and 4): every TLS-capable
+shop stack in containers answers the same page over HTTPS, each role's container reads the
+stack's authority and certificate from a read-only mount, the broker's URL is AMQPS, a client
+that trusts another authority is refused, and no key or certificate is left once the stack
+stops (tests/test_tls.py holds the same on local processes)."""
+
+from __future__ import annotations
+
+import ssl
+import urllib.error
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+import yaml
+
+from ipclab import tls
+from ipclab.backends import StackOptions
+from ipclab.backends.docker.backend import DockerBackend, DockerStack
+from ipclab.stacks import resolve
+from tests.conftest import started_together
+from tests.test_tls import TLS_STACKS, _answers_in_the_clear, _get
+
+
+@pytest.fixture(scope="module")
+def tls_stacks(docker_images: dict[str, str]) -> Iterator[dict[str, DockerStack]]:
+    yield from started_together(
+        DockerBackend(), TLS_STACKS, StackOptions(call_timeout_s=2.0, tls=True)
+    )
+
+
+def test_every_tls_stack_answers_the_same_page_over_https_in_containers(
+    tls_stacks: dict[str, DockerStack],
+) -> None:
+    assert {"shop-rest", "shop-grpc", "shop-amqp", "shop-h2c"} <= set(tls_stacks)
+    pages = {}
+    for name, stack in tls_stacks.items():
+        assert stack.gateway_url.startswith("https://"), name
+        status, body = _get(f"{stack.gateway_url}/product/7?customer_id=3")
+        assert status == 200, (name, body[:300])
+        pages[name] = orjson.loads(body)
+        compose = yaml.safe_load(Path(stack.compose_path).read_text())
+        for role in stack.spec.services:
+            service = compose["services"][role.name]
+            assert any(v.endswith(f":{tls.CONTAINER_DIR}:ro") for v in service["volumes"]), name
+            env = service["environment"]
+            assert env["IPCLAB_TLS_CA"].startswith(str(tls.CONTAINER_DIR)), (name, role.name)
+            if resolve(name).needs_broker:
+                assert env["IPCLAB_AMQP_URL"].startswith("amqps://"), (name, role.name)
+    first = next(iter(pages.values()))
+    assert all(page == first for page in pages.values())
+
+
+def test_a_client_trusting_another_authority_is_refused_in_containers(
+    tls_stacks: dict[str, DockerStack], tmp_path: Path
+) -> None:
+    other = tls.make(tmp_path / "other", ("127.0.0.1",), "another stack")
+    context = ssl.create_default_context(cafile=str(other.ca))
+    for name, stack in tls_stacks.items():
+        with pytest.raises(urllib.error.URLError) as refused:
+            _get(f"{stack.gateway_url}/healthz", context)
+        assert isinstance(refused.value.reason, ssl.SSLCertVerificationError), name
+        plain = stack.gateway_url.replace("https://", "http://")
+        assert not _answers_in_the_clear(f"{plain}/healthz"), name
+
+
+def test_no_key_or_certificate_is_left_once_a_container_stack_stops(
+    docker_images: dict[str, str],
+) -> None:
+    stack = DockerBackend().start(resolve("shop-rest"), StackOptions(tls=True))
+    try:
+        assert stack.tls is not None and stack.tls.key.exists()
+        folder = stack.tls.directory
+    finally:
+        stack.stop()
+    assert not folder.exists()
