@@ -41,13 +41,13 @@ def test_every_tls_stack_answers_the_same_page_over_https_in_containers(
         assert status == 200, (name, body[:300])
         pages[name] = orjson.loads(body)
         compose = yaml.safe_load(Path(stack.compose_path).read_text())
-        for role in stack.spec.services:
-            service = compose["services"][role.name]
+        for role in (stack.spec.gateway, *stack.spec.services):
+            service = compose["services"][role]
             assert any(v.endswith(f":{tls.CONTAINER_DIR}:ro") for v in service["volumes"]), name
             env = service["environment"]
-            assert env["IPCLAB_TLS_CA"].startswith(str(tls.CONTAINER_DIR)), (name, role.name)
+            assert env["IPCLAB_TLS_CA"].startswith(str(tls.CONTAINER_DIR)), (name, role)
             if resolve(name).needs_broker:
-                assert env["IPCLAB_AMQP_URL"].startswith("amqps://"), (name, role.name)
+                assert env["IPCLAB_AMQP_URL"].startswith("amqps://"), (name, role)
     first = next(iter(pages.values()))
     assert all(page == first for page in pages.values())
 
