@@ -82,7 +82,11 @@ def test_malformed_inputs_crash_nothing_answer_in_time_and_the_stack_still_serve
         assert r.late == 0, fuzz.row(r)
         assert r.page_ok_after, fuzz.row(r)
         if r.target == fuzz_plan.GATEWAY and r.name == "random bytes":
-            assert set(r.outcomes) == {"4xx"}, fuzz.row(r)
+            # a 400, or (RFC 9112 lets a server close instead) a closed connection where the
+            # request line never ended before the client's half-close: uvicorn and Go answer
+            # 400 there, the JVM's Netty closes
+            assert "4xx" in r.outcomes, fuzz.row(r)
+            assert set(r.outcomes) <= {"4xx", "closed, no answer"}, fuzz.row(r)
     assert not ipclab_processes()
 
 

@@ -88,6 +88,21 @@ def _alternative_names(hosts: Iterable[str]) -> list[x509.GeneralName]:
     return out
 
 
+def _key_usage(authority: bool) -> x509.KeyUsage:
+    """An authority signs certificates (and lists); a server's key signs its handshakes."""
+    return x509.KeyUsage(
+        digital_signature=not authority,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=authority,
+        crl_sign=authority,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
 def make(directory: Path, hosts: Iterable[str], stack: str, mounted: bool = False) -> StackTls:
     """A new authority and the stack's certificate for ``hosts`` in ``directory`` (made;
     the key readable by this user alone, or, ``mounted`` into containers whose users differ,
@@ -110,20 +125,7 @@ def make(directory: Path, hosts: Iterable[str], stack: str, mounted: bool = Fals
         .not_valid_after(now + LIFETIME)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(ca_id, critical=False)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )  # fmt: skip
+        .add_extension(_key_usage(authority=True), critical=True)
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
@@ -142,20 +144,7 @@ def make(directory: Path, hosts: Iterable[str], stack: str, mounted: bool = Fals
             x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_id), critical=False
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )  # fmt: skip
+        .add_extension(_key_usage(authority=False), critical=True)
         .sign(ca_key, hashes.SHA256())
     )
     files = StackTls(directory)
