@@ -45,3 +45,16 @@ def test_the_plan_is_written_before_it_runs(tmp_path: Path) -> None:
     order = decide.write_plan(plan, tmp_path / "plan.json")
     assert decide.read_plan(tmp_path / "plan.json") == order
     assert len(order) == plan.runs
+
+
+def test_an_added_run_is_made_with_the_load_its_reference_recorded() -> None:
+    """Nyfløtt's reference ran a 30 s window after a 30 s warm-up, not the profile's 10 min
+    after 2.5 min: a planned run joins it under the recorded load (``as_recorded``)."""
+    from ipclab.experiments import as_recorded
+
+    (source,) = decide.sources(REFERENCE, ["nyflott"])
+    for e in source.plan:
+        assert (e.duration_s, e.warmup_s) == (750, 150)  # the profile's
+        recorded = as_recorded(e)
+        assert (recorded.duration_s, recorded.warmup_s) == (60, 30), e.name
+        assert recorded.cells() == e.cells() and recorded.directory == e.directory

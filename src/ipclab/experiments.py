@@ -14,11 +14,12 @@ over them (:mod:`ipclab.load.group`): the stacks are compared within each run.
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -350,6 +351,7 @@ def extend_cell(
     quiet_run``); otherwise it is made (again)."""
     from ipclab.stats.machine import quiet_run
 
+    experiment = as_recorded(experiment)
     stack, users, *variant = cell.split("@")
     c = Cell(stack, int(users), repetition, variant[0] if variant else experiment.variant)
     path = experiment.directory / c.key
@@ -362,6 +364,21 @@ def extend_cell(
             progress(f"{c.key}: made on a busy machine, made again")
             shutil.rmtree(path)
     return experiment.run_cell(c, "[plan]", progress)
+
+
+RECORDED_LOAD = ("duration_s", "warmup_s", "spawn_rate", "think_time_s", "think_time_max_s")
+
+
+def as_recorded(experiment: Experiment) -> Experiment:
+    """``experiment`` with the load its directory's runs were made under, as its
+    ``experiment.json`` records it (window, warm-up, ramp, think time): a run the planner adds
+    to a reference made with a shorter window than its profile's (Nyfløtt's) is then made
+    like the runs it joins, not by the profile's defaults."""
+    path = experiment.directory / "experiment.json"
+    if not path.is_file():
+        return experiment
+    doc = json.loads(path.read_text())
+    return replace(experiment, **{k: doc[k] for k in RECORDED_LOAD if k in doc})
 
 
 def load_runs(directory: Path) -> list[Run]:
