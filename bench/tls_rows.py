@@ -83,7 +83,7 @@ async def client_connection_per_call(addr: str, tls_on: bool) -> tuple[Any, Any]
     import ssl as ssl_module
 
     import aiohttp
-    import orjson
+    from transports import json_get  # beside this file: bench/ is on sys.path
 
     # the bench's authority, which this (spawned) process is given by the environment
     ssl: Any = True
@@ -91,15 +91,7 @@ async def client_connection_per_call(addr: str, tls_on: bool) -> tuple[Any, Any]
         ssl = ssl_module.create_default_context(cafile=os.environ["IPCLAB_TLS_CA"])
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True, ssl=ssl))
     url = f"{'https' if tls_on else 'http'}://{addr}/get?product_id=1"
-
-    async def call() -> Any:
-        async with session.get(url) as response:
-            body = await response.read()
-            if response.status != 200:
-                raise RuntimeError(f"HTTP {response.status}")
-            return orjson.loads(body)
-
-    return call, session.close
+    return json_get(session, url), session.close
 
 
 def costs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

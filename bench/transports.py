@@ -429,7 +429,11 @@ async def client_http_path(addr: str, inflight: int) -> tuple[Call, Close]:
     from adapter_pairs import PATH  # beside this file (bench/ is on sys.path)
 
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max(100, inflight)))
-    url = f"http://{addr}{PATH}"
+    return json_get(session, f"http://{addr}{PATH}"), session.close
+
+
+def json_get(session: Any, url: str) -> Call:
+    """A call: GET ``url`` on the aiohttp ``session``, its JSON body (an error unless 200)."""
 
     async def call() -> Any:
         async with session.get(url) as response:
@@ -438,7 +442,7 @@ async def client_http_path(addr: str, inflight: int) -> tuple[Call, Close]:
                 raise RuntimeError(f"HTTP {response.status}: {body[:200]!r}")
             return orjson.loads(body)
 
-    return call, session.close
+    return call
 
 
 async def _connection_per_call(addr: str, tls_on: bool) -> tuple[Call, Close]:

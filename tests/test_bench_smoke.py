@@ -80,3 +80,15 @@ def test_transports_bench_puts_the_coap_adapter_pairs_beside_the_floor(tmp_path:
     # the JVM's CPU is counted: a pair costs more CPU per call than no pair
     assert all(c["extra_cpu_us_per_call"] > 0 for c in costs.values()), costs
     assert "adapter pairs: what a pair adds per call" in proc.stdout
+
+
+def test_transports_bench_puts_tls_beside_each_style_and_prices_a_handshake(
+    tmp_path: Path,
+) -> None:
+    _, doc = _bench(tmp_path, ["--tls"], timeout=300)
+    names = [r["name"] for r in doc["rows"]]
+    assert {"rest-tls", "grpc-tls", "h2c-tls", "amqp-tls", "rest-conn", "rest-tls-conn"} <= set(
+        names
+    )
+    costs = {c["cost"]: c for c in doc["tls_costs"]}
+    assert any("handshake" in name for name in costs), costs

@@ -372,7 +372,7 @@ RECORDED_LOAD = ("duration_s", "warmup_s", "spawn_rate", "think_time_s", "think_
 def as_recorded(experiment: Experiment) -> Experiment:
     """``experiment`` with the load its directory's runs were made under, as its
     ``experiment.json`` records it (window, warm-up, ramp, think time): a run the planner adds
-    to a reference made with a shorter window than its profile's (Nyfløtt's) is then made
+    to a reference made with a shorter window than its profile's is then made
     like the runs it joins, not by the profile's defaults."""
     path = experiment.directory / "experiment.json"
     if not path.is_file():
