@@ -78,22 +78,6 @@ def broker(directory: Path) -> Any:
     return node
 
 
-async def client_connection_per_call(addr: str, tls_on: bool) -> tuple[Any, Any]:
-    """GET product 1 from the REST adapter's server, a new connection for every call."""
-    import ssl as ssl_module
-
-    import aiohttp
-    from transports import json_get  # beside this file: bench/ is on sys.path
-
-    # the bench's authority, which this (spawned) process is given by the environment
-    ssl: Any = True
-    if tls_on:
-        ssl = ssl_module.create_default_context(cafile=os.environ["IPCLAB_TLS_CA"])
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True, ssl=ssl))
-    url = f"{'https' if tls_on else 'http'}://{addr}/get?product_id=1"
-    return json_get(session, url), session.close
-
-
 def costs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per cost of :data:`COSTS`: the TLS row's p50 and CPU per call less the plain row's of
     the same round (medians over rounds), and the handshake alone: the new-connection

@@ -446,9 +446,18 @@ def json_get(session: Any, url: str) -> Call:
 
 
 async def _connection_per_call(addr: str, tls_on: bool) -> tuple[Call, Close]:
-    import tls_rows  # beside this file: bench/ is on sys.path
+    """GET product 1 from the REST adapter's server, a new connection for every call."""
+    import ssl as ssl_module
 
-    return await tls_rows.client_connection_per_call(addr, tls_on)  # type: ignore[no-any-return]
+    import aiohttp
+
+    # the bench's authority, which this (spawned) process is given by the environment
+    ssl: Any = True
+    if tls_on:
+        ssl = ssl_module.create_default_context(cafile=os.environ["IPCLAB_TLS_CA"])
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True, ssl=ssl))
+    url = f"{'https' if tls_on else 'http'}://{addr}/get?product_id=1"
+    return json_get(session, url), session.close
 
 
 CLIENTS: dict[str, Callable[[str, str, int], Awaitable[tuple[Call, Close]]]] = {
