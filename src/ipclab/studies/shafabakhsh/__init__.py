@@ -1,6 +1,7 @@
 """Shafabakhsh 2020 (KTH thesis and QuASoQ paper): REST vs gRPC vs RabbitMQ behind a
 product-page gateway; performance (``performance``), availability (``availability``) and
-the language factor (``languages``: the same matrix on the Go stacks)."""
+the language factor (``languages``: the same matrix on the Go stacks) and TLS
+(``encryption``: the matrix in the clear and with every hop encrypted)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,14 @@ STUDY = Study(
             reference="shafabakhsh-go-full-local",
             part=".protocol:Languages",
             title="Shafabakhsh 2020 in Python and Go: the language factor",
+        ),
+        # TLS as a factor (issue 32): the matrix in the clear and with --tls, interleaved
+        Notebook(
+            "07_shafabakhsh_tls.ipynb",
+            "tls",
+            needs=("rabbitmq",),
+            part=".protocol:Encryption",
+            title="Shafabakhsh 2020 with TLS on every hop: what encryption costs each style",
         ),
     ),
 )

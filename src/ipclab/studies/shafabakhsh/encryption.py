@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
@@ -32,8 +34,11 @@ from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.paths import from_repo
 from ipclab.published import Claim
+from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats import log_ratio_interval
+from ipclab.studies.shafabakhsh import figures as figs
+from ipclab.studies.shafabakhsh import performance as perf
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 VARIANTS = {"plain": StackOptions(), "tls": StackOptions(tls=True)}
@@ -44,6 +49,25 @@ QUOTE = (
     "in communication performance which does not occur in gRPC communication as gRPC takes "
     "advantage of multiplexed stream function and header compression that exists in HTTP/2.0"
 )
+DEVIATIONS = [
+    *perf.SETUP_DEVIATIONS,
+    "Every hop is encrypted with --tls: HTTPS from the load generator to the gateway (the "
+    "thesis's set-up, section 4.1) and, behind it, HTTPS, gRPC over TLS or AMQPS to the "
+    "broker. Neither document says whether the hops behind the gateway were encrypted; the "
+    "thesis's remark is about the styles, so their own hops are what it would cost. The "
+    "plain runs are the reference matrix's set-up (plain HTTP/1.1 from the load generator).",
+    "A private certificate authority per stack start, ECDSA P-256 keys, TLS 1.3 on every "
+    "hop but Python's gRPC, whose credentials take no version setting (it negotiates 1.3 "
+    "with these peers); every client verifies its peer (docs/tls.md). Connection reuse is "
+    "each client's own: Locust's users keep their connections open, REST's gateway keeps a "
+    "pool per service, gRPC one channel per service, AMQP one connection per role, so a "
+    "handshake is paid per connection, not per page (the bench's per-call and handshake "
+    "costs: bench/transports.py --tls).",
+    "The window is the Go matrix's (60 s measured after 10 s of warm-up), not the reference "
+    "matrix's 180 s: the 90 runs of both variants fit one sitting. Both variants are measured "
+    "with it, so the ratio TLS / plain is of like with like.",
+    perf.DEADLINE_DEVIATION,
+]
 # REST's TLS / plain against gRPC's: REST loses more throughput, gains more latency and CPU
 _RELATION = {"rps": "<", "mean_ms": ">", "stack_cpu_ms_per_request": ">"}
 
@@ -160,3 +184,61 @@ def analyse(runs: list[Run], profile_name: str) -> Analysis:
         claims=judged,
         machine=stats.machine_check(table, by=("variant", "style", "users")),
     )
+
+
+def ratio_figure(ratios: pd.DataFrame) -> plt.Figure:
+    """TLS / plain per style and load, one panel per metric (95% intervals)."""
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(14, 4.2))
+    loads = sorted(ratios["users"].unique()) if len(ratios) else []
+    styles = [s for s in figs.STYLE_COLORS if s in set(ratios.get("style", []))]
+    x = np.arange(len(loads))
+    width = 0.8 / max(len(styles), 1)
+    for ax, metric in zip(axes, METRICS, strict=True):
+        for i, style in enumerate(styles):
+            r = ratios[(ratios["style"] == style) & (ratios["metric"] == metric)]
+            r = r.set_index("users").reindex(loads)
+            est = r["tls_over_plain"].to_numpy(float)
+            lo, hi = r["low"].to_numpy(float), r["high"].to_numpy(float)
+            pos = x + (i - (len(styles) - 1) / 2) * width
+            ax.bar(pos, est, width, color=figs.STYLE_COLORS[style],
+                   label=figs.STYLE_LABELS.get(style, style))  # fmt: skip
+            ok = np.isfinite(lo) & np.isfinite(hi)
+            if ok.any():
+                ax.errorbar(pos[ok], est[ok], yerr=[est[ok] - lo[ok], hi[ok] - est[ok]],
+                            fmt="none", ecolor="black", capsize=3, linewidth=1)  # fmt: skip
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(x, [str(u) for u in loads])
+        ax.set_xlabel("Concurrent users")
+        ax.set_title(f"{figs.METRIC_LABELS.get(metric, metric)}: TLS / plain")
+        ax.grid(axis="y", alpha=0.3)
+    axes[-1].legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def write_results(a: Analysis, results: StudyResults) -> None:
+    """Tables, claims and the figure of the TLS factor into ``results``."""
+    results.deviations = DEVIATIONS
+    results.table(
+        a.ratios,
+        "tls_over_plain",
+        "Per style, load and metric: the mean over runs in the clear and with TLS on every "
+        "hop, and TLS / plain with its 95% log-ratio interval (the runs are the unit; both "
+        "variants shuffled together in each repetition, one sitting).",
+    )
+    results.table(
+        a.machine,
+        "machine_state",
+        "Was the machine comparable across each cell's repetitions, per variant? Stack CPU "
+        "ms per request (slowest over fastest: cost_ratio), other processes' CPU and steal.",
+    )
+    results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
+    results.claims_table(a.claims)
+    results.figure(
+        ratio_figure(a.ratios),
+        "shafabakhsh_tls_over_plain",
+        "What TLS on every hop costs each style: TLS / plain of req/s, mean response time and "
+        "the stack's CPU per request at each load, mean and 95% interval over runs (1: no "
+        "cost; the thesis's remark expects REST's bars further from 1 than gRPC's).",
+    )
+    plt.close("all")

@@ -73,7 +73,8 @@ PROFILES = {
     ),
 }
 
-DEVIATIONS = [
+#: Deviations of the set-up: language, machine, data, load generator, gateway, broker.
+SETUP_DEVIATIONS = [
     "Services are Python (asyncio) instead of Node.js; each style uses the fastest idiomatic "
     "Python library measured by bench/transports.py (aiohttp client for REST, grpc.aio, "
     "aio-pika).",
@@ -96,7 +97,9 @@ CLIENT_DEVIATIONS = [
     "clients send their request 'over HTTPS to the API gateway endpoint' (thesis section 4.1, "
     "with Fig. 4.2, p. 28; paper section 3, p. 58). TLS would cost the gateway a handshake per "
     "connection and encryption per page, the same in every style (the styles differ behind the "
-    "gateway; neither document says whether those calls were encrypted, and ipclab's are not).",
+    "gateway; neither document says whether those calls were encrypted, and ipclab's are not). "
+    "Notebook 07 measures what TLS costs: the same matrix with every hop encrypted (--tls), "
+    "interleaved with plain runs (ipclab.studies.shafabakhsh.encryption).",
 ]
 
 #: The gateway's deadline as the performance and language experiments run it.
@@ -111,7 +114,7 @@ DEADLINE_DEVIATION = (
     "failure_rate in runs.csv)."
 )
 
-DEVIATIONS = [*DEVIATIONS, *CLIENT_DEVIATIONS, DEADLINE_DEVIATION]
+DEVIATIONS = [*SETUP_DEVIATIONS, *CLIENT_DEVIATIONS, DEADLINE_DEVIATION]
 
 
 def profile(name: str) -> Profile:

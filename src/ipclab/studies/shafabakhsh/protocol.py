@@ -1,5 +1,6 @@
-"""The study protocol (``ipclab.protocol``) for notebooks 01, 02 and 06: thin adapters
-over ``performance``, ``availability`` and ``languages``, which keep their own functions."""
+"""The study protocol (``ipclab.protocol``) for notebooks 01, 02, 06 and 07: thin adapters
+over ``performance``, ``availability``, ``languages`` and ``encryption``, which keep their
+own functions."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ipclab.planner import Need
 from ipclab.protocol import Analysed, Parameters, StudyPart
 from ipclab.results import StudyResults
 from ipclab.runs import Run
-from ipclab.studies.shafabakhsh import availability, languages, performance
+from ipclab.studies.shafabakhsh import availability, encryption, languages, performance
 
 
 class Performance(StudyPart):
@@ -132,3 +133,30 @@ class Languages(StudyPart):
 
     def views(self, analysis: languages.Analysis) -> Mapping[str, Any]:
         return {"tables": languages.markdown_tables(analysis)}
+
+
+class Encryption(StudyPart):
+    """Notebook 07: the performance matrix in the clear and with TLS on every hop."""
+
+    def experiments(self, params: Parameters) -> Experiment:
+        return encryption.experiment(params.profile, params.backend, params.runs_root)
+
+    def describe(self, plan: Experiment) -> dict[str, Any]:
+        return plan.describe()
+
+    def deviations(self, params: Parameters, analysis: Any = None) -> Sequence[str]:
+        return encryption.DEVIATIONS
+
+    def run(self, plan: Experiment) -> list[Run]:
+        return plan.run()
+
+    def analyse(self, runs: list[Run], params: Parameters) -> encryption.Analysis:
+        return encryption.analyse(runs, params.profile)
+
+    def write(self, analysis: encryption.Analysis, params: Parameters) -> StudyResults:
+        results = self.new_results(params)
+        encryption.write_results(analysis, results)
+        return results
+
+    def load(self, plan: Experiment) -> list[Run]:
+        return load_runs(plan.directory)

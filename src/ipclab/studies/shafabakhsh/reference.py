@@ -20,7 +20,7 @@ from ipclab.experiments import load_runs
 from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
-from ipclab.studies.shafabakhsh import availability, languages, performance
+from ipclab.studies.shafabakhsh import availability, encryption, languages, performance
 from ipclab.studies.shafabakhsh.availability import readme as availability_readme
 
 ROOT = Path("data/runs/reference")
@@ -88,6 +88,18 @@ def rebuild_languages(root: Path = ROOT, figures: Path = FIGURES) -> Path:
     return results.directory
 
 
+def rebuild_encryption(root: Path = ROOT, figures: Path = FIGURES, backend: str = "local") -> Path:
+    """The matrix in the clear and with TLS (notebook 07) on ``backend``."""
+    exp = encryption.experiment("full", backend, from_repo(root))
+    results = _results(
+        root, figures, exp.name, "tls",
+        f"Shafabakhsh 2020 with TLS on every hop (full profile, {backend})",
+    )  # fmt: skip
+    encryption.write_results(encryption.analyse(load_runs(exp.directory), "full"), results)
+    _readme(results)
+    return results.directory
+
+
 def rebuild_availability(
     backend: str, methods: tuple[str, ...], title: str, root: Path = ROOT, figures: Path = FIGURES
 ) -> Path:
@@ -109,10 +121,12 @@ def rebuild_availability(
 
 def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
     on_docker = (from_repo(root) / "shafabakhsh-full-docker").is_dir()
+    with_tls = encryption.experiment("full", "local", from_repo(root)).directory.is_dir()
     return [
         rebuild_performance(root, figures),
         *([rebuild_performance(root, figures, "docker")] if on_docker else []),
         rebuild_languages(root, figures),
+        *([rebuild_encryption(root, figures)] if with_tls else []),
         rebuild_availability(
             "local",
             ("fault_injection", "outage"),

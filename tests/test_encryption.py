@@ -1,0 +1,85 @@
+"""The TLS factor's analysis (ipclab.studies.shafabakhsh.encryption): TLS / plain per style,
+the thesis's remark judged as an interaction that can come out either way, and the results
+the notebook and the reference write. Synthetic per-run tables, no stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ipclab import claims as claims_mod
+from ipclab import stats
+from ipclab.results import StudyResults
+from ipclab.studies import part
+from ipclab.studies.shafabakhsh import encryption
+
+
+def _runs(rest_tls_cost: float, grpc_tls_cost: float, reps: int = 5) -> pd.DataFrame:
+    """Per-run rows of both variants: TLS multiplies REST's latency and CPU by
+    ``rest_tls_cost`` and gRPC's by ``grpc_tls_cost`` (throughput divided by it)."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for style, base, cost in (("rest", 100.0, rest_tls_cost), ("grpc", 140.0, grpc_tls_cost),
+                              ("amqp", 200.0, 1.1)):  # fmt: skip
+        for users in (50, 100):
+            for variant, k in (("plain", 1.0), ("tls", cost)):
+                for r in range(reps):
+                    noise = float(np.exp(rng.normal(0, 0.02)))
+                    rows.append({
+                        "style": style, "users": users, "variant": variant, "repetition": r,
+                        "rps": 1000 / base / k * noise * users,
+                        "mean_ms": base * k * noise,
+                        "stack_cpu_ms_per_request": base / 20 * k * noise,
+                        "other_cpu_percent": 3.0, "steal_percent": 0.0,
+                    })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _verdicts(runs: pd.DataFrame) -> dict[str, str]:
+    users = tuple(sorted(runs["users"].unique()))
+    judged = claims_mod.evaluate_claims(
+        encryption.claims_table(runs), encryption.claims(users), family=encryption.FAMILY
+    )
+    return dict(zip(judged["claim_id"], judged["verdict"], strict=True))
+
+
+def test_tls_over_plain_per_style_load_and_metric() -> None:
+    ratios = encryption.ratio_table(_runs(1.3, 1.05))
+    rest = ratios[(ratios["style"] == "rest") & (ratios["metric"] == "mean_ms")]
+    assert len(rest) == 2 and rest["tls_over_plain"].to_numpy() == pytest.approx(1.3, rel=0.03)
+    assert (rest["low"] < rest["tls_over_plain"]).all() and (rest["runs"] == 5).all()
+    rps = ratios[(ratios["style"] == "grpc") & (ratios["metric"] == "rps")]
+    assert rps["tls_over_plain"].to_numpy() == pytest.approx(1 / 1.05, rel=0.03)
+
+
+def test_the_remark_can_come_out_either_way() -> None:
+    more = _verdicts(_runs(1.3, 1.05))  # TLS costs REST more: the remark holds
+    assert set(more.values()) == {claims_mod.REPRODUCED}, more
+    less = _verdicts(_runs(1.05, 1.3))  # it costs gRPC more: the remark fails
+    assert set(less.values()) == {claims_mod.NOT_REPRODUCED}, less
+
+
+def test_the_notebook_part_writes_its_tables_claims_and_figure(tmp_path: Path) -> None:
+    runs = _runs(1.3, 1.05)
+    users = tuple(sorted(runs["users"].unique()))
+    a = encryption.Analysis(
+        profile="full",
+        runs=runs,
+        ratios=encryption.ratio_table(runs),
+        claims=claims_mod.evaluate_claims(
+            encryption.claims_table(runs), encryption.claims(users), family=encryption.FAMILY
+        ),
+        machine=stats.machine_check(runs, by=("variant", "style", "users")),
+    )
+    tls = part("shafabakhsh", "tls")
+    params = tls.parameters(results_dir=tmp_path / "tls", figures_dir=tmp_path / "figures")
+    results = tls.write(a, params)
+    assert isinstance(results, StudyResults)
+    written = {p.name for p in (tmp_path / "tls").iterdir()}
+    assert {"tls_over_plain.csv", "machine_state.csv", "claims.csv", "study.json"} <= written
+    assert [f["name"] for f in results.figures] == ["shafabakhsh_tls_over_plain"]
+    assert any("HTTPS" in d for d in tls.deviations(params))
+    assert tls.experiments(params).variants.keys() == {"plain", "tls"}
