@@ -57,7 +57,9 @@ from ipclab.stats import (
     compare_samples,
     holm,
     log_ratio_interval,
+    log_ratio_interval_by_sitting,
     repetitions_needed_log_ratio,
+    sittings,
     t_interval,
 )
 
@@ -407,12 +409,49 @@ def published_consistent(claim: Claim, rules: Rules | None = None) -> bool | Non
 # --------------------------------------------------------------------------- effects
 
 
-def _values(df: pd.DataFrame, metric: str, style: str, users: int | None) -> np.ndarray:
+def _values(
+    df: pd.DataFrame, metric: str, style: str, users: int | None, column: str = ""
+) -> np.ndarray:
+    """A cell's per-run values of ``metric`` (finite ones); with ``column``, that column's
+    value of the same runs instead (their sittings)."""
     sel = df["style"] == style
     if users is not None:
         sel &= df["users"] == users
     x = pd.to_numeric(df.loc[sel, metric], errors="coerce").to_numpy(dtype=float)
+    if column:
+        return df.loc[sel, column].to_numpy()[np.isfinite(x)]
     return x[np.isfinite(x)]
+
+
+def _by_sitting(
+    e: Effect,
+    claim: Claim,
+    runs: pd.DataFrame,
+    samples: list[np.ndarray],
+    k: int,
+    users_map: Mapping[int, int] | None,
+    rules: Rules,
+) -> Effect:
+    """``e`` tested within sittings when its cells' runs come from more than one
+    (``ipclab.stats.sittings``, docs/statistics.md section 7): the estimate, interval and
+    primary p-value of the log-ratio test with the sitting as a block; an exact or
+    permutation test (a side always 0, constant samples) is left as it is."""
+    if "sitting" not in runs.columns or e.p_method not in ("t (log ratio)",):
+        return e
+    cells, _, _ = _cells(claim, users_map)
+    b_metric = claim.b_metric or claim.metric
+    labels = [
+        _values(runs, claim.metric if i < k else b_metric, s, u, column="sitting")
+        for i, (s, u) in enumerate(cells)
+    ]
+    if len({int(x) for lab in labels for x in lab} - {-1}) <= 1:
+        return e
+    terms = _terms(claim, samples, k)
+    by_term = _terms(claim, labels, k)
+    ci = log_ratio_interval_by_sitting(terms, [g for _, g in by_term], rules.confidence)
+    if not np.isfinite(ci.estimate):
+        return e
+    return replace(e, ratio=ci, p_value=ci.p_value, p_method="t (log ratio, by sitting)")
 
 
 def _cells(
@@ -459,7 +498,7 @@ def measure(
         return _fact(claim, samples, k, users_txt)
     e = _measure(claim, samples, k, users_txt, rules)
     if e.n_min >= rules.min_repetitions:
-        return e
+        return _by_sitting(e, claim, runs, samples, k, users_map, rules)
     nan = float("nan")
     alone = Interval(e.ratio.estimate, nan, nan, e.ratio.n, e.ratio.confidence, "none")
     return replace(
@@ -709,6 +748,8 @@ def evaluate_claims(
     wanted = (scope,) if isinstance(scope, str) else tuple(scope)
     cl = [c for c in cl if c.scope in wanted]
     df = runs
+    if "sitting" not in df.columns and "started_at" in df.columns and len(df):
+        df = df.assign(sitting=sittings(df["started_at"]))  # runs of several sittings
     if "think_time_s" in df.columns and len(df):
         if think_time_s is not None:
             df = df[np.isclose(df["think_time_s"].astype(float), think_time_s)]
