@@ -58,6 +58,7 @@ from ipclab.stats import (
     holm,
     log_ratio_interval,
     log_ratio_interval_by_sitting,
+    pooled_cv2,
     repetitions_needed_log_ratio,
     sittings,
     t_interval,
@@ -938,15 +939,18 @@ def repetitions(
     the family size is their distinct tests, facts (``facts``) and code claims apart."""
     rules = rules or Rules()
     family = _family_size(claims, facts)
+    if "sitting" not in runs.columns and "started_at" in runs.columns and len(runs):
+        runs = runs.assign(sitting=sittings(runs["started_at"]))
     rows = []
-    for c, _, xs in _planned_cells(claims, runs, facts, users_map):
+    for c, cells, xs in _planned_cells(claims, runs, facts, users_map):
         users_txt = _cells(c, users_map)[1]
         g = [float(x.mean()) for x in xs]
         if not all(g):  # no ratio to plan for (the metric was not measured: zeros)
             continue
-        # the primary test (section 3): the t test of the log ratio, from the cells' CVs
+        # the primary test (section 3): the t test of the log ratio, from the cells' CVs,
+        # within sittings where the runs span several (section 7)
         need = repetitions_needed_log_ratio(
-            [float(x.std(ddof=1)) / m for x, m in zip(xs, g, strict=True)],
+            [_cv(runs, c.metric, s, u, x) for (s, u), x in zip(cells, xs, strict=True)],
             float(c.published_ratio), rules.alpha / family,
         )  # fmt: skip
         measured = (g[1] / g[0]) / (g[3] / g[2]) if c.test == "interaction" else g[0] / g[1]
@@ -963,6 +967,18 @@ def repetitions(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _cv(runs: pd.DataFrame, metric: str, style: str, users: int | None, x: np.ndarray) -> float:
+    """A cell's per-run coefficient of variation: pooled within sittings when its runs come
+    from several (``ipclab.stats.sittings``), else over all its runs."""
+    if "sitting" in runs.columns:
+        labels = _values(runs, metric, style, users, column="sitting")
+        if len(set(labels.tolist()) - {-1}) > 1:
+            cv2, df = pooled_cv2(x, labels)
+            if df:
+                return math.sqrt(cv2)
+    return float(x.std(ddof=1)) / float(x.mean())
 
 
 def _plannable(claims: Sequence[Claim], runs: pd.DataFrame, facts: Collection[str]) -> list[Claim]:

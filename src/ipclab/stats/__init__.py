@@ -43,7 +43,7 @@ from ipclab.stats.run_parameters import parse_seconds, parse_think_time
 from ipclab.stats.run_table import MACHINE_COLUMNS, run_metrics, runs_table
 from ipclab.stats.samples import ArrayLike
 from ipclab.stats.saturation import Saturation, detect_saturation, saturation_steps
-from ipclab.stats.sittings import log_ratio_interval_by_sitting, sittings
+from ipclab.stats.sittings import log_ratio_interval_by_sitting, pooled_cv2, sittings
 
 __all__ = [
     "CELL_KEYS",
@@ -73,6 +73,7 @@ __all__ = [
     "parse_seconds",
     "parse_think_time",
     "permutation_p",
+    "pooled_cv2",
     "repetitions_needed",
     "repetitions_needed_log_ratio",
     "run_metrics",

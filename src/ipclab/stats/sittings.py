@@ -58,7 +58,7 @@ def sittings(started_at: Iterable[object], gap_h: float = SITTING_GAP_H) -> np.n
     return out
 
 
-def _pooled_cv2(x: np.ndarray, labels: np.ndarray) -> tuple[float, int]:
+def pooled_cv2(x: np.ndarray, labels: np.ndarray) -> tuple[float, int]:
     """A sample's squared coefficient of variation pooled over its sittings, and its
     degrees of freedom (sum of n - 1 over sittings)."""
     num, df = 0.0, 0
@@ -87,7 +87,7 @@ def log_ratio_interval_by_sitting(
     common = set.intersection(*(set(s.tolist()) for s in marks)) - {-1} if marks else set()
     if len(set().union(*(set(s.tolist()) for s in marks)) - {-1}) <= 1 or not common:
         return log_ratio_interval(terms, confidence)  # one sitting: the plain test
-    pooled = [_pooled_cv2(x, s) for x, s in zip(samples, marks, strict=True)]
+    pooled = [pooled_cv2(x, s) for x, s in zip(samples, marks, strict=True)]
     n = min(len(x) for x in samples)
     if any(df == 0 or not np.isfinite(c) for c, df in pooled):
         return Interval(nan, nan, nan, n, confidence, METHOD)
