@@ -20,6 +20,7 @@ STUDY = Study(
             "johansson",
             needs=("postgres",),
             reference="johansson-full-local",
+            also_references=("johansson-full-docker",),  # the thesis test on docker
             part=".protocol:Graphql",
             title="Johansson 2017: REST vs GraphQL gateway",
         ),

@@ -170,13 +170,15 @@ def summary_markdown(a: Analysis) -> str:
                 f"{_md_ci(*c[:3], digits=3)} | "
                 + (f"{ratio} | {thesis} |" if style == "graphql" else " | | |")
             )
+    best = a.saturation_best
+    if not len(best):  # a reference of the thesis test alone (the docker one)
+        return "\n".join(out)
     out += [
         "",
         "| rows/table | interface | saturation req/s [95% CI] | at users | mean ms there | "
         "GraphQL/REST req/s there [95% CI] |",
         "|---|---|---|---|---|---|",
     ]
-    best = a.saturation_best
     sr = a.saturation_ratios
     for _, b in best.iterrows() if len(best) else []:
         rr = sr[(sr["rows"] == b["rows"]) & (sr["users"] == b["users"]) & (sr["metric"] == "rps")]
