@@ -39,6 +39,7 @@ from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats import log_ratio_interval
 from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh import performance as perf
+from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 VARIANTS = {"plain": StackOptions(), "tls": StackOptions(tls=True)}
@@ -242,3 +243,29 @@ def write_results(a: Analysis, results: StudyResults) -> None:
         "cost; the thesis's remark expects REST's bars further from 1 than gRPC's).",
     )
     plt.close("all")
+
+
+def ratios_markdown(ratios: pd.DataFrame) -> str:
+    """TLS / plain per style and load, one column per metric, with 95% intervals."""
+    head = " | ".join(figs.METRIC_LABELS.get(m, m) for m in METRICS)
+    lines = [f"| style | users | runs | {head} |", "|---|---|---|" + "---|" * len(METRICS)]
+    for (style, users), g in ratios.groupby(["style", "users"], sort=False):
+        by = g.set_index("metric")
+        cells = [
+            ci(*(float(by.at[m, c]) for c in ("tls_over_plain", "low", "high")), 3)
+            if m in by.index
+            else "-"
+            for m in METRICS
+        ]
+        runs = int(g["runs"].min())
+        lines.append(f"| {LABELS.get(style, style)} | {users} | {runs} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def readme_blocks(a: Analysis) -> dict[str, str]:
+    """The generated blocks of the TLS reference's README (``ipclab.findings.fill_blocks``)."""
+    machine = [
+        f"{variant}:\n\n" + machine_markdown(m.drop(columns="variant"), f"the {variant} runs")
+        for variant, m in a.machine.groupby("variant")
+    ]
+    return {"ratios": ratios_markdown(a.ratios), "machine": "\n\n".join(machine)}

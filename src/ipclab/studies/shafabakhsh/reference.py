@@ -95,8 +95,9 @@ def rebuild_encryption(root: Path = ROOT, figures: Path = FIGURES, backend: str 
         root, figures, exp.name, "tls",
         f"Shafabakhsh 2020 with TLS on every hop (full profile, {backend})",
     )  # fmt: skip
-    encryption.write_results(encryption.analyse(load_runs(exp.directory), "full"), results)
-    _readme(results)
+    a = encryption.analyse(load_runs(exp.directory), "full")
+    encryption.write_results(a, results)
+    _readme(results, encryption.readme_blocks(a))
     return results.directory
 
 
