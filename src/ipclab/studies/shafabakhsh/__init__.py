@@ -44,6 +44,7 @@ STUDY = Study(
             "07_shafabakhsh_tls.ipynb",
             "tls",
             needs=("rabbitmq",),
+            reference="shafabakhsh-tls-full-local",
             part=".protocol:Encryption",
             title="Shafabakhsh 2020 with TLS on every hop: what encryption costs each style",
         ),

@@ -247,7 +247,8 @@ def write_results(a: Analysis, results: StudyResults) -> None:
 
 def ratios_markdown(ratios: pd.DataFrame) -> str:
     """TLS / plain per style and load, one column per metric, with 95% intervals."""
-    head = " | ".join(figs.METRIC_LABELS.get(m, m) for m in METRICS)
+    labels = {**figs.METRIC_LABELS, "stack_cpu_ms_per_request": "Stack CPU per request (ms)"}
+    head = " | ".join(labels.get(m, m) for m in METRICS)
     lines = [f"| style | users | runs | {head} |", "|---|---|---|" + "---|" * len(METRICS)]
     for (style, users), g in ratios.groupby(["style", "users"], sort=False):
         by = g.set_index("metric")
@@ -268,4 +269,22 @@ def readme_blocks(a: Analysis) -> dict[str, str]:
         f"{variant}:\n\n" + machine_markdown(m.drop(columns="variant"), f"the {variant} runs")
         for variant, m in a.machine.groupby("variant")
     ]
-    return {"ratios": ratios_markdown(a.ratios), "machine": "\n\n".join(machine)}
+    return {
+        "sitting": sitting_markdown(a.runs),
+        "ratios": ratios_markdown(a.ratios),
+        "machine": "\n\n".join(machine),
+    }
+
+
+def sitting_markdown(runs: pd.DataFrame) -> str:
+    """When the runs were made and how busy the rest of the machine was."""
+    starts = sorted(str(t) for t in runs["started_at"].dropna())
+    if not starts:
+        return "No run recorded its start."
+    other = pd.to_numeric(runs.get("other_cpu_percent"), errors="coerce")
+    busy = f"{other.max():.0f} %" if other.notna().any() else "not recorded"
+    return (
+        f"{len(runs)} runs ({int((runs['variant'] == 'tls').sum())} with TLS), "
+        f"{starts[0][:10]}, {starts[0][11:16]}-{starts[-1][11:16]} UTC (run starts); other "
+        f"processes' CPU during a run at most {busy}."
+    )

@@ -99,7 +99,8 @@ CLIENT_DEVIATIONS = [
     "connection and encryption per page, the same in every style (the styles differ behind the "
     "gateway; neither document says whether those calls were encrypted, and ipclab's are not). "
     "Notebook 07 measures what TLS costs: the same matrix with every hop encrypted (--tls), "
-    "interleaved with plain runs (ipclab.studies.shafabakhsh.encryption).",
+    "interleaved with plain runs (ipclab.studies.shafabakhsh.encryption; full-profile "
+    "reference: data/runs/reference/shafabakhsh-tls-full-local).",
 ]
 
 #: The gateway's deadline as the performance and language experiments run it.
