@@ -197,7 +197,8 @@ def test_the_report_shows_a_notebooks_further_references_after_its_own() -> None
 
     keys = list(references(notebooks(["shafabakhsh"])))
     assert keys == [
-        "shafabakhsh", "availability", "availability@availability-full-docker", "languages"
+        "shafabakhsh", "availability", "availability@availability-full-docker", "languages",
+        "tls",
     ]  # fmt: skip
     assert references(notebooks(["shafabakhsh"]))[keys[2]] == (
         REFERENCE / "availability-full-docker" / "results"
