@@ -83,3 +83,20 @@ def test_the_notebook_part_writes_its_tables_claims_and_figure(tmp_path: Path) -
     assert [f["name"] for f in results.figures] == ["shafabakhsh_tls_over_plain"]
     assert any("HTTPS" in d for d in tls.deviations(params))
     assert tls.experiments(params).variants.keys() == {"plain", "tls"}
+
+
+def test_the_tls_reference_readme_is_what_its_runs_give() -> None:
+    """Every measured number of the TLS reference's README is generated from its runs: the
+    blocks the rebuilder writes are the ones committed."""
+    from ipclab.experiments import load_runs
+    from ipclab.findings import GENERATED
+    from ipclab.paths import from_repo
+
+    folder = from_repo("data/runs/reference/shafabakhsh-tls-full-local")
+    text = (folder / "README.md").read_text()
+    committed = {m.group("name"): m.group(0) for m in GENERATED.finditer(text)}
+    blocks = encryption.readme_blocks(encryption.analyse(load_runs(folder), "full"))
+    assert set(blocks) == set(committed)
+    for name, body in blocks.items():
+        block = f"<!-- generated: {name} -->\n{body.rstrip()}\n<!-- /generated -->"
+        assert committed[name] == block
