@@ -35,6 +35,21 @@ def test_shafabakhsh_full_reference_is_complete_and_analyses() -> None:
     assert a.claims["verdict"].isin(VERDICTS).all()
 
 
+def test_shafabakhsh_docker_reference_is_complete_and_analyses() -> None:
+    """The matrix on docker (issue 27): every cell of the full profile, one run per
+    repetition, the local reference's order, and every claim judged."""
+    perf_exp = shafabakhsh.experiments("full", "docker", REFERENCE)[0]
+    assert perf_exp.pending(current_only=False) == []
+    perf = load_runs(perf_exp.directory)
+    p = shafabakhsh.profile("full")
+    assert len(perf) == 3 * len(p.users) * p.repetitions
+    assert {r.manifest["backend"] for r in perf} == {"docker"}
+    _one_run_per_repetition(perf)
+    a = shafabakhsh.analyse(perf, [], "full")
+    assert a.claims["verdict"].isin(VERDICTS).all()
+    assert (a.runs["failures"] == 0).all()
+
+
 def test_johansson_full_reference_is_complete_and_analyses() -> None:
     from ipclab.claims import VERDICTS
     from ipclab.studies.johansson import experiment as johansson
@@ -197,10 +212,10 @@ def test_the_report_shows_a_notebooks_further_references_after_its_own() -> None
 
     keys = list(references(notebooks(["shafabakhsh"])))
     assert keys == [
-        "shafabakhsh", "availability", "availability@availability-full-docker", "languages",
-        "tls",
+        "shafabakhsh", "shafabakhsh@shafabakhsh-full-docker", "availability",
+        "availability@availability-full-docker", "languages", "tls",
     ]  # fmt: skip
-    assert references(notebooks(["shafabakhsh"]))[keys[2]] == (
+    assert references(notebooks(["shafabakhsh"]))[keys[3]] == (
         REFERENCE / "availability-full-docker" / "results"
     )
 

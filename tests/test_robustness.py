@@ -118,3 +118,18 @@ def test_an_agreement_table_a_study_wrote_is_shown_too(tmp_path: Path) -> None:
     html = robustness_section(tmp_path, Counter())
     assert "n-full-docker: adapters, python against native" in html
     assert "agree on 1 of 5 claims" in html
+
+
+def test_the_agreement_as_markdown_counts_what_its_table_shows() -> None:
+    """A README's agreement block: the report's sentence, then a row per claim with both
+    sides' estimates and verdicts, the ratio of the estimates and the explanation."""
+    table = rb.side_by_side(rb.Pair("s", ("local", "docker"), LOCAL, DOCKER))
+    text = rb.agreement_markdown(table, "s", ("local", "docker"), "backend")
+    sentence, _, rows = text.partition("\n\n")
+    assert sentence == rb.agreement_sentence(table, "s", ("local", "docker"), "backend")
+    assert "agree on 1 of 5 claims (20%)" in sentence
+    assert "backend 1, noise 1, not measured 1, runs 1" in sentence
+    lines = rows.splitlines()
+    assert lines[0].startswith("| claim | comparison | local a/b | local verdict | docker a/b")
+    assert len(lines) == 2 + len(table)
+    assert all(line.count(" | ") == 7 for line in lines[2:])  # a '|' in a cell is escaped

@@ -67,3 +67,37 @@ def test_the_committed_readmes_say_what_the_committed_runs_give() -> None:
     for name, text in performance.readme_blocks(p).items():
         assert _block(py, name) == text.rstrip(), name
     assert "T18a, T18b, T18c, T18d: reversed" in _block(py, "headline")
+
+
+@pytest.mark.skipif(
+    not (REFERENCE / "shafabakhsh-full-docker").is_dir(), reason="no committed reference"
+)
+def test_the_docker_readme_says_what_its_runs_and_both_claims_tables_give() -> None:
+    """The docker reference's generated blocks, the agreement with the local reference's
+    claims among them, are what the rebuilder writes from the committed files."""
+    folder = REFERENCE / "shafabakhsh-full-docker"
+    p = performance.analyse(load_runs(folder), [], "full")
+    table, agreement = reference.backend_agreement(
+        REFERENCE / "shafabakhsh-full-local" / "results", folder / "results"
+    )
+    readme = folder / "README.md"
+    for name, text in {**performance.readme_blocks(p), "agreement": agreement}.items():
+        assert _block(readme, name) == text.rstrip(), name
+    assert len(table) == len(pd.read_csv(folder / "results" / "backends.csv"))
+    assert "local against docker: the verdicts agree on" in agreement
+
+
+def test_the_sitting_sentence_names_each_day_of_runs() -> None:
+    from ipclab.studies.shafabakhsh.readme import sitting_markdown
+
+    runs = pd.DataFrame(
+        {
+            "started_at": ["2026-11-22T13:12:00Z", "2026-11-27T12:34:00Z", "2026-11-22T15:38:00Z"],
+            "other_cpu_percent": [3.0, 11.4, None],
+        }
+    )
+    assert sitting_markdown(runs) == (
+        "3 runs, 2026-11-22, 13:12-15:38 and 2026-11-27, 12:34 UTC (run starts); other "
+        "processes' CPU during a run at most 11 %."
+    )
+    assert sitting_markdown(runs.iloc[:0]) == "No run recorded its start."

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,8 @@ def claims_tables(results_dir: Path) -> pd.DataFrame:
     name in ``table``; tests on measurements only."""
     frames = []
     for f in sorted(Path(results_dir).glob("claims*.csv")):
+        if f.stem == "claims_code":  # ipclab's own code, the same on every backend (a fact)
+            continue
         t = pd.read_csv(f)
         if "evidence" in t.columns:
             t = t[t["evidence"].fillna("test") == "test"]
@@ -142,7 +145,60 @@ def agreement_share(table: pd.DataFrame) -> tuple[int, int]:
     return int(table["agree"].sum()), len(table)
 
 
-def _backend(reference: Path) -> str | None:
+def agreement_sentence(
+    table: pd.DataFrame, title: str, labels: tuple[str, str], factor: str
+) -> str:
+    """The agreement counted in a sentence: all claims, the claims decided on at least one
+    side, and the disagreements by what explains them."""
+    la, lb = labels
+    agree, n = agreement_share(table)
+    undecided = table[f"{la}_verdict"].isin(UNDECIDED) & table[f"{lb}_verdict"].isin(UNDECIDED)
+    d_agree, d_n = agreement_share(table[~undecided])
+    why = Counter(table.loc[~table["agree"].astype(bool), "explanation"])
+    parts = ", ".join(f"{k} {v}" for k, v in sorted(why.items())) or "none"
+    share = f" ({agree / n:.0%})" if n else ""
+    return (
+        f"{title}, {la} against {lb}: the verdicts agree on {agree} of {n} claims{share}, "
+        f"and on {d_agree} of {d_n} claims decided on at least one side. The disagreements, "
+        f"by what explains them: {parts} ({factor}: the ratio of the estimates leaves 1; "
+        f"runs: it does not, and one side could not decide; noise: it does not, and both "
+        f"sides decided, each its own way; not measured: one side has no estimate)."
+    )
+
+
+def _ci(est: object, low: object, high: object) -> str:
+    e, lo, hi = (float(x) if pd.notna(x) else math.nan for x in (est, low, high))  # type: ignore[arg-type]
+    if not np.isfinite(e):
+        return "-"
+    return f"{e:.3g} [{lo:.3g}, {hi:.3g}]" if np.isfinite(lo) and np.isfinite(hi) else f"{e:.3g}"
+
+
+def agreement_markdown(
+    table: pd.DataFrame, title: str, labels: tuple[str, str], factor: str
+) -> str:
+    """:func:`side_by_side`'s table as Markdown (a README's generated block), after its
+    :func:`agreement_sentence`."""
+    la, lb = labels
+    lines = [
+        f"| claim | comparison | {la} a/b | {la} verdict | {lb} a/b | {lb} verdict | "
+        f"{lb}/{la} | verdicts |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for _, r in table.iterrows():
+        cells = [
+            str(r["claim_id"]), f"`{r['comparison']}`",
+            _ci(r[f"{la}_measured_ratio"], r[f"{la}_ci_low"], r[f"{la}_ci_high"]),
+            str(r[f"{la}_verdict"]),
+            _ci(r[f"{lb}_measured_ratio"], r[f"{lb}_ci_low"], r[f"{lb}_ci_high"]),
+            str(r[f"{lb}_verdict"]),
+            _ci(r[f"{lb}_over_{la}"], r["ratio_low"], r["ratio_high"]),
+            str(r["explanation"]),
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join([agreement_sentence(table, title, labels, factor), "", *lines])
+
+
+def backend_of(reference: Path) -> str | None:
     """The backend a reference's runs were made on (its first run's manifest)."""
     for m in sorted(reference.rglob("manifest.json")):
         backend = json.loads(m.read_text()).get("backend")
@@ -157,7 +213,7 @@ def backend_pairs(reference_root: Path) -> list[Pair]:
     by_study: dict[str, dict[str, Path]] = {}
     for meta in sorted(Path(reference_root).glob("*/results/study.json")):
         study = json.loads(meta.read_text()).get("study")
-        backend = _backend(meta.parent.parent)
+        backend = backend_of(meta.parent.parent)
         if study and backend:
             by_study.setdefault(str(study), {}).setdefault(backend, meta.parent)
     # the title names the two references: <study> (<reference a> and <reference b>)

@@ -4,7 +4,6 @@ the same claims are measured another way, on another backend or in another langu
 
 from __future__ import annotations
 
-from collections import Counter as Tally
 from pathlib import Path
 
 import pandas as pd
@@ -36,22 +35,7 @@ def _shown(table: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
 
 
 def _sentence(table: pd.DataFrame, title: str, labels: tuple[str, str], factor: str) -> str:
-    la, lb = labels
-    agree, n = rb.agreement_share(table)
-    decided = table[~(table[f"{la}_verdict"].isin(rb.UNDECIDED)
-                      & table[f"{lb}_verdict"].isin(rb.UNDECIDED))]  # fmt: skip
-    d_agree, d_n = rb.agreement_share(decided)
-    why = Tally(table.loc[~table["agree"].astype(bool), "explanation"])
-    parts = ", ".join(f"{k} {v}" for k, v in sorted(why.items())) or "none"
-    share = f" ({agree / n:.0%})" if n else ""
-    return (
-        f"<p>{rh.esc(title)}, {rh.esc(la)} against {rh.esc(lb)}: the verdicts agree on "
-        f"{agree} of {n} claims{share}, and on {d_agree} of {d_n} claims decided on at "
-        f"least one side. The disagreements, by what explains them: {rh.esc(parts)} "
-        f"(<i>{rh.esc(factor)}</i>: the ratio of the estimates leaves 1; <i>runs</i>: it "
-        f"does not, and one side could not decide; <i>noise</i>: it does not, and both "
-        f"sides decided, each its own way; <i>not measured</i>: one side has no estimate).</p>"
-    )
+    return f"<p>{rh.esc(rb.agreement_sentence(table, title, labels, factor))}</p>"
 
 
 def _table_html(

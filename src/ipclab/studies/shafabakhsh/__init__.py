@@ -18,6 +18,7 @@ STUDY = Study(
             "shafabakhsh",
             needs=("rabbitmq",),
             reference="shafabakhsh-full-local",
+            also_references=("shafabakhsh-full-docker",),  # the matrix on docker (issue 27)
             part=".protocol:Performance",
             title="Shafabakhsh 2020: REST vs gRPC vs RabbitMQ (performance)",
         ),

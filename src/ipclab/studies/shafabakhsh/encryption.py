@@ -39,7 +39,7 @@ from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats import log_ratio_interval
 from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh import performance as perf
-from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown
+from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown, sitting_markdown
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 VARIANTS = {"plain": StackOptions(), "tls": StackOptions(tls=True)}
@@ -270,21 +270,9 @@ def readme_blocks(a: Analysis) -> dict[str, str]:
         for variant, m in a.machine.groupby("variant")
     ]
     return {
-        "sitting": sitting_markdown(a.runs),
+        "sitting": sitting_markdown(
+            a.runs, f"{len(a.runs)} runs ({int((a.runs['variant'] == 'tls').sum())} with TLS)"
+        ),
         "ratios": ratios_markdown(a.ratios),
         "machine": "\n\n".join(machine),
     }
-
-
-def sitting_markdown(runs: pd.DataFrame) -> str:
-    """When the runs were made and how busy the rest of the machine was."""
-    starts = sorted(str(t) for t in runs["started_at"].dropna())
-    if not starts:
-        return "No run recorded its start."
-    other = pd.to_numeric(runs.get("other_cpu_percent"), errors="coerce")
-    busy = f"{other.max():.0f} %" if other.notna().any() else "not recorded"
-    return (
-        f"{len(runs)} runs ({int((runs['variant'] == 'tls').sum())} with TLS), "
-        f"{starts[0][:10]}, {starts[0][11:16]}-{starts[-1][11:16]} UTC (run starts); other "
-        f"processes' CPU during a run at most {busy}."
-    )

@@ -25,7 +25,7 @@ from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.studies.shafabakhsh import complexity, published
 from ipclab.studies.shafabakhsh import figures as figs
-from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown
+from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown, sitting_markdown
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 STACKS = tuple(s.name for s in COMPARED)
@@ -634,6 +634,7 @@ def needs(a: Analysis, perf_runs: list[Run], prefix: str) -> list[Need]:
 def readme_blocks(a: Analysis) -> dict[str, str]:
     """The generated blocks of the reference README (``ipclab.findings.fill_blocks``)."""
     return {
+        "sitting": sitting_markdown(a.runs),
         "cells": cells_markdown(a),
         "machine": machine_markdown(a.machine, "the Python matrix"),
         "headline": headline_markdown(a.claims),

@@ -54,3 +54,23 @@ def machine_markdown(machine: pd.DataFrame, what: str) -> str:
         f"fastest: {span(machine['cost_ratio'], 2)}.",
     ]
     return "\n".join(lines)
+
+
+def sitting_markdown(runs: pd.DataFrame, counted: str | None = None) -> str:
+    """When the runs were made (run starts, per day) and how busy the rest of the machine
+    was; ``counted`` words the number of runs (default: 'N runs')."""
+    starts = sorted(str(t) for t in runs["started_at"].dropna())
+    if not starts:
+        return "No run recorded its start."
+    days: dict[str, list[str]] = {}
+    for t in starts:
+        days.setdefault(t[:10], []).append(t[11:16])
+    when = " and ".join(
+        f"{d}, {ts[0]}" + (f"-{ts[-1]}" if ts[-1] != ts[0] else "") for d, ts in days.items()
+    )
+    other = pd.to_numeric(runs.get("other_cpu_percent"), errors="coerce")
+    busy = f"{other.max():.0f} %" if other.notna().any() else "not recorded"
+    return (
+        f"{counted or f'{len(runs)} runs'}, {when} UTC (run starts); other processes' CPU "
+        f"during a run at most {busy}."
+    )

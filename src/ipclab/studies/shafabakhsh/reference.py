@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ipclab import robustness as rb
 from ipclab.experiments import load_runs
 from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
@@ -61,8 +62,27 @@ def rebuild_performance(root: Path = ROOT, figures: Path = FIGURES, backend: str
     )
     a = performance.analyse(runs, think, "full")
     performance.write_results(a, runs, results)
-    _readme(results, performance.readme_blocks(a))
+    blocks = performance.readme_blocks(a)
+    if backend != "local" and (local := from_repo(root) / "shafabakhsh-full-local").is_dir():
+        table, blocks["agreement"] = backend_agreement(local / "results", results.directory)
+        caption = (
+            f"Every claim measured on the local backend and on {backend}: each side's "
+            f"estimate and verdict, the ratio of the estimates and what explains a "
+            f"disagreement (ipclab.robustness)."
+        )
+        results.table(table, "backends", caption, in_report=False)
+    _readme(results, blocks)
     return results.directory
+
+
+def backend_agreement(local: Path, other: Path) -> tuple[pd.DataFrame, str]:
+    """Every claim of two performance references' results folders side by side (the local
+    one first; the report's robustness section computes the same), and as a README block."""
+    a, b = (rb.backend_of(d.parent) or d.parent.name for d in (local, other))
+    title = f"Shafabakhsh 2020 ({local.parent.name} and {other.parent.name})"
+    pair = rb.Pair(title, (a, b), rb.claims_tables(local), rb.claims_tables(other))
+    table = rb.side_by_side(pair)
+    return table, rb.agreement_markdown(table, title, pair.labels, "backend")
 
 
 def analyse_languages(root: Path = ROOT) -> languages.Analysis:
