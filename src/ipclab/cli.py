@@ -197,6 +197,10 @@ def cmd_down(a: argparse.Namespace) -> int:
         from ipclab.backends.docker.swarm import down as docker_down  # leaves ipclab's swarm
 
         stopped = docker_down(spec.name)
+    elif a.backend == "kubernetes":
+        from ipclab.backends.kubernetes import cluster, ownership
+
+        stopped = ownership.down(cluster.connect().core, spec.name)
     else:
         from ipclab.backends.local import down
 
