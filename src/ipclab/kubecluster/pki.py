@@ -85,7 +85,7 @@ class Pki:
     def sa_pub(self) -> Path:
         return self.directory / "sa.pub"
 
-    def keys(self) -> tuple[Path, ...]:
+    def key_files(self) -> tuple[Path, ...]:
         return (self.apiserver_key, self.admin_key, self.sa_key)
 
 
