@@ -451,6 +451,16 @@ def test_the_kubelets_cgroups_are_removed_children_first(tmp_path: Path) -> None
     assert sorted(p.name for p in (tmp_path / "memory").iterdir()) == ["docker"]
 
 
+def test_a_killed_shims_socket_is_found_from_its_command_line(tmp_path: Path) -> None:
+    import hashlib
+
+    shim = ["/usr/bin/containerd-shim-runc-v2", "-namespace", "k8s.io", "-id", "abc"]
+    shim += ["-address", "/tmp/r/run/containerd.sock"]
+    want = hashlib.sha256(b"/tmp/r/run/containerd.sock/k8s.io/abc").hexdigest()
+    assert host.shim_socket(shim, tmp_path) == tmp_path / want
+    assert host.shim_socket(shim[:3], tmp_path) is None
+
+
 def test_teardown_of_a_root_with_no_trace_of_a_cluster_touches_nothing_else(
     tmp_path: Path,
 ) -> None:

@@ -107,6 +107,7 @@ def apiserver(layout: Layout, pki: Pki, advertise: str = ADVERTISE) -> Component
         f"--service-account-signing-key-file={pki.sa_key}",
         "--authorization-mode=Node,RBAC",
         "--anonymous-auth=false",
+        "--allow-privileged=true",  # as docker allows: the harness's own cluster
         "--profiling=false",
         "--event-ttl=1h",
     )

@@ -21,19 +21,22 @@ process involved) puts the host back:
   The root is deleted only once none is left: ``shutil.rmtree`` would walk into a mount
   (a hostPath volume is the host's own folder).
 - cgroups: the kubelet's ``kubepods`` tree in every cgroup v1 hierarchy (cgroupfs driver).
-- files of the CNI library outside the root: its result cache
-  ``/var/lib/cni/results/<network>-*``; and the kubelet's ``/var/log/containers/*``
-  symlinks into the pod logs (that folder's name is fixed in the kubelet).
+- files outside the root: the CNI library's result cache ``/var/lib/cni/results/<network>-*``,
+  the kubelet's ``/var/log/containers/*`` symlinks into the pod logs (that folder's name is
+  fixed in the kubelet), and the socket of each containerd shim killed rather than stopped,
+  ``/run/containerd/s/<sha256 of address/namespace/id>`` (:func:`shim_socket`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -59,6 +62,7 @@ TABLES = ("filter", "nat", "mangle", "raw")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 KUBEPODS = "kubepods"
 CNI_CACHE = Path("/var/lib/cni")
+SHIM_SOCKETS = Path("/run/containerd/s")  # fixed in containerd 1.6, whatever its address
 CONTAINER_LOG_LINKS = Path("/var/log/containers")
 
 
@@ -181,15 +185,39 @@ def kubepods_cgroups(cgroup_root: Path = CGROUP_ROOT) -> list[Path]:
     return sorted(found, key=lambda p: (-len(p.parts), str(p)))
 
 
-def remove_cgroups(cgroup_root: Path = CGROUP_ROOT) -> list[str]:
-    """``rmdir`` the kubelet's cgroups; returns those left (a process still in one)."""
-    left = []
-    for directory in kubepods_cgroups(cgroup_root):
-        try:
-            directory.rmdir()
-        except OSError as e:
-            left.append(f"cgroup {directory}: {e.strerror}")
+def remove_cgroups(cgroup_root: Path = CGROUP_ROOT, tries: int = 3) -> list[str]:
+    """``rmdir`` the kubelet's cgroups, children first, a few times (a killed process may
+    leave its cgroup a moment late); returns those left."""
+    left: list[str] = []
+    for attempt in range(tries):
+        left = []
+        for directory in kubepods_cgroups(cgroup_root):
+            try:
+                directory.rmdir()
+            except OSError as e:
+                left.append(f"cgroup {directory}: {e.strerror}")
+        if not left:
+            break
+        if attempt + 1 < tries:
+            time.sleep(1.0)
     return left
+
+
+def shim_arguments(cmdline: list[str]) -> dict[str, str]:
+    """``-namespace``, ``-id`` and ``-address`` of a containerd shim's command line."""
+    wanted = ("-namespace", "-id", "-address")
+    return {a[1:]: b for a, b in zip(cmdline, cmdline[1:], strict=False) if a in wanted}
+
+
+def shim_socket(cmdline: list[str], sockets: Path = SHIM_SOCKETS) -> Path | None:
+    """Where the shim of ``cmdline`` listens: as containerd 1.6's ``SocketAddress``
+    (runtime/v2/shim/util_unix.go) makes it, the sha256 of ``<containerd address>/
+    <namespace>/<id>`` under ``/run/containerd/s`` (read in the source, not yet seen)."""
+    args = shim_arguments(cmdline)
+    if not all(k in args for k in ("namespace", "id", "address")):
+        return None
+    path = os.path.join(args["address"], args["namespace"], args["id"])
+    return sockets / hashlib.sha256(path.encode()).hexdigest()
 
 
 def remove_outside_files(pod_logs: Path, cni_cache: Path = CNI_CACHE) -> list[str]:

@@ -67,13 +67,15 @@ def answers(url: str, pki: Pki | None = None, timeout: float = 2.0) -> bool:
     """``url`` is ready (see the module's docstring)."""
     if url.startswith("unix:"):
         return _socket_accepts(url.removeprefix("unix:"), timeout)
-    context = None
+    handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
     if url.startswith("https:"):
         if pki is None:
             return False
-        context = _context(pki, verify=f":{PORTS['kube-apiserver']}/" in url)
+        verify = f":{PORTS['kube-apiserver']}/" in url
+        handlers.append(urllib.request.HTTPSHandler(context=_context(pki, verify)))
+    opener = urllib.request.build_opener(*handlers)  # never through an http(s)_proxy
     try:
-        with urllib.request.urlopen(url, timeout=timeout, context=context) as response:
+        with opener.open(url, timeout=timeout) as response:
             body = response.read(4096).decode(errors="replace")
             if response.status != 200:
                 return False

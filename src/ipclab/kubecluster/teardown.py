@@ -91,14 +91,19 @@ def kill_pods(layout: Layout) -> int:
     returns how many processes were killed."""
     shims = [p for p in state.processes(layout.root) if _program(p).startswith(SHIM_PREFIX)]
     victims: list[psutil.Process] = []
+    sockets = []
     for shim in shims:
         with contextlib.suppress(psutil.Error):
+            sockets.append(host.shim_socket(shim.cmdline()))
             victims += shim.children(recursive=True)
     victims += shims
     for p in victims:
         with contextlib.suppress(psutil.Error):
             p.kill()
     psutil.wait_procs(victims, timeout=10)
+    for socket in sockets:  # a killed shim leaves its socket behind
+        if socket is not None:
+            socket.unlink(missing_ok=True)
     return len(victims)
 
 
