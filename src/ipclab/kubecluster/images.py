@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import shutil
 import subprocess
 import tarfile
@@ -160,7 +161,11 @@ def docker_id(name: str) -> str:
 
 def import_docker_image(socket: Path, name: str) -> bool:
     """``name`` from the docker engine into containerd (``docker save | ctr import``),
-    labelled with its docker id; skipped (False) when containerd holds that id already."""
+    labelled with its docker id; skipped (False) when containerd holds that id already.
+    By name (``repository:tag``): an archive saved by image id carries no name to import
+    it under."""
+    if name.startswith("sha256:") or re.fullmatch(r"[0-9a-f]{12,64}", name):
+        raise ImageError(f"{name}: import an image by its name (repository:tag), not its id")
     want = docker_id(name)
     ref = normalized(name)
     if imported(socket).get(ref, {}).get(DOCKER_ID_LABEL) == want:
