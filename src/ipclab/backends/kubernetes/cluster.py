@@ -1,12 +1,13 @@
 """Which cluster the kubernetes backend deploys to, and the client that reaches it.
 
-The kubeconfig, first found: ``$IPCLAB_KUBECONFIG`` (any cluster: AKS, GKE, a lab's), then
-ipclab's own single-node cluster when it is up (``ipclab cluster up``:
-``ipclab.kubecluster``), then ``$KUBECONFIG`` and ``~/.kube/config``. Only ipclab's own
-cluster is *local*: its images are imported from this machine's docker engine, its pods'
-cgroups are read for the resource samples and its NodePorts answer on 127.0.0.1. Another
-cluster pulls the images from ``$IPCLAB_K8S_REGISTRY`` (pushed there by the user) and is
-reached at ``$IPCLAB_K8S_GATEWAY_HOST`` (a node's address); docs/kubernetes.md.
+The kubeconfig: ``$IPCLAB_KUBECONFIG`` (any cluster: AKS, GKE, a lab's), else ipclab's own
+single-node cluster's when it is up (``ipclab cluster up``: ``ipclab.kubecluster``). Never
+``$KUBECONFIG`` or ``~/.kube/config``: a shell set up for a production cluster does not get
+benchmark stacks by accident. Only ipclab's own cluster is *local*: its images are imported
+from this machine's docker engine, its pods' cgroups are read for the resource samples and
+its NodePorts answer on 127.0.0.1. Another cluster pulls the images from
+``$IPCLAB_K8S_REGISTRY`` (pushed there by the user) and is reached at
+``$IPCLAB_K8S_GATEWAY_HOST`` (a node's address); docs/kubernetes.md.
 """
 
 from __future__ import annotations
@@ -57,28 +58,15 @@ class Cluster:
         return str(info.git_version)
 
 
-def _local_kubeconfig() -> Path | None:
-    """ipclab's own cluster's admin kubeconfig, when that cluster is up."""
-    try:
-        from ipclab import kubecluster
-    except ImportError:
-        return None
-    return kubecluster.kubeconfig()
-
-
 def kubeconfig() -> tuple[Path, bool]:
     """The kubeconfig to use and whether it is ipclab's own cluster's."""
     if os.environ.get(ENV_KUBECONFIG):
-        return Path(os.environ[ENV_KUBECONFIG]), False
-    if (own := _local_kubeconfig()) is not None:
-        return own, True
-    for candidate in (os.environ.get("KUBECONFIG"), Path.home() / ".kube" / "config"):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate), False
-    raise ClusterUnavailable(
-        "no Kubernetes cluster: start ipclab's own (ipclab cluster up, or make k8s-cluster) "
-        f"or name one with {ENV_KUBECONFIG}=<kubeconfig> (docs/kubernetes.md)"
-    )
+        return Path(os.environ[ENV_KUBECONFIG]).expanduser(), False
+    from ipclab import kubecluster
+
+    if why := kubecluster.why_no_cluster():
+        raise ClusterUnavailable(why)
+    return kubecluster.kubeconfig(), True
 
 
 def connect(timeout_s: float = 10.0) -> Cluster:
@@ -122,9 +110,13 @@ def provide_images(found: Cluster, refs: dict[str, str]) -> dict[str, str]:
     imported from this machine's docker engine under ``refs[id]`` (a tag naming the id);
     on another, ``refs[id]`` in ``$IPCLAB_K8S_REGISTRY``, where the user pushed it."""
     if found.local:
-        from ipclab.kubecluster import images
+        import subprocess
 
-        images.import_docker_images(refs)
+        from ipclab.kubecluster import ROOT, Layout, images
+
+        for image_id, ref in refs.items():  # a tag naming the id: imported once per build
+            subprocess.run(["docker", "tag", image_id, ref], check=True, capture_output=True)
+            images.import_docker_image(Layout(ROOT).socket, ref)
         return dict(refs)
     registry = os.environ.get(ENV_REGISTRY, "").rstrip("/")
     if not registry:
@@ -156,9 +148,9 @@ def pod_logs(found: Cluster, namespace: str, pods: dict[str, Any]) -> dict[str, 
 def _log_files(found: Cluster, namespace: str, pod: Any, container: str) -> str:
     if not found.local:
         return ""
-    from ipclab import kubecluster
+    from ipclab.kubecluster import ROOT, Layout
 
-    folder = kubecluster.pod_logs_dir() / f"{namespace}_{pod.metadata.name}_{pod.metadata.uid}"
+    folder = Layout(ROOT).pod_logs / f"{namespace}_{pod.metadata.name}_{pod.metadata.uid}"
     texts = []
     for f in sorted((folder / container).glob("*.log")):
         with contextlib.suppress(OSError):
