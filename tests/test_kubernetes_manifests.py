@@ -102,3 +102,11 @@ def test_object_names_are_dns_labels() -> None:
     assert manifests.object_name("Product_Info") == "product-info"
     with pytest.raises(manifests.ManifestError):
         manifests.object_name("__")
+
+
+def test_a_role_goes_to_the_node_labelled_for_it(tmp_path: Path) -> None:
+    m = _build("shop-rest", tmp_path)
+    deployments = {d["metadata"]["name"]: d for d in m.deployments({}, placed={"gateway"})}
+    gateway = deployments["gateway"]["spec"]["template"]["spec"]
+    assert gateway["nodeSelector"] == {manifests.ROLE_LABEL: "gateway"}
+    assert "nodeSelector" not in deployments["cart"]["spec"]["template"]["spec"]

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from ipclab.stacks import StackSpec
 OWNED_LABEL = "ipclab.owned"  # every object the backend makes: "1" (found by selector)
 PROJECT_LABEL = "ipclab.project"  # the stack's project, as compose's label
 COMPONENT_LABEL = "ipclab.component"  # a pod's host component
+ROLE_LABEL = "ipclab.role"  # a node label a user sets to place a role on that node
 HARNESS_ANNOTATION = "ipclab.harness"  # the harness mark (orphans.this_harness), or detached
 HOST_ANNOTATION = "ipclab.host"  # the machine the harness runs on (a mark is only its own)
 SECRET_LIMIT_BYTES = 1_000_000  # a Secret holds at most 1 MiB (etcd's object size)
@@ -94,9 +95,16 @@ class Manifests:
     gateway: str
     labels: dict[str, str]
 
-    def deployments(self, cluster_ips: Mapping[str, str]) -> list[dict[str, Any]]:
-        """A Deployment per pod, each with the other Services' cluster IPs as host names."""
-        return [_deployment(p, self.labels, cluster_ips) for p in self.pods.values()]
+    def deployments(
+        self, cluster_ips: Mapping[str, str], placed: Collection[str] = ()
+    ) -> list[dict[str, Any]]:
+        """A Deployment per pod, each with the other Services' cluster IPs as host names;
+        a component in ``placed`` (some node is labelled ``ipclab.role=<component>``) goes
+        to that node."""
+        return [
+            _deployment(p, self.labels, cluster_ips, p.component in placed)
+            for p in self.pods.values()
+        ]
 
 
 def _seconds(value: Any, default: float) -> float:
@@ -325,9 +333,10 @@ def _service(
 
 
 def _deployment(
-    pod: Pod, labels: Mapping[str, str], cluster_ips: Mapping[str, str]
+    pod: Pod, labels: Mapping[str, str], cluster_ips: Mapping[str, str], placed: bool = False
 ) -> dict[str, Any]:
-    """One replica of ``pod``; the other Services' names in its /etc/hosts."""
+    """One replica of ``pod``; the other Services' names in its /etc/hosts; on the node
+    labelled for it when ``placed``."""
     selector = {COMPONENT_LABEL: object_name(pod.component), **labels}
     aliases = [
         {"ip": ip, "hostnames": [name]}
@@ -345,6 +354,7 @@ def _deployment(
         **({"hostname": object_name(pod.hostname)} if pod.hostname else {}),
         **({"shareProcessNamespace": True} if pod.init else {}),
         **({"volumes": pod.volumes} if pod.volumes else {}),
+        **({"nodeSelector": {ROLE_LABEL: pod.component}} if placed else {}),
     }
     return {
         "apiVersion": "apps/v1",

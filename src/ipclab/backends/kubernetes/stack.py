@@ -211,7 +211,10 @@ class KubernetesStack(RunningStack):
             for port in made.spec.ports:
                 if port.node_port and port.port == CONTAINER_PORT and port.protocol == "TCP":
                     self.node_port = int(port.node_port)
-        for deployment in self.manifests.deployments(ips):
+        labelled = {
+            (n.metadata.labels or {}).get(manifests.ROLE_LABEL) for n in core.list_node().items
+        }
+        for deployment in self.manifests.deployments(ips, labelled - {None}):
             apps.create_namespaced_deployment(self.namespace, deployment)
         scheme = "https" if self.options.tls else "http"
         self.gateway_url = f"{scheme}://{self.cluster.gateway_host}:{self.node_port}"
@@ -380,6 +383,7 @@ class KubernetesStack(RunningStack):
                 "ipclab_cluster": self.cluster.local,
                 "namespace": self.namespace,
                 "node_port": self.node_port,
+                "nodes": {c: p.spec.node_name for c, p in sorted(self._pods.items())},
                 "images": dict(self.images),
                 "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},
             }
