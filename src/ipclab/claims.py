@@ -57,7 +57,10 @@ from ipclab.stats import (
     compare_samples,
     holm,
     log_ratio_interval,
+    log_ratio_interval_by_sitting,
+    pooled_cv2,
     repetitions_needed_log_ratio,
+    sittings,
     t_interval,
 )
 
@@ -407,12 +410,49 @@ def published_consistent(claim: Claim, rules: Rules | None = None) -> bool | Non
 # --------------------------------------------------------------------------- effects
 
 
-def _values(df: pd.DataFrame, metric: str, style: str, users: int | None) -> np.ndarray:
+def _values(
+    df: pd.DataFrame, metric: str, style: str, users: int | None, column: str = ""
+) -> np.ndarray:
+    """A cell's per-run values of ``metric`` (finite ones); with ``column``, that column's
+    value of the same runs instead (their sittings)."""
     sel = df["style"] == style
     if users is not None:
         sel &= df["users"] == users
     x = pd.to_numeric(df.loc[sel, metric], errors="coerce").to_numpy(dtype=float)
+    if column:
+        return df.loc[sel, column].to_numpy()[np.isfinite(x)]
     return x[np.isfinite(x)]
+
+
+def _by_sitting(
+    e: Effect,
+    claim: Claim,
+    runs: pd.DataFrame,
+    samples: list[np.ndarray],
+    k: int,
+    users_map: Mapping[int, int] | None,
+    rules: Rules,
+) -> Effect:
+    """``e`` tested within sittings when its cells' runs come from more than one
+    (``ipclab.stats.sittings``, docs/statistics.md section 7): the estimate, interval and
+    primary p-value of the log-ratio test with the sitting as a block; an exact or
+    permutation test (a side always 0, constant samples) is left as it is."""
+    if "sitting" not in runs.columns or e.p_method not in ("t (log ratio)",):
+        return e
+    cells, _, _ = _cells(claim, users_map)
+    b_metric = claim.b_metric or claim.metric
+    labels = [
+        _values(runs, claim.metric if i < k else b_metric, s, u, column="sitting")
+        for i, (s, u) in enumerate(cells)
+    ]
+    if len({int(x) for lab in labels for x in lab} - {-1}) <= 1:
+        return e
+    terms = _terms(claim, samples, k)
+    by_term = _terms(claim, labels, k)
+    ci = log_ratio_interval_by_sitting(terms, [g for _, g in by_term], rules.confidence)
+    if not np.isfinite(ci.estimate):
+        return e
+    return replace(e, ratio=ci, p_value=ci.p_value, p_method="t (log ratio, by sitting)")
 
 
 def _cells(
@@ -459,7 +499,7 @@ def measure(
         return _fact(claim, samples, k, users_txt)
     e = _measure(claim, samples, k, users_txt, rules)
     if e.n_min >= rules.min_repetitions:
-        return e
+        return _by_sitting(e, claim, runs, samples, k, users_map, rules)
     nan = float("nan")
     alone = Interval(e.ratio.estimate, nan, nan, e.ratio.n, e.ratio.confidence, "none")
     return replace(
@@ -709,6 +749,8 @@ def evaluate_claims(
     wanted = (scope,) if isinstance(scope, str) else tuple(scope)
     cl = [c for c in cl if c.scope in wanted]
     df = runs
+    if "sitting" not in df.columns and "started_at" in df.columns and len(df):
+        df = df.assign(sitting=sittings(df["started_at"]))  # runs of several sittings
     if "think_time_s" in df.columns and len(df):
         if think_time_s is not None:
             df = df[np.isclose(df["think_time_s"].astype(float), think_time_s)]
@@ -897,15 +939,18 @@ def repetitions(
     the family size is their distinct tests, facts (``facts``) and code claims apart."""
     rules = rules or Rules()
     family = _family_size(claims, facts)
+    if "sitting" not in runs.columns and "started_at" in runs.columns and len(runs):
+        runs = runs.assign(sitting=sittings(runs["started_at"]))
     rows = []
-    for c, _, xs in _planned_cells(claims, runs, facts, users_map):
+    for c, cells, xs in _planned_cells(claims, runs, facts, users_map):
         users_txt = _cells(c, users_map)[1]
         g = [float(x.mean()) for x in xs]
         if not all(g):  # no ratio to plan for (the metric was not measured: zeros)
             continue
-        # the primary test (section 3): the t test of the log ratio, from the cells' CVs
+        # the primary test (section 3): the t test of the log ratio, from the cells' CVs,
+        # within sittings where the runs span several (section 7)
         need = repetitions_needed_log_ratio(
-            [float(x.std(ddof=1)) / m for x, m in zip(xs, g, strict=True)],
+            [_cv(runs, c.metric, s, u, x) for (s, u), x in zip(cells, xs, strict=True)],
             float(c.published_ratio), rules.alpha / family,
         )  # fmt: skip
         measured = (g[1] / g[0]) / (g[3] / g[2]) if c.test == "interaction" else g[0] / g[1]
@@ -922,6 +967,18 @@ def repetitions(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _cv(runs: pd.DataFrame, metric: str, style: str, users: int | None, x: np.ndarray) -> float:
+    """A cell's per-run coefficient of variation: pooled within sittings when its runs come
+    from several (``ipclab.stats.sittings``), else over all its runs."""
+    if "sitting" in runs.columns:
+        labels = _values(runs, metric, style, users, column="sitting")
+        if len(set(labels.tolist()) - {-1}) > 1:
+            cv2, df = pooled_cv2(x, labels)
+            if df:
+                return math.sqrt(cv2)
+    return float(x.std(ddof=1)) / float(x.mean())
 
 
 def _plannable(claims: Sequence[Claim], runs: pd.DataFrame, facts: Collection[str]) -> list[Claim]:

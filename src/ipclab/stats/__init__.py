@@ -13,7 +13,9 @@ One module per job; every public name is importable from here (``from ipclab imp
   permutation, Mann-Whitney, Cliff's delta, Holm), :mod:`.power` (repetitions needed);
 - the per-run table, read from run directories: :mod:`.run_parameters`, :mod:`.run_table`;
 - tables over a per-run table: :mod:`.cells` (per-cell summaries, pairs of styles),
-  :mod:`.queueing` (Little's law), :mod:`.saturation`, :mod:`.machine` (the machine check).
+  :mod:`.queueing` (Little's law), :mod:`.saturation`, :mod:`.machine` (the machine check);
+- runs made in several sittings: :mod:`.sittings` (which sitting a run is of, and the
+  log-ratio test with the sitting as a block).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from ipclab.stats.run_parameters import parse_seconds, parse_think_time
 from ipclab.stats.run_table import MACHINE_COLUMNS, run_metrics, runs_table
 from ipclab.stats.samples import ArrayLike
 from ipclab.stats.saturation import Saturation, detect_saturation, saturation_steps
+from ipclab.stats.sittings import log_ratio_interval_by_sitting, pooled_cv2, sittings
 
 __all__ = [
     "CELL_KEYS",
@@ -65,14 +68,17 @@ __all__ = [
     "littles_law",
     "littles_law_table",
     "log_ratio_interval",
+    "log_ratio_interval_by_sitting",
     "machine_check",
     "parse_seconds",
     "parse_think_time",
     "permutation_p",
+    "pooled_cv2",
     "repetitions_needed",
     "repetitions_needed_log_ratio",
     "run_metrics",
     "runs_table",
     "saturation_steps",
+    "sittings",
     "t_interval",
 ]

@@ -95,12 +95,17 @@ def type_one_error(
     seed: int = 2027,
     n_max: int = MAX_RUNS_PER_CELL,
     interaction: bool = False,
+    shift: float = 1.0,
 ) -> float:
     """The share of simulated experiments under the null whose final test rejects at
     ``alpha``: ``pilot_runs`` runs per cell (lognormal, per-run CV ``cv``), :func:`runs_to_add`
     more sized to detect ``ratio``, then the t test over all of them. Two cells of one mean
     (a ratio), or four (``interaction``) whose means differ by style (1.5x) and load (3x)
-    but whose growth is the same (no interaction)."""
+    but whose growth is the same (no interaction). ``shift`` != 1: the added runs come from
+    another sitting where every cell is ``shift`` times slower, and the final test is made
+    within sittings (:func:`ipclab.stats.sittings.log_ratio_interval_by_sitting`)."""
+    from ipclab.stats.sittings import log_ratio_interval_by_sitting
+
     rng = np.random.default_rng(seed)
     sigma = float(np.sqrt(np.log1p(cv**2)))
     means = [1.0, 3.0, 1.5, 4.5] if interaction else [1.0, 1.0]
@@ -113,7 +118,14 @@ def type_one_error(
     for _ in range(simulations):
         cells = [draw(m, pilot_runs) for m in means]
         extra = runs_to_add(cells, ratio, alpha, n_max=n_max)
-        cells = [np.concatenate([x, draw(m, extra)]) for x, m in zip(cells, means, strict=True)]
-        p = log_ratio_interval([(sg, [x]) for sg, x in zip(signs, cells, strict=True)]).p_value
+        cells = [
+            np.concatenate([x, draw(m * shift, extra)]) for x, m in zip(cells, means, strict=True)
+        ]
+        terms = [(sg, [x]) for sg, x in zip(signs, cells, strict=True)]
+        if shift != 1.0 and extra:
+            marks = [[np.repeat([0, 1], [pilot_runs, extra])] for _ in cells]
+            p = log_ratio_interval_by_sitting(terms, marks).p_value
+        else:
+            p = log_ratio_interval(terms).p_value
         rejected += bool(p < alpha)
     return rejected / simulations

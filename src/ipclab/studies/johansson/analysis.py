@@ -193,6 +193,33 @@ def summary_markdown(a: Analysis) -> str:
     return "\n".join(out)
 
 
+def machine_markdown(a: Analysis) -> str:
+    """The README's machine-check table: per experiment its cells, runs (an interleaved run
+    once per interface), other processes' largest CPU, the largest spread of CPU per
+    request within a cell and how many cells pass (``results/machine_state.csv``)."""
+    out = [
+        "| experiment | cells | runs | other processes' CPU, max (% of a core) | "
+        "CPU per request, max spread | cells comparable |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in ("thesis", "sweep", "saturation"):
+        m = a.machine[a.machine["experiment"] == name] if len(a.machine) else a.machine
+        if m.empty:
+            continue
+        ok = int((m["comparable"] == True).sum())  # noqa: E712 - an object column of bools
+        out.append(
+            f"| {name} | {len(m)} | {int(m['runs'].sum())} | "
+            f"{m['other_cpu_percent_max'].max():.0f} | {m['cost_ratio'].max():.2f}x | "
+            f"{ok} of {len(m)} |"
+        )
+    return "\n".join(out)
+
+
+def readme_blocks(a: Analysis) -> dict[str, str]:
+    """The generated blocks of a reference README (``ipclab.findings.fill_blocks``)."""
+    return {"tables": summary_markdown(a), "machine": machine_markdown(a)}
+
+
 #: the metrics of the written cell tables (``mean [low, high]`` text columns)
 THESIS_CELLS = ("mean_ms", "p95_ms", "server_ms", "outside_ms", "bytes", "gateway_cpu_ms")
 SWEEP_CELLS = ("mean_ms", "p95_ms", "server_ms", "bytes", "gateway_cpu_ms")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ipclab.experiments import load_runs
-from ipclab.findings import write_findings
+from ipclab.findings import GENERATED, fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.studies.johansson import analysis
@@ -51,7 +51,9 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) ->
     )  # fmt: skip
     analysis.write_results(a, results)
     readme = from_repo(root) / folder / "README.md"
-    if readme.exists():  # the sentences of what was found, from the table just written
+    if readme.exists():  # its measured tables, and what was found, from the table just written
+        have = {m.group("name") for m in GENERATED.finditer(readme.read_text())}
+        fill_blocks(readme, {k: v for k, v in analysis.readme_blocks(a).items() if k in have})
         write_findings(readme, pd.read_csv(readme.parent / CLAIMS), CLAIMS)
     return results.directory
 

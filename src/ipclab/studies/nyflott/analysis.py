@@ -204,6 +204,9 @@ def per_run_tables(
             if len(df):
                 parts[k].append(df)
     out = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in parts.items()}
+    if len(out["runs"]):  # when each run started: the claims test within sittings (stats)
+        started = {tables.run_key(r): r.manifest.get("started_at") for r in runs}
+        out["runs"]["started_at"] = out["runs"]["run"].map(started)
     if len(out["gc_runs"]):  # roles without GCs in a run with role logs: 0
         g = out["gc_runs"]
         counts = [c for c in g.columns if c.startswith("gc_") and c not in extremes._GC_STATS]
