@@ -5,7 +5,7 @@ BACKEND ?= local
 OUT     ?= out
 
 .PHONY: help setup system-deps docker-engine test test-fast fuzz reproduce report lab bench lint \
-        format proto go-proto go-lint base-image images clean
+        format proto go-proto go-lint base-image images clean k8s-deps k8s-cluster k8s-cluster-down
 
 help:
 	@echo "make reproduce [PROFILE=quick|full] [BACKEND=local|docker]  rerun everything, build $(OUT)/report.pdf and $(OUT)/site/"
@@ -13,6 +13,8 @@ help:
 	@echo "make lab         JupyterLab on notebooks/"
 	@echo "make bench       transport and stack benchmarks (print figures)"
 	@echo "make base-image  build the local Debian base image (no registry needed)"
+	@echo "make k8s-cluster a local single-node Kubernetes (built once, 30-60 min; docs/kubernetes.md)"
+	@echo "make k8s-cluster-down  stop it and undo what it changed on the host"
 
 system-deps:
 	bash scripts/system-deps.sh
@@ -77,6 +79,21 @@ base-image: docker-engine
 
 images: docker-engine
 	$(PYTHON) -m ipclab.backends.docker.images build
+
+# A single-node Kubernetes on this machine from package and module sources only
+# (docs/kubernetes.md): Debian's containerd, runc and CNI plugins; the control plane and
+# kubelet built once from Kubernetes's Go modules into build/kubernetes/<hash> (30-60 min
+# of CPU on 2 cores the first time, never during a measurement; cached after), then started
+# with each step's time printed. Loopback only; root only.
+k8s-deps:
+	bash scripts/k8s-deps.sh
+	$(PYTHON) -m pip install -q -e '.[k8s]'
+
+k8s-cluster: k8s-deps
+	$(PYTHON) -m ipclab.cli cluster up --build
+
+k8s-cluster-down:
+	$(PYTHON) -m ipclab.cli cluster down
 
 clean:
 	rm -rf $(OUT) .pytest_cache

@@ -1,4 +1,4 @@
-"""The ``ipclab`` command: studies, stacks, up, down, run, reproduce (and helpers)."""
+"""The ``ipclab`` command: studies, stacks, up, down, run, reproduce, cluster (and helpers)."""
 
 from __future__ import annotations
 
@@ -197,6 +197,10 @@ def cmd_down(a: argparse.Namespace) -> int:
         from ipclab.backends.docker.swarm import down as docker_down  # leaves ipclab's swarm
 
         stopped = docker_down(spec.name)
+    elif a.backend == "kubernetes":
+        from ipclab.backends.kubernetes import cluster, ownership
+
+        stopped = ownership.down(cluster.connect().core, spec.name)
     else:
         from ipclab.backends.local import down
 
@@ -311,6 +315,44 @@ def cmd_images(a: argparse.Namespace) -> int:
     from ipclab.backends.docker.images import main as images_main
 
     return int(images_main(a.args))
+
+
+def cmd_cluster(a: argparse.Namespace) -> int:
+    from ipclab.kubecluster.node import command
+
+    return command(a.action, a.build, a.image, a.keep_on_failure, a.force)
+
+
+def _add_cluster_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "cluster", help="the local single-node Kubernetes cluster (docs/kubernetes.md)"
+    )
+    p.add_argument(
+        "action",
+        choices=("up", "down", "status", "build"),
+        help="start it (printing each step's time), stop it and undo its host changes, "
+        "report it, or only build its binaries",
+    )
+    p.add_argument(
+        "--build",
+        action="store_true",
+        help="up: build the binaries first when the cache lacks them (the first build "
+        "takes 30-60 min on 2 cores)",
+    )
+    p.add_argument(
+        "--image", action="append", default=[], metavar="NAME",
+        help="up: also import this docker image into the cluster (repeatable)",
+    )  # fmt: skip
+    p.add_argument(
+        "--keep-on-failure", action="store_true",
+        help="up: leave a failed start as it is, for inspection (`down` removes it)",
+    )  # fmt: skip
+    p.add_argument(
+        "--force", action="store_true",
+        help="down: also remove KUBE-*/CNI-* iptables chains with no other trace of the "
+        "cluster (never on a machine that runs another Kubernetes)",
+    )  # fmt: skip
+    p.set_defaults(func=cmd_cluster)
 
 
 def _add_run_parser(sub: Any) -> None:
@@ -440,6 +482,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("images", help="build the docker images (see docs/docker.md)")
     p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_images)
+
+    _add_cluster_parser(sub)
     return parser
 
 

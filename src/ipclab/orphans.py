@@ -6,6 +6,10 @@ same mark. Service processes die with the harness (parent-death signal), but som
 cannot: epmd daemonises out of the broker's process group, and a directory outlives
 everyone. ``sweep`` removes exactly those whose harness is gone, and says so; what a living
 harness (or a detached stack, which carries no mark) started is never touched.
+
+Other kinds of leftovers register a sweeper of their own (:func:`register`), which ``sweep``
+runs too: the local Kubernetes cluster's half-done start or stop (``ipclab.kubecluster``),
+registered when that package is imported, so this module imports none of them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+
+Sweeper = Callable[[Callable[[str], None]], list[str]]  # say -> what it swept
+_sweepers: list[Sweeper] = []
 
 MARK = "IPCLAB_HARNESS"
 MARK_FILE = ".ipclab-harness"
@@ -60,8 +67,15 @@ def workdir_mark(d: Path) -> str | None:
         return None
 
 
+def register(sweeper: Sweeper) -> None:
+    """Have every :func:`sweep` also run ``sweeper`` (once, however often registered)."""
+    if sweeper not in _sweepers:
+        _sweepers.append(sweeper)
+
+
 def sweep(say: Callable[[str], None] = print) -> list[str]:
-    """Kill processes and remove workdirs left by harnesses that are no longer alive."""
+    """Kill processes and remove workdirs left by harnesses that are no longer alive, and
+    run the registered sweepers."""
     swept: list[str] = []
     me = os.getuid()
     for p in psutil.process_iter(["pid", "name", "uids", "environ"]):
@@ -81,6 +95,8 @@ def sweep(say: Callable[[str], None] = print) -> list[str]:
         if mark is not None and not harness_alive(mark):
             shutil.rmtree(d, ignore_errors=True)
             swept.append(f"directory {d}")
+    for sweeper in _sweepers:
+        swept += sweeper(say)
     if swept:
         say(f"ipclab: swept what a killed run left behind: {', '.join(swept)}")
     return swept

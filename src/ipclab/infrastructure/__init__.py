@@ -120,6 +120,11 @@ class Infrastructure:
         """The named volumes its service uses (removed with the project: ``down -v``)."""
         return {}
 
+    def service_ports(self) -> tuple[int, ...]:
+        """The ports its service listens on in its container: what a Kubernetes Service
+        forwards (a compose network forwards every port, so compose needs none)."""
+        raise NotImplementedError(f"{self.name}: no service ports declared")
+
 
 def names() -> tuple[str, ...]:
     """Every infrastructure plugin's name, from the modules' names (nothing imported)."""

@@ -198,6 +198,9 @@ class Postgres(Infrastructure):
             svc["cap_add"] = DELAY_CAPABILITIES
         return svc
 
+    def service_ports(self) -> tuple[int, ...]:
+        return (PORT,)
+
     def compose_volumes(self) -> dict[str, Any]:
         labels = {
             "ipclab.project": "${IPCLAB_PROJECT:-manual}",

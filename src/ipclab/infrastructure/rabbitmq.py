@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 
 TLS_CONF_TARGET = "/etc/rabbitmq/conf.d/95-ipclab-tls.conf"
+AMQP_PORT = 5672
 AMQPS_PORT = 5671  # the broker container's TLS listener with --tls
 
 
@@ -130,13 +131,16 @@ class RabbitMQ(Infrastructure):
             f"{tls_dir}:{CONTAINER_DIR}:ro",
             f"{conf}:{TLS_CONF_TARGET}:ro",
         ]
-        probe = "exec 3<>/dev/tcp/127.0.0.1/5672 && exec 4<>/dev/tcp/127.0.0.1/" + str(AMQPS_PORT)
+        probe = f"exec 3<>/dev/tcp/127.0.0.1/{AMQP_PORT} && exec 4<>/dev/tcp/127.0.0.1/{AMQPS_PORT}"
         health = dict(common_services()[self.component].get("healthcheck", {}))
         service["healthcheck"] = {**health, "test": ["CMD", "bash", "-c", probe]}
         parts = urllib.parse.urlsplit(url)
         host = parts.netloc.rsplit(":", 1)[0] if parts.port else parts.netloc
         netloc = f"{host}:{AMQPS_PORT}"
         return urllib.parse.urlunsplit(("amqps", netloc, parts.path, parts.query, parts.fragment))
+
+    def service_ports(self) -> tuple[int, ...]:
+        return (AMQP_PORT, AMQPS_PORT)  # AMQPS answers with --tls only
 
     def swarm_configs(self, service: dict[str, Any], login: BrokerLogin) -> dict[str, Any]:
         """The users file as a swarm config, which reaches the broker on any node."""

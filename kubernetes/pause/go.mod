@@ -1,0 +1,3 @@
+module ipclab/kubernetes/pause
+
+go 1.24.0

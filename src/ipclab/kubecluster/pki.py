@@ -1,0 +1,213 @@
+"""The local cluster's certificates and keys, made at every start (no kubeadm).
+
+The minimum a one-node cluster with one identity needs, made with ``cryptography`` as
+``ipclab.tls`` makes a stack's (ECDSA P-256, key identifiers on every certificate):
+
+- ``ca.crt``: the cluster's authority. Its key signs the two certificates below and is
+  dropped: nothing more can be signed by it (nothing here asks for more: the kubelet's
+  serving certificate is self-signed in its own folder, and no CSR is ever approved).
+- ``apiserver.crt``/``.key``: the API server's serving certificate, for every name it is
+  reached by: ``localhost``, the ``kubernetes`` Service's names, 127.0.0.1 and its
+  ClusterIP (and an advertise address, if one is given).
+- ``admin.crt``/``.key``: the one client identity, ``CN=ipclab-admin, O=system:masters``
+  (the group RBAC lets do anything): used by the controller-manager, the scheduler, the
+  kubelet, kube-proxy, the API server towards the kubelet, and the harness. Per-component
+  identities would be hardening for a shared cluster; this one is the harness's alone.
+- ``sa.key``/``sa.pub``: the key pair the API server signs service-account tokens with.
+
+Every key file is mode 0600 in a 0700 folder, written without following a symlink.
+The certificates last a year; the cluster is remade at every start anyway.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from ipclab.kubecluster.layout import API_SERVICE_IP, CLUSTER_DOMAIN, LOOPBACK
+from ipclab.private import private_dir
+
+LIFETIME = dt.timedelta(days=365)
+SKEW = dt.timedelta(minutes=5)
+ADMIN_USER = "ipclab-admin"
+ADMIN_GROUP = "system:masters"
+API_NAMES = (
+    "localhost",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    f"kubernetes.default.svc.{CLUSTER_DOMAIN}",
+)
+API_IPS = (LOOPBACK, API_SERVICE_IP)
+_NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(frozen=True)
+class Pki:
+    """The files of :func:`make`, by role."""
+
+    directory: Path
+
+    @property
+    def ca(self) -> Path:
+        return self.directory / "ca.crt"
+
+    @property
+    def apiserver_cert(self) -> Path:
+        return self.directory / "apiserver.crt"
+
+    @property
+    def apiserver_key(self) -> Path:
+        return self.directory / "apiserver.key"
+
+    @property
+    def admin_cert(self) -> Path:
+        return self.directory / "admin.crt"
+
+    @property
+    def admin_key(self) -> Path:
+        return self.directory / "admin.key"
+
+    @property
+    def sa_key(self) -> Path:
+        return self.directory / "sa.key"
+
+    @property
+    def sa_pub(self) -> Path:
+        return self.directory / "sa.pub"
+
+    def key_files(self) -> tuple[Path, ...]:
+        return (self.apiserver_key, self.admin_key, self.sa_key)
+
+
+def _name(common: str, organization: str | None = None) -> x509.Name:
+    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common)]
+    if organization is not None:
+        attributes.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    return x509.Name(attributes)
+
+
+def _key_usage(authority: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=not authority,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=authority,
+        crl_sign=authority,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def alternative_names(names: Iterable[str], ips: Iterable[str]) -> list[x509.GeneralName]:
+    """DNS names, then IP addresses, each once."""
+    out: list[x509.GeneralName] = [x509.DNSName(n) for n in dict.fromkeys(names)]
+    out += [x509.IPAddress(ipaddress.ip_address(i)) for i in dict.fromkeys(ips)]
+    return out
+
+
+def _authority(now: dt.datetime) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = _name("ipclab-k8s-ca")
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - SKEW)
+        .not_valid_after(now + LIFETIME)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .add_extension(_key_usage(authority=True), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def _leaf(
+    issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey],
+    subject: x509.Name,
+    usage: x509.ObjectIdentifier,
+    now: dt.datetime,
+    sans: list[x509.GeneralName] | None = None,
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A certificate for a new key, signed by ``issuer``: a server's (``usage`` serverAuth,
+    with ``sans``) or a client's (clientAuth)."""
+    ca, ca_key = issuer
+    key = ec.generate_private_key(ec.SECP256R1())
+    ca_id = ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - SKEW)
+        .not_valid_after(now + LIFETIME)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_id), critical=False
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .add_extension(_key_usage(authority=False), critical=True)
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    return builder.sign(ca_key, hashes.SHA256()), key
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    """``path`` with ``data`` and exactly ``mode``, never through a symlink."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), mode)
+        f.write(data)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _cert_pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def make(directory: Path, extra_ips: Iterable[str] = ()) -> Pki:
+    """A new authority, the API server's and the admin's certificates and the
+    service-account key pair in ``directory`` (made 0700 if new; a private directory of this
+    user's, else ``UnsafeState``). ``extra_ips``: more addresses the API server is reached
+    at (an advertise address other than loopback)."""
+    private_dir(directory, "the cluster's keys", "remove it or set IPCLAB_K8S_ROOT")
+    now = dt.datetime.now(dt.UTC)
+    authority = _authority(now)
+    sans = alternative_names(API_NAMES, [*API_IPS, *extra_ips])
+    server = _leaf(authority, _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, now, sans)
+    admin = _leaf(authority, _name(ADMIN_USER, ADMIN_GROUP), ExtendedKeyUsageOID.CLIENT_AUTH, now)
+    sa = ec.generate_private_key(ec.SECP256R1())
+    files = Pki(directory)
+    _write(files.ca, _cert_pem(authority[0]), 0o644)
+    _write(files.apiserver_cert, _cert_pem(server[0]), 0o644)
+    _write(files.apiserver_key, _key_pem(server[1]), 0o600)
+    _write(files.admin_cert, _cert_pem(admin[0]), 0o644)
+    _write(files.admin_key, _key_pem(admin[1]), 0o600)
+    _write(files.sa_key, _key_pem(sa), 0o600)
+    public = sa.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    _write(files.sa_pub, public, 0o644)
+    return files

@@ -1,0 +1,156 @@
+"""When each part of the local cluster counts as started, and the wait for it.
+
+A component is ready when its readiness URL answers (``components.Component.ready``):
+``unix:<path>`` a socket that accepts a connection (containerd), ``http(s)://...`` an
+endpoint that answers 200 (etcd's ``/health`` must also say ``"health":"true"``). HTTPS
+requests present the admin client certificate; only the API server's certificate is
+verified (against the cluster's CA): the controller-manager's and scheduler's serving
+certificates are self-signed in memory at each start. Health endpoints are asked over
+plain HTTP(S); what asks the API itself (the node's ``Ready`` condition, the default
+service account) goes through the official ``kubernetes`` client, as the backend does.
+
+:func:`wait` polls a check until it passes, the process exits, or its timeout: then a
+``ClusterError`` names the component, what happened, and the tail of its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ipclab.kubecluster.layout import NODE_NAME, PORTS
+from ipclab.kubecluster.pki import Pki
+from ipclab.procs import tail
+
+POLL_S = 0.25
+CLIENT_MISSING = (
+    "the Python kubernetes client is not installed: pip install -e '.[k8s]' (or `make k8s-deps`)"
+)
+
+
+class ClusterError(RuntimeError):
+    """The local cluster could not be started, checked or stopped; the message says which
+    part, why, and the end of its log."""
+
+
+def _context(pki: Pki, verify: bool) -> ssl.SSLContext:
+    if verify:
+        context = ssl.create_default_context(cafile=str(pki.ca))
+    else:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
+    return context
+
+
+def _socket_accepts(path: str, timeout: float) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+        except OSError:
+            return False
+        return True
+
+
+def answers(url: str, pki: Pki | None = None, timeout: float = 2.0) -> bool:
+    """``url`` is ready (see the module's docstring)."""
+    if url.startswith("unix:"):
+        return _socket_accepts(url.removeprefix("unix:"), timeout)
+    handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
+    if url.startswith("https:"):
+        if pki is None:
+            return False
+        verify = f":{PORTS['kube-apiserver']}/" in url
+        handlers.append(urllib.request.HTTPSHandler(context=_context(pki, verify)))
+    opener = urllib.request.build_opener(*handlers)  # never through an http(s)_proxy
+    try:
+        with opener.open(url, timeout=timeout) as response:
+            body = response.read(4096).decode(errors="replace")
+            if response.status != 200:
+                return False
+    except (OSError, urllib.error.URLError, ssl.SSLError):
+        return False
+    if url.endswith(f":{PORTS['etcd']}/health"):
+        with contextlib.suppress(ValueError):
+            return json.loads(body).get("health") == "true"
+        return False
+    return True
+
+
+def _client(kubeconfig: Path) -> Any:
+    try:
+        from kubernetes import config
+    except ImportError:
+        raise ClusterError(CLIENT_MISSING) from None
+    return config.new_client_from_config(config_file=str(kubeconfig))
+
+
+def _unanswered() -> tuple[type[BaseException], ...]:
+    """What the client raises when the API server does not answer or refuses."""
+    import urllib3
+    from kubernetes.client.rest import ApiException
+
+    return (ApiException, OSError, urllib3.exceptions.HTTPError)
+
+
+def node_ready(kubeconfig: Path, name: str = NODE_NAME) -> bool:
+    """The node has registered and its ``Ready`` condition is ``True`` (the kubelet, the
+    container runtime and the pod network all report ready)."""
+    from kubernetes import client
+
+    with _client(kubeconfig) as api:
+        try:
+            node = client.CoreV1Api(api).read_node(name, _request_timeout=5)
+        except _unanswered():
+            return False
+    conditions = (node.status.conditions if node.status else None) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def service_account_ready(kubeconfig: Path, namespace: str = "default") -> bool:
+    """The controller-manager made the namespace's ``default`` service account (until it
+    has, the API server refuses pods there)."""
+    from kubernetes import client
+
+    with _client(kubeconfig) as api:
+        try:
+            client.CoreV1Api(api).read_namespaced_service_account(
+                "default", namespace, _request_timeout=5
+            )
+        except _unanswered():
+            return False
+    return True
+
+
+def wait(
+    name: str,
+    check: Callable[[], bool],
+    timeout: float,
+    log: Path,
+    process: subprocess.Popen[bytes] | None = None,
+) -> None:
+    """Return once ``check()`` passes; ``ClusterError`` if ``process`` exits first or
+    ``timeout`` seconds pass, naming ``name`` with the tail of ``log``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if check():
+            return
+        if process is not None and process.poll() is not None:
+            why = f"exited with code {process.returncode}"
+            break
+        if time.monotonic() > deadline:
+            why = f"not ready after {timeout:.0f} s"
+            break
+        time.sleep(POLL_S)
+    raise ClusterError(f"{name} {why} (log {log}):\n{tail(log, 30)}")
