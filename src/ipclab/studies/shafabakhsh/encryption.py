@@ -36,10 +36,10 @@ from ipclab.paths import from_repo
 from ipclab.published import Claim
 from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
-from ipclab.stats import log_ratio_interval
 from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh import performance as perf
-from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown, sitting_markdown
+from ipclab.studies.shafabakhsh import ratios
+from ipclab.studies.shafabakhsh.readme import machine_markdown, sitting_markdown
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 VARIANTS = {"plain": StackOptions(), "tls": StackOptions(tls=True)}
@@ -113,25 +113,7 @@ def runs_table(runs: list[Run], warmup_s: float) -> pd.DataFrame:
 def ratio_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per style, load and metric: the means in the clear and with TLS, and TLS / plain with
     its log-ratio interval (the runs are the unit)."""
-    rows = []
-    for (style, users), g in runs.groupby(["style", "users"]):
-        for metric in METRICS:
-            if metric not in g:
-                continue
-            tls = g.loc[g["variant"] == "tls", metric].dropna().to_numpy(float)
-            plain = g.loc[g["variant"] == "plain", metric].dropna().to_numpy(float)
-            if not len(tls) or not len(plain):
-                continue
-            r = log_ratio_interval([(1, [tls]), (-1, [plain])])
-            rows.append(
-                {
-                    "style": style, "users": int(users), "metric": metric,
-                    "runs": min(len(tls), len(plain)),
-                    "plain": float(plain.mean()), "tls": float(tls.mean()),
-                    "tls_over_plain": r.estimate, "low": r.low, "high": r.high,
-                }
-            )  # fmt: skip
-    return pd.DataFrame(rows)
+    return ratios.ratio_table(runs, METRICS, treated="tls", baseline="plain")
 
 
 def claims(users: tuple[int, ...]) -> list[Claim]:
@@ -245,22 +227,9 @@ def write_results(a: Analysis, results: StudyResults) -> None:
     plt.close("all")
 
 
-def ratios_markdown(ratios: pd.DataFrame) -> str:
+def ratios_markdown(table: pd.DataFrame) -> str:
     """TLS / plain per style and load, one column per metric, with 95% intervals."""
-    labels = {**figs.METRIC_LABELS, "stack_cpu_ms_per_request": "Stack CPU per request (ms)"}
-    head = " | ".join(labels.get(m, m) for m in METRICS)
-    lines = [f"| style | users | runs | {head} |", "|---|---|---|" + "---|" * len(METRICS)]
-    for (style, users), g in ratios.groupby(["style", "users"], sort=False):
-        by = g.set_index("metric")
-        cells = [
-            ci(*(float(by.at[m, c]) for c in ("tls_over_plain", "low", "high")), 3)
-            if m in by.index
-            else "-"
-            for m in METRICS
-        ]
-        runs = int(g["runs"].min())
-        lines.append(f"| {LABELS.get(style, style)} | {users} | {runs} | {' | '.join(cells)} |")
-    return "\n".join(lines)
+    return ratios.ratios_markdown(table, METRICS, "tls_over_plain")
 
 
 def readme_blocks(a: Analysis) -> dict[str, str]:
