@@ -21,7 +21,13 @@ from ipclab.experiments import load_runs
 from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
-from ipclab.studies.shafabakhsh import availability, encryption, languages, performance
+from ipclab.studies.shafabakhsh import (
+    availability,
+    encryption,
+    languages,
+    orchestrators,
+    performance,
+)
 from ipclab.studies.shafabakhsh.availability import readme as availability_readme
 
 ROOT = Path("data/runs/reference")
@@ -121,6 +127,18 @@ def rebuild_encryption(root: Path = ROOT, figures: Path = FIGURES, backend: str 
     return results.directory
 
 
+def rebuild_orchestrators(root: Path = ROOT, figures: Path = FIGURES) -> Path:
+    """One cell per style on docker compose and on Kubernetes, one sitting (issue 33)."""
+    results = _results(
+        root, figures, orchestrators.FOLDER, "orchestrators",
+        "Shafabakhsh 2020 on Kubernetes beside docker compose (50 users, one sitting)",
+    )  # fmt: skip
+    a = orchestrators.analyse(from_repo(root))
+    orchestrators.write_results(a, results)
+    _readme(results, orchestrators.readme_blocks(a))
+    return results.directory
+
+
 def rebuild_availability(
     backend: str, methods: tuple[str, ...], title: str, root: Path = ROOT, figures: Path = FIGURES
 ) -> Path:
@@ -143,11 +161,13 @@ def rebuild_availability(
 def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
     on_docker = (from_repo(root) / "shafabakhsh-full-docker").is_dir()
     with_tls = encryption.experiment("full", "local", from_repo(root)).directory.is_dir()
+    on_kubernetes = (from_repo(root) / orchestrators.FOLDER).is_dir()
     return [
         rebuild_performance(root, figures),
         *([rebuild_performance(root, figures, "docker")] if on_docker else []),
         rebuild_languages(root, figures),
         *([rebuild_encryption(root, figures)] if with_tls else []),
+        *([rebuild_orchestrators(root, figures)] if on_kubernetes else []),
         rebuild_availability(
             "local",
             ("fault_injection", "outage"),
