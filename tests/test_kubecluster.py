@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import tarfile
 import tomllib
 from pathlib import Path
@@ -381,6 +382,36 @@ def test_the_image_list_is_read_by_its_first_and_last_columns() -> None:
 # --- the host -----------------------------------------------------------------------------
 
 
+_CNI_JUMP = '-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD'
+_KUBE_JUMP = (
+    "-A FORWARD -m conntrack --ctstate NEW -m comment --comment "
+    '"kubernetes service portals" -j KUBE-SERVICES'
+)
+
+
+def test_the_cni_jump_goes_after_kube_proxys_so_a_service_without_endpoints_refuses() -> None:
+    """As this machine first had it: the plugin's jump first, so a pod's connection to a
+    Service with no endpoints was accepted there, routed away and timed out (130 s)."""
+    cni_first = "\n".join(["-P FORWARD DROP", "-N CNI-FORWARD", _CNI_JUMP, _KUBE_JUMP])
+    jump = [
+        "FORWARD",
+        "-m",
+        "comment",
+        "--comment",
+        "CNI firewall plugin rules",
+        "-j",
+        "CNI-FORWARD",
+    ]
+    assert host.forward_order_commands(cni_first) == [["-D", *jump], ["-A", *jump]]
+    # before any pod: no chain and no jump yet, so both are made, the jump after kube-proxy's
+    fresh = "\n".join(["-P FORWARD DROP", _KUBE_JUMP])
+    assert host.forward_order_commands(fresh) == [["-N", "CNI-FORWARD"], ["-A", *jump]]
+    # already in order, or kube-proxy not there yet: nothing to do
+    assert host.forward_order_commands("\n".join(["-N CNI-FORWARD", _KUBE_JUMP, _CNI_JUMP])) == []
+    assert host.forward_order_commands("\n".join(["-N CNI-FORWARD", _CNI_JUMP])) == []
+    assert host.kube_proxy_forwards(fresh) and not host.kube_proxy_forwards(_CNI_JUMP)
+
+
 def test_the_iptables_plan_removes_only_our_chains_and_the_jumps_to_them() -> None:
     rules = "\n".join(
         [
@@ -545,6 +576,9 @@ def test_the_local_cluster_starts_runs_a_node_and_leaves_nothing(tmp_path: Path)
         healthy, lines = node.status(where.root)
         assert healthy, "\n".join(lines)
         assert readiness.node_ready(where.kubeconfig)
+        listed = subprocess.run(["iptables", "-w", "-S"], capture_output=True, text=True)
+        assert host.kube_proxy_forwards(listed.stdout)
+        assert host.forward_order_commands(listed.stdout) == []  # the CNI jump after kube's
     finally:
         problems = node.down(where.root)
     assert problems == []

@@ -212,7 +212,8 @@ def test_the_report_shows_a_notebooks_further_references_after_its_own() -> None
 
     keys = list(references(notebooks(["shafabakhsh"])))
     assert keys == [
-        "shafabakhsh", "shafabakhsh@shafabakhsh-full-docker", "availability",
+        "shafabakhsh", "shafabakhsh@shafabakhsh-full-docker",
+        "shafabakhsh@shafabakhsh-orchestrators-full", "availability",
         "availability@availability-full-docker", "languages", "tls",
     ]  # fmt: skip
     assert references(notebooks(["shafabakhsh"]))[keys[3]] == (

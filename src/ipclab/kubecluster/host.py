@@ -138,6 +138,64 @@ def cleanup_iptables() -> list[str]:
     return problems
 
 
+# the CNI firewall plugin's jump from FORWARD, exactly as the plugin writes it (it adds the
+# rule only when no identical one exists, wherever that one is)
+CNI_FORWARD_JUMP = ("-m", "comment", "--comment", "CNI firewall plugin rules", "-j", "CNI-FORWARD")
+# kube-proxy's jump to its service rules, which REJECT a Service without endpoints
+KUBE_SERVICES_JUMP = (
+    "-m", "conntrack", "--ctstate", "NEW",
+    "-m", "comment", "--comment", "kubernetes service portals", "-j", "KUBE-SERVICES",
+)  # fmt: skip
+
+
+def _normalized(rules: str) -> list[str]:
+    return [shlex.join(shlex.split(line)) for line in rules.splitlines()]
+
+
+def kube_proxy_forwards(filter_rules: str) -> bool:
+    """kube-proxy's jump to its service rules is in FORWARD (given ``iptables -S``)."""
+    return shlex.join(["-A", "FORWARD", *KUBE_SERVICES_JUMP]) in _normalized(filter_rules)
+
+
+def forward_order_commands(filter_rules: str) -> list[list[str]]:
+    """The ``iptables -t filter`` commands that put the CNI firewall's jump after
+    kube-proxy's in FORWARD, given the filter table's ``iptables -S``.
+
+    The plugin accepts every packet of a pod in its chain; placed first (it prepends its
+    jump at the first pod), it accepts a pod's packets to a Service that has no endpoints
+    before kube-proxy's REJECT sees them, and they are routed off the machine and lost: a
+    client waits for its TCP connect to time out (about 130 s) where any cluster refuses
+    at once, and an AMQP service that starts before its broker hangs that long."""
+    jump = shlex.join(["-A", "FORWARD", *CNI_FORWARD_JUMP])
+    kube = shlex.join(["-A", "FORWARD", *KUBE_SERVICES_JUMP])
+    lines = _normalized(filter_rules)
+    if kube not in lines:
+        return []  # kube-proxy has not written its rules: nothing to order against yet
+    commands = [["-N", "CNI-FORWARD"]] if "-N CNI-FORWARD" not in lines else []
+    if jump in lines and lines.index(jump) > lines.index(kube):
+        return commands
+    if jump in lines:
+        commands.append(["-D", "FORWARD", *CNI_FORWARD_JUMP])
+    return [*commands, ["-A", "FORWARD", *CNI_FORWARD_JUMP]]
+
+
+def order_forward(timeout_s: float = 30.0) -> None:
+    """Once kube-proxy's jump is in FORWARD, the CNI firewall's after it (before any pod
+    starts, so the plugin finds its rule and leaves it there); RuntimeError if kube-proxy
+    wrote none within ``timeout_s``."""
+    iptables = shutil.which("iptables") or "iptables"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listed = subprocess.run([iptables, "-w", "-S"], capture_output=True, text=True, check=True)
+        if kube_proxy_forwards(listed.stdout):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"kube-proxy wrote no FORWARD rules within {timeout_s:.0f} s")
+        time.sleep(0.2)
+    for command in forward_order_commands(listed.stdout):
+        subprocess.run([iptables, "-w", *command], capture_output=True, text=True, check=True)
+
+
 def delete_bridge(name: str = BRIDGE) -> list[str]:
     if not Path("/sys/class/net", name).exists():
         return []

@@ -9,7 +9,9 @@ started so far is torn down, unless ``--keep-on-failure``):
    imported; 4. etcd -> ``/health``; 5. kube-apiserver -> ``/readyz``;
 6. kube-controller-manager, kube-scheduler -> ``/healthz``; 7. kubelet -> ``/healthz``,
    then the node ``Ready`` (container runtime and pod network included); 8. kube-proxy ->
-   ``/healthz``; 9. the ``default`` service account exists (the controller-manager works).
+   ``/healthz``, then its FORWARD rules put ahead of the CNI firewall's
+   (``host.order_forward``); 9. the ``default`` service account exists (the
+   controller-manager works).
 
 It prints how long each step took (and the build, when there is one), and keeps the times
 in the state file, which ``status`` shows again. The processes are detached (their own
@@ -201,6 +203,7 @@ def _start(
         wait("the node's Ready condition", ready, NODE_READY_TIMEOUT_S, log, started["kubelet"])
     with _step(layout, st, "kube-proxy", say):
         _launch(layout, st, components["kube-proxy"], files)
+        host.order_forward()  # a Service without endpoints refused, as on any cluster
     with _step(layout, st, "default service account", say):
         ready = functools.partial(readiness.service_account_ready, layout.kubeconfig)
         log = layout.log("kube-controller-manager")

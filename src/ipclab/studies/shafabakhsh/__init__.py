@@ -18,7 +18,8 @@ STUDY = Study(
             "shafabakhsh",
             needs=("rabbitmq",),
             reference="shafabakhsh-full-local",
-            also_references=("shafabakhsh-full-docker",),  # the matrix on docker (issue 27)
+            # the matrix on docker (issue 27); one cell per style on Kubernetes and compose (33)
+            also_references=("shafabakhsh-full-docker", "shafabakhsh-orchestrators-full"),
             part=".protocol:Performance",
             title="Shafabakhsh 2020: REST vs gRPC vs RabbitMQ (performance)",
         ),
