@@ -216,7 +216,7 @@ def test_the_report_shows_a_notebooks_further_references_after_its_own() -> None
         "shafabakhsh@shafabakhsh-orchestrators-full", "availability",
         "availability@availability-full-docker", "languages", "tls",
     ]  # fmt: skip
-    assert references(notebooks(["shafabakhsh"]))[keys[3]] == (
+    assert references(notebooks(["shafabakhsh"]))[keys[4]] == (
         REFERENCE / "availability-full-docker" / "results"
     )
 
