@@ -316,6 +316,7 @@ def sweep_stale(say: Say = _say, root: Path = ROOT) -> list[str]:
     st = state.read(layout)
     if st is None or st.phase == "up" or orphans.harness_alive(st.owner):
         return []
+    phase = st.phase  # teardown marks it stopping
     try:
         with _locked(layout.root):
             problems = teardown(layout, st, say)
@@ -323,7 +324,7 @@ def sweep_stale(say: Say = _say, root: Path = ROOT) -> list[str]:
         return []  # an up or down is running on it now
     for problem in problems:
         say(f"  {problem}")
-    return [f"the local Kubernetes cluster left {st.phase} in {layout.root}"]
+    return [f"the local Kubernetes cluster left {phase} in {layout.root}"]
 
 
 def command(
