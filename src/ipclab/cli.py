@@ -337,7 +337,7 @@ def _add_cluster_parser(sub: Any) -> None:
         "--build",
         action="store_true",
         help="up: build the binaries first when the cache lacks them (the first build "
-        "takes 30-60 min on 2 cores)",
+        "takes about 7 min on 2 cores)",
     )
     p.add_argument(
         "--image", action="append", default=[], metavar="NAME",

@@ -107,6 +107,15 @@ def _foreign_chains() -> bool:
     return any(line.startswith("-N KUBE-") for line in done.stdout.splitlines())
 
 
+def _client_missing() -> bool:
+    """No Python kubernetes client. Its submodule, not the package: in the repository's root
+    the Go sources' folder ``kubernetes/`` is an importable namespace package."""
+    try:
+        return importlib.util.find_spec("kubernetes.client") is None
+    except ModuleNotFoundError:
+        return True
+
+
 def preflight(layout: Layout) -> list[str]:
     """What keeps the cluster from starting here, each with what to do; empty if nothing."""
     problems = []
@@ -134,7 +143,7 @@ def preflight(layout: Layout) -> list[str]:
     if len(str(layout.socket)) > SOCKET_PATH_MAX:
         too_long = f"{layout.socket} is too long for a unix socket"
         problems.append(f"{too_long}: set a shorter IPCLAB_K8S_ROOT")
-    if importlib.util.find_spec("kubernetes") is None:
+    if _client_missing():
         problems.append(readiness.CLIENT_MISSING)
     return problems
 
