@@ -223,6 +223,23 @@ def styles_markdown(styles: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def flagged_markdown(machine: pd.DataFrame) -> str:
+    """Which styles' ratios rest on a cell the machine check flags, on either orchestrator."""
+    off = machine[machine["comparable"].astype(str) == "False"]
+    if off.empty:
+        return "Every cell passed the machine check on both orchestrators."
+    lines = [
+        f"{LABELS.get(r['style'], r['style'])} on {r['backend']}: {r['why']}"
+        for _, r in off.sort_values(["style", "backend"]).iterrows()
+    ]
+    return (
+        "The machine check flags a cell behind these styles' ratios (its runs' cost per "
+        "request drifted, so the ratio mixes the orchestrator with the machine's state): "
+        + "; ".join(lines)
+        + "."
+    )
+
+
 def readme_blocks(a: Analysis) -> dict[str, str]:
     """The generated blocks of the reference's README (``ipclab.findings.fill_blocks``)."""
     machine = [
@@ -233,7 +250,9 @@ def readme_blocks(a: Analysis) -> dict[str, str]:
     return {
         "sitting": sitting_markdown(a.runs, f"{len(a.runs)} runs ({kube} on Kubernetes)"),
         "means": means_markdown(a.runs),
-        "ratios": ratios.ratios_markdown(a.ratios, METRICS, RATIO),
+        "ratios": ratios.ratios_markdown(a.ratios, METRICS, RATIO)
+        + "\n\n"
+        + flagged_markdown(a.machine),
         "styles": styles_markdown(a.styles),
         "machine": "\n\n".join(machine),
     }
