@@ -26,15 +26,17 @@ from ipclab.studies import Notebook
 
 def test_listing_the_backends_imports_neither_the_engine_client_nor_pandas() -> None:
     code = (
-        "import sys; from ipclab.backends import BACKENDS; assert len(BACKENDS) == 3; "
-        "print(sorted({'docker', 'pandas', 'ipclab.backends.docker.backend'} & set(sys.modules)))"
+        "import sys; from ipclab.backends import BACKENDS; assert len(BACKENDS) == 4; "
+        "print(sorted({'docker', 'pandas', 'ipclab.backends.docker.backend', 'kubernetes.client',"
+        " 'ipclab.backends.kubernetes.stack'} & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_backends_are_the_modules_that_declare_one() -> None:
-    assert BACKENDS == ("local", "docker", "swarm")  # the plugins' order: local, the default
+    # the plugins' order: local, the default
+    assert BACKENDS == ("local", "docker", "swarm", "kubernetes")
     for name, plugin in all_backends().items():
         assert get_backend(name).name == plugin.name == name
         assert type(plugin.backend()) is type(get_backend(name))
