@@ -54,9 +54,7 @@ def ratios_markdown(ratios: pd.DataFrame, metrics: tuple[str, ...], column: str)
     for (style, users), g in ratios.groupby(["style", "users"], sort=False):
         by = g.set_index("metric")
         cells = [
-            ci(*(float(by.at[m, c]) for c in (column, "low", "high")), 3)
-            if m in by.index
-            else "-"
+            ci(*(float(by.at[m, c]) for c in (column, "low", "high")), 3) if m in by.index else "-"
             for m in metrics
         ]
         runs = int(g["runs"].min())
