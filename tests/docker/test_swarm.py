@@ -9,14 +9,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ipclab.availability.probe import Probe, read_probe
-from ipclab.availability.tracker import Criteria, CycleStatus, Mark, detect_cycles
+from ipclab.availability.tracker import CycleStatus
 from ipclab.backends import StackOptions
 from ipclab.backends.docker.compose import (
     BROKER_USERS_TARGET,
@@ -36,6 +34,7 @@ from ipclab.backends.docker.swarm import (
 from ipclab.runs import read_run
 from ipclab.stacks import all_stacks, resolve
 
+from ..orchestrator_restart import killed_and_restarted
 from .local_tests import load_local_tests
 
 STACKS = ("shop-rest", "shop-grpc", "shop-amqp")
@@ -83,28 +82,8 @@ def test_stacks_run_as_swarm_services(shop_stacks: dict[str, SwarmStack]) -> Non
 def test_a_killed_task_is_restarted_and_the_probe_sees_failure_and_recovery(
     shop_stacks: dict[str, SwarmStack], tmp_path: Path
 ) -> None:
-    stack = shop_stacks["shop-rest"]
-    spec = stack.spec
-    probe = Probe(stack.gateway_url, tmp_path, spec.probe_paths, spec.probe_required, 20, 0.5)
-    probe.start()
-    t_start = time.time()
-    time.sleep(2)
-    t_fault = time.time()
-    stack.kill("reviews")  # nobody restarts it but the swarm's restart policy
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # until 20 good pages after the swarm's restart
-        time.sleep(0.5)
-        df = read_probe(tmp_path)
-        if len(df[(df.t > t_fault + 3) & df.ok]) >= 20:
-            break
-    probe.stop()
-    df = read_probe(tmp_path)
-    events = [Mark(t_start, "start"), Mark(t_fault, "fault", "reviews")]
-    # No restart mark: the swarm restarts the task, so recovery is not tied to one.
-    crit = Criteria(
-        window_s=0.5, min_samples=5, max_error_rate=0.5, silence_s=1.0, await_restart=False
-    )
-    cycles = detect_cycles(df, events, crit)
+    # nobody restarts it but the swarm's restart policy
+    cycles = killed_and_restarted(shop_stacks["shop-rest"], tmp_path, "reviews")
     assert cycles and cycles[0].status == CycleStatus.RECOVERED, cycles
     print(f"swarm restarted reviews: down {cycles[0].ttr_s:.1f} s (restart policy delay 5 s)")
 

@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ipclab.availability.probe import Probe, read_probe
-from ipclab.availability.tracker import Criteria, CycleStatus, Mark, detect_cycles
+from ipclab.availability.tracker import CycleStatus
 from ipclab.runs import read_run
 
 from ..docker.local_tests import load_local_tests
+from ..orchestrator_restart import killed_and_restarted
 
 _contract = load_local_tests("test_contract.py")
 test_healthz = _contract.test_healthz
@@ -43,27 +43,8 @@ def test_a_killed_container_is_restarted_and_the_probe_sees_it(
     shop_stacks: dict[str, Any], tmp_path: Path
 ) -> None:
     stack = shop_stacks["shop-rest"]
-    spec = stack.spec
-    probe = Probe(stack.gateway_url, tmp_path, spec.probe_paths, spec.probe_required, 20, 0.5)
-    probe.start()
-    t_start = time.time()
-    time.sleep(2)
-    t_fault = time.time()
-    stack.kill("reviews")  # nobody restarts it but the kubelet
-    stack.restart("reviews")  # waits for the cluster's restart
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        df = read_probe(tmp_path)
-        if len(df[(df.t > t_fault + 3) & df.ok]) >= 20:
-            break
-    probe.stop()
-    df = read_probe(tmp_path)
-    events = [Mark(t_start, "start"), Mark(t_fault, "fault", "reviews")]
-    crit = Criteria(
-        window_s=0.5, min_samples=5, max_error_rate=0.5, silence_s=1.0, await_restart=False
-    )
-    cycles = detect_cycles(df, events, crit)
+    # nobody restarts it but the kubelet; restart() waits for the cluster's restart
+    cycles = killed_and_restarted(stack, tmp_path, "reviews", lambda: stack.restart("reviews"))
     assert cycles and cycles[0].status == CycleStatus.RECOVERED, cycles
     print(f"the kubelet restarted reviews: down {cycles[0].ttr_s:.1f} s")
 
