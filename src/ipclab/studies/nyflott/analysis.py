@@ -54,8 +54,10 @@ DEVIATIONS = [
     "Adapters: the thesis ran nginx (HTTP/1.1), nghttpx 1.12 (h2c) and Californium 1.0.6 "
     "(CoAP). Here the python set (adapters built from ipclab's transport modules: aiohttp, "
     "an h2 client and server, aiocoap) carries all three protocols and is what the thesis's "
-    "tables and claims are compared with; the native set (Debian's nginx and nghttpx) "
-    "carries HTTP/1.1 and h2c beside it. CoAP has no native variant (no Californium).",
+    "tables and claims are compared with; the native set carries the three protocols beside "
+    "it: Debian's nginx (HTTP/1.1) and nghttpx (h2c), and for CoAP ipclab's own HTTP/CoAP "
+    "cross-proxy on Eclipse Californium 3.11 (californium-core, on the JVM: OpenJDK 17, "
+    "services/java/californium), where the thesis used Californium 1.0.6's proxy.",
     "CoAP client: aiocoap keeps RFC 7252's NSTART = 1 (one exchange in flight) per UDP "
     "endpoint, so the egress adapter keeps a pool of endpoints per peer, one per exchange in "
     "flight, up to 100 per peer (services/transports/coap.py), as the thesis fixed "
@@ -87,8 +89,11 @@ DEVIATIONS = [
     "host (the service and its adapter), sampled about once a second; the thesis read "
     "OperatingSystemMXBean on each VM (which getter is not stated).",
     "GC against extremes (Fig. 19) is measured in the main experiment's CoAP runs (0, 2 and "
-    "5 ms), on the major GCs of every role (gateway, services, adapters), not on a separate "
-    "profiling testbed of two Californium proxies without added delay. Extremes are each "
+    "5 ms), on the major GCs of every role (gateway, services, adapters); the thesis "
+    "measured it on its profiling testbed of two Californium proxies without added delay. "
+    "ipclab's profiling testbed (profiling.py: the Californium adapters at 0 ms on the "
+    "local backend) gives Figs. 9, 17 and 18 but keeps no per-request times, so Fig. 19 is "
+    "not measured on it. Extremes are each "
     "run's slowest 0.021% (the thesis's 53 of 252,636), not the thesis's fixed 30 ms (at "
     "5 ms of added delay per host every request takes more than 20 ms; and the committed "
     "per-run tables keep only the requests above each run's quantile). The thesis counted "

@@ -27,7 +27,7 @@ from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.runs import Run
-from ipclab.studies.nyflott import analysis
+from ipclab.studies.nyflott import analysis, window
 
 ROOT = Path("data/runs/reference")
 FIGURES = Path("figures/reference")
@@ -64,6 +64,9 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) ->
     if readme.is_file():  # its generated tables, and its findings from the claims table
         text = readme.read_text()
         blocks = analysis.readme_blocks(a)
+        check = window.read_check(readme.parent)
+        if check is not None:
+            blocks["window-check"] = window.check_markdown(check)
         fill_blocks(readme, {k: v for k, v in blocks.items() if f"<!-- generated: {k} -->" in text})
         if claims_csv.is_file():
             write_findings(readme, pd.read_csv(claims_csv), "results/claims.csv")

@@ -108,3 +108,24 @@ def read_check(directory: Path | None) -> pd.DataFrame | None:
     """``window_check.csv`` of a reference folder, if it has one."""
     path = None if directory is None else Path(directory) / "window_check.csv"
     return pd.read_csv(path) if path is not None and path.is_file() else None
+
+
+def _spread(values: pd.Series) -> str:
+    return (f"mean {values.mean():.3f}, median {values.median():.3f}, "
+            f"range {values.min():.2f}-{values.max():.2f}")  # fmt: skip
+
+
+def check_markdown(check: pd.DataFrame) -> str:
+    """The window check's runs in numbers (the reference README's ``window-check`` block):
+    how many runs, the short-over-long ratios of req/s and mean response time over them,
+    and each run's."""
+    lines = [
+        f"{len(check)} runs (`window_check.csv`). Req/s ratio (30-60 s over 60-180 s): "
+        f"{_spread(check['rps_ratio'])}; mean response time: {_spread(check['mean_ms_ratio'])}.",
+        "",
+        "| run | req/s ratio | mean response time ratio |",
+        "|---|---|---|",
+    ]
+    for r in check.sort_values("run").itertuples():
+        lines.append(f"| {r.run} | {r.rps_ratio:.3f} | {r.mean_ms_ratio:.3f} |")
+    return "\n".join(lines)

@@ -32,6 +32,7 @@ from ipclab.results import StudyResults
 from ipclab.runs import utcnow
 from ipclab.stats import log_ratio_interval
 from ipclab.studies.shafabakhsh import ratios
+from ipclab.studies.shafabakhsh.performance import LANGUAGE_DEVIATION
 from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown, sitting_markdown
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
@@ -45,6 +46,7 @@ DURATION_S = 70.0  # the TLS and Go matrices' window: 60 s measured after 10 s o
 WARMUP_S = 10.0
 RATIO = ratios.ratio_column("kubernetes", "docker")
 DEVIATIONS = [
+    LANGUAGE_DEVIATION,
     "Shafabakhsh's clusters were three AKS clusters of three nodes each; here both "
     "orchestrators run on one 2-core VM: ipclab's single-node cluster (Kubernetes 1.34.4 "
     "built from its module sources, containerd 1.6, kube-proxy in iptables mode, no DNS: "

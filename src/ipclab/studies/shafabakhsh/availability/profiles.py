@@ -27,7 +27,7 @@ from ipclab.runs import DEFAULT_ROOT, Run, read_run
 from ipclab.runstore import reusable
 from ipclab.stacks import resolve
 from ipclab.stats.machine import quiet_run
-from ipclab.studies.shafabakhsh.performance import CLIENT_DEVIATIONS
+from ipclab.studies.shafabakhsh.performance import CLIENT_DEVIATIONS, LANGUAGE_DEVIATION
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 STACKS = tuple(s.name for s in COMPARED)
@@ -96,6 +96,7 @@ PROFILES: dict[str, Profile] = {
 }
 
 DEVIATIONS = [
+    LANGUAGE_DEVIATION,
     "Failure and recovery are explicit criteria observed by a client-side probe (one product "
     "page every 100 ms, 1 s timeout), not an unstated judgement: failure when more than half "
     "of the probe's answers in a window are bad, or no good answer for a while (window and "
