@@ -23,6 +23,11 @@ baseline), measured like every row (``bench/adapter_pairs.py``).
 
     python bench/transports.py [--requests 2000] [--inflight 32] [--seconds 3]
                                [--only rest,grpc] [--rounds 3] [--go] [--pairs] [--json OUT]
+                               [--against REV]
+
+With ``--against REV``, the chosen rows at the git revision REV beside the working tree,
+rounds interleaved in one sitting, and their per-call CPU and req/s ratios
+(``bench/against.py``): what a change of the code cost.
 
 Numbers move with the machine's load; compare rows of one run, not runs of two machines.
 """
@@ -885,6 +890,12 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     ap.add_argument(
+        "--against",
+        metavar="REV",
+        help="also run REV's bench (a git revision, in a temporary worktree) in the same "
+        "sitting, rounds interleaved, and print per-call CPU and req/s ratios (bench/against.py)",
+    )
+    ap.add_argument(
         "--go",
         action="store_true",
         help="also the Go rows (go-floor and, of rest/grpc/amqp, those --only names), same rounds",
@@ -916,6 +927,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := [n for n in names if n not in BY_NAME]:
         ap.error(f"unknown candidate(s) {unknown}; known: {', '.join(BY_NAME)}")
     chosen = [c for c in CANDIDATES if chosen_candidate(c, names, args.go, args.pairs, args.tls)]
+    if args.against:
+        import against
+
+        options = {k: getattr(args, k) for k in against.FORWARDED}
+        rows = against.against(args.against, args.only, max(args.rounds, 2), options, args.json)
+        return 0 if all(r["rounds"] for r in rows) else 1
 
     load_before = os.getloadavg()
     print(
