@@ -326,8 +326,13 @@ def _thesis_world(runs: int = 7, seed: int = 0) -> pd.DataFrame:
             base.setdefault((s(f, structure, compression=comp), count), {})["body_bytes"] = v
     base[(s("json", "flat"), 100_000)] |= {"peak_rss_mb": 200.0}
     base[(s("protobuf", "flat"), 100_000)] |= {"peak_rss_mb": 210.0}
-    base[(s("json", "flat"), 300_000)] = {"oom_killed": 1.0, "transient_rss_mb": 200.0}
-    base[(s("protobuf", "flat"), 300_000)] = {"oom_killed": 0.0, "transient_rss_mb": 220.0}
+    # JSON killed after its JVM took more heap; Protobuf completed within less (B16)
+    base[(s("json", "flat"), 300_000)] = {
+        "oom_killed": 1.0, "transient_rss_mb": 200.0, "heap_committed_mb": 330.0,
+    }  # fmt: skip
+    base[(s("protobuf", "flat"), 300_000)] = {
+        "oom_killed": 0.0, "transient_rss_mb": 220.0, "heap_committed_mb": 280.0,
+    }  # fmt: skip
     fixed = ("oom_killed", *published.FACTS)  # the same in every run
     rows = []
     for (st, users), metrics in base.items():
@@ -342,12 +347,15 @@ def test_a_world_that_does_what_the_thesis_says_reproduces_every_claim() -> None
     table = analysis.evaluate(world).set_index("claim_id")  # one Holm family per experiment
     assert len(table) == len(published.claims())
     wrong = table.loc[table["verdict"] != REPRODUCED, ["verdict", "reason"]]
-    # but two: the JVM's committed heap is never measured (B16c), and the thesis's own flat
-    # worst case (25.80 % smaller) is not a "considerable" improvement on the standard band
-    assert sorted(wrong.index) == ["B08a", "B16c"], wrong.to_string()
-    assert wrong.loc["B16c", "verdict"] == INCONCLUSIVE
-    assert "not measured" in wrong.loc["B16c", "reason"]
+    # but one: the thesis's own flat worst case (25.80 % smaller) is not a "considerable"
+    # improvement on the standard band; the committed heap (B16c) is judged where a JVM's GC
+    # log gives it
+    assert sorted(wrong.index) == ["B08a"], wrong.to_string()
     assert wrong.loc["B08a", "verdict"] == NOT_REPRODUCED
+    # without a heap (Python's runs) B16c cannot be judged either way
+    no_heap = analysis.evaluate(world.drop(columns=["heap_committed_mb"]))
+    b16c = no_heap.set_index("claim_id").loc["B16c"]
+    assert b16c["verdict"] == INCONCLUSIVE and "not measured" in b16c["reason"]
     # the bytes are facts: compared by value, no p-value, in no Holm family
     sizes = table[table["evidence"] == "fact"]
     assert len(sizes) and sizes["p_value"].isna().all() and (sizes["family"] == "").all()

@@ -12,7 +12,8 @@ and claims read.
   (``body_bytes``) and decoded (``decoded_bytes``) and its header bytes. ``first`` keeps
   the first N requests of each cell only (Table 3's request counts 1, 5, 50, 100);
 * :func:`memory_table`: the memory runs, one row each (outcome, peaks, and the memory the
-  request takes above the idle footprint: ``transient_rss_mb``);
+  request takes above the idle footprint: ``transient_rss_mb``; on the JVM its heap as its
+  GC log reports it: ``heap_committed_mb``, ``heap_used_mb``, ``heap_max_mb``);
 * :func:`runs_table`: both as the per-run table of the claims (``style``, ``users`` = the
   data generation count, and the claims' metrics), for one JSON encoder;
 * :func:`evaluate`: the claims' verdicts, one Holm family per experiment (:data:`FAMILIES`,
@@ -34,7 +35,7 @@ from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.studies.buono import published
 from ipclab.studies.buono.procedure import WARMUP, parse_cell
-from ipclab.studies.buono.stacks import ENCODERS
+from ipclab.studies.buono.stacks import ENCODERS, THESIS_HEAP
 
 SCOPES = ("performance", "serialisation")
 #: one Holm family per experiment (docs/statistics.md section 3), by the metric a claim reads:
@@ -45,6 +46,9 @@ FAMILIES = {
     "memory": ("oom_killed", "peak_rss_mb", "transient_rss_mb", "heap_committed_mb"),
     "sizes (facts)": published.FACTS,
 }
+#: the heap policy whose memory runs the claims read, per runtime (a Python process has no
+#: heap to size: its cells say "default")
+JUDGED_HEAP = {"python": "default", "jvm": THESIS_HEAP}
 _TIMING = re.compile(r"(\w+);dur=([0-9.]+)")
 
 
@@ -165,6 +169,25 @@ def idle_rss_bytes(run: Run) -> float:
     return float(idle["rss_bytes"].median()) if len(idle) else float("nan")
 
 
+def _mib(value: object) -> float:
+    return float(value) / 2**20 if isinstance(value, int | float) and value else np.nan
+
+
+def heap_columns(summary: dict[str, object]) -> dict[str, float]:
+    """The data service's heap over a memory run, in MiB, as its JVM's GC log reports it
+    (``summary.json``'s ``heap``, :mod:`ipclab.studies.buono.heap`): the peak committed heap
+    (what the JVM took from the system for it: B16c's "requesting (allocating) heap"), the
+    peak used heap (before a collection), the maximum and the collections; NaN where there
+    is no heap (Python) or no reading (a run made before the GC log was read)."""
+    data = (summary.get("heap") or {}).get("data") or {}  # type: ignore[union-attr]
+    return {
+        "heap_committed_mb": _mib(data.get("committed_peak_bytes")),
+        "heap_used_mb": _mib(data.get("used_peak_bytes")),
+        "heap_max_mb": _mib(data.get("heap_max_bytes")),
+        "heap_collections": float(data["collections"]) if "collections" in data else np.nan,
+    }
+
+
 def memory_table(runs: Sequence[Run]) -> pd.DataFrame:
     """One row per complete memory run: the cell, the outcome and the peaks (MiB)."""
     rows = []
@@ -206,6 +229,7 @@ def memory_table(runs: Sequence[Run]) -> pd.DataFrame:
                 "peak_mb": max(peaks) / 2**20 if peaks else np.nan,
                 "cgroup_peak_mb": (s.get("cgroup_peak_bytes") or np.nan) / 2**20,
                 "alloc_peak_mb": (s.get("alloc_peak_bytes") or np.nan) / 2**20,
+                **heap_columns(s),
                 "style": published.style(cell["fmt"], cell["structure"]),
                 "users": cell["count"],
             }
@@ -218,8 +242,9 @@ def runs_table(
 ) -> pd.DataFrame:
     """The claims' per-run table: the procedure's cells made with ``json_library`` (the
     protobuf cells of the same runs), and the memory runs of that encoder and its runtime
-    (``jackson``: the JVM's) under the default heap (a cell with the heap set to the limit
-    says what the heap policy does; it is not the thesis's set-up)."""
+    (``jackson``: the JVM's), on the JVM under the thesis's heap policy
+    (``stacks.THESIS_HEAP``; the JVM's own default heap says what the policy does, and is
+    not judged)."""
     parts = []
     if not cells.empty:
         parts.append(cells[cells["json_library"] == json_library])
@@ -227,7 +252,8 @@ def runs_table(
         runtime = next((r for r, libs in ENCODERS.items() if json_library in libs), None)
         if runtime is None:
             raise ValueError(f"no runtime encodes JSON with {json_library!r}")
-        mine = (memory["runtime"] == runtime) & (memory["heap"] == "default")
+        judged = JUDGED_HEAP[runtime]
+        mine = (memory["runtime"] == runtime) & (memory["heap"] == judged)
         encoder = (memory["json_library"] == json_library) | (memory["fmt"] == "protobuf")
         parts.append(memory[mine & encoder & ~memory["traced"]])
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

@@ -33,7 +33,7 @@ from ipclab.experiments import Experiment, load_runs
 from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats import log_ratio_interval, t_interval
-from ipclab.studies.buono import analysis, memory, procedure, throughput
+from ipclab.studies.buono import analysis, heap, memory, procedure, throughput
 from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS
 
 PRIMARY_ENCODER = "orjson"
@@ -66,27 +66,36 @@ DEVIATIONS = [
     "Memory is the data service's memory sampled at 20 Hz (in a container the cgroup's "
     "usage, which the limit counts, and its rss; psutil's resident memory locally), not "
     "JConsole's heap: 'transient memory' is read as the peak resident memory minus the idle "
-    "footprint before the request, and the JVM's committed ('requested') heap has no "
-    "counterpart, so its claim stays inconclusive; the local backend has no memory limit, so "
-    "only the docker backend can OOM-kill.",
-    "No heap cap on Python. The thesis's JVM image (Fig. 40: OpenJDK 11 started by "
-    "run-java.sh 1.3.8, "
-    "no -Xmx and no JAVA_MAX_MEM_RATIO) leaves the maximum heap to the JVM's container "
-    "default, a quarter of the container's memory limit but no less than HotSpot's floor "
-    "for small machines (MaxRAMPercentage 25, raised to the default MaxHeapSize of 96 MB "
-    "scaled for 64 bits: 126 MiB at the 400 MB limit, the data service's /healthz reporting "
-    "122 MiB usable under the Serial collector the JVM picks below 1,792 MB), and "
-    "run-java.sh adds -XX:+ExitOnOutOfMemoryError, so a full heap ends "
-    "the JVM far below the container's limit (a native image sizes its heap by its own "
-    "rules, and the thesis does not say which mode ran Figs. 32-35). A Python process has "
-    "no such cap: the data service can use the whole 400 MB before the kernel OOM-kills it. "
-    "The JSON out-of-memory claims (B02e, B12a, B16a) rest on this difference: a JSON "
-    "service that stays under 400 MB is not killed here although it may use more than a "
-    "JVM's 126 MiB heap (memory.csv gives each run's peak). The JVM's runs (OpenJDK 17, "
-    "run-java.sh's -XX:+ExitOnOutOfMemoryError, the default heap) count a JVM ended by its "
-    "full heap as killed for memory, as the thesis's would be, and one run per cell with "
-    "the heap set to the container limit (-XX:MaxRAMPercentage=100) says whether such an "
-    "end is the format's doing or the heap policy's.",
+    "footprint before the request. The JVM's committed ('requested') heap (B16c) is read "
+    "from the JVM's own GC log (-Xlog:gc, gc+init, gc+heap: heap.csv, one row per "
+    "collection) where a heap exists, on the JVM; a Python process has none, so B16c stays "
+    "inconclusive on Python; the local backend has no memory limit, so only the docker "
+    "backend can OOM-kill.",
+    "The heap, chosen to match what the thesis ran. Its JVM image (Fig. 40: OpenJDK 11 "
+    "started by run-java.sh 1.3.8, which for Java 10 or later adds no -Xmx without "
+    "JAVA_MAX_MEM_RATIO, only -XX:+ExitOnOutOfMemoryError) leaves the heap to the JVM's "
+    "ergonomics: a JVM that sees the pod's 400 MB takes a quarter, raised to HotSpot's "
+    "small-machine floor (125 MiB), under the Serial collector, and ends itself on a full "
+    "heap (exit code 3). That JVM cannot give the thesis's results: here it ends both "
+    "formats at 300,000 users by its full heap, where the thesis's Protobuf completed and "
+    "its Jackson was killed by 'the Docker's memory constraints' after it 'allocated more "
+    "memory'; both need a heap that can grow to the container's limit (as it does when the "
+    "JVM does not see the pod's limit, or is told to use it). So every JVM run (memory and "
+    "procedure alike) runs as the thesis's pods did: both containers under the 400 MB "
+    "limit, the heap's maximum at that limit (-XX:MaxRAMPercentage=100, the policy 'limit'), "
+    "the collector a JVM picks in 400 MB (Serial, stated: -XX:+UseSerialGC) and the memory it "
+    "sizes itself from (-XX:MaxRAM=400m, so a local JVM sizes itself as in the container), "
+    "-XX:+ExitOnOutOfMemoryError, and its GC log; the policy and flags are in each run's "
+    "options and the JVM's own report of them (final values, as jcmd VM.flags gives them) "
+    f"in its manifest. The claims read the JVM's memory runs under that policy "
+    f"({memory.PLANS['full'].repetitions} per cell in the full profile); the same cells "
+    "under the JVM's own default heap (policy 'default', as many) say what the heap policy "
+    "does and are not judged. The JSON out-of-memory claims (B02e, B12a, B16a) rest on this "
+    "choice. No heap cap on Python: the data service can use the whole 400 MB before the "
+    "kernel OOM-kills it. Not run: a JVM that does not see "
+    "its limit (it would size itself from the node's memory, which the thesis does not "
+    "give) and a GraalVM native image (the thesis does not say which mode ran Figs. 32-35; "
+    "JConsole and 'heap and metaspace' point to the JVM).",
 ]
 
 
@@ -131,11 +140,25 @@ def experiments(
 Runs = tuple[list[Run], list[Run], list[Run]]  # procedure (every runtime's), memory, throughput
 
 
+def record_heaps(runs: Sequence[Run]) -> int:
+    """``heap.csv`` for each JVM procedure run whose logs hold its JVMs' GC log
+    (:func:`heap.record`; a run that has one, or whose logs are gone, is left as it is);
+    how many were written."""
+    stack = BY_RUNTIME["jvm"].name
+    written = 0
+    for r in runs:
+        logs, made = r.path / "logs" / stack, (r.path / heap.HEAP_CSV).exists()
+        if r.manifest.get("stack") == stack and logs.is_dir() and not made:
+            written += bool(heap.record(r.path, logs))
+    return written
+
+
 def run(e: Experiments, progress: Callable[[str], None] = print) -> Runs:
     """Run (or reuse) every run of the experiments; their runs."""
     runs = e.procedure.run(progress)
     if e.procedure_jvm is not None:
         runs = [*runs, *e.procedure_jvm.run(progress)]
+        record_heaps(runs)
     mem = memory.run_plan(e.memory_plan, e.memory_root, backend=e.backend, progress=progress)
     return runs, mem, throughput.run(e.throughput, progress)
 
@@ -146,6 +169,7 @@ def run_jvm(e: Experiments, progress: Callable[[str], None] = print) -> Runs:
     if e.procedure_jvm is None:
         raise ValueError("this profile runs no JVM cells")
     runs = e.procedure_jvm.run(progress)
+    record_heaps(runs)
     plan = replace(e.memory_plan, runtimes=("jvm",))
     mem = memory.run_plan(plan, e.memory_root, backend=e.backend, progress=progress)
     return runs, mem, []
@@ -406,9 +430,9 @@ def _judged(
 def _jvm_claims(
     claims: pd.DataFrame, cells: pd.DataFrame, mem: pd.DataFrame, made_by: dict[str, list[Run]]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every claim judged on the JVM's runs (its procedure cells and default-heap memory
-    cells), and per claim the verdict on Python beside the JVM's, ``changes`` where they
-    differ; two empty tables without JVM runs."""
+    """Every claim judged on the JVM's runs (its procedure cells and its memory cells under
+    the thesis's heap policy), and per claim the verdict on Python beside the JVM's,
+    ``changes`` where they differ; two empty tables without JVM runs."""
     on_jvm = (not cells.empty and (cells["json_library"] == JVM_ENCODER).any()) or (
         not mem.empty and (mem["runtime"] == "jvm").any()
     )
@@ -472,8 +496,8 @@ def write_results(a: Analysis, results: Any) -> None:
     if len(a.runtimes):
         results.table(a.runtimes, "runtimes", "Each claim's verdict on the Python services "
                       "(orjson) and on the same services on the JVM (Quarkus, Jackson, "
-                      "protobuf-java; the JVM's default heap), and whether it changes with the "
-                      "runtime.")  # fmt: skip
+                      "protobuf-java; the thesis's heap policy, the heap's maximum at the "
+                      "400 MB limit), and whether it changes with the runtime.")  # fmt: skip
         results.table(a.claims_jvm, JVM_CLAIMS, "Every claim judged on the JVM's runs (the "
                       "same rules and families as claims.csv).", in_report=False)  # fmt: skip
     if len(a.claims_stdlib):
@@ -522,9 +546,11 @@ def summary_markdown(a: Analysis) -> str:
             fmt = f"{fmt} ({lib})" if fmt == "json" else fmt
             on = "" if runtime == "python" else f" on the JVM ({heap} heap)"
             heap_note = f" ({full} by a full heap)" if runtime == "jvm" else ""
+            committed = g["heap_committed_mb"].max() if "heap_committed_mb" in g else np.nan
+            read = f", heap committed up to {committed:.0f} MiB" if np.isfinite(committed) else ""
             lines.append(f"- memory, {fmt} flat {count}{on}: {done} of {len(g)} completed, "
                          f"{oom} killed for memory{heap_note}, peak {g['peak_mb'].max():.0f} "
-                         f"MiB (limit: {g['limit_mb'].iloc[0] or 'none'})")  # fmt: skip
+                         f"MiB{read} (limit: {g['limit_mb'].iloc[0] or 'none'})")  # fmt: skip
         traced = a.memory[a.memory["traced"]]
         for (fmt, lib, count), g in traced.groupby(["fmt", "json_library", "count"]):
             fmt = f"{fmt} ({lib})" if fmt == "json" else fmt

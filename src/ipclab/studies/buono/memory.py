@@ -18,18 +18,20 @@ footprint without a limit), said in every summary.
 
 The runtime is a factor (``MemoryCell.runtime``): the Python services, or the same services
 on the JVM (``payload-http-jvm``: Quarkus, Jackson, protobuf-java), started as the thesis's
-image started them (run-java.sh's ``-XX:+ExitOnOutOfMemoryError``), under one of two heap
-policies (``heap``): the JVM's default, a quarter of the container's memory but at least
-about 125 MB (126 MiB at the 400 MB limit; the thesis's),
-or the whole container limit. On the JVM a cell can end in two ways for want of memory: the
-kernel kills the container (``OOMKilled``, the limit) or the JVM ends itself on a full heap
-(exit code 3, ``java.lang.OutOfMemoryError``: the heap policy); the summary says which
-(``out_of_memory``: either), so the report can tell the format's doing from the heap's.
+image started them (run-java.sh's ``-XX:+ExitOnOutOfMemoryError``), with the collector and
+the memory a JVM in the 400 MB container sizes itself from, under one of two heap policies
+(``heap``, :data:`ipclab.studies.buono.stacks.HEAPS`): ``limit``, the heap's maximum at the
+container's limit (the thesis's, which the claims read), or ``default``, the JVM's own
+default there (a quarter of its memory but at least about 125 MB: 125 MiB at 400 MB). On
+the JVM a cell can end in two ways for want of memory: the kernel kills the container
+(``OOMKilled``, the limit) or the JVM ends itself on a full heap (exit code 3,
+``java.lang.OutOfMemoryError``: the heap policy); the summary says which (``out_of_memory``:
+either), so the report can tell the format's doing from the heap's. The JVM's own GC log
+gives its heap (``heap.csv``, ``summary.json``'s ``heap``: :mod:`ipclab.studies.buono.heap`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import random
 import shutil
 import threading
@@ -46,9 +48,17 @@ from ipclab.backends.base import RunningStack
 from ipclab.backends.described import describe_stack
 from ipclab.runs import CsvAppender, Run, RunWriter, read_run
 from ipclab.runstore import reusable
-from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS, HEAPS, knobs
+from ipclab.studies.buono import heap as jvm_heap
+from ipclab.studies.buono.stacks import (
+    BY_RUNTIME,
+    ENCODERS,
+    HEAPS,
+    LIMIT_MB,
+    THESIS_HEAP,
+    knobs,
+)
 
-LIMIT_MB = 400  # the thesis's limit on the service's container (§6.1)
+#: LIMIT_MB (stacks'): the thesis's limit on the service's container (§6.1)
 COUNTS = (100_000, 300_000)
 FORMATS = ("json", "protobuf")
 INTERVAL_S = 0.05  # 20 Hz
@@ -168,6 +178,27 @@ def _ask(url: str, timeout_s: float) -> dict[str, Any]:
                 "elapsed_s": elapsed, "error": repr(e)[:300]}  # fmt: skip
 
 
+def _limited(cell: MemoryCell, backend: str, limit_mb: int | None) -> bool:
+    """Whether the cell's containers run under ``limit_mb`` (docker, untraced)."""
+    return backend != "local" and limit_mb is not None and not cell.traced
+
+
+def cell_options(
+    cell: MemoryCell, backend: str, limit_mb: int | None = LIMIT_MB, timeout_s: float = TIMEOUT_S
+) -> StackOptions:
+    """The stack options a cell runs with: the limit where it applies, and the data
+    service's knobs (gzip and the cache off, the cell's encoder; on the JVM its heap policy,
+    sized from the limit, or from the thesis's where the cell runs unlimited)."""
+    limited = _limited(cell, backend, limit_mb)
+    sized_from = limit_mb if limited and limit_mb is not None else LIMIT_MB
+    env = dict(knobs(False, False, cell.json_library, heap=cell.heap, limit_mb=sized_from))
+    if cell.traced:
+        env["IPCLAB_TRACE_ALLOC"] = "1"
+    return StackOptions(
+        call_timeout_s=timeout_s, memory_mb=limit_mb if limited else None, extra_env=env
+    )
+
+
 def run_cell(
     cell: MemoryCell,
     out: Path,
@@ -182,13 +213,8 @@ def run_cell(
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not an empty directory")
-    limited = backend != "local" and limit_mb is not None and not cell.traced
-    env = dict(knobs(gzip=False, cache=False, json_library=cell.json_library, heap=cell.heap))
-    if cell.traced:
-        env["IPCLAB_TRACE_ALLOC"] = "1"
-    options = StackOptions(
-        call_timeout_s=timeout_s, memory_mb=limit_mb if limited else None, extra_env=env
-    )
+    limited = _limited(cell, backend, limit_mb)
+    options = cell_options(cell, backend, limit_mb, timeout_s)
     spec = BY_RUNTIME[cell.runtime]
     parameters = {
         "stack": spec.name,
@@ -221,6 +247,7 @@ def run_cell(
         finally:
             stack.stop()
             writer.event("stack_down")
+        heap = jvm_heap.record(out)  # the JVM's own GC log, from the roles' logs
         completed = answer["http_status"] == 200 and answer["elements"] == str(cell.count)
         summary = {
             "cell": cell.parameters(),
@@ -235,6 +262,7 @@ def run_cell(
             "peak_usage_bytes": sampler.peaks.get("usage_bytes"),
             "cgroup_peak_bytes": peak,
             "samples": sampler.samples,
+            "heap": heap or None,  # per JVM role (heap.csv): None for Python's
         }
         writer.write_json("summary.json", summary)
     writer.finish("complete")
@@ -294,11 +322,17 @@ class Plan:
     # the counts whose cells are traced too (None: every count); tracing the larger count
     # takes ~40 s a cell on 2 cores, most of the quick profile's memory experiment
     traced_counts: tuple[int, ...] | None = None
-    # the runtimes whose cells it runs (the JVM: its cells under the default heap,
-    # ``repetitions`` times, and ``heap_limit_repetitions`` times with the heap set to the
-    # container limit); ("jvm",) alone adds the JVM's cells beside Python's already made
+    # the runtimes whose cells it runs (the JVM: its cells under each heap policy of
+    # ``jvm_heaps``, ``repetitions`` times each); ("jvm",) alone adds the JVM's cells beside
+    # Python's already made
     runtimes: tuple[str, ...] = ("python",)
-    heap_limit_repetitions: int = 1
+    # the JVM's heap policies (stacks.HEAPS): the thesis's, which the claims read, first
+    jvm_heaps: tuple[str, ...] = (THESIS_HEAP, "default")
+
+    def __post_init__(self) -> None:
+        unknown = [h for h in self.jvm_heaps if h not in HEAPS]
+        if unknown or len(set(self.jvm_heaps)) != len(self.jvm_heaps):
+            raise ValueError(f"jvm_heaps {self.jvm_heaps}: each once, of {', '.join(HEAPS)}")
 
     def cells(self) -> list[tuple[int, MemoryCell]]:
         """Every (repetition, cell), each repetition's cells shuffled together (every
@@ -307,16 +341,17 @@ class Plan:
         rng = random.Random(self.order_seed)
         python = "python" in self.runtimes  # a plan of the JVM's cells alone adds them later
         every = cells(self.counts, self.formats, self.json_libraries) if python else []
-        jvm = cells(self.counts, self.formats, runtime="jvm") if "jvm" in self.runtimes else []
-        heap = [replace(c, heap="limit") for c in jvm]
-        reps = max(self.repetitions, self.traced_repetitions, self.heap_limit_repetitions)
+        jvm = [
+            c
+            for heap in (self.jvm_heaps if "jvm" in self.runtimes else ())
+            for c in cells(self.counts, self.formats, runtime="jvm", heap=heap)
+        ]
         out = []
-        for rep in range(1, reps + 1):
+        for rep in range(1, max(self.repetitions, self.traced_repetitions) + 1):
             block = list(every) if rep <= self.repetitions else []
             if rep <= self.traced_repetitions:
                 block += [replace(c, traced=True) for c in every if self._traced(c.count)]
             block += jvm if rep <= self.repetitions else []
-            block += heap if jvm and rep <= self.heap_limit_repetitions else []
             rng.shuffle(block)
             out.extend((rep, c) for c in block)
         return out
@@ -326,14 +361,47 @@ class Plan:
 
 
 # 7 in the full profile: an outcome (0/1) or a size is the same in every run, and the exact
-# permutation test needs n >= 7 to survive Holm over the family (procedure.REPETITIONS_FULL)
-# (the JSON encoder is a factor: the full profile runs the standard library's too)
+# permutation test needs n >= 6 to survive Holm over the memory family's 7 claims (2 / C(12,
+# 6) = 0.0022 < 0.05 / 7; 5 runs give 0.0079, above it), so 7, as the procedure's
+# (procedure.REPETITIONS_FULL); the JSON encoder is a factor (the full profile runs the
+# standard library's too), and so is the runtime: the JVM's cells 7 times under each heap
+# policy, the thesis's (which the claims read) and the JVM's own default
 PLANS = {
     # the allocation peak traced at the smaller count only (the larger one's untraced cells
     # still give its outcome and resident peak)
     "quick": Plan(repetitions=1, traced_counts=(100_000,)),
     "full": Plan(repetitions=7, json_libraries=("orjson", "json"), runtimes=("python", "jvm")),
 }
+
+
+def _reusable(path: Path, rep: int, cell: MemoryCell, backend: str, limit_mb: int | None) -> bool:
+    """A complete run of ``cell`` and ``rep`` is at ``path``, made by the current code with
+    the same limit and knobs: the JVM's flags (its heap policy, its GC log) among them."""
+    try:
+        r = read_run(path)
+    except ValueError:
+        return False
+    limit = limit_mb if _limited(cell, backend, limit_mb) else None
+    wanted = (cell.parameters(), rep, limit, cell_options(cell, backend, limit_mb).extra_env)
+
+    def same(p: Mapping[str, Any]) -> bool:
+        got = (p.get("options") or {}).get("extra_env")
+        return (p.get("cell"), p.get("repetition"), p.get("limit_mb"), got) == wanted
+
+    spec = BY_RUNTIME[cell.runtime].declaration()
+    return reusable(r.manifest, backend=backend, stack_spec=spec, same_parameters=same)
+
+
+def pending(
+    plan: Plan, root: Path, *, backend: str = "docker", limit_mb: int | None = LIMIT_MB
+) -> list[tuple[int, MemoryCell]]:
+    """The (repetition, cell) pairs of ``plan`` that :func:`run_plan` would measure: no
+    reusable run of them under ``root``."""
+    return [
+        (rep, cell)
+        for rep, cell in plan.cells()
+        if not _reusable(Path(root) / f"{cell.key}-r{rep}", rep, cell, backend, limit_mb)
+    ]
 
 
 def run_plan(
@@ -351,20 +419,10 @@ def run_plan(
     for i, (rep, cell) in enumerate(todo, 1):
         path = Path(root) / f"{cell.key}-r{rep}"
         label = f"[{i}/{len(todo)}] {path.name}"
-        limit = limit_mb if backend != "local" and not cell.traced else None
-        with contextlib.suppress(ValueError):
-            r = read_run(path)
-
-            def same(
-                p: Mapping[str, Any], wanted: tuple[Any, ...] = (cell.parameters(), rep, limit)
-            ) -> bool:
-                return (p.get("cell"), p.get("repetition"), p.get("limit_mb")) == wanted
-
-            spec = BY_RUNTIME[cell.runtime].declaration()
-            if reusable(r.manifest, backend=backend, stack_spec=spec, same_parameters=same):
-                progress(f"{label}: reused")
-                out.append(r)
-                continue
+        if _reusable(path, rep, cell, backend, limit_mb):
+            progress(f"{label}: reused")
+            out.append(read_run(path))
+            continue
         if path.exists():
             shutil.rmtree(path)  # unfinished or made with other parameters: redo it
         run_cell(cell, path, backend=backend, limit_mb=limit_mb, extra={"repetition": rep})
@@ -374,6 +432,8 @@ def run_plan(
             "OOM-killed" if s["data_oom_killed"] else
             "heap exhausted" if s.get("heap_exhausted") else "not completed")  # fmt: skip
         peak = max(v for v in (s["peak_rss_bytes"], s["peak_usage_bytes"], 0) if v is not None)
-        progress(f"{label}: {verdict}, peak {peak / 2**20:.0f} MiB, {s['elapsed_s']} s")
+        committed = ((s.get("heap") or {}).get("data") or {}).get("committed_peak_bytes")
+        heap = f", heap committed {committed / 2**20:.0f} MiB" if committed else ""
+        progress(f"{label}: {verdict}, peak {peak / 2**20:.0f} MiB{heap}, {s['elapsed_s']} s")
         out.append(r)
     return out

@@ -29,7 +29,7 @@ from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.load.group import GroupLoad
 from ipclab.runs import DEFAULT_ROOT
-from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS, knobs
+from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS, LIMIT_MB, THESIS_HEAP, knobs
 
 WARMUP = "warmup "  # the prefix of a warm-up request's name
 METHODS = ("GET", "POST")
@@ -142,10 +142,20 @@ class Variant:
         on = {True: "on", False: "off"}
         return f"gzip-{on[self.gzip]}-cache-{on[self.cache]}-{self.json_library}"
 
+    @property
+    def jvm(self) -> bool:
+        return self.json_library in ENCODERS["jvm"]
+
     def options(self) -> StackOptions:
+        """The stack's options. On the JVM, as the thesis's pods ran (docs/buono.md, "The
+        heap"): both containers under the 400 MB limit (on docker; a local JVM sizes itself
+        from it all the same) and the thesis's heap policy, so the procedure's JVMs run the
+        heap and collector of the memory runs, not the whole machine's (a 6 GB heap, G1)."""
+        heap = THESIS_HEAP if self.jvm else None
         return StackOptions(
             call_timeout_s=CALL_TIMEOUT_S,
-            extra_env=dict(knobs(self.gzip, self.cache, self.json_library)),
+            memory_mb=LIMIT_MB if self.jvm else None,
+            extra_env=dict(knobs(self.gzip, self.cache, self.json_library, heap)),
         )
 
 

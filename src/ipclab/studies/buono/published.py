@@ -109,9 +109,11 @@ METRICS = {
     "peak_rss_mb": "the data service's peak resident memory during the run",
     "transient_rss_mb": "the data service's peak resident memory during the run minus its "
     "resident memory before the request (the memory the request takes)",
-    "heap_committed_mb": "the JVM's committed heap: no counterpart in a Python service, never "
-    "measured (its rows stay inconclusive)",
-    "oom_killed": "1 when the data service was OOM-killed during the run, else 0",
+    "heap_committed_mb": "the data service's peak committed heap (MiB), from its JVM's own GC "
+    "log (heap.csv): what the JVM took from the system for its heap; a Python process has "
+    "none (its rows stay inconclusive there)",
+    "oom_killed": "1 when the data service was killed for memory during the run (by the "
+    "kernel at the limit, or on the JVM by its own full heap), else 0",
 }
 #: the metrics whose values are fixed by construction (the same in every run): facts
 FACTS = ("body_bytes",)
