@@ -29,7 +29,8 @@ from ipclab.backends import StackOptions, get_backend
 from ipclab.backends.base import RunningStack
 from ipclab.backends.local import StackStartError
 from ipclab.paths import REPO_ROOT
-from ipclab.studies.buono.stacks import PAYLOAD_JVM, knobs
+from ipclab.studies.buono import heap
+from ipclab.studies.buono.stacks import LIMIT_MB, PAYLOAD_JVM, THESIS_HEAP, jvm_flags, knobs
 from tests.test_payload_service import MALFORMED, _bomb
 
 PROTO = REPO_ROOT / "services" / "proto"
@@ -178,6 +179,30 @@ def test_healthz_describes_the_jvm(stack: RunningStack) -> None:
     assert runtime["runtime"] == "jvm" and runtime["max_heap_bytes"] > 0
     assert "-XX:+ExitOnOutOfMemoryError" in runtime["flags"]
     assert runtime["collectors"] and runtime["java_version"]
+    # the thesis's heap policy reached the JVM's command line (issue 46), and the JVM says
+    # what it made of it, as jcmd VM.flags would: the heap's maximum at the 400 MB it sizes
+    # itself from, the Serial collector, a full heap ends it
+    assert runtime["heap_policy"] == THESIS_HEAP
+    assert runtime["flags"] == list(jvm_flags(THESIS_HEAP))
+    flags = runtime["vm_options"]
+    assert flags["MaxRAM"] == {"value": str(LIMIT_MB * 2**20), "origin": "VM_CREATION"}
+    assert flags["MaxRAMPercentage"] == {"value": "100.0", "origin": "VM_CREATION"}
+    assert flags["MaxHeapSize"]["value"] == str(LIMIT_MB * 2**20)
+    assert flags["UseSerialGC"] == {"value": "true", "origin": "VM_CREATION"}
+    assert flags["UseG1GC"]["value"] == "false" and flags["ExitOnOutOfMemoryError"]["value"]
+    assert runtime["collectors"] == ["Copy", "MarkSweepCompact"]  # Serial's young and old
+
+
+@needs_java
+def test_the_jvms_gc_log_gives_its_heap(stack: RunningStack) -> None:
+    """Each JVM role writes its GC log into its log, which parses into its heap."""
+    for _ in range(3):
+        assert _get(stack, "/json/flat?count=1000")[0] == 200
+    jvm, rows = heap.parse(stack.logs()["data"].splitlines(), "data")
+    assert jvm["collector"] == "Serial" and jvm["heap_max_bytes"] == LIMIT_MB * 2**20
+    assert len(rows) >= 1 and (rows["source"] == "generations").any()
+    assert (rows["committed_after_bytes"] <= jvm["heap_max_bytes"]).all()
+    assert (rows["used_after_bytes"] <= rows["committed_after_bytes"]).all()
 
 
 @needs_java

@@ -18,6 +18,7 @@ from tests.test_payload_jvm import (  # noqa: F401 - collected here, with this m
     test_both_formats_are_the_python_generators_bytes_raw_and_gzipped,
     test_healthz_describes_the_jvm,
     test_malformed_input_gets_the_python_services_statuses_and_it_keeps_serving,
+    test_the_jvms_gc_log_gives_its_heap,
 )
 
 
