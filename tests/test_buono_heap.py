@@ -244,3 +244,18 @@ def test_the_procedure_runs_of_the_jvm_get_their_heap_csv(tmp_path: Path) -> Non
     assert experiment.record_heaps(runs) == 1
     assert len(heap.read(run)) == 3 and not (python / heap.HEAP_CSV).exists()
     assert experiment.record_heaps(runs) == 0  # made once
+
+
+def test_remeasuring_names_the_jvms_runs_and_their_machine_time(tmp_path: Path) -> None:
+    from ipclab.studies.buono import remeasure
+
+    e = experiment.experiments("full", "docker", tmp_path)
+    runs = remeasure.todo(e)  # nothing on disk: every JVM run of the full profile
+    assert len(runs["procedure"]) == 4 * procedure.REPETITIONS_FULL == 28
+    assert len(runs["memory"]) == 2 * 2 * len(HEAPS) * memory.PLANS["full"].repetitions == 56
+    assert all("jackson" in n for n in runs["memory"])
+    assert sum("-heap-limit-" in n for n in runs["memory"]) == 28
+    assert remeasure.minutes(runs) == pytest.approx((28 * 25 + 56 * 12) / 60)
+    assert remeasure.main(["--root", str(tmp_path), "--dry-run"]) == 0
+    with pytest.raises(ValueError, match="no JVM cells"):
+        remeasure.todo(experiment.experiments("quick", "docker", tmp_path))

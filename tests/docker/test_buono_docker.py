@@ -93,7 +93,7 @@ def test_the_jvm_payload_stack_serves_the_python_bytes_in_containers_under_its_d
         with urllib.request.urlopen(f"{stack.gateway_url}/healthz") as r:
             runtime = json.loads(r.read())["data"]["runtime"]
         # a quarter of 400 MiB is 100 MiB, below HotSpot's small-machine floor (96 MB scaled
-        # for 64 bits): 125 MiB, 121 MiB of it usable under the Serial collector
+        # for 64 bits): 126 MiB, about 122 MiB of it usable under the Serial collector
         assert 100 * 2**20 < runtime["max_heap_bytes"] <= 126 * 2**20, runtime
         assert "-XX:+ExitOnOutOfMemoryError" in runtime["flags"]
         assert runtime["heap_policy"] == "default" and runtime["memory_bytes"] == 400 * 2**20

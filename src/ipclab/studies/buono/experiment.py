@@ -75,7 +75,7 @@ DEVIATIONS = [
     "started by run-java.sh 1.3.8, which for Java 10 or later adds no -Xmx without "
     "JAVA_MAX_MEM_RATIO, only -XX:+ExitOnOutOfMemoryError) leaves the heap to the JVM's "
     "ergonomics: a JVM that sees the pod's 400 MB takes a quarter, raised to HotSpot's "
-    "small-machine floor (125 MiB), under the Serial collector, and ends itself on a full "
+    "small-machine floor (126 MiB), under the Serial collector, and ends itself on a full "
     "heap (exit code 3). That JVM cannot give the thesis's results: here it ends both "
     "formats at 300,000 users by its full heap, where the thesis's Protobuf completed and "
     "its Jackson was killed by 'the Docker's memory constraints' after it 'allocated more "

@@ -22,7 +22,7 @@ image started them (run-java.sh's ``-XX:+ExitOnOutOfMemoryError``), with the col
 the memory a JVM in the 400 MB container sizes itself from, under one of two heap policies
 (``heap``, :data:`ipclab.studies.buono.stacks.HEAPS`): ``limit``, the heap's maximum at the
 container's limit (the thesis's, which the claims read), or ``default``, the JVM's own
-default there (a quarter of its memory but at least about 125 MB: 125 MiB at 400 MB). On
+default there (a quarter of its memory but at least about 125 MB: 126 MiB at 400 MB). On
 the JVM a cell can end in two ways for want of memory: the kernel kills the container
 (``OOMKilled``, the limit) or the JVM ends itself on a full heap (exit code 3,
 ``java.lang.OutOfMemoryError``: the heap policy); the summary says which (``out_of_memory``:

@@ -78,7 +78,7 @@ class HeapPolicy:
 #: thesis's (:data:`THESIS_HEAP`): its JSON was killed by the container's limit and its
 #: Protobuf completed "requesting less heap", which only a heap that can grow to the limit
 #: allows; ``default`` is the image's literal default where the JVM sees the 400 MB (a
-#: quarter, raised to HotSpot's small-machine floor: 125 MiB), which ends both formats at
+#: quarter, raised to HotSpot's small-machine floor: 126 MiB), which ends both formats at
 #: 300,000 users (the JVM's own exit on a full heap, not the kernel's kill)
 HEAPS = {
     "limit": HeapPolicy(
@@ -91,7 +91,7 @@ HEAPS = {
         "default",
         (),
         "the JVM's own default in the container: a quarter of its memory, raised to "
-        "HotSpot's small-machine floor (125 MiB at 400 MB); a full heap ends the JVM",
+        "HotSpot's small-machine floor (126 MiB at 400 MB); a full heap ends the JVM",
     ),
 }
 THESIS_HEAP = "limit"
