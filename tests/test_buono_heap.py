@@ -259,3 +259,25 @@ def test_remeasuring_names_the_jvms_runs_and_their_machine_time(tmp_path: Path) 
     assert remeasure.main(["--root", str(tmp_path), "--dry-run"]) == 0
     with pytest.raises(ValueError, match="no JVM cells"):
         remeasure.todo(experiment.experiments("quick", "docker", tmp_path))
+
+
+def test_the_jvms_heap_is_drawn_beside_the_containers_memory(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    from ipclab.studies.buono import figures
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "data.log").write_text(LOG)
+    heap.record(tmp_path)
+    t = np.arange(1795896749.0, 1795896766.0, 0.05)
+    pd.DataFrame({"t": t, "rss_bytes": 300 * M, "usage_bytes": 310 * M}).to_csv(
+        tmp_path / "memory.csv", index=False
+    )
+    row = {"path": str(tmp_path), "runtime": "jvm", "heap": THESIS_HEAP, "fmt": "json",
+           "count": 300_000, "repetition": 1, "limit_mb": 400.0, "oom_killed": 1.0,
+           "heap_committed_mb": 386.0}  # fmt: skip
+    made = figures.jvm_heap(pd.DataFrame([row]))
+    assert made is not None and "GC log" in made[1]
+    plt.close(made[0])
+    python = pd.DataFrame([{**row, "runtime": "python", "heap": "default"}])
+    assert figures.jvm_heap(python) is None  # no heap to draw

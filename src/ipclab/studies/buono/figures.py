@@ -8,7 +8,10 @@ what is drawn beside them is the one number it prints: the 43320KB Protobuf blob
 * Figs. 29-31: body bytes per structure and count, raw and gzip, with the reduction;
 * Figs. 32-35: the data service's memory over time for flat 100,000 and 300,000, the
   limit and any OOM kill marked;
-* Figs. 43-47: header and body bytes of the answer, stacked, per cell and format.
+* Figs. 43-47: header and body bytes of the answer, stacked, per cell and format;
+* the JVM's heap (Figs. 32-35 on the JVM, JConsole's view as its GC log gives it): the data
+  service's committed and used heap at every collection beside the container's memory, for
+  flat 100,000 and 300,000 under the thesis's heap policy.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ipclab.stats import t_interval
+from ipclab.studies.buono import heap
+from ipclab.studies.buono.stacks import THESIS_HEAP
 
 COLORS = {"json": "#d95f02", "protobuf": "#1b9e77"}
 BLOB_KB = 43320  # the thesis's Protobuf blob at flat 300,000 (§6.1)
@@ -226,6 +231,62 @@ def fig43_47(sizes: pd.DataFrame) -> tuple[Figure, str] | None:
     return fig, caption
 
 
+def _heap_panel(ax: Any, r: pd.Series) -> None:
+    """One JVM memory run: the container's usage (memory.csv) and the data service's
+    committed and used heap at each collection (heap.csv), on the same clock."""
+    m, h = pd.read_csv(f"{r['path']}/memory.csv"), heap.read(r["path"])
+    h = h[h["role"] == "data"]
+    if m.empty:
+        return
+    t0, color = m["t"].iloc[0], COLORS[r["fmt"]]
+    h = h[h["t"] >= t0]  # the JVM's start-up collections came before the sampling
+    ax.plot(m["t"] - t0, m["usage_bytes"] / 2**20, color=color, linewidth=1,
+            label=f"{r['fmt']}: container usage")  # fmt: skip
+    if len(h):
+        ht = h["t"] - t0
+        ax.step(ht, h["committed_after_bytes"] / 2**20, where="post", color=color,
+                linestyle="--", linewidth=1, label=f"{r['fmt']}: heap committed")  # fmt: skip
+        ax.plot(ht, h["used_before_bytes"] / 2**20, ".", color=color, markersize=3,
+                label=f"{r['fmt']}: heap used, before each collection")  # fmt: skip
+    if r["oom_killed"]:  # at its peak: the samples after the kill see the memory freed
+        end = m.loc[m["usage_bytes"].idxmax()]
+        ax.plot(end["t"] - t0, end["usage_bytes"] / 2**20, "rx", markersize=10,
+                label=f"{r['fmt']}: killed for memory")  # fmt: skip
+
+
+def jvm_heap(mem: pd.DataFrame) -> tuple[Figure, str] | None:
+    """The JVM's memory runs under the thesis's heap policy that read their heap, the first
+    repetition of each format per count."""
+    if mem.empty or "runtime" not in mem.columns:
+        return None
+    sel = mem[(mem["runtime"] == "jvm") & (mem["heap"] == THESIS_HEAP)]
+    sel = sel[sel["heap_committed_mb"].notna()] if "heap_committed_mb" in sel else sel.iloc[:0]
+    if sel.empty:
+        return None
+    counts = sorted(sel["count"].unique())
+    fig, axes = plt.subplots(1, len(counts), figsize=(5.5 * len(counts), 3.8), squeeze=False)
+    for ax, count in zip(axes[0], counts, strict=True):
+        for _, rows in sel[sel["count"] == count].groupby("fmt"):
+            _heap_panel(ax, rows.sort_values("repetition").iloc[0])
+        limit = sel["limit_mb"].dropna()
+        if len(limit):
+            ax.axhline(float(limit.iloc[0]), color="grey", linestyle=":", linewidth=1,
+                       label=f"limit: {float(limit.iloc[0]):.0f} MiB")  # fmt: skip
+        ax.set_title(f"flat GET {count:,} on the JVM: the data service")
+        ax.set_xlabel("s since the first sample")
+        ax.legend(frameon=False, fontsize=6)
+    axes[0][0].set_ylabel("MiB")
+    fig.tight_layout()
+    caption = (
+        "Figs. 32-35 on the JVM (Quarkus, Jackson, protobuf-java; the heap's maximum at the "
+        "container's limit, the thesis's policy): the container's memory at 20 Hz and the "
+        "data service's heap as its JVM's GC log gives it, committed (what the JVM took for "
+        "its heap: B16c) and used before each collection, the first repetition of each "
+        "format. The thesis read its heap with JConsole."
+    )
+    return fig, caption
+
+
 def _python(df: pd.DataFrame) -> pd.DataFrame:
     """The Python services' rows (the thesis's figures are drawn for the primary set-up;
     the JVM's runs are in the tables, beside them)."""
@@ -240,5 +301,6 @@ def all_figures(a: Any) -> dict[str, tuple[Figure, str]]:
         "buono_fig29_31_sizes": fig29_31(a.sizes),
         "buono_fig32_35_memory": fig32_35(mem),
         "buono_fig43_47_headers": fig43_47(a.sizes) if len(a.sizes) else None,
+        "buono_jvm_heap": jvm_heap(a.memory),
     }
     return {k: v for k, v in made.items() if v is not None}

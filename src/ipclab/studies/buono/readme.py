@@ -10,6 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from ipclab.studies.buono.stacks import THESIS_HEAP
+
 METRICS = {
     "server_ms": "data service, gunzip + deserialisation (`server_ms`)",
     "deser_ms": "deserialisation alone (`deser_ms`)",
@@ -30,7 +32,11 @@ def _outcome(g: pd.DataFrame) -> str:
         parts.append(f"{full} ended by a full heap")
     if kernel:
         parts.append(f"{kernel} killed by the kernel")
-    return ", ".join(parts) + f", peak {g['peak_mb'].max():.0f} MiB"
+    text = ", ".join(parts) + f", peak {g['peak_mb'].max():.0f} MiB"
+    committed = g["heap_committed_mb"].dropna() if "heap_committed_mb" in g else pd.Series()
+    if len(committed):  # the JVM's GC log (a killed JVM's up to its last collection)
+        text += f", heap committed {committed.median():.0f} MiB (median)"
+    return text
 
 
 def memory_markdown(memory: pd.DataFrame) -> str:
@@ -42,7 +48,8 @@ def memory_markdown(memory: pd.DataFrame) -> str:
     for (runtime, heap, fmt, lib), g in rows.groupby(["runtime", "heap", "fmt", "json_library"]):
         name = f"JSON ({lib})" if fmt == "json" else "Protobuf"
         cells = [_outcome(g[g["count"] == c]) if (g["count"] == c).any() else "-" for c in counts]
-        heap_text = heap if runtime == "jvm" else "no cap"
+        judged = " (the thesis's, judged)" if heap == THESIS_HEAP else ""
+        heap_text = f"{heap}{judged}" if runtime == "jvm" else "no cap"
         lines.append(f"| {runtime} | {heap_text} | {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
