@@ -117,6 +117,9 @@ def test_buono_full_reference_is_complete_and_analyses() -> None:
     plan = memory.PLANS["full"]
     assert len(a.memory) == len(plan.cells())
     assert a.memory["limit_mb"].dropna().eq(memory.LIMIT_MB).all()
+    # the JVM's runs read their heap from its GC log (issue 46): B16c measured there
+    jvm = a.memory[a.memory["runtime"] == "jvm"]
+    assert len(jvm) and jvm["heap_committed_mb"].notna().all()
     t = throughput.PROFILES["full"]
     assert len(a.throughput) == 4 * len(t.users) * t.repetitions
     assert a.claims["verdict"].isin(VERDICTS).all()
