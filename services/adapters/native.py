@@ -283,6 +283,9 @@ def nginx_config(plan: Plan, workdir: Path) -> str:
         f"    client_body_timeout {_seconds(READ_TIMEOUT_S)};\n"
         f"    keepalive_timeout {_seconds(IDLE_TIMEOUT_S)};\n"
         "    keepalive_requests 1000000;\n"
+        # nginx's default, stated: TCP_NODELAY once a client connection turns keep-alive;
+        # upstream connections keep Nagle on (no directive), each request one writev
+        "    tcp_nodelay on;\n"
         "    proxy_http_version 1.1;\n"
         '    proxy_set_header Connection "";\n'
         "    proxy_set_header Host $http_host;\n"

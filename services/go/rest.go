@@ -13,8 +13,16 @@ import (
 	"time"
 )
 
-// poolPerHost is rest.py's POOL_PER_HOST: keep-alive connections per service.
+// poolPerHost is rest.py's POOL_PER_HOST: keep-alive connections per service (Go's default,
+// DefaultMaxIdleConnsPerHost 2, would close all but 2 idle connections per service after
+// every burst, and the next burst would open them again).
 const poolPerHost = 100
+
+// poolIdle is rest.py's POOL_IDLE_S: an idle pooled connection is closed after this, well
+// before a server closes it (idleTimeout), so no request is sent on a connection the server
+// is closing. TCP_NODELAY (on) and TCP keep-alive (15 s) are Go's defaults for every
+// connection of the zero net.Dialer (ipclab.socket_settings states them; tests check them).
+const poolIdle = 15 * time.Second
 
 // serveREST answers GET /{op}?{field}={value} with the operation's JSON document, or an
 // error document {"error", "message"} with the matching status (transports/rest.py).
@@ -74,7 +82,7 @@ func newRESTClients(addresses map[string]string) *restClients {
 		MaxIdleConns:        0,
 		MaxIdleConnsPerHost: poolPerHost,
 		MaxConnsPerHost:     poolPerHost,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     poolIdle,
 	}
 	if tlsOn() { // a handshake per pooled connection; HTTP/1.1 (no h2 asked for)
 		transport.TLSClientConfig = clientTLS()

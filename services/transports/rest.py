@@ -25,7 +25,7 @@ from aiohttp import web
 from ipclab_services import tls
 from ipclab_services.asgi import json_app, serve_http
 from ipclab_services.errors import ServiceError, Timeout, Unavailable, from_code
-from ipclab_services.limits import MAX_ANSWER, MAX_BODY
+from ipclab_services.limits import IDLE_TIMEOUT_S, MAX_ANSWER, MAX_BODY
 from ipclab_services.transports.base import (
     ConnectConfig,
     HttpRequest,
@@ -38,6 +38,18 @@ from ipclab_services.transports.base import (
 from multidict import CIMultiDict
 
 POOL_PER_HOST = 100  # keep-alive connections per service
+#: An idle pooled connection is closed after this (aiohttp's default, stated: the Go
+#: gateway's too): well before the servers close one (``limits.IDLE_TIMEOUT_S``), so a
+#: client never sends on a connection its server is closing. TCP_NODELAY is on for every
+#: connection (uvloop's and aiohttp's default); ``ipclab.socket_settings`` says the rest.
+POOL_IDLE_S = 15.0
+
+
+def _connector(**tls: Any) -> aiohttp.TCPConnector:
+    """A keep-alive pool: up to ``POOL_PER_HOST`` connections per peer, no total limit."""
+    return aiohttp.TCPConnector(
+        limit=0, limit_per_host=POOL_PER_HOST, keepalive_timeout=POOL_IDLE_S, **tls
+    )
 
 
 async def serve(service: ServiceDef, config: ServeConfig) -> None:
@@ -77,7 +89,7 @@ class RestClients:
         self._base = {name: f"{scheme}://{addr}" for name, addr in addresses.items()}
         ssl_context = tls.client_context(files, alpn=("http/1.1",)) if files else True
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, limit_per_host=POOL_PER_HOST, ssl=ssl_context),
+            connector=_connector(ssl=ssl_context),
             json_serialize=lambda o: orjson.dumps(o).decode(),
         )
 
@@ -126,7 +138,9 @@ async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
     """Serve whole HTTP/1.1 messages with ``handler`` until cancelled, on aiohttp's
     low-level server: it writes an answer's headers and body in one write, as nginx does,
     where uvicorn writes them apart (one more TCP segment per answer on the measured hop).
-    An answer without Date or Server gets aiohttp's own."""
+    An answer without Date or Server gets aiohttp's own. An idle connection is closed after
+    ``IDLE_TIMEOUT_S``, as by every server of the suite (aiohttp's own default is 3630 s);
+    SO_KEEPALIVE is on, with the kernel's timing (aiohttp's default, stated)."""
 
     async def handle(request: web.BaseRequest) -> web.StreamResponse:
         try:
@@ -146,7 +160,10 @@ async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
     def request(*parts: Any) -> web.BaseRequest:  # web.Server's own keywords go to the protocol
         return web.BaseRequest(*parts, loop, client_max_size=MAX_BODY)
 
-    runner = web.ServerRunner(web.Server(handle, request_factory=request), access_log=None)
+    server = web.Server(
+        handle, request_factory=request, keepalive_timeout=IDLE_TIMEOUT_S, tcp_keepalive=True
+    )
+    runner = web.ServerRunner(server, access_log=None)
     await runner.setup()
     try:
         site = web.TCPSite(runner, config.host, config.port, backlog=4096)
@@ -163,7 +180,7 @@ class RestRelay:
     def __init__(self, address: str) -> None:
         self._base = f"http://{address}"
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, limit_per_host=POOL_PER_HOST),
+            connector=_connector(),
             cookie_jar=aiohttp.DummyCookieJar(),
             skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
             auto_decompress=False,

@@ -45,6 +45,7 @@ import aiohttp
 import orjson
 from google.protobuf.message import DecodeError
 from ipclab_services.domains.payload import codec, data
+from ipclab_services.transports.rest import POOL_IDLE_S
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -347,7 +348,7 @@ class EdgeService:
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=100),
+                connector=aiohttp.TCPConnector(limit=100, keepalive_timeout=POOL_IDLE_S),
                 auto_decompress=False,
                 skip_auto_headers=("Accept-Encoding", "Content-Type", "User-Agent"),
             )
