@@ -83,7 +83,6 @@ class Timing:
     min_ms: float
     p50_ms: float
     statuses: tuple[int, ...]
-    local_port: int  # the probe's own end (its TIME_WAIT after closing is the probe's)
 
 
 def time_requests(
@@ -94,7 +93,6 @@ def time_requests(
     head = ask.head(f"127.0.0.1:{port}")
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    local = sock.getsockname()[1]
     times, statuses, buf = [], set(), b""
     try:
         for i in range(warm + n):
@@ -111,7 +109,7 @@ def time_requests(
     finally:
         sock.close()
     name = ask.method + (" 2 writes" if split and ask.body else "")
-    return Timing(role, name, min(times), statistics.median(times), tuple(sorted(statuses)), local)
+    return Timing(role, name, min(times), statistics.median(times), tuple(sorted(statuses)))
 
 
 def _shop(role: str, gateway: str) -> tuple[Ask, Ask]:
