@@ -236,8 +236,8 @@ def _reused(stack: LocalStack) -> list[str]:
 
 
 def _load(stack: LocalStack, tmp: Path, rows: list[tuple[SocketSetting, Live]]) -> list[str]:
-    """One Locust user for 6 s: its sockets as declared, and no request it made stalled."""
-    profile = LoadProfile(users=1, spawn_rate=1, duration_s=6)
+    """One Locust user for 4 s: its sockets as declared, and no request it made stalled."""
+    profile = LoadProfile(users=1, spawn_rate=1, duration_s=4)
     session = LoadSession(stack, profile, RunWriter(tmp / "run", "load", {}), StackOptions())
     gateway = stack.ports[stack.spec.gateway]
     session.start()
