@@ -457,7 +457,8 @@ NATIVE_ROWS: tuple[SocketSetting, ...] = (
         nodelay_by="nghttpx's",
         keepalive=None,
         keepalive_by="nghttpx sets none",
-        pool="HTTP/2: one connection per backend, up to 100 streams on it; HTTP/1.1: a keep-alive "
+        pool="HTTP/2: one connection per backend, as many streams as the peer allows (100); "
+        "HTTP/1.1: a keep-alive "
         "pool, unlimited (`backend-connections-per-frontend` 0)",
         idle="60 s (`backend-keep-alive-timeout`)",
         where="services/adapters/native.py",
