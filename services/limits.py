@@ -14,7 +14,8 @@ files), and docs/hardening.md lists them with the reason for each value:
   byte is cut off (Go's ``ReadTimeout``);
 - ``IDLE_TIMEOUT_S``: a keep-alive connection that sends no new request this long after an
   answer is closed (Go's ``IdleTimeout``, uvicorn's ``timeout_keep_alive``, nginx's
-  ``keepalive_timeout``);
+  ``keepalive_timeout``, the REST relay server's ``keepalive_timeout``); the clients' pools
+  close an idle connection sooner (``transports.rest.POOL_IDLE_S``);
 - ``MAX_ANSWER``: a service's answer longer than this is not read by a gateway's client:
   the call fails as ``internal`` (a gateway's memory per call stays bounded).
 """
