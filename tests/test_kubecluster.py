@@ -17,6 +17,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tarfile
 import tomllib
 from pathlib import Path
@@ -27,7 +28,18 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ipclab import orphans
-from ipclab.kubecluster import build, components, config, host, images, layout, pki, state
+from ipclab.kubecluster import (
+    build,
+    components,
+    config,
+    firewall,
+    host,
+    images,
+    layout,
+    pki,
+    state,
+    sysctls,
+)
 from ipclab.kubecluster.layout import LOOPBACK, PORTS, Layout
 
 
@@ -65,7 +77,11 @@ def test_containerd_is_private_and_restricts_oom_score_adj(where: Layout) -> Non
 def test_the_cni_network_accepts_forwarding_and_stays_on_the_machine(where: Layout) -> None:
     doc = json.loads(config.cni_conflist(where))
     bridge, firewall = doc["plugins"]
-    assert firewall == {"type": "firewall", "backend": "iptables"}  # docker's FORWARD DROP
+    assert firewall == {  # docker's FORWARD DROP; its admin chain named as ours
+        "type": "firewall",
+        "backend": "iptables",
+        "iptablesAdminChainName": "IPCLAB-K8S-CNI-ADMIN",
+    }
     assert bridge["type"] == "bridge" and bridge["bridge"] == layout.BRIDGE
     assert bridge["ipMasq"] is False and bridge["hairpinMode"] is True
     (subnet,) = bridge["ipam"]["ranges"][0]
@@ -217,8 +233,10 @@ def test_keys_are_private_and_the_authority_key_is_not_kept(files: pki.Pki) -> N
         assert stat.S_IMODE(key.stat().st_mode) == 0o600, key
     assert stat.S_IMODE(files.directory.stat().st_mode) == 0o700
     assert sorted(p.name for p in files.directory.iterdir()) == sorted(
-        ["ca.crt", "apiserver.crt", "apiserver.key", "admin.crt", "admin.key", "sa.key", "sa.pub"]
-    )
+        ["ca.crt", "apiserver.crt", "apiserver.key", "admin.crt", "admin.key", "sa.key", "sa.pub",
+         "etcd-ca.crt", "etcd-server.crt", "etcd-server.key",
+         "apiserver-etcd-client.crt", "apiserver-etcd-client.key"]
+    )  # fmt: skip
     ca = _cert(files.ca)
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
 
@@ -402,14 +420,15 @@ def test_the_cni_jump_goes_after_kube_proxys_so_a_service_without_endpoints_refu
         "-j",
         "CNI-FORWARD",
     ]
-    assert host.forward_order_commands(cni_first) == [["-D", *jump], ["-A", *jump]]
+    assert firewall.forward_order_commands(cni_first) == [["-D", *jump], ["-A", *jump]]
     # before any pod: no chain and no jump yet, so both are made, the jump after kube-proxy's
     fresh = "\n".join(["-P FORWARD DROP", _KUBE_JUMP])
-    assert host.forward_order_commands(fresh) == [["-N", "CNI-FORWARD"], ["-A", *jump]]
+    assert firewall.forward_order_commands(fresh) == [["-N", "CNI-FORWARD"], ["-A", *jump]]
     # already in order, or kube-proxy not there yet: nothing to do
-    assert host.forward_order_commands("\n".join(["-N CNI-FORWARD", _KUBE_JUMP, _CNI_JUMP])) == []
-    assert host.forward_order_commands("\n".join(["-N CNI-FORWARD", _CNI_JUMP])) == []
-    assert host.kube_proxy_forwards(fresh) and not host.kube_proxy_forwards(_CNI_JUMP)
+    in_order = "\n".join(["-N CNI-FORWARD", _KUBE_JUMP, _CNI_JUMP])
+    assert firewall.forward_order_commands(in_order) == []
+    assert firewall.forward_order_commands("\n".join(["-N CNI-FORWARD", _CNI_JUMP])) == []
+    assert firewall.kube_proxy_forwards(fresh) and not firewall.kube_proxy_forwards(_CNI_JUMP)
 
 
 def test_the_iptables_plan_removes_only_our_chains_and_the_jumps_to_them() -> None:
@@ -426,7 +445,7 @@ def test_the_iptables_plan_removes_only_our_chains_and_the_jumps_to_them() -> No
             "-A DOCKER -d 172.17.0.2/32 -j ACCEPT",
         ]
     )
-    plan = host.iptables_cleanup(rules)
+    plan = firewall.cleanup_plan(rules)
     assert plan == [
         ["-D", "FORWARD", "-m", "comment", "--comment", "CNI firewall plugin rules", "-j",
          "CNI-FORWARD"],
@@ -461,15 +480,16 @@ def test_mounts_under_the_root_come_deepest_first_and_unescaped(tmp_path: Path) 
 
 def test_sysctls_are_recorded_and_only_changed_ones_restored(tmp_path: Path) -> None:
     for name, value in {"vm.overcommit_memory": "0", "kernel.panic": "0"}.items():
-        path = host.sysctl_path(name, tmp_path)
+        path = sysctls.sysctl_path(name, tmp_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(value + "\n")
-    recorded = host.record_sysctls(("vm.overcommit_memory", "kernel.panic", "no.such"), tmp_path)
+    recorded = sysctls.read(("vm.overcommit_memory", "kernel.panic", "no.such"), tmp_path)
     assert recorded == {"vm.overcommit_memory": "0", "kernel.panic": "0"}
-    host.sysctl_path("vm.overcommit_memory", tmp_path).write_text("1\n")  # as the kubelet does
-    assert host.restore_sysctls(recorded, tmp_path) == ["vm.overcommit_memory 1 -> 0"]
-    assert host.sysctl_path("vm.overcommit_memory", tmp_path).read_text() == "0\n"
-    assert host.restore_sysctls(recorded, tmp_path) == []
+    sysctls.sysctl_path("vm.overcommit_memory", tmp_path).write_text("1\n")  # as the kubelet
+    restored = sysctls.restore(recorded, tmp_path, keep_forwarding=False)
+    assert restored == ["vm.overcommit_memory 1 -> 0"]
+    assert sysctls.sysctl_path("vm.overcommit_memory", tmp_path).read_text() == "0\n"
+    assert sysctls.restore(recorded, tmp_path, keep_forwarding=False) == []
 
 
 def test_the_kubelets_cgroups_are_removed_children_first(tmp_path: Path) -> None:
@@ -515,6 +535,7 @@ def test_sweep_runs_registered_sweepers_once_each(
     monkeypatch.setattr(orphans.psutil, "process_iter", lambda *a, **k: iter(()))
     monkeypatch.setattr(orphans.tempfile, "gettempdir", lambda: str(tmp_path))
     monkeypatch.setattr(orphans, "_sweepers", [])
+    monkeypatch.setattr(orphans, "BUILTIN_SWEEPERS", ())
     calls: list[str] = []
 
     def sweeper(say: object) -> list[str]:
@@ -528,10 +549,18 @@ def test_sweep_runs_registered_sweepers_once_each(
     assert "the thing" in said[0]
 
 
-def test_the_package_registers_its_sweeper() -> None:
-    import ipclab.kubecluster
-
-    assert ipclab.kubecluster._sweep in orphans._sweepers
+def test_every_sweep_runs_the_clusters_sweeper_without_the_package_imported() -> None:
+    """Issue 48: it was registered only when ``ipclab.kubecluster`` was imported, so a run
+    of the docker or local backend never swept a cluster a killed ``up`` left half done."""
+    probe = (
+        "import sys; from ipclab import orphans; "
+        "assert 'ipclab.kubecluster' not in sys.modules; "
+        "print([f'{s.__module__}.{s.__name__}' for s in orphans.sweepers()])"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "ipclab.kubecluster.sweep" in done.stdout
 
 
 def test_a_cluster_that_is_up_or_whose_harness_lives_is_never_swept(where: Layout) -> None:
@@ -570,17 +599,17 @@ def test_the_local_cluster_starts_runs_a_node_and_leaves_nothing(tmp_path: Path)
     where = Layout(Path("/tmp") / f"ipclab-k8s-test-{os.getpid()}")
     if why := _why_not_start(where):
         pytest.skip(why)
-    before = host.record_sysctls()
+    before = sysctls.read()
     try:
         node.up(where.root)
         healthy, lines = node.status(where.root)
         assert healthy, "\n".join(lines)
-        assert readiness.node_ready(where.kubeconfig)
+        assert readiness.node_ready(where.root)
         listed = subprocess.run(["iptables", "-w", "-S"], capture_output=True, text=True)
-        assert host.kube_proxy_forwards(listed.stdout)
-        assert host.forward_order_commands(listed.stdout) == []  # the CNI jump after kube's
+        assert firewall.kube_proxy_forwards(listed.stdout)
+        assert firewall.forward_order_commands(listed.stdout) == []  # CNI's jump after kube's
     finally:
         problems = node.down(where.root)
     assert problems == []
     assert not teardown.evidence(where) and not where.root.exists()
-    assert host.record_sysctls() == before
+    assert sysctls.read() == before

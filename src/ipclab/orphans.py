@@ -7,13 +7,17 @@ cannot: epmd daemonises out of the broker's process group, and a directory outli
 everyone. ``sweep`` removes exactly those whose harness is gone, and says so; what a living
 harness (or a detached stack, which carries no mark) started is never touched.
 
-Other kinds of leftovers register a sweeper of their own (:func:`register`), which ``sweep``
-runs too: the local Kubernetes cluster's half-done start or stop (``ipclab.kubecluster``),
-registered when that package is imported, so this module imports none of them.
+Other kinds of leftovers have a sweeper of their own, which ``sweep`` runs too: the built-in
+ones (:data:`BUILTIN_SWEEPERS`: the local Kubernetes cluster's half-done start or stop,
+``ipclab.kubecluster``) are imported by every sweep, whichever backend started it, since a
+cluster a killed ``ipclab cluster up`` left half started is there whether or not the
+Kubernetes package was ever imported by this run; others may :func:`register`. This module
+imports none of them at its own import (no cycle, no cost for a run that never sweeps).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
@@ -24,6 +28,8 @@ import psutil
 
 Sweeper = Callable[[Callable[[str], None]], list[str]]  # say -> what it swept
 _sweepers: list[Sweeper] = []
+# "module:function" run by every sweep, imported when it runs
+BUILTIN_SWEEPERS = ("ipclab.kubecluster:sweep",)
 
 MARK = "IPCLAB_HARNESS"
 MARK_FILE = ".ipclab-harness"
@@ -73,6 +79,16 @@ def register(sweeper: Sweeper) -> None:
         _sweepers.append(sweeper)
 
 
+def sweepers() -> list[Sweeper]:
+    """What a sweep runs besides its own search: the built-in sweepers, then the
+    registered ones (each once)."""
+    found: list[Sweeper] = []
+    for name in BUILTIN_SWEEPERS:
+        module, _, function = name.partition(":")
+        found.append(getattr(importlib.import_module(module), function))
+    return [*found, *(s for s in _sweepers if s not in found)]
+
+
 def sweep(say: Callable[[str], None] = print) -> list[str]:
     """Kill processes and remove workdirs left by harnesses that are no longer alive, and
     run the registered sweepers."""
@@ -95,7 +111,7 @@ def sweep(say: Callable[[str], None] = print) -> list[str]:
         if mark is not None and not harness_alive(mark):
             shutil.rmtree(d, ignore_errors=True)
             swept.append(f"directory {d}")
-    for sweeper in _sweepers:
+    for sweeper in sweepers():
         swept += sweeper(say)
     if swept:
         say(f"ipclab: swept what a killed run left behind: {', '.join(swept)}")

@@ -31,7 +31,7 @@ from ipclab.kubecluster.layout import (
     SERVICE_CIDR,
     Layout,
 )
-from ipclab.kubecluster.pki import Pki
+from ipclab.kubecluster.pki import ETCD_CLIENT_NAMES, Pki
 
 ADVERTISE = os.environ.get("IPCLAB_K8S_ADVERTISE", LOOPBACK)
 CONTAINERD = os.environ.get("IPCLAB_K8S_CONTAINERD", "/usr/bin/containerd")
@@ -76,20 +76,30 @@ def containerd(layout: Layout) -> Component:
     )
 
 
-def etcd(layout: Layout) -> Component:
+def etcd(layout: Layout, pki: Pki) -> Component:
+    """etcd with mutual TLS on both its ports: its own authority's certificate, and a
+    client certificate of that authority required, of a name in ``ETCD_CLIENT_NAMES``
+    (the node binary refuses to start etcd any other way: kubernetes/node/etcd.go)."""
     argv = (
         str(layout.bin / "etcd"),
         f"--data-dir={layout.etcd_data}",
-        f"--listen-client-url=http://{LOOPBACK}:{PORTS['etcd']}",
-        f"--listen-peer-url=http://{LOOPBACK}:{PORTS['etcd-peer']}",
+        f"--listen-client-url=https://{LOOPBACK}:{PORTS['etcd']}",
+        f"--listen-peer-url=https://{LOOPBACK}:{PORTS['etcd-peer']}",
+        f"--cert-file={pki.etcd_server_cert}",
+        f"--key-file={pki.etcd_server_key}",
+        f"--trusted-ca-file={pki.etcd_ca}",
+        f"--allowed-cn={','.join(ETCD_CLIENT_NAMES)}",
     )
-    return Component("etcd", argv, _url("http", "etcd", "/health"), 60.0)
+    return Component("etcd", argv, _url("https", "etcd", "/health"), 60.0)
 
 
 def apiserver(layout: Layout, pki: Pki, advertise: str = ADVERTISE) -> Component:
     argv = (
         str(layout.bin / "kube-apiserver"),
-        f"--etcd-servers=http://{LOOPBACK}:{PORTS['etcd']}",
+        f"--etcd-servers=https://{LOOPBACK}:{PORTS['etcd']}",
+        f"--etcd-cafile={pki.etcd_ca}",
+        f"--etcd-certfile={pki.etcd_client_cert}",
+        f"--etcd-keyfile={pki.etcd_client_key}",
         f"--bind-address={LOOPBACK}",
         f"--secure-port={PORTS['kube-apiserver']}",
         f"--advertise-address={advertise}",
@@ -168,7 +178,7 @@ def all_components(layout: Layout, pki: Pki, advertise: str = ADVERTISE) -> list
     """Every process of the cluster, in start order (``state.COMPONENTS``)."""
     return [
         containerd(layout),
-        etcd(layout),
+        etcd(layout, pki),
         apiserver(layout, pki, advertise),
         controller_manager(layout, pki),
         scheduler(layout),

@@ -9,15 +9,20 @@ Why each setting, by the machine fact behind it (docs/kubernetes.md has the tabl
   container's -998. containerd 1.6 then keeps the score at or above its own (containerd
   2.x ignores the option for sandboxes, hence 1.6). ``sandbox_image`` is our own pause image,
   imported (no registry). No hugetlb cgroup here: tolerated. Netns mounts under its state.
+  AppArmor on where the kernel has it and ``apparmor_parser`` is there to load containerd's
+  default profile (:func:`apparmor_available`; this machine's kernel has none).
 - kubelet (1.34): cgroup v1 and containerd 1.x (no RuntimeConfig RPC) -> ``cgroupfs`` driver
   and ``failCgroupV1: false``; ``oomScoreAdj: 0`` (-999 cannot be set); every listener on
   127.0.0.1; no cluster DNS (a backend uses fixed ClusterIPs and hostAliases); image GC off
   (imported images cannot be pulled again); ``protectKernelDefaults: false`` (it would exit
-  on this host's overcommit and panic sysctls); container logs under the root.
+  on this host's overcommit and panic sysctls); container logs under the root;
+  ``seccompDefault: true``: a container whose pod names no seccomp profile gets the
+  runtime's default, as under docker (the backend's pods also ask for it by name).
 - CNI (Debian's containernetworking-plugins 1.1.1): a bridge ``ipclab0`` with host-local
   addresses, no masquerade (pods reach each other and nothing off the machine), hairpin
   (a pod reaches itself through its Service), and the ``firewall`` plugin: docker set the
-  FORWARD policy to DROP, which would drop bridged pod traffic.
+  FORWARD policy to DROP, which would drop bridged pod traffic (its admin chain named
+  ``IPCLAB-K8S-CNI-ADMIN``, so that ``down`` can tell it is ours: ``firewall``).
 - kube-proxy: iptables mode (no IP_VS in this kernel; no ``nft`` binary); NodePorts on
   127.0.0.1 only; conntrack sysctls left alone (every knob 0).
 """
@@ -26,11 +31,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ipclab.kubecluster.firewall import ADMIN_CHAIN
 from ipclab.kubecluster.layout import (
     API_SERVER,
     BRIDGE,
@@ -47,12 +54,24 @@ from ipclab.kubecluster.layout import (
 )
 from ipclab.kubecluster.pki import Pki
 
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PAUSE_IMAGE = "ipclab-pause:1"
 PAUSE_REF = f"docker.io/library/{PAUSE_IMAGE}"  # as containerd names it once imported
 CNI_BIN_DIR = Path(os.environ.get("IPCLAB_K8S_CNI_BIN", "/usr/lib/cni"))  # Debian's
 CNI_PLUGINS = ("bridge", "host-local", "loopback", "firewall")
 RUNC = Path(os.environ.get("IPCLAB_K8S_RUNC", "/usr/sbin/runc"))
 CONFLIST = "10-ipclab.conflist"
+APPARMOR_ENABLED = Path("/sys/module/apparmor/parameters/enabled")
+
+
+def apparmor_available(enabled: Path = APPARMOR_ENABLED) -> bool:
+    """The kernel enforces AppArmor and containerd can load its default profile (it needs
+    ``apparmor_parser``): only then do containerd and the pods use it."""
+    try:
+        on = enabled.read_text().strip() == "Y"
+    except OSError:
+        return False
+    return on and shutil.which("apparmor_parser", path=SYSTEM_PATH) is not None
 
 
 def _q(value: object) -> str:
@@ -63,8 +82,12 @@ def _q(value: object) -> str:
 CRI = 'plugins."io.containerd.grpc.v1.cri"'  # the CRI plugin's table, and its sub-tables
 
 
-def containerd_toml(layout: Layout, runc: Path = RUNC, cni_bin: Path = CNI_BIN_DIR) -> str:
-    """The private containerd's configuration (version 2 schema, containerd 1.6)."""
+def containerd_toml(
+    layout: Layout, runc: Path = RUNC, cni_bin: Path = CNI_BIN_DIR, apparmor: bool | None = None
+) -> str:
+    """The private containerd's configuration (version 2 schema, containerd 1.6);
+    ``apparmor``: whether to confine containers with it (None: :func:`apparmor_available`)."""
+    apparmor = apparmor_available() if apparmor is None else apparmor
     return f"""\
 # ipclab's private containerd (docs/kubernetes.md); generated, rewritten at every start
 version = 2
@@ -89,7 +112,7 @@ oom_score = 0  # no CAP_SYS_RESOURCE here: a lower score cannot be set
   restrict_oom_score_adj = true  # the sandbox cannot lower oom_score_adj (runc would fail)
   tolerate_missing_hugetlb_controller = true
   disable_hugetlb_controller = true
-  disable_apparmor = true
+  disable_apparmor = {str(not apparmor).lower()}
   enable_selinux = false
   enable_unprivileged_ports = true  # as docker: a container's user may bind any port
   netns_mounts_under_state_dir = true
@@ -129,7 +152,11 @@ def cni_conflist(layout: Layout) -> str:
             "dataDir": str(layout.cni_ipam),
         },
     }
-    firewall = {"type": "firewall", "backend": "iptables"}
+    firewall = {  # its admin chain named as ours: down deletes it, and no one else's
+        "type": "firewall",
+        "backend": "iptables",
+        "iptablesAdminChainName": ADMIN_CHAIN,
+    }
     document = {"cniVersion": "1.0.0", "name": CNI_NETWORK, "plugins": [bridge, firewall]}
     return json.dumps(document, indent=2) + "\n"
 
@@ -172,6 +199,7 @@ def kubelet_config(layout: Layout, pki: Pki) -> dict[str, Any]:
         },
         "serializeImagePulls": False,
         "protectKernelDefaults": False,
+        "seccompDefault": True,  # RuntimeDefault for every container, as docker's default
         "maxPods": 110,
         "shutdownGracePeriod": "0s",  # needs systemd-logind; none here
         "rotateCertificates": False,

@@ -1,33 +1,52 @@
 """Where the local cluster keeps everything, and the addresses it uses.
 
 Every file the cluster writes lives under ONE private root, like the PostgreSQL clusters'
-(``ipclab.backends.postgres``): ``$IPCLAB_K8S_ROOT``, default ``<tmp>/ipclab-k8s-<uid>``,
-a real directory owned by this user and writable by no one else (``ipclab.private``), else
-``UnsafeState`` and nothing is done. Not ``/etc/kubernetes`` nor ``/var/lib/kubelet``: a
-system cluster, if one is ever installed, is never touched, and ``down`` removes one
-folder. What cannot live there is listed in docs/kubernetes.md (the kernel's sysctls,
-iptables chains, the bridge, cgroups, CNI's result cache, ``/var/log/containers``).
+(``ipclab.backends.postgres``): ``$IPCLAB_K8S_ROOT``, default :func:`default_root`
+(``/var/lib/ipclab-k8s-0`` for root, who alone can start the cluster; not a shared
+``/tmp``, where another user could make the folder first and a cleaner removes the state
+file that says what to undo), a real directory owned by this user and writable by no one
+else (``ipclab.private``), else ``UnsafeState`` and nothing is done. It is checked at every
+open, not once at ``up`` (``ipclab.kubecluster.access``). Not ``/etc/kubernetes`` nor
+``/var/lib/kubelet``: a system cluster, if one is ever installed, is never touched, and
+``down`` removes one folder. What cannot live there is listed in docs/kubernetes.md (the
+kernel's sysctls, iptables chains, the bridge, cgroups, CNI's result cache,
+``/var/log/containers``).
 
 Every listener is on 127.0.0.1 (``LOOPBACK``) at a fixed port (``PORTS``): the ports are
 fixed so that ``status`` and ``down`` find the cluster after a kill -9 of the harness, and
 are outside the kernel's ephemeral range so no client socket takes one.
 
 :func:`kubeconfig` is what the kubernetes backend reads: ``$IPCLAB_KUBECONFIG`` when set
-(any cluster: AKS, GKE, a lab's), else this local cluster's admin kubeconfig. The
-standard ``$KUBECONFIG`` is deliberately not read: a shell set up for a production cluster
-must not receive benchmark stacks by accident.
+(any cluster: AKS, GKE, a lab's; a file only root or this user can change, since its
+``exec:`` plugin would run as this user: :func:`check_override`), else this local
+cluster's admin kubeconfig. The standard ``$KUBECONFIG`` is deliberately not read: a shell
+set up for a production cluster must not receive benchmark stacks by accident.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(
-    os.environ.get("IPCLAB_K8S_ROOT", Path(tempfile.gettempdir()) / f"ipclab-k8s-{os.getuid()}")
-)
+from ipclab.private import UnsafeState, check_private
+
+SYSTEM_ROOT = Path("/var/lib/ipclab-k8s-0")
+
+
+def default_root(uid: int | None = None) -> Path:
+    """The cluster's root when ``$IPCLAB_K8S_ROOT`` is not set: ``/var/lib/ipclab-k8s-0``
+    for root (only root can start the cluster; ``/var/lib`` is root's, survives a ``/tmp``
+    clean-up, and holds the imported images, too large for a ``/run`` in memory); for
+    another user ``<tmp>/ipclab-k8s-<uid>``, where no cluster can start but a client still
+    looks (and checks)."""
+    uid = os.getuid() if uid is None else uid
+    return SYSTEM_ROOT if uid == 0 else Path(tempfile.gettempdir()) / f"ipclab-k8s-{uid}"
+
+
+ROOT = Path(os.environ.get("IPCLAB_K8S_ROOT") or default_root())
 KUBECONFIG_ENV = "IPCLAB_KUBECONFIG"
 
 LOOPBACK = "127.0.0.1"
@@ -167,14 +186,43 @@ def kubeconfig(root: Path = ROOT) -> Path:
     return Layout(root).kubeconfig
 
 
+def check_override(path: Path) -> Path:
+    """``$IPCLAB_KUBECONFIG``'s file, if only root or this user can change it (the file and
+    its folder), else UnsafeState: a client runs the ``exec:`` plugin a kubeconfig names, as
+    this user."""
+    for p in (path, path.parent):
+        st = p.stat()
+        sticky = p == path.parent and bool(st.st_mode & stat.S_ISVTX)  # as /tmp
+        if st.st_uid not in (0, os.getuid()) or (st.st_mode & 0o022 and not sticky):
+            raise UnsafeState(
+                f"${KUBECONFIG_ENV} names {path}, and {p} may be changed by users other than "
+                f"root and uid {os.getuid()}; its exec plugin would run as this user: refused "
+                "(copy it to a file of your own, mode 0600)"
+            )
+    return path
+
+
 def why_no_cluster(root: Path = ROOT) -> str | None:
     """Why the kubernetes backend has no cluster to use, or None. Only that a kubeconfig is
-    there: whether its cluster answers is for the caller to ask (with a timeout)."""
+    there, in a root (or an override file) that is safe to read: whether its cluster
+    answers is for the caller to ask (with a timeout)."""
     path = kubeconfig(root)
-    if path.is_file():
-        return None
     if os.environ.get(KUBECONFIG_ENV):
-        return f"${KUBECONFIG_ENV} names {path}, which is not a file"
+        if not path.is_file():
+            return f"${KUBECONFIG_ENV} names {path}, which is not a file"
+        try:
+            check_override(path)
+        except UnsafeState as e:
+            return str(e)
+        return None
+    try:
+        check_private(root, "the local Kubernetes cluster", "remove it or set IPCLAB_K8S_ROOT")
+    except FileNotFoundError:
+        pass
+    except UnsafeState as e:
+        return f"refused: {e}"
+    if path.is_file() and not path.is_symlink():
+        return None
     return (
         f"no local cluster is up (no {path}); start one with `make k8s-cluster` "
         f"(docs/kubernetes.md), or set ${KUBECONFIG_ENV} to another cluster's kubeconfig"

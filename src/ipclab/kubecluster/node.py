@@ -10,8 +10,12 @@ started so far is torn down, unless ``--keep-on-failure``):
 6. kube-controller-manager, kube-scheduler -> ``/healthz``; 7. kubelet -> ``/healthz``,
    then the node ``Ready`` (container runtime and pod network included); 8. kube-proxy ->
    ``/healthz``, then its FORWARD rules put ahead of the CNI firewall's
-   (``host.order_forward``); 9. the ``default`` service account exists (the
+   (``firewall.order_forward``); 9. the ``default`` service account exists (the
    controller-manager works).
+
+Before step 1 the host's sysctls and shared firewall chains are kept in the host record
+(``sysctls``), and the guard that keeps everything but the host and the pods from the
+cluster's addresses is installed (``firewall``).
 
 It prints how long each step took (and the build, when there is one), and keeps the times
 in the state file, which ``status`` shows again. The processes are detached (their own
@@ -21,9 +25,10 @@ stopped by ``down`` (:mod:`ipclab.kubecluster.teardown`).
 Ownership after a kill -9: the state file is written before the first process starts and
 after each one. ``up`` and ``down`` remove whatever a previous cluster left. A start or stop
 whose harness died half-way (phase ``starting`` or ``stopping``, owner gone) is also removed
-by :func:`sweep_stale`, which ``orphans.sweep`` calls once this package is imported (the
-kubernetes backend imports it): a cluster that is ``up`` belongs to no harness and is never
-swept, as a detached stack is not.
+by :func:`sweep_stale`, which every ``orphans.sweep`` runs (``orphans.BUILTIN_SWEEPERS``):
+a cluster that is ``up`` belongs to no harness and is never swept, as a detached stack is
+not. Every command that reads the root (``status``, the sweep) checks it first
+(``access``): a root another user could write is refused, never acted on.
 """
 
 from __future__ import annotations
@@ -42,14 +47,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ipclab import orphans
-from ipclab.kubecluster import config, host, images, pki, readiness, state
+from ipclab.kubecluster import access, config, firewall, images, pki, readiness, state, sysctls
 from ipclab.kubecluster.build import BuildFailed, NotBuilt, ToolchainMissing, binaries
 from ipclab.kubecluster.components import Component, all_components, link_binary
 from ipclab.kubecluster.layout import LOOPBACK, PORTS, ROOT, SOCKET_PATH_MAX, Layout
 from ipclab.kubecluster.readiness import ClusterError, answers, wait
 from ipclab.kubecluster.state import State
 from ipclab.kubecluster.teardown import teardown
-from ipclab.private import UnsafeState, owned_alone, private_dir
+from ipclab.private import UnsafeState, private_dir
 from ipclab.procs import port_open, spawn
 
 Say = Callable[[str], None]
@@ -193,6 +198,8 @@ def _start(
     layout: Layout, st: State, binaries_: tuple[Path, Path], extra: Sequence[str], say: Say
 ) -> None:
     node, pause = binaries_
+    with _step(layout, st, "guard (iptables)", say):
+        firewall.install_guard()  # before anything listens or forwards
     with _step(layout, st, "files (PKI, configurations)", say):
         files = _make_files(layout, node)
     components = {c.name: c for c in all_components(layout, files)}
@@ -207,14 +214,14 @@ def _start(
         with _step(layout, st, name, say):
             started[name] = _launch(layout, st, components[name], files)
     with _step(layout, st, "node Ready", say):
-        ready = functools.partial(readiness.node_ready, layout.kubeconfig)
+        ready = functools.partial(readiness.node_ready, layout.root)
         log = layout.log("kubelet")
         wait("the node's Ready condition", ready, NODE_READY_TIMEOUT_S, log, started["kubelet"])
     with _step(layout, st, "kube-proxy", say):
         _launch(layout, st, components["kube-proxy"], files)
-        host.order_forward()  # a Service without endpoints refused, as on any cluster
+        firewall.order_forward()  # a Service without endpoints refused, as on any cluster
     with _step(layout, st, "default service account", say):
-        ready = functools.partial(readiness.service_account_ready, layout.kubeconfig)
+        ready = functools.partial(readiness.service_account_ready, layout.root)
         log = layout.log("kube-controller-manager")
         wait("the default service account", ready, SERVICE_ACCOUNT_TIMEOUT_S, log)
 
@@ -253,7 +260,8 @@ def up(
                 f"the local cluster cannot start here:\n- {listed}\n"
                 "(`make k8s-deps` installs the packages)"
             )
-        st = State(orphans.this_harness(), "starting", str(found[0]), host.record_sysctls())
+        record = sysctls.keep(sysctls.read(), firewall.shared_chains_present())
+        st = State(orphans.this_harness(), "starting", str(found[0]), record.sysctls)
         state.write(layout, st)
         say(f"starting the local cluster in {layout.root}")
         try:
@@ -292,6 +300,12 @@ def down(root: Path = ROOT, say: Say = _say, force: bool = False) -> list[str]:
 def status(root: Path = ROOT) -> tuple[bool, list[str]]:
     """(healthy, lines describing it) of the cluster under ``root``."""
     layout = Layout(Path(os.path.abspath(root)))
+    try:
+        access.check_root(layout.root)
+    except FileNotFoundError:
+        pass
+    except UnsafeState as e:
+        return False, [f"refused: {e}"]
     st = state.read(layout)
     if st is None:
         strays = [p.pid for p in state.processes(layout.root)]
@@ -318,10 +332,9 @@ def sweep_stale(say: Say = _say, root: Path = ROOT) -> list[str]:
     (never one that is up, nor one whose harness lives); returns what was swept."""
     layout = Layout(Path(os.path.abspath(root)))
     try:
-        if not owned_alone(layout.root.lstat()):
-            return []
-    except OSError:
-        return []
+        access.check_root(layout.root)
+    except (OSError, UnsafeState):
+        return []  # none, or not ours alone: never acted on
     st = state.read(layout)
     if st is None or st.phase == "up" or orphans.harness_alive(st.owner):
         return []

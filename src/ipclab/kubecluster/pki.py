@@ -14,6 +14,13 @@ The minimum a one-node cluster with one identity needs, made with ``cryptography
   kubelet, kube-proxy, the API server towards the kubelet, and the harness. Per-component
   identities would be hardening for a shared cluster; this one is the harness's alone.
 - ``sa.key``/``sa.pub``: the key pair the API server signs service-account tokens with.
+- etcd's own authority, ``etcd-ca.crt`` (its key dropped too), which signs exactly two
+  certificates: etcd's (``etcd-server.crt``/``.key``: serving on 127.0.0.1 and localhost,
+  and a client of itself, as etcd's gRPC gateway dials its own port with it) and the API
+  server's client certificate for etcd (``apiserver-etcd-client.crt``/``.key``). etcd
+  requires a client certificate from this authority (mutual TLS) and accepts only those
+  two names (``ETCD_CLIENT_NAMES``): without it any local user could write a privileged
+  pod straight into ``/registry/pods/...``, past RBAC and admission (issue 48).
 
 Every key file is mode 0600 in a 0700 folder, written without following a symlink.
 The certificates last a year; the cluster is remade at every start anyway.
@@ -48,6 +55,9 @@ API_NAMES = (
     f"kubernetes.default.svc.{CLUSTER_DOMAIN}",
 )
 API_IPS = (LOOPBACK, API_SERVICE_IP)
+ETCD_SERVER = "ipclab-etcd"
+ETCD_CLIENT = "kube-apiserver-etcd-client"
+ETCD_CLIENT_NAMES = (ETCD_CLIENT, ETCD_SERVER)  # the CNs etcd lets in
 _NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -85,8 +95,32 @@ class Pki:
     def sa_pub(self) -> Path:
         return self.directory / "sa.pub"
 
+    @property
+    def etcd_ca(self) -> Path:
+        return self.directory / "etcd-ca.crt"
+
+    @property
+    def etcd_server_cert(self) -> Path:
+        return self.directory / "etcd-server.crt"
+
+    @property
+    def etcd_server_key(self) -> Path:
+        return self.directory / "etcd-server.key"
+
+    @property
+    def etcd_client_cert(self) -> Path:
+        """The API server's client certificate for etcd (and the harness's health check)."""
+        return self.directory / "apiserver-etcd-client.crt"
+
+    @property
+    def etcd_client_key(self) -> Path:
+        return self.directory / "apiserver-etcd-client.key"
+
     def key_files(self) -> tuple[Path, ...]:
-        return (self.apiserver_key, self.admin_key, self.sa_key)
+        return (
+            self.apiserver_key, self.admin_key, self.sa_key,
+            self.etcd_server_key, self.etcd_client_key,
+        )  # fmt: skip
 
 
 def _name(common: str, organization: str | None = None) -> x509.Name:
@@ -117,9 +151,11 @@ def alternative_names(names: Iterable[str], ips: Iterable[str]) -> list[x509.Gen
     return out
 
 
-def _authority(now: dt.datetime) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def _authority(
+    now: dt.datetime, common: str = "ipclab-k8s-ca"
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = ec.generate_private_key(ec.SECP256R1())
-    name = _name("ipclab-k8s-ca")
+    name = _name(common)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -139,12 +175,13 @@ def _authority(now: dt.datetime) -> tuple[x509.Certificate, ec.EllipticCurvePriv
 def _leaf(
     issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey],
     subject: x509.Name,
-    usage: x509.ObjectIdentifier,
+    usage: x509.ObjectIdentifier | list[x509.ObjectIdentifier],
     now: dt.datetime,
     sans: list[x509.GeneralName] | None = None,
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     """A certificate for a new key, signed by ``issuer``: a server's (``usage`` serverAuth,
-    with ``sans``) or a client's (clientAuth)."""
+    with ``sans``), a client's (clientAuth), or both (a list)."""
+    usages = usage if isinstance(usage, list) else [usage]
     ca, ca_key = issuer
     key = ec.generate_private_key(ec.SECP256R1())
     ca_id = ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
@@ -157,7 +194,7 @@ def _leaf(
         .not_valid_before(now - SKEW)
         .not_valid_after(now + LIFETIME)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_id), critical=False
         )
@@ -187,11 +224,31 @@ def _cert_pem(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
+def _write_pair(
+    cert: Path, key: Path, pair: tuple[x509.Certificate, ec.EllipticCurvePrivateKey]
+) -> None:
+    _write(cert, _cert_pem(pair[0]), 0o644)
+    _write(key, _key_pem(pair[1]), 0o600)
+
+
+def _make_etcd(files: Pki, now: dt.datetime) -> None:
+    """etcd's authority, its serving certificate and the API server's client one."""
+    authority = _authority(now, "ipclab-etcd-ca")
+    sans = alternative_names(["localhost"], [LOOPBACK])
+    both = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+    server = _leaf(authority, _name(ETCD_SERVER), both, now, sans)
+    client = _leaf(authority, _name(ETCD_CLIENT), ExtendedKeyUsageOID.CLIENT_AUTH, now)
+    _write(files.etcd_ca, _cert_pem(authority[0]), 0o644)
+    _write_pair(files.etcd_server_cert, files.etcd_server_key, server)
+    _write_pair(files.etcd_client_cert, files.etcd_client_key, client)
+
+
 def make(directory: Path, extra_ips: Iterable[str] = ()) -> Pki:
-    """A new authority, the API server's and the admin's certificates and the
-    service-account key pair in ``directory`` (made 0700 if new; a private directory of this
-    user's, else ``UnsafeState``). ``extra_ips``: more addresses the API server is reached
-    at (an advertise address other than loopback)."""
+    """A new authority, the API server's and the admin's certificates, the
+    service-account key pair and etcd's own authority and certificates in ``directory``
+    (made 0700 if new; a private directory of this user's, else ``UnsafeState``).
+    ``extra_ips``: more addresses the API server is reached at (an advertise address other
+    than loopback)."""
     private_dir(directory, "the cluster's keys", "remove it or set IPCLAB_K8S_ROOT")
     now = dt.datetime.now(dt.UTC)
     authority = _authority(now)
@@ -201,13 +258,12 @@ def make(directory: Path, extra_ips: Iterable[str] = ()) -> Pki:
     sa = ec.generate_private_key(ec.SECP256R1())
     files = Pki(directory)
     _write(files.ca, _cert_pem(authority[0]), 0o644)
-    _write(files.apiserver_cert, _cert_pem(server[0]), 0o644)
-    _write(files.apiserver_key, _key_pem(server[1]), 0o600)
-    _write(files.admin_cert, _cert_pem(admin[0]), 0o644)
-    _write(files.admin_key, _key_pem(admin[1]), 0o600)
+    _write_pair(files.apiserver_cert, files.apiserver_key, server)
+    _write_pair(files.admin_cert, files.admin_key, admin)
     _write(files.sa_key, _key_pem(sa), 0o600)
     public = sa.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     _write(files.sa_pub, public, 0o644)
+    _make_etcd(files, now)
     return files

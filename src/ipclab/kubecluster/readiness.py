@@ -3,11 +3,13 @@
 A component is ready when its readiness URL answers (``components.Component.ready``):
 ``unix:<path>`` a socket that accepts a connection (containerd), ``http(s)://...`` an
 endpoint that answers 200 (etcd's ``/health`` must also say ``"health":"true"``). HTTPS
-requests present the admin client certificate; only the API server's certificate is
-verified (against the cluster's CA): the controller-manager's and scheduler's serving
-certificates are self-signed in memory at each start. Health endpoints are asked over
-plain HTTP(S); what asks the API itself (the node's ``Ready`` condition, the default
-service account) goes through the official ``kubernetes`` client, as the backend does.
+requests present the admin client certificate, verified against the cluster's CA for the
+API server (the controller-manager's and scheduler's serving certificates are self-signed
+in memory at each start, so not verified); etcd is asked with the API server's etcd client
+certificate and verified against etcd's own authority (mutual TLS, ``pki``). Health
+endpoints are asked over plain HTTP(S); what asks the API itself (the node's ``Ready``
+condition, the default service account) goes through the official ``kubernetes`` client,
+configured from the checked kubeconfig (``access``), as the backend does.
 
 :func:`wait` polls a check until it passes, the process exits, or its timeout: then a
 ``ClusterError`` names the component, what happened, and the tail of its log.
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ipclab.kubecluster import access
 from ipclab.kubecluster.layout import NODE_NAME, PORTS
 from ipclab.kubecluster.pki import Pki
 from ipclab.procs import tail
@@ -42,8 +45,14 @@ class ClusterError(RuntimeError):
     part, why, and the end of its log."""
 
 
-def _context(pki: Pki, verify: bool) -> ssl.SSLContext:
-    if verify:
+def _context(pki: Pki, url: str) -> ssl.SSLContext:
+    """The TLS client for ``url``: etcd's (its authority, the etcd client certificate),
+    the API server's (the cluster's CA, the admin's), or a self-signed health endpoint's."""
+    if f":{PORTS['etcd']}/" in url:
+        context = ssl.create_default_context(cafile=str(pki.etcd_ca))
+        context.load_cert_chain(str(pki.etcd_client_cert), str(pki.etcd_client_key))
+        return context
+    if f":{PORTS['kube-apiserver']}/" in url:
         context = ssl.create_default_context(cafile=str(pki.ca))
     else:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -71,8 +80,11 @@ def answers(url: str, pki: Pki | None = None, timeout: float = 2.0) -> bool:
     if url.startswith("https:"):
         if pki is None:
             return False
-        verify = f":{PORTS['kube-apiserver']}/" in url
-        handlers.append(urllib.request.HTTPSHandler(context=_context(pki, verify)))
+        try:
+            context = _context(pki, url)
+        except (OSError, ssl.SSLError):
+            return False  # the files are not there (yet, or any more)
+        handlers.append(urllib.request.HTTPSHandler(context=context))
     opener = urllib.request.build_opener(*handlers)  # never through an http(s)_proxy
     try:
         with opener.open(url, timeout=timeout) as response:
@@ -88,12 +100,13 @@ def answers(url: str, pki: Pki | None = None, timeout: float = 2.0) -> bool:
     return True
 
 
-def _client(kubeconfig: Path) -> Any:
+def _client(root: Path) -> Any:
+    """The API client of the cluster under ``root``, from its checked kubeconfig."""
     try:
-        from kubernetes import config
+        from kubernetes import client  # noqa: F401 - installed?
     except ImportError:
         raise ClusterError(CLIENT_MISSING) from None
-    return config.new_client_from_config(config_file=str(kubeconfig))
+    return access.api_client(root)
 
 
 def _unanswered() -> tuple[type[BaseException], ...]:
@@ -104,12 +117,12 @@ def _unanswered() -> tuple[type[BaseException], ...]:
     return (ApiException, OSError, urllib3.exceptions.HTTPError)
 
 
-def node_ready(kubeconfig: Path, name: str = NODE_NAME) -> bool:
+def node_ready(root: Path, name: str = NODE_NAME) -> bool:
     """The node has registered and its ``Ready`` condition is ``True`` (the kubelet, the
     container runtime and the pod network all report ready)."""
     from kubernetes import client
 
-    with _client(kubeconfig) as api:
+    with _client(root) as api:
         try:
             node = client.CoreV1Api(api).read_node(name, _request_timeout=5)
         except _unanswered():
@@ -118,12 +131,12 @@ def node_ready(kubeconfig: Path, name: str = NODE_NAME) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
-def service_account_ready(kubeconfig: Path, namespace: str = "default") -> bool:
+def service_account_ready(root: Path, namespace: str = "default") -> bool:
     """The controller-manager made the namespace's ``default`` service account (until it
     has, the API server refuses pods there)."""
     from kubernetes import client
 
-    with _client(kubeconfig) as api:
+    with _client(root) as api:
         try:
             client.CoreV1Api(api).read_namespaced_service_account(
                 "default", namespace, _request_timeout=5

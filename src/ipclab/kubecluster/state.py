@@ -27,6 +27,7 @@ from typing import Any
 import psutil
 
 from ipclab.atomic import write_json_atomic
+from ipclab.kubecluster import access
 from ipclab.kubecluster.layout import Layout
 
 PHASES = ("starting", "up", "stopping")
@@ -40,7 +41,6 @@ COMPONENTS = (  # in start order; stopped in reverse
     "kube-proxy",
 )
 SHIM_PREFIX = "containerd-shim"
-_NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True)
@@ -96,11 +96,12 @@ class State:
 
 
 def read(layout: Layout) -> State | None:
-    """The state file, or None: none, unreadable, a symlink, or not a state."""
+    """The state file, or None: none, unreadable, not a state, or not this user's alone in
+    a root of this user's alone (read through ``access``: a planted one is never acted on;
+    ``UnsafeState`` is a ValueError)."""
     try:
-        fd = os.open(layout.state_file, os.O_RDONLY | _NOFOLLOW)
-        with os.fdopen(fd, encoding="utf-8") as f:
-            return State.from_json(json.load(f))
+        data = access.read(layout.root, layout.state_file.relative_to(layout.root))
+        return State.from_json(json.loads(data))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -13,15 +13,19 @@ chains behind too.
    so they are found by their command line (``-address <root>/...``), not asked of it.
 3. containerd, then any process of the cluster still running (:func:`state.processes`,
    whatever the state file says: a kill -9 may have come before a pid was written).
-4. ``kube-proxy --cleanup``, then our own removal of the ``KUBE-*`` and ``CNI-*`` chains
-   (``host.cleanup_iptables``), the bridge, every mount under the root, the kubelet's
-   cgroups, the CNI cache entries and log links outside the root.
-5. The sysctls back to their recorded values, then the root removed (only when nothing is
-   mounted under it any more).
+4. ``kube-proxy --cleanup``, then our own removal of the cluster's rules (``firewall``:
+   the ``KUBE-*`` chains, the guard, our pods' rules in the shared ``CNI-*`` chains, those
+   chains only if nothing else's is in them and they were not there before), the bridge,
+   every mount under the root, the kubelet's cgroups, the CNI cache entries and log links
+   outside the root.
+5. The sysctls back to the host record's values (else the state file's, else the
+   documented defaults: ``sysctls``), the host record removed once everything is back,
+   then the root removed (only when nothing is mounted under it any more).
 
-Host-wide steps (4) run only when there is evidence of this cluster (its root, one of its
-processes, or its bridge): the chain names are shared by every Kubernetes, and another's
-must never be deleted (``node.preflight`` refuses to start beside one).
+Host-wide steps (4, 5) run only when there is evidence of this cluster (its state file, one
+of its processes, its bridge, a mount under its root, or a host record of this boot), or
+with ``force``: the ``KUBE-*`` names are shared by every Kubernetes, and another's must
+never be deleted (``node.preflight`` refuses to start beside one).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pathlib import Path
 import psutil
 
 from ipclab import orphans
-from ipclab.kubecluster import host, state
+from ipclab.kubecluster import firewall, host, state, sysctls
 from ipclab.kubecluster.layout import BRIDGE, Layout
 from ipclab.kubecluster.state import COMPONENTS, SHIM_PREFIX, State
 
@@ -135,10 +139,12 @@ def _proxy_cleanup(st: State | None) -> None:
         )
 
 
-def undo_host(layout: Layout, st: State | None) -> tuple[list[str], list[str]]:
+def undo_host(
+    layout: Layout, st: State | None, record: sysctls.Record | None
+) -> tuple[list[str], list[str]]:
     """Step 4; returns (mounts still under the root, other problems)."""
     _proxy_cleanup(st)
-    problems = host.cleanup_iptables()
+    problems = firewall.cleanup(keep=record.chains if record else ())
     problems += host.delete_bridge()
     left = host.unmount_all(layout.root) if layout.root.exists() else []
     problems += [f"still mounted: {m}" for m in left]
@@ -149,14 +155,31 @@ def undo_host(layout: Layout, st: State | None) -> tuple[list[str], list[str]]:
 
 def evidence(layout: Layout) -> bool:
     """Something of this cluster is here: its state file, one of its processes, its
-    bridge, a mount under its root (an empty root is none)."""
+    bridge, a mount under its root, a host record of this boot (an empty root is none)."""
     mounts = host.mounts_under(layout.root, Path("/proc/self/mountinfo").read_text())
     return (
         layout.state_file.exists()
         or any(True for _ in state.processes(layout.root))
         or Path("/sys/class/net", BRIDGE).exists()
         or bool(mounts)
+        or sysctls.load() is not None
     )
+
+
+def restore_sysctls(
+    st: State | None, record: sysctls.Record | None, say: Callable[[str], None]
+) -> list[str]:
+    """Step 5's sysctls: the host record's values, else the state file's, else the
+    documented defaults; returns the problems."""
+    recorded = record.sysctls if record else (st.sysctls if st is not None else None)
+    if not recorded:
+        say("  no record of the sysctls from before the start: the documented defaults")
+    problems = []
+    for change in sysctls.restore(recorded or None):
+        say(f"  sysctl {change}")
+        if change.startswith("failed:"):
+            problems.append(change)
+    return problems
 
 
 def _remove_root(layout: Layout, keep_root: bool) -> None:
@@ -189,14 +212,11 @@ def teardown(
         st.phase, st.owner = "stopping", orphans.this_harness()
         state.write(layout, st)
     stop_processes(layout, st, say)
-    left, problems = undo_host(layout, st)
-    if st is not None:
-        for change in host.restore_sysctls(st.sysctls):
-            say(f"  sysctl {change}")
-            if change.startswith("failed:"):
-                problems.append(change)
-    else:
-        say("  no state file: the sysctls' values from before the start are unknown; left as is")
+    record = sysctls.load()
+    left, problems = undo_host(layout, st, record)
+    problems += restore_sysctls(st, record, say)
+    if not problems and not left:
+        sysctls.drop()  # everything it describes is back
     if left:
         problems.append(f"{layout.root} kept: something is still mounted under it")
     elif layout.root.exists():

@@ -8,11 +8,14 @@ from this machine's docker engine, its pods' cgroups are read for the resource s
 its NodePorts answer on 127.0.0.1. Another cluster pulls the images from
 ``$IPCLAB_K8S_REGISTRY`` (pushed there by the user) and is reached at
 ``$IPCLAB_K8S_GATEWAY_HOST`` (a node's address); docs/kubernetes.md.
+
+What the harness reads of ipclab's own cluster (its kubeconfig, its containerd socket, its
+pods' log files) is read through ``ipclab.kubecluster.access``: checked at every open, a
+kubeconfig with anything but the cluster's own client certificate refused (issue 48).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from dataclasses import dataclass
@@ -59,28 +62,44 @@ class Cluster:
 
 
 def kubeconfig() -> tuple[Path, bool]:
-    """The kubeconfig to use and whether it is ipclab's own cluster's."""
-    if os.environ.get(ENV_KUBECONFIG):
-        return Path(os.environ[ENV_KUBECONFIG]).expanduser(), False
-    from ipclab import kubecluster
+    """The kubeconfig to use and whether it is ipclab's own cluster's (ClusterUnavailable
+    with the reason when there is none, or it is not safe to read)."""
+    from ipclab.kubecluster import layout
 
-    if why := kubecluster.why_no_cluster():
+    if why := layout.why_no_cluster(layout.ROOT):
         raise ClusterUnavailable(why)
-    return kubecluster.kubeconfig(), True
+    return layout.kubeconfig(layout.ROOT), not os.environ.get(ENV_KUBECONFIG)
+
+
+def _configuration(path: Path, local: bool) -> Any:
+    """The client's configuration: ipclab's own cluster's from its checked kubeconfig
+    (``kubecluster.access``), another's from the override file (checked too)."""
+    from ipclab.kubecluster import access, layout
+    from ipclab.private import UnsafeState
+    from kubernetes import client, config
+
+    try:
+        if local:
+            return access.client_configuration(layout.ROOT)
+        cfg = client.Configuration()
+        config.load_kube_config(
+            config_file=str(layout.check_override(path)), client_configuration=cfg
+        )
+        return cfg
+    except UnsafeState as e:
+        raise ClusterUnavailable(f"refused: {e}") from e
 
 
 def connect(timeout_s: float = 10.0) -> Cluster:
     """The cluster, checked to answer (``/version``)."""
     try:
-        from kubernetes import client, config
+        from kubernetes import client
     except ImportError as e:
         raise ClusterUnavailable(
             f"the kubernetes client is not installed (pip install kubernetes=={CLIENT_VERSION})"
         ) from e
     path, local = kubeconfig()
-    cfg = client.Configuration()
-    config.load_kube_config(config_file=str(path), client_configuration=cfg)
-    api = client.ApiClient(cfg)
+    api = client.ApiClient(_configuration(path, local))
     host = os.environ.get(ENV_GATEWAY_HOST) or ("127.0.0.1" if local else "")
     found = Cluster(path, local, api, host)
     try:
@@ -112,11 +131,12 @@ def provide_images(found: Cluster, refs: dict[str, str]) -> dict[str, str]:
     if found.local:
         import subprocess
 
-        from ipclab.kubecluster import ROOT, Layout, images
+        from ipclab.kubecluster import access, images, layout
 
+        socket = access.socket(layout.ROOT)  # UnsafeState: not sent to a planted socket
         for image_id, ref in refs.items():  # a tag naming the id: imported once per build
             subprocess.run(["docker", "tag", image_id, ref], check=True, capture_output=True)
-            images.import_docker_image(Layout(ROOT).socket, ref)
+            images.import_docker_image(socket, ref)
         return dict(refs)
     registry = os.environ.get(ENV_REGISTRY, "").rstrip("/")
     if not registry:
@@ -148,11 +168,11 @@ def pod_logs(found: Cluster, namespace: str, pods: dict[str, Any]) -> dict[str, 
 def _log_files(found: Cluster, namespace: str, pod: Any, container: str) -> str:
     if not found.local:
         return ""
-    from ipclab.kubecluster import ROOT, Layout
+    from ipclab.kubecluster import access, layout
+    from ipclab.private import UnsafeState
 
-    folder = Layout(ROOT).pod_logs / f"{namespace}_{pod.metadata.name}_{pod.metadata.uid}"
-    texts = []
-    for f in sorted((folder / container).glob("*.log")):
-        with contextlib.suppress(OSError):
-            texts.append(f.read_text(errors="replace"))
-    return "".join(texts)[-200_000:]
+    folder = f"{namespace}_{pod.metadata.name}_{pod.metadata.uid}"
+    try:
+        return access.pod_log(layout.ROOT, folder, container)
+    except (OSError, UnsafeState, ValueError):
+        return ""

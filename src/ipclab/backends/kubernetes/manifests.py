@@ -31,6 +31,12 @@ limited pod is Guaranteed); a ``healthcheck`` its readiness probe; ``stop_grace_
 pod's termination grace; ``depends_on`` nothing (the roles reconnect, as on swarm).
 Images are named as the cluster holds them (``images``): imported into ipclab's own cluster
 and never pulled (``imagePullPolicy: Never``), or pulled from the user's registry.
+
+Confinement, as docker gives the same services (issue 48): every pod runs with the
+runtime's default seccomp profile (``seccompProfile: RuntimeDefault``, on any cluster), and
+with its default AppArmor profile where the node's kernel has AppArmor (``apparmor``: known
+for ipclab's own cluster only; a kubelet refuses a pod that asks for AppArmor on a node
+without it).
 """
 
 from __future__ import annotations
@@ -94,6 +100,7 @@ class Manifests:
     pods: dict[str, Pod]
     gateway: str
     labels: dict[str, str]
+    apparmor: bool = False  # the pods ask for the runtime's default AppArmor profile
 
     def deployments(
         self, cluster_ips: Mapping[str, str], placed: Collection[str] = ()
@@ -102,7 +109,7 @@ class Manifests:
         a component in ``placed`` (some node is labelled ``ipclab.role=<component>``) goes
         to that node."""
         return [
-            _deployment(p, self.labels, cluster_ips, p.component in placed)
+            _deployment(p, self.labels, cluster_ips, p.component in placed, self.apparmor)
             for p in self.pods.values()
         ]
 
@@ -262,6 +269,7 @@ def build(
     annotations: Mapping[str, str] | None = None,
     node_port: int | None = None,
     pull_policy: str = "Never",
+    apparmor: bool = False,
 ) -> Manifests:
     """The stack's objects from its resolved compose ``services`` (``resolved_services``).
 
@@ -304,7 +312,7 @@ def build(
                      "annotations": dict(annotations or {})},
     }  # fmt: skip
     secrets = [s for p in pods.values() for s in p.secrets]
-    return Manifests(ns, secrets, services_, pods, spec.gateway, labels)
+    return Manifests(ns, secrets, services_, pods, spec.gateway, labels, apparmor)
 
 
 def _service(
@@ -332,11 +340,23 @@ def _service(
     }
 
 
+def security_context(apparmor: bool) -> dict[str, Any]:
+    """A pod's: the runtime's default seccomp profile, and its AppArmor one if ``apparmor``."""
+    context: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    if apparmor:
+        context["appArmorProfile"] = {"type": "RuntimeDefault"}
+    return context
+
+
 def _deployment(
-    pod: Pod, labels: Mapping[str, str], cluster_ips: Mapping[str, str], placed: bool = False
+    pod: Pod,
+    labels: Mapping[str, str],
+    cluster_ips: Mapping[str, str],
+    placed: bool = False,
+    apparmor: bool = False,
 ) -> dict[str, Any]:
     """One replica of ``pod``; the other Services' names in its /etc/hosts; on the node
-    labelled for it when ``placed``."""
+    labelled for it when ``placed``; confined (:func:`security_context`)."""
     selector = {COMPONENT_LABEL: object_name(pod.component), **labels}
     aliases = [
         {"ip": ip, "hostnames": [name]}
@@ -350,6 +370,7 @@ def _deployment(
         "dnsPolicy": "Default",
         "terminationGracePeriodSeconds": pod.grace_s,
         "restartPolicy": "Always",
+        "securityContext": security_context(apparmor),
         **({"hostAliases": aliases} if aliases else {}),
         **({"hostname": object_name(pod.hostname)} if pod.hostname else {}),
         **({"shareProcessNamespace": True} if pod.init else {}),

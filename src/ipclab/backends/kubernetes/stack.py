@@ -40,6 +40,7 @@ from ipclab.backends.docker.compose import (
 from ipclab.backends.kubernetes import cluster as clusters
 from ipclab.backends.kubernetes import manifests, ownership
 from ipclab.backends.kubernetes.sampling import CgroupSampler, pids
+from ipclab.kubecluster.config import apparmor_available
 from ipclab.stacks import StackSpec
 from ipclab.tls import make as make_tls
 
@@ -192,6 +193,7 @@ class KubernetesStack(RunningStack):
             self.spec, services, namespace=self.namespace, project=self.project,
             images=self.images, annotations=ownership.annotations(self.spec.name, self.detached),
             pull_policy="Never" if self.cluster.local else "IfNotPresent",
+            apparmor=self.cluster.local and apparmor_available(),
         )  # fmt: skip
 
     # ----------------------------------------------------------------- start
