@@ -110,3 +110,16 @@ def test_a_role_goes_to_the_node_labelled_for_it(tmp_path: Path) -> None:
     gateway = deployments["gateway"]["spec"]["template"]["spec"]
     assert gateway["nodeSelector"] == {manifests.ROLE_LABEL: "gateway"}
     assert "nodeSelector" not in deployments["cart"]["spec"]["template"]["spec"]
+
+
+def test_every_pod_asks_for_the_runtimes_default_seccomp_profile(tmp_path: Path) -> None:
+    """Issue 48: pods ran Unconfined where docker gives the same services its default
+    profile; AppArmor's default is asked for only where the nodes have AppArmor."""
+    for apparmor in (False, True):
+        m = _build("shop-amqp", tmp_path, apparmor=apparmor)
+        for d in m.deployments({}):
+            context = d["spec"]["template"]["spec"]["securityContext"]
+            assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+            assert ("appArmorProfile" in context) is apparmor
+            if apparmor:
+                assert context["appArmorProfile"] == {"type": "RuntimeDefault"}

@@ -76,7 +76,7 @@ def _our_pods(words: list[str], subnet: str) -> bool:
 
 
 def _parse(rules: str) -> tuple[list[str], list[list[str]]]:
-    """The chains (``-N``) and the rules (``-A`` lines as words) of ``iptables -S``."""
+    """The user chains (``-N``) and the rules (``-A`` lines as words) of ``iptables -S``."""
     chains: list[str] = []
     appended: list[list[str]] = []
     for line in rules.splitlines():
@@ -92,23 +92,32 @@ def _removable(
     chains: list[str], appended: list[list[str]], owned: set[str], keep: Collection[str],
     subnet: str,
 ) -> set[str]:  # fmt: skip
-    """The shared chains to delete: not kept, and holding nothing but our pods' rules and
-    jumps to chains that go too (to a fixed point: CNI-FORWARD jumps to CNI-ADMIN)."""
-    candidates = {c for c in chains if c in SHARED_CHAINS and c not in keep}
-    going = set(owned)
+    """The shared chains to delete: not kept, holding nothing but our pods' rules and
+    jumps to chains that go too, and jumped to from no user chain that stays (the
+    built-in chains' jumps are deleted): to a fixed point, as CNI-FORWARD jumps to
+    CNI-ADMIN."""
+    going = set(owned) | {c for c in chains if c in SHARED_CHAINS and c not in keep}
     while True:
-        more = {
-            c
-            for c in candidates - going
-            if all(
-                _our_pods(w, subnet) or (_jumps(w) and set(_jumps(w)) <= going)
-                for w in appended
-                if w[1] == c
-            )
-        }
-        if not more:
-            return going - set(owned)
-        going |= more
+        staying = [c for c in going - owned if not _only_ours(c, appended, going, subnet)]
+        staying += [
+            target
+            for w in appended
+            if w[1] in chains and w[1] not in going
+            for target in _jumps(w)
+            if target in going - owned
+        ]
+        if not staying:
+            return going - owned
+        going -= set(staying)
+
+
+def _only_ours(chain: str, appended: list[list[str]], going: set[str], subnet: str) -> bool:
+    """Every rule of ``chain`` is one of our pods' or a jump to a chain that goes."""
+    return all(
+        _our_pods(w, subnet) or bool(_jumps(w) and set(_jumps(w)) <= going)
+        for w in appended
+        if w[1] == chain
+    )
 
 
 def cleanup_plan(

@@ -221,8 +221,8 @@ def why_no_cluster(root: Path = ROOT) -> str | None:
         pass
     except UnsafeState as e:
         return f"refused: {e}"
-    if path.is_file() and not path.is_symlink():
-        return None
+    if os.path.lexists(path):
+        return None  # whether it may be read is for its reader to check (``access``)
     return (
         f"no local cluster is up (no {path}); start one with `make k8s-cluster` "
         f"(docs/kubernetes.md), or set ${KUBECONFIG_ENV} to another cluster's kubeconfig"

@@ -75,11 +75,11 @@ SYSCTLS = (
 )
 
 
-def sysctl_path(name: str, proc_sys: Path = PROC_SYS) -> Path:
-    return proc_sys.joinpath(*name.split("."))
+def sysctl_path(name: str, proc_sys: Path | None = None) -> Path:
+    return (proc_sys or PROC_SYS).joinpath(*name.split("."))
 
 
-def read(names: Iterable[str] = SYSCTLS, proc_sys: Path = PROC_SYS) -> dict[str, str]:
+def read(names: Iterable[str] = SYSCTLS, proc_sys: Path | None = None) -> dict[str, str]:
     """The current value of each sysctl that exists here."""
     values = {}
     for name in names:
@@ -114,7 +114,7 @@ def targets(
 
 def restore(
     recorded: Mapping[str, str] | None,
-    proc_sys: Path = PROC_SYS,
+    proc_sys: Path | None = None,
     keep_forwarding: bool | None = None,
 ) -> list[str]:
     """Write back what :func:`targets` says; returns what was restored (and, prefixed
@@ -148,9 +148,10 @@ def boot_id(path: Path = BOOT_ID) -> str:
         return ""
 
 
-def load(directory: Path = RECORD_DIR, boot: str | None = None) -> Record | None:
+def load(directory: Path | None = None, boot: str | None = None) -> Record | None:
     """The host record of this boot, or None (none, another boot's, unreadable, or in a
     folder that is not root's alone: ``ipclab.private``)."""
+    directory = directory or RECORD_DIR
     try:
         data = json.loads(read_private(directory, RECORD_FILE, "the host record", "remove it"))
         record = Record(
@@ -163,9 +164,12 @@ def load(directory: Path = RECORD_DIR, boot: str | None = None) -> Record | None
     return record if record.boot == (boot_id() if boot is None else boot) else None
 
 
-def keep(sysctls: Mapping[str, str], chains: Iterable[str], directory: Path = RECORD_DIR) -> Record:
+def keep(
+    sysctls: Mapping[str, str], chains: Iterable[str], directory: Path | None = None
+) -> Record:
     """The record of this boot: the one there is, else a new one of ``sysctls`` and
     ``chains``, written (mode 0600 in a private 0700 folder)."""
+    directory = directory or RECORD_DIR
     if (found := load(directory)) is not None:
         return found
     record = Record(boot_id(), dict(sysctls), sorted(chains))
@@ -174,8 +178,9 @@ def keep(sysctls: Mapping[str, str], chains: Iterable[str], directory: Path = RE
     return record
 
 
-def drop(directory: Path = RECORD_DIR) -> None:
+def drop(directory: Path | None = None) -> None:
     """Remove the record (everything it describes is back)."""
+    directory = directory or RECORD_DIR
     with contextlib.suppress(FileNotFoundError):
         (directory / RECORD_FILE).unlink()
     with contextlib.suppress(OSError):
