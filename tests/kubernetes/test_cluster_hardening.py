@@ -129,8 +129,19 @@ def tls():
     c = http.client.HTTPSConnection("127.0.0.1", {port}, timeout=5, context=context)
     c.request("POST", "/v3/kv/put", body)
     return c.getresponse().status
+def get(port, path):
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    c = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
+    c.request("GET", path)
+    r = c.getresponse()
+    if r.status != 200:
+        raise OSError(r.status)
+    return r.status
 attempt("etcd over plain HTTP", plain)
 attempt("etcd over TLS without a certificate", tls)
+attempt("the API server's secrets without a certificate", lambda: get({api}, "/api/v1/secrets"))
+attempt("the kubelet's pods without a certificate", lambda: get({kubelet}, "/pods"))
 attempt("the cluster's root", lambda: os.listdir(root))
 attempt("the etcd client key", lambda: open(root + "/pki/apiserver-etcd-client.key").read())
 attempt("the admin kubeconfig", lambda: open(root + "/admin.kubeconfig").read())
@@ -147,7 +158,10 @@ print(json.dumps(out))
 def test_nobody_reaches_neither_etcd_nor_the_clusters_files(files: pki.Pki) -> None:
     if why := attacker_k8s.why_not():
         pytest.skip(why)
-    source = _NOBODY_PROBE.format(root=str(layout.ROOT), key=_b64(POD_KEY), port=PORTS["etcd"])
+    source = _NOBODY_PROBE.format(
+        root=str(layout.ROOT), key=_b64(POD_KEY), port=PORTS["etcd"],
+        api=PORTS["kube-apiserver"], kubelet=PORTS["kubelet"],
+    )  # fmt: skip
     found = attacker_k8s.probe(source)
     assert all(v.startswith("refused") for v in found.values()), found
     assert _planted(files) == 0
