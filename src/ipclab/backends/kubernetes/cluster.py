@@ -132,8 +132,12 @@ def provide_images(found: Cluster, refs: dict[str, str]) -> dict[str, str]:
         import subprocess
 
         from ipclab.kubecluster import access, images, layout
+        from ipclab.private import UnsafeState
 
-        socket = access.socket(layout.ROOT)  # UnsafeState: not sent to a planted socket
+        try:
+            socket = access.socket(layout.ROOT)  # never a socket someone else planted
+        except (OSError, UnsafeState) as e:
+            raise ClusterUnavailable(f"refused: containerd's socket: {e}") from e
         for image_id, ref in refs.items():  # a tag naming the id: imported once per build
             subprocess.run(["docker", "tag", image_id, ref], check=True, capture_output=True)
             images.import_docker_image(socket, ref)
