@@ -393,7 +393,6 @@ def test_etcd_is_started_with_mutual_tls_on_both_ports(tmp_path: Path) -> None:
     assert argv["--cert-file"] == str(files.etcd_server_cert)
     assert argv["--key-file"] == str(files.etcd_server_key)
     assert argv["--trusted-ca-file"] == str(files.etcd_ca)
-    assert argv["--allowed-cn"].split(",") == ["kube-apiserver-etcd-client", "ipclab-etcd"]
     assert components.etcd(where, files).ready == f"https://{LOOPBACK}:{PORTS['etcd']}/health"
     api = dict(a.partition("=")[::2] for a in components.apiserver(where, files).argv[1:])
     assert api["--etcd-servers"] == f"https://{LOOPBACK}:{PORTS['etcd']}"

@@ -31,7 +31,7 @@ from ipclab.kubecluster.layout import (
     SERVICE_CIDR,
     Layout,
 )
-from ipclab.kubecluster.pki import ETCD_CLIENT_NAMES, Pki
+from ipclab.kubecluster.pki import Pki
 
 ADVERTISE = os.environ.get("IPCLAB_K8S_ADVERTISE", LOOPBACK)
 CONTAINERD = os.environ.get("IPCLAB_K8S_CONTAINERD", "/usr/bin/containerd")
@@ -78,8 +78,8 @@ def containerd(layout: Layout) -> Component:
 
 def etcd(layout: Layout, pki: Pki) -> Component:
     """etcd with mutual TLS on both its ports: its own authority's certificate, and a
-    client certificate of that authority required, of a name in ``ETCD_CLIENT_NAMES``
-    (the node binary refuses to start etcd any other way: kubernetes/node/etcd.go)."""
+    client certificate of that authority required (the node binary refuses to start etcd
+    any other way: kubernetes/node/etcd.go)."""
     argv = (
         str(layout.bin / "etcd"),
         f"--data-dir={layout.etcd_data}",
@@ -88,7 +88,6 @@ def etcd(layout: Layout, pki: Pki) -> Component:
         f"--cert-file={pki.etcd_server_cert}",
         f"--key-file={pki.etcd_server_key}",
         f"--trusted-ca-file={pki.etcd_ca}",
-        f"--allowed-cn={','.join(ETCD_CLIENT_NAMES)}",
     )
     return Component("etcd", argv, _url("https", "etcd", "/health"), 60.0)
 

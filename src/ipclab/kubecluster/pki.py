@@ -18,9 +18,10 @@ The minimum a one-node cluster with one identity needs, made with ``cryptography
   certificates: etcd's (``etcd-server.crt``/``.key``: serving on 127.0.0.1 and localhost,
   and a client of itself, as etcd's gRPC gateway dials its own port with it) and the API
   server's client certificate for etcd (``apiserver-etcd-client.crt``/``.key``). etcd
-  requires a client certificate from this authority (mutual TLS) and accepts only those
-  two names (``ETCD_CLIENT_NAMES``): without it any local user could write a privileged
-  pod straight into ``/registry/pods/...``, past RBAC and admission (issue 48).
+  requires a client certificate from this authority (mutual TLS), so only a holder of one
+  of those two keys (root, in the root's ``pki``) gets in: without it any local user could
+  write a privileged pod straight into ``/registry/pods/...``, past RBAC and admission
+  (issue 48).
 
 Every key file is mode 0600 in a 0700 folder, written without following a symlink.
 The certificates last a year; the cluster is remade at every start anyway.
@@ -57,7 +58,6 @@ API_NAMES = (
 API_IPS = (LOOPBACK, API_SERVICE_IP)
 ETCD_SERVER = "ipclab-etcd"
 ETCD_CLIENT = "kube-apiserver-etcd-client"
-ETCD_CLIENT_NAMES = (ETCD_CLIENT, ETCD_SERVER)  # the CNs etcd lets in
 _NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
