@@ -85,7 +85,10 @@ def _planted(files: pki.Pki) -> int:
     conn = http.client.HTTPSConnection(*ETCD, timeout=5, context=context)
     try:
         conn.request("POST", "/v3/kv/range", json.dumps({"key": _b64(POD_KEY)}))
-        return int(json.loads(conn.getresponse().read()).get("count", 0))
+        response = conn.getresponse()
+        body = response.read()
+        assert response.status == 200, body  # the authorised read works
+        return int(json.loads(body).get("count", 0))
     finally:
         conn.close()
 
