@@ -78,9 +78,10 @@ def _say(text: str) -> None:
 
 
 def private_root(root: Path = ROOT) -> Path:
+    """``root`` made (0700) if new, and checked as every reader checks it (``access``)."""
     root = Path(os.path.abspath(root))
     private_dir(root, "the local Kubernetes cluster", "remove it or set IPCLAB_K8S_ROOT")
-    return root
+    return access.check_root(root)
 
 
 @contextlib.contextmanager
