@@ -63,6 +63,7 @@ from ipclab.stats import (
     sittings,
     t_interval,
 )
+from ipclab.stats.pilot import MAX_RUNS_PER_CELL
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -104,6 +105,7 @@ class Rules:
     n_resamples: int = 9999
     seed: int = 0
     budget_h: float = BUDGET_H  # machine-hours: more than this to decide is underpowered
+    max_runs: int = MAX_RUNS_PER_CELL  # runs a cell gets at most: a test needing more is too
 
     def __post_init__(self) -> None:
         if self.test not in ("welch", "mannwhitney"):
@@ -1059,10 +1061,11 @@ def mark_underpowered(
 ) -> pd.DataFrame:
     """``table`` with its undecided tests that no affordable number of runs would decide
     marked ``underpowered`` (docs/statistics.md section 7): an inconclusive test whose row of
-    ``power`` (:func:`repetitions`) needs more runs per cell than ``rules.budget_h``
-    machine-hours can add, at ``run_hours`` a run (the mean wall time of the runs it was
-    measured with), or more than 1,000. Its reason then starts with the runs it needs and
-    their hours; a decided test is never changed, nor one the budget can decide."""
+    ``power`` (:func:`repetitions`) needs more runs per cell than a cell gets
+    (``rules.max_runs``, 25), or than ``rules.budget_h`` machine-hours can add at
+    ``run_hours`` a run (the mean wall time of the runs it was measured with), or more than
+    1,000. Its reason then starts with the runs it needs and their hours; a decided test is
+    never changed, nor one the cap and the budget can decide."""
     rules = rules or Rules()
     if table.empty or power is None or power.empty or "test_key" not in table.columns:
         return table
@@ -1077,7 +1080,8 @@ def mark_underpowered(
         cells = 4 if (out.loc[rows, "test"] == "interaction").any() else 2
         have, need = int(p["runs_per_cell"]), p["runs_needed"]
         hours = math.inf if pd.isna(need) else max(int(need) - have, 0) * cells * run_hours
-        if hours <= rules.budget_h:  # more runs can decide it: the reason says how many
+        capped = not pd.isna(need) and int(need) > rules.max_runs  # more than a cell gets
+        if hours <= rules.budget_h and not capped:  # more runs can decide it: say how many
             if not pd.isna(need) and int(need) > have:
                 more = (
                     f"; {int(need):,} runs per cell for 80% power at alpha "
@@ -1089,6 +1093,9 @@ def mark_underpowered(
         needs = (
             "more than 1,000 runs per cell" if pd.isna(need)
             else f"{int(need):,} runs per cell, {hours:,.0f} more machine-hours"
+            if hours > rules.budget_h
+            else f"{int(need):,} runs per cell, more than the {rules.max_runs} a cell gets "
+            f"({hours:,.1f} more machine-hours)"
         )  # fmt: skip
         why = (
             f"underpowered: {needs} for 80% power at alpha {float(p['alpha']):.2g} "
