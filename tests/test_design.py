@@ -58,7 +58,7 @@ def test_a_test_its_runs_cannot_pass_is_underpowered_by_design() -> None:
     assert row["verdict"] == C.UNDERPOWERED
     assert row["reason"].startswith(
         "underpowered by design: the permutation test's smallest p at 5 + 5 runs is 0.0079, "
-        "not below its Holm level 0.0071; 6 runs per cell could reach it; "
+        "not below its Holm level 0.0071 (6 runs per cell could reach it); "
     )
     # in a family of 6 the same runs can pass (0.05 / 6 = 0.0083): decided as before
     small = C.evaluate_claims(df, tests[:6]).set_index("claim_id").loc["N14b"]

@@ -70,7 +70,8 @@ from ipclab.stats.pilot import MAX_RUNS_PER_CELL
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
-# not decided, and no affordable number of runs would decide it (docs/statistics.md §7)
+# not decided, and its runs cannot decide it: more than a cell gets or the budget allows,
+# or by design (its test's smallest p not below its Holm level; docs/statistics.md §3, §7)
 UNDERPOWERED = "underpowered"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, UNDERPOWERED, INCONCLUSIVE)
 # the machine-hours more runs of one test may take before it is called underpowered

@@ -109,7 +109,7 @@ class Design:
         )
         return (
             f"by design: the {method} test's smallest p at {n_a} + {n_b} runs is "
-            f"{self.floor:.2g}, not below its Holm level {self.level:.2g}; {could}"
+            f"{self.floor:.2g}, not below its Holm level {self.level:.2g} ({could})"
         )
 
 
