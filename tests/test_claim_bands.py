@@ -71,3 +71,54 @@ def test_the_loader_refuses_a_band_without_a_stated_number(tmp_path: Path) -> No
     _write(path, header, row)
     with pytest.raises(PublishedDataError, match="standard band"):
         claims(path, ("a", "b"))
+
+
+# "about N": one rule (docs/statistics.md section 4, issue 47.3)
+APPROXIMATE = re.compile(
+    r"\b(?:about|approximately|around|roughly|nearly|almost)\s+"
+    r"(?P<n>\d+(?:[.,]\d+)?|one|two|three|four|five|six|seven|eight|nine|ten)\b",
+    re.IGNORECASE,
+)
+WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+         "seven": "7", "eight": "8", "nine": "9", "ten": "10"}  # fmt: skip
+
+
+def _approximate(row: dict[str, str]) -> bool:
+    """Whether the sentence gives the row's number as approximate ("about seven minutes")."""
+    numbers = set(NUMBER.findall(row["published_value"].replace(",", "")))
+    said = {
+        WORDS.get(m.group("n").lower(), m.group("n")) for m in APPROXIMATE.finditer(row["quote"])
+    }
+    return bool(numbers & said)
+
+
+def test_every_about_n_sentence_takes_the_standard_band() -> None:
+    """T19d-f/P13d-f ("about seven minutes") and T20a/P15a ("about 20 seconds") are judged
+    alike: the standard equivalence band, never an own one."""
+    about = [(n, r) for n, r in ROWS if _approximate(r) and r["test"] in ("value", "equal")]
+    assert {r["claim_id"] for _, r in about} >= {"T19d", "T19e", "P13d", "T20a", "P15a"}
+    own = [f"{n}:{r['claim_id']}" for n, r in about if r["band_low"] or r["band_high"]]
+    assert own == []
+    from ipclab.claims import Rules, band_of
+    from ipclab.studies.shafabakhsh import published
+
+    by_id = {c.claim_id: c for c in published.claims()}
+    for cid in ("T19d", "T19f", "T20a", "P15a"):
+        assert band_of(by_id[cid], Rules()) == (0.8, 1.25), cid
+
+
+def test_the_loader_refuses_an_own_band_on_an_approximate_number(tmp_path: Path) -> None:
+    src = FILES[0].read_text(encoding="utf-8").splitlines()
+    header = next(csv.reader([src[0]]))
+    row = dict.fromkeys(header, "")
+    row.update(claim_id="X01a", statement_id="X01", document="thesis", section="1", page="1",
+               quote="Both took about 20 seconds.", scope="performance", metric="rps",
+               test="equal", relation="=", a_style="a", a_users="1", b_style="b", b_users="1",
+               published_value="20", band_low="0.85", band_high="1.15")  # fmt: skip
+    path = tmp_path / "x_claims.csv"
+    _write(path, header, row)
+    with pytest.raises(PublishedDataError, match="approximate number"):
+        claims(path, ("a", "b"))
+    row.update(quote="Both took 20 seconds.")  # an exact number keeps its own band
+    _write(path, header, row)
+    assert claims(path, ("a", "b"))[0].band_low == 0.85

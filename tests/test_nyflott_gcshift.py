@@ -112,6 +112,42 @@ def test_gc_claims_reproduced_only_when_the_extremes_coincide() -> None:
     assert set(none["verdict"]) == {claims_mod.INCONCLUSIVE}
 
 
+def test_every_reproduced_gc_claim_has_an_interval_over_runs() -> None:
+    """docs/statistics.md section 3 (issue 47.5): the ratio of the mean observed share to
+    its mean under the shifts, with the t interval of its log over runs (paired, delta
+    method); N29a and N30a were reproduced with no interval before."""
+    cl = [c for c in published.claims() if c.metric in verdicts.GC_METRICS]
+    runs = pd.DataFrame({"run": [f"r{i}" for i in range(15)], "style": "coap",
+                         "users": [0, 2, 5] * 5})  # fmt: skip
+    hit = verdicts.gc_rows(cl, runs, synthetic(7, 15, coincide=True)).set_index("claim_id")
+    for cid in ("N29a", "N30a"):
+        r = hit.loc[cid]
+        assert r["verdict"] == claims_mod.REPRODUCED
+        assert 1 < r["ci_low"] <= r["measured_ratio"] <= r["ci_high"] < np.inf, cid
+        assert r["measured"].count("[") == 1 and r["p_floor"] < 1e-10
+        assert r["design"] == "can pass"
+    # the interval by hand: observed / expected per run, the log ratio's delta method
+    o, e = np.array([1.0, 1.0, 1.0, 1.0]), np.array([0.4, 0.5, 0.45, 0.55])
+    ci = gcshift.ratio_interval(o, e)
+    se = np.sqrt(np.var(e, ddof=1) / len(e)) / e.mean()
+    q = 3.182446305284263  # t(0.975, 3)
+    assert (ci.low, ci.high) == pytest.approx((ci.estimate / np.exp(q * se),
+                                               ci.estimate * np.exp(q * se)))  # fmt: skip
+
+
+def test_a_significant_shift_test_whose_interval_crosses_1_is_inconclusive() -> None:
+    c = next(c for c in published.claims() if c.claim_id == "N29a")
+    wide = claims_mod.Effect(gcshift.Interval(1.5, 0.9, 2.5, 15), 0.6, 0.4, 15, 15, 15, 1e-4,
+                             "circular shift")  # fmt: skip
+    comb = gcshift.Combined(15, 0.6, 0.4, 5e-5, 1.0, 1e-4)
+    v, why = verdicts.gc_verdict(c, wide, comb, 1e-4, claims_mod.Rules())
+    assert v == claims_mod.INCONCLUSIVE and "does not exclude 1" in why
+    none = claims_mod.Effect(gcshift.Interval(1.5, np.nan, np.nan, 15), 0.6, 0.4, 15, 15, 15,
+                             1e-4, "circular shift")  # fmt: skip
+    v, why = verdicts.gc_verdict(c, none, comb, 1e-4, claims_mod.Rules())
+    assert v == claims_mod.INCONCLUSIVE and "no interval" in why
+
+
 def test_sensitivity_per_delay_and_for_figure_16s_range() -> None:
     gc = synthetic(3, 6, coincide=True)
     slow = gc.extremes.assign(latency_ms=150.0)

@@ -107,3 +107,76 @@ def test_the_internal_pilot_with_added_runs_from_another_sitting_keeps_alpha() -
     for interaction in (False, True):
         rate = pilot.type_one_error(simulations=sims, interaction=interaction, shift=1.35)
         assert rate <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / sims), (interaction, rate)
+
+
+# --------------------------------------------------------------------------- the stated rule
+# (docs/statistics.md section 7, issue 47.2): an undefined within-sitting estimate is never
+# replaced by the pooled test
+
+DAYS = {0: "2026-11-25T12:30Z", 1: "2026-11-27T15:00Z"}
+
+
+def _runs(a: dict[int, list[float]], b: dict[int, list[float]]) -> pd.DataFrame:
+    """Per-run rows of cells a (coap@0) and b (http1@0), by sitting."""
+    rows = [{"style": style, "users": 0, "m": v, "started_at": DAYS[s]}
+            for style, cell in (("coap", a), ("http1", b)) for s, xs in cell.items()
+            for v in xs]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _claim(rel: str = ">") -> Claim:
+    return Claim(
+        claim_id="N14a", statement_id="N14", document="d", section="1", page="1", quote="q",
+        scope="performance", metric="m", test="direction", relation=rel,
+        a_style="coap", a_users=(0,), b_style="http1", b_users=(0,),
+        from_users=None, to_users=None, published_value="", published_unit="",
+        table_value="", published_ratio=None, band_low=None, band_high=None, note="",
+    )  # fmt: skip
+
+
+#: Nyfløtt N14a's slow requests per 1,000: CoAP's five runs in the first sitting; HTTP/1.1's
+#: five there all 0, and 20 more in a second sitting (a few not 0)
+N14A = (
+    {0: [2.172, 2.530, 1.252, 1.983, 1.357]},
+    {0: [0.0] * 5, 1: [0.0] * 5 + [0.186, 0.027] + [0.0] * 6 + [0.128, 0.318, 0.438] + [0.0] * 4},
+)
+
+
+def test_a_zero_side_within_the_only_common_sitting_is_the_exact_test_there() -> None:
+    """N14a: before, the within-sitting estimate was undefined and the pooled test decided
+    in silence (42.4 [14.5, 124], reproduced); within the sitting it is section 3's
+    zero-side case: the exact test of 5 against 5 (p = 2 / 252)."""
+    row = claims_mod.evaluate_claims(_runs(*N14A), [_claim()]).iloc[0]
+    assert row["p_method"] == "permutation (by sitting)"
+    assert row["p_raw"] == pytest.approx(2 / 252)
+    assert (row["n_a"], row["n_b"]) == (5, 5)  # the runs of the sitting holding both
+    assert row["measured_ratio"] == math.inf and row["ci_low"] == math.inf
+    assert row["p_floor"] == pytest.approx(2 / 252) and row["design"] == "can pass"
+    assert row["verdict"] == claims_mod.REPRODUCED  # a family of one: 0.0079 < 0.05
+
+
+def test_no_sitting_with_every_cell_is_inconclusive_and_says_so() -> None:
+    row = claims_mod.evaluate_claims(_runs({0: [5, 6, 7]}, {1: [5, 6, 7]}), [_claim()]).iloc[0]
+    assert row["verdict"] == claims_mod.INCONCLUSIVE
+    assert "none holding every compared cell" in row["reason"]
+    assert np.isnan(row["p_raw"]) and row["measured"] == ""
+
+
+def test_one_value_per_cell_and_sitting_is_the_exact_test_within_sittings() -> None:
+    runs = _runs({0: [3, 3, 3], 1: [4, 4, 4]}, {0: [2, 2, 2], 1: [3, 3, 3]})
+    row = claims_mod.evaluate_claims(runs, [_claim()]).iloc[0]
+    assert row["p_method"] == "permutation (by sitting)"
+    assert row["p_raw"] == pytest.approx(2 / 400)  # 20 x 20 labellings, the mirror counted
+    assert row["measured_ratio"] == pytest.approx(3.5 / 2.5)
+
+
+def test_the_within_sitting_interval_is_undefined_rather_than_pooled() -> None:
+    a, b = np.array([5.0, 6, 7]), np.array([5.0, 6, 7])
+    terms = [(1, [a]), (-1, [b])]
+    apart = log_ratio_interval_by_sitting(terms, [[np.zeros(3)], [np.ones(3)]])
+    assert np.isnan(apart.estimate)  # before: the pooled interval
+    flat = log_ratio_interval_by_sitting(
+        [(1, [np.array([3.0, 3, 4, 4])]), (-1, [np.array([2.0, 2, 3, 3])])],
+        [[np.array([0, 0, 1, 1])], [np.array([0, 0, 1, 1])]],
+    )
+    assert np.isnan(flat.estimate)  # no spread within any sitting: no t test

@@ -12,7 +12,7 @@ from ipclab.paths import REPO_ROOT
 
 STATS = REPO_ROOT / "src" / "ipclab" / "stats"
 #: Statistics of samples: numpy and scipy only, nothing that reads a run directory.
-PURE = ("samples", "intervals", "comparisons", "power")
+PURE = ("samples", "intervals", "comparisons", "power", "design")
 
 #: Every public name of the former ``src/ipclab/stats.py``.
 PUBLIC = [
@@ -49,8 +49,9 @@ PUBLIC = [
     "saturation_steps",
     "t_interval",
 ]
-#: Public names added since the split (the within-sitting tests, docs/statistics.md §7).
-ADDED = ["log_ratio_interval_by_sitting", "pooled_cv2", "sittings"]
+#: Public names added since the split (the within-sitting tests, docs/statistics.md §7; the
+#: permutation test within sittings, issue 47).
+ADDED = ["log_ratio_interval_by_sitting", "pooled_cv2", "sittings", "stratified_permutation_p"]
 
 
 def ipclab_imports(path: Path) -> set[str]:

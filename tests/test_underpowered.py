@@ -60,7 +60,7 @@ POWER = pd.DataFrame(
         {"claim_id": "A01a", "runs_per_cell": 5, "runs_needed": 900, "alpha": 0.01, "family": "f"},
         {"claim_id": "A02a", "runs_per_cell": 5, "runs_needed": 8, "alpha": 0.01, "family": "f"},
         {"claim_id": "A03a", "runs_per_cell": 5, "runs_needed": 681, "alpha": 0.01, "family": "f"},
-        {"claim_id": "A04a", "runs_per_cell": 5, "runs_needed": 40, "alpha": 0.01, "family": "f"},
+        {"claim_id": "A04a", "runs_per_cell": 5, "runs_needed": 25, "alpha": 0.01, "family": "f"},
         {"claim_id": "A05a", "runs_per_cell": 5, "runs_needed": math.nan, "alpha": 0.01,
          "family": "f"},
     ]
@@ -69,8 +69,8 @@ POWER = pd.DataFrame(
 
 def test_only_what_the_budget_cannot_decide_is_underpowered() -> None:
     """0.2 h a run, 24 h budget: 3 more runs x 2 cells (1.2 h) stay inconclusive; 676 x 2
-    (270 h) and more than 1,000 are underpowered; an interaction counts 4 cells (35 x 4 x
-    0.2 = 28 h); a decided test keeps its verdict whatever its power."""
+    (270 h) and more than 1,000 are underpowered; an interaction counts 4 cells (at 0.4 h a
+    run, 20 x 4 x 0.4 = 32 h); a decided test keeps its verdict whatever its power."""
     out = mark_underpowered(_table(), POWER, 0.2).set_index("claim_id")
     assert out.loc["A01a", "verdict"] == REPRODUCED
     assert out.loc["A02a", "verdict"] == INCONCLUSIVE == out.loc["A02b", "verdict"]
@@ -79,20 +79,38 @@ def test_only_what_the_budget_cannot_decide_is_underpowered() -> None:
         "underpowered: 681 runs per cell, 270 more machine-hours for 80% power at alpha 0.01 "
         "(5 made, budget 24 h); ratio 1.1"
     )
-    assert out.loc["A04a", "verdict"] == UNDERPOWERED  # 28 h over 4 cells
+    assert out.loc["A04a", "verdict"] == INCONCLUSIVE  # 16 h over 4 cells
+    slow = mark_underpowered(_table(), POWER, 0.4).set_index("claim_id")
+    assert slow.loc["A04a", "verdict"] == UNDERPOWERED  # 32 h over 4 cells
     assert "more than 1,000 runs per cell" in out.loc["A05a", "reason"]
     # the power row of family f does not reach family g's row of the same test key
     assert out.loc["A06a", "verdict"] == INCONCLUSIVE
     assert (
-        mark_underpowered(_table(), POWER, 0.2, Rules(budget_h=30.0))
+        mark_underpowered(_table(), POWER, 0.4, Rules(budget_h=33.0))
         .set_index("claim_id")
         .loc["A04a", "verdict"]
         == INCONCLUSIVE
     )
 
 
+def test_a_test_needing_more_runs_than_a_cell_gets_is_underpowered_within_the_budget() -> None:
+    """docs/statistics.md section 7: a cell gets at most 25 runs; a test that needs more is
+    underpowered, however cheap its runs (issue 47.4: 17 tests stayed inconclusive needing
+    31-690 runs per cell, within the hours)."""
+    power = POWER.assign(runs_needed=[900, 31, 681, 25, math.nan])
+    out = mark_underpowered(_table(), power, 0.01).set_index("claim_id")
+    assert out.loc["A02a", "verdict"] == UNDERPOWERED  # 26 more x 2 x 0.01 h = 0.5 h
+    assert out.loc["A02a", "reason"].startswith(
+        "underpowered: 31 runs per cell, more than the 25 a cell gets (0.5 more machine-hours)"
+    )
+    assert out.loc["A04a", "verdict"] == INCONCLUSIVE  # 25: within the cap
+    assert "within the 24 h budget" in out.loc["A04a", "reason"]
+    lenient = mark_underpowered(_table(), power, 0.01, Rules(max_runs=40)).set_index("claim_id")
+    assert lenient.loc["A02a", "verdict"] == INCONCLUSIVE
+
+
 def test_underpowered_is_counted_apart_and_named_in_the_findings() -> None:
-    out = mark_underpowered(_table(), POWER, 0.2)
+    out = mark_underpowered(_table(), POWER, 0.4)
     assert UNDERPOWERED in VERDICTS
     counts = tally(out)
     assert counts == {INCONCLUSIVE: 1, UNDERPOWERED: 3, REPRODUCED: 1}  # A06a: A05a's key
@@ -107,8 +125,8 @@ def test_underpowered_is_counted_apart_and_named_in_the_findings() -> None:
 def test_nothing_changes_without_power_or_hours() -> None:
     table = _table()
     assert mark_underpowered(table, pd.DataFrame(), 1.0).equals(table)
-    out = mark_underpowered(table, POWER, 0.0)  # no wall time known: only > 1,000 is
-    assert list(out.loc[out["verdict"] == UNDERPOWERED, "claim_id"]) == ["A05a"]
+    out = mark_underpowered(table, POWER, 0.0)  # no wall time known: only > 25 (the cap) is
+    assert list(out.loc[out["verdict"] == UNDERPOWERED, "claim_id"]) == ["A03a", "A05a"]
 
 
 def test_run_hours_reads_the_manifests() -> None:

@@ -61,13 +61,17 @@ from ipclab.stats import (
     pooled_cv2,
     repetitions_needed_log_ratio,
     sittings,
+    stratified_permutation_p,
     t_interval,
 )
+from ipclab.stats.design import Design, design, stratified_floor
+from ipclab.stats.pilot import MAX_RUNS_PER_CELL
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
-# not decided, and no affordable number of runs would decide it (docs/statistics.md §7)
+# not decided, and its runs cannot decide it: more than a cell gets or the budget allows,
+# or by design (its test's smallest p not below its Holm level; docs/statistics.md §3, §7)
 UNDERPOWERED = "underpowered"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, UNDERPOWERED, INCONCLUSIVE)
 # the machine-hours more runs of one test may take before it is called underpowered
@@ -104,6 +108,7 @@ class Rules:
     n_resamples: int = 9999
     seed: int = 0
     budget_h: float = BUDGET_H  # machine-hours: more than this to decide is underpowered
+    max_runs: int = MAX_RUNS_PER_CELL  # runs a cell gets at most: a test needing more is too
 
     def __post_init__(self) -> None:
         if self.test not in ("welch", "mannwhitney"):
@@ -137,6 +142,9 @@ class Effect:
     # an interval end of 0 or inf is a real bound, not a failed estimate (censored data: an
     # MTTF with no failure in its runs lies above a bound only)
     open_ended: bool = False
+    # the smallest p-value the test can reach at its runs (docs/statistics.md section 3's
+    # design check); NaN: the one its p_method has (``ipclab.stats.design.floor_of``)
+    p_floor: float = float("nan")
 
     @classmethod
     def unmeasured(cls, why: str) -> Effect:
@@ -434,10 +442,13 @@ def _by_sitting(
     rules: Rules,
 ) -> Effect:
     """``e`` tested within sittings when its cells' runs come from more than one
-    (``ipclab.stats.sittings``, docs/statistics.md section 7): the estimate, interval and
-    primary p-value of the log-ratio test with the sitting as a block; an exact or
-    permutation test (a side always 0, constant samples) is left as it is."""
-    if "sitting" not in runs.columns or e.p_method not in ("t (log ratio)",):
+    (``ipclab.stats.sittings``, docs/statistics.md section 7), by the stated rule and never a
+    silent fallback to the pooled test: the sittings holding every compared cell give the
+    estimate (none: inconclusive); where in those sittings a side is 0 in every run, or every
+    cell gave one value per sitting, §3's exact permutation test decides on their runs,
+    permuted within each sitting; where the within-sitting statistic or its variance is
+    undefined, the claim is inconclusive and says why."""
+    if "sitting" not in runs.columns or e.p_method not in ("t (log ratio)", "permutation"):
         return e
     cells, _, _ = _cells(claim, users_map)
     b_metric = claim.b_metric or claim.metric
@@ -445,14 +456,69 @@ def _by_sitting(
         _values(runs, claim.metric if i < k else b_metric, s, u, column="sitting")
         for i, (s, u) in enumerate(cells)
     ]
-    if len({int(x) for lab in labels for x in lab} - {-1}) <= 1:
+    every = {int(x) for lab in labels for x in lab} - {-1}
+    if len(every) <= 1:
         return e
-    terms = _terms(claim, samples, k)
-    by_term = _terms(claim, labels, k)
-    ci = log_ratio_interval_by_sitting(terms, [g for _, g in by_term], rules.confidence)
-    if not np.isfinite(ci.estimate):
-        return e
+    common = sorted(set.intersection(*({int(x) for x in lab} for lab in labels)) - {-1})
+    if not common:
+        return _undefined(
+            e,
+            f"runs of {len(every)} sittings, none holding every compared "
+            "cell: no within-sitting estimate (docs/statistics.md section 7)",
+        )
+    if claim.test != "interaction" and k == 1 and len(samples) == 2:
+        exact = _exact_by_sitting(e, samples, labels, common, rules)
+        if exact is not None:
+            return exact
+    ci = log_ratio_interval_by_sitting(
+        _terms(claim, samples, k), [g for _, g in _terms(claim, labels, k)], rules.confidence
+    )
+    if not (np.isfinite(ci.estimate) and np.isfinite(ci.low) and np.isfinite(ci.high)):
+        return _undefined(
+            e,
+            f"the within-sitting estimate is undefined over the {len(common)} "
+            "sitting(s) holding every compared cell (a cell without two "
+            "positive runs in any sitting, or a sum of means of 0 in one)",
+        )
     return replace(e, ratio=ci, p_value=ci.p_value, p_method="t (log ratio, by sitting)")
+
+
+def _undefined(e: Effect, why: str) -> Effect:
+    """``e`` with no estimate, interval or p-value, for the reason ``why`` (inconclusive)."""
+    nan = float("nan")
+    return replace(e, ratio=Interval(nan, nan, nan, e.n_min), p_value=nan, p_method="none",
+                   missing=why)  # fmt: skip
+
+
+def _exact_by_sitting(
+    e: Effect,
+    samples: list[np.ndarray],
+    labels: list[np.ndarray],
+    common: list[int],
+    rules: Rules,
+) -> Effect | None:
+    """Two cells over the sittings holding both: §3's exact case (a side 0 in every run and
+    the other not, or each cell one value per sitting) as the permutation test within
+    sittings, on those sittings' runs; None when neither case holds there."""
+    keep = [np.isin(lab.astype(int), common) for lab in labels]
+    a, b = (x[m] for x, m in zip(samples, keep, strict=True))
+    la, lb = (lab[m].astype(int) for lab, m in zip(labels, keep, strict=True))
+    strata = [(a[la == s], b[lb == s]) for s in common]
+    zero = _zero_side(a, b)
+    constant = all(np.ptp(x) == 0 for pair in strata for x in pair if len(x))
+    if zero is None and not constant:
+        return None
+    p = stratified_permutation_p(strata, seed=rules.seed)
+    ma, mb = float(a.mean()), float(b.mean())
+    point = zero if zero is not None else ma / mb if mb else math.inf if ma else math.nan
+    method = "permutation (by sitting)"
+    return replace(
+        e, ratio=Interval(point, point, point, min(len(a), len(b)), method="exact"),
+        measured_a=ma, measured_b=mb, n_min=min(len(a), len(b)),
+        n_a=len(a), n_b=len(b), p_value=p, p_method=method, p_permutation=p,
+        constant=constant, open_ended=point == math.inf,
+        p_floor=stratified_floor([(len(x), len(y)) for x, y in strata]),
+    )  # fmt: skip
 
 
 def _cells(
@@ -770,8 +836,10 @@ def evaluate_claims(
     ]
     adj = adjusted_p(cl, measured, rules)
     label = family or "+".join(wanted)
+    size = _family_size(cl, facts, measured) if rules.p_adjust == "holm" else 1
     rows = [
-        _claim_row(c, e, float(p), rules, label) for c, e, p in zip(cl, measured, adj, strict=True)
+        _claim_row(c, e, float(p), rules, label, design_of(e, rules, size))
+        for c, e, p in zip(cl, measured, adj, strict=True)
     ]
     checks = _cell_checks(df)
     for row, c in zip(rows, cl, strict=True):
@@ -848,23 +916,29 @@ def evidence_of(c: Claim, e: Effect) -> str:
     return CODE if c.test == "compare" else FACT if e.fact else TEST
 
 
-def sensitivity(c: Claim, e: Effect, p: float, rules: Rules) -> dict[str, str]:
+def sensitivity(
+    c: Claim, e: Effect, p: float, rules: Rules, d: Design | None = None
+) -> dict[str, str]:
     """The verdict of a size-word claim again with its band at +-5, 10 and 20% (empty for a
-    claim without a size word, or with a band its sentence states)."""
+    claim without a size word, or with a band its sentence states; ``d``: its design check,
+    which no band changes)."""
     word = size_words(c)
     stated = c.test in ("equal", "differ", "value") and not c.magnitude and c.band_low is not None
     out = {}
     for x in SENSITIVITY:
         band = (1 / (1 + x), 1 + x)
         out[f"verdict_{round(x * 100)}pct"] = (
-            verdict(c, e, p, rules, band)[0] if word and not stated else ""
+            by_design(c, e, *verdict(c, e, p, rules, band), d)[0] if word and not stated else ""
         )
     return out
 
 
-def _claim_row(c: Claim, e: Effect, p: float, rules: Rules, family: str) -> dict[str, Any]:
-    """One claim's row of the claims table: the claim, its measured effect, its verdict."""
-    v, reason = verdict(c, e, p, rules)
+def _claim_row(
+    c: Claim, e: Effect, p: float, rules: Rules, family: str, d: Design | None = None
+) -> dict[str, Any]:
+    """One claim's row of the claims table: the claim, its measured effect, its verdict
+    (and ``d``, its design check)."""
+    v, reason = by_design(c, e, *verdict(c, e, p, rules), d)
     cd = e.cliffs_delta
     bl, bh = band_of(c, rules)
     own = (
@@ -905,6 +979,9 @@ def _claim_row(c: Claim, e: Effect, p: float, rules: Rules, family: str) -> dict
         "p_welch": e.p_welch,
         "p_mannwhitney": e.p_mannwhitney,
         "p_permutation": e.p_permutation,
+        "p_floor": d.floor if d is not None else math.nan,
+        "p_level": d.level if d is not None else math.nan,
+        "design": design_column(c, d),
         "magnitude": c.magnitude,
         "test_key": "|".join(str(x) for x in test_key(c)),
         "cliffs_delta": cd.estimate if cd else math.nan,
@@ -918,7 +995,7 @@ def _claim_row(c: Claim, e: Effect, p: float, rules: Rules, family: str) -> dict
         "band": f"[{bl:.4g}, {bh:.4g}] ({'stated' if own else 'standard'})"
         if size_words(c) or c.test == "ratio"
         else "",
-        **sensitivity(c, e, p, rules),
+        **sensitivity(c, e, p, rules, d),
         "note": c.note,
     }
 
@@ -1016,9 +1093,51 @@ def _planned_cells(
             yield c, cells, xs
 
 
-def _family_size(claims: Sequence[Claim], facts: Collection[str]) -> int:
-    keys = {test_key(c) for c in claims if c.test != "compare" and not is_fact(c, facts)}
+def _family_size(
+    claims: Sequence[Claim], facts: Collection[str], effects: Sequence[Effect] = ()
+) -> int:
+    """The number of distinct tests of a family: facts (declared in ``facts``, or measured
+    as such in ``effects``) and code measures apart."""
+    fact = [e.fact for e in effects] if effects else [False] * len(claims)
+    keys = {
+        test_key(c)
+        for c, f in zip(claims, fact, strict=True)
+        if c.test != "compare" and not f and not is_fact(c, facts)
+    }
     return len(keys) or 1
+
+
+#: the kinds whose "reproduced" needs a significant p-value (docs/statistics.md section 4)
+P_KINDS = ("direction", "interaction", "ratio", "differ")
+
+
+def design_of(e: Effect, rules: Rules, family: int) -> Design | None:
+    """The design check of one measured test (docs/statistics.md section 3): the smallest
+    p its test can reach at its runs against its Holm level, alpha / ``family``; None for
+    what is no test (a fact, a code measure, an unmeasured effect)."""
+    if e.fact or e.missing or not e.p_method or e.p_method in ("exact", "fact", "none"):
+        return None
+    return design(e.p_method, e.n_a, e.n_b, rules.alpha, family, e.p_floor)
+
+
+def by_design(c: Claim, e: Effect, v: str, reason: str, d: Design | None) -> tuple[str, str]:
+    """An undecided test whose runs could not have passed its Holm level whatever they
+    measured is underpowered (docs/statistics.md sections 3 and 7), with the runs that could."""
+    if v != INCONCLUSIVE or d is None or d.can_pass or c.test not in P_KINDS:
+        return v, reason
+    return UNDERPOWERED, f"underpowered {d.text(e.p_method, e.n_a, e.n_b)}; {reason}"
+
+
+def design_column(c: Claim, d: Design | None) -> str:
+    """The claims table's ``design`` column: whether the test's runs can pass its level."""
+    if d is None or c.test not in P_KINDS:
+        return ""
+    if not d.known:
+        return "floor unknown"
+    if d.can_pass:
+        return "can pass"
+    could = f"{d.runs} runs per cell could" if d.runs else "no runs up to 1,000 per cell could"
+    return f"cannot pass: floor {d.floor:.2g} >= level {d.level:.2g}; {could}"
 
 
 def pilot_needs(
@@ -1059,10 +1178,11 @@ def mark_underpowered(
 ) -> pd.DataFrame:
     """``table`` with its undecided tests that no affordable number of runs would decide
     marked ``underpowered`` (docs/statistics.md section 7): an inconclusive test whose row of
-    ``power`` (:func:`repetitions`) needs more runs per cell than ``rules.budget_h``
-    machine-hours can add, at ``run_hours`` a run (the mean wall time of the runs it was
-    measured with), or more than 1,000. Its reason then starts with the runs it needs and
-    their hours; a decided test is never changed, nor one the budget can decide."""
+    ``power`` (:func:`repetitions`) needs more runs per cell than a cell gets
+    (``rules.max_runs``, 25), or than ``rules.budget_h`` machine-hours can add at
+    ``run_hours`` a run (the mean wall time of the runs it was measured with), or more than
+    1,000. Its reason then starts with the runs it needs and their hours; a decided test is
+    never changed, nor one the cap and the budget can decide."""
     rules = rules or Rules()
     if table.empty or power is None or power.empty or "test_key" not in table.columns:
         return table
@@ -1077,7 +1197,8 @@ def mark_underpowered(
         cells = 4 if (out.loc[rows, "test"] == "interaction").any() else 2
         have, need = int(p["runs_per_cell"]), p["runs_needed"]
         hours = math.inf if pd.isna(need) else max(int(need) - have, 0) * cells * run_hours
-        if hours <= rules.budget_h:  # more runs can decide it: the reason says how many
+        capped = not pd.isna(need) and int(need) > rules.max_runs  # more than a cell gets
+        if hours <= rules.budget_h and not capped:  # more runs can decide it: say how many
             if not pd.isna(need) and int(need) > have:
                 more = (
                     f"; {int(need):,} runs per cell for 80% power at alpha "
@@ -1089,6 +1210,9 @@ def mark_underpowered(
         needs = (
             "more than 1,000 runs per cell" if pd.isna(need)
             else f"{int(need):,} runs per cell, {hours:,.0f} more machine-hours"
+            if hours > rules.budget_h
+            else f"{int(need):,} runs per cell, more than the {rules.max_runs} a cell gets "
+            f"({hours:,.1f} more machine-hours)"
         )  # fmt: skip
         why = (
             f"underpowered: {needs} for 80% power at alpha {float(p['alpha']):.2g} "

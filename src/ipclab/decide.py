@@ -5,9 +5,11 @@ Every notebook with a committed reference whose study part states its undecided 
 (``StudyPart.needs``) takes part: its reference is loaded as it is (whatever code made it),
 analysed, and its tests' needs (``ipclab.planner.Need``, sized from the runs' variance as an
 internal pilot) go into one budget (:func:`ipclab.planner.choose`). The plan is printed
-before anything runs and written to ``<root>/plan.json``; ``--make`` runs its blocks in
-order (:func:`ipclab.planner.blocks`: the k-th added run of every cell in one shuffled
-block), each through its part's ``extend``. A killed ``--make`` resumes from ``plan.json``:
+before anything runs, with the design check (the tests whose runs cannot pass their Holm
+level whatever they measure, from the committed claims tables), and written to
+``<root>/plan.json``; ``--make`` runs its blocks in order (:func:`ipclab.planner.blocks`:
+the k-th added run of every cell in one shuffled block), each through its part's
+``extend``. A killed ``--make`` resumes from ``plan.json``:
 finished runs are reused (the same run key, a quiet machine), the rest made. Afterwards each
 reference is rebuilt by its study's ``reference`` module, and the final tests use every run.
 The core names no study: the parts say what a cell is.
@@ -21,9 +23,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from ipclab.atomic import write_json_atomic
 from ipclab.paths import from_repo, repo_relative
-from ipclab.planner import Need, Plan, blocks, choose, describe
+from ipclab.planner import Need, Plan, blocks, choose, describe, design_lines
 from ipclab.protocol import Parameters, StudyPart
 from ipclab.stats import machine
 from ipclab.studies import all_studies
@@ -69,6 +73,19 @@ def sources(root: Path = Path("data/runs/reference"), studies: Sequence[str] = (
             analysis = part.analyse(part.load(plan), params)
             needs = list(part.needs(analysis, params))
             out.append(Source(study.name, nb.results, part, params, plan, needs))
+    return out
+
+
+def committed_tables(root: Path = Path("data/runs/reference")) -> dict[str, pd.DataFrame]:
+    """Every committed reference's claims tables (code claims apart), named
+    ``<reference>`` (``claims.csv``) or ``<reference>:<table>``: what the design check
+    (``ipclab.planner.design_lines``) reads before any run."""
+    out = {}
+    for path in sorted(from_repo(root).glob("*/results/claims*.csv")):
+        if path.name == "claims_code.csv" or not path.stat().st_size:
+            continue
+        name = path.parent.parent.name
+        out[name if path.stem == "claims" else f"{name}:{path.stem}"] = pd.read_csv(path)
     return out
 
 
@@ -155,6 +172,7 @@ def main(
     else:
         plan = make_plan(found, parse_budget(budget))
         say(describe(plan))
+        say("\n".join(design_lines(committed_tables(root))))
         order = write_plan(plan, path)
         say(f"written to {repo_relative(path)}")
     if run:

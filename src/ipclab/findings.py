@@ -138,8 +138,8 @@ def findings_lines(table: pd.DataFrame, source: str) -> list[str]:
             out += ["", f"**{title}:**", ""] + [_line(table, r) for _, r in rows.iterrows()]
     low = d[(d["verdict"] == UNDERPOWERED) & (ev == TEST)]
     if len(low):
-        out += ["", f"**Underpowered ({_tests(len(low))}; no affordable number of runs "
-                "decides them):**", ""]  # fmt: skip
+        out += ["", f"**Underpowered ({_tests(len(low))}; their runs cannot decide them: "
+                "more than a cell gets or the budget allows, or by design):**", ""]  # fmt: skip
         out += [
             f"- {claim_ids(table, r, UNDERPOWERED)}: `{r['comparison']}`: {_needs(r)}"
             for _, r in low.iterrows()
@@ -158,7 +158,7 @@ def _tests(n: int) -> str:
 def _needs(r: pd.Series) -> str:
     """What an underpowered test would need, as its reason states it."""
     reason = str(r.get("reason", ""))
-    return reason.removeprefix("underpowered: ").split(";")[0]
+    return reason.removeprefix("underpowered: ").removeprefix("underpowered ").split(";")[0]
 
 
 def findings_markdown(table: pd.DataFrame, label: str) -> str:

@@ -9,6 +9,10 @@ test fits. A test that needs more than ``ipclab.stats.pilot.MAX_RUNS_PER_CELL`` 
 cell, or more hours than any budget under ``ipclab.claims.Rules.budget_h``, is not planned:
 it is the undecidable verdict's (``underpowered``), with the runs it needs. The core names
 no study; :func:`blocks` orders the chosen runs into randomised interleaved blocks.
+
+Before any run, :func:`design_lines` lists the tests whose runs cannot pass their Holm level
+whatever they measure (docs/statistics.md section 3's design check: an exact test's smallest
+p at its runs not below alpha over its family's tests), with the runs per cell that could.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from ipclab.stats.design import EXACT_METHODS, floor_of, holm_level, runs_to_reach
 from ipclab.stats.pilot import MAX_RUNS_PER_CELL
 
 
@@ -155,3 +161,62 @@ def needs_table(needs: Sequence[Need]) -> list[dict[str, object]]:
         }
         for n in needs
     ]
+
+
+def design_rows(name: str, table: pd.DataFrame, alpha: float = 0.05) -> list[dict[str, Any]]:
+    """The distinct tests of one claims table whose runs cannot pass their Holm level
+    (docs/statistics.md section 3): the floor from the row's ``p_floor`` (a study's own
+    test) or its ``p_method`` at its runs, the level from ``p_level`` or alpha over its
+    family's distinct tests. A table written before the design check is checked the same."""
+    from ipclab.claims import P_KINDS, claim_ids, distinct_tests
+
+    if table.empty or "p_method" not in table.columns:
+        return []
+    tests = table[table.get("evidence", pd.Series("test", index=table.index)).fillna("test")
+                  == "test"]  # fmt: skip
+    fam = tests["family"].fillna("") if "family" in tests.columns else pd.Series("", tests.index)
+    sizes = tests.assign(_f=fam).groupby("_f")["test_key"].nunique().to_dict()
+    out = []
+    for _, r in distinct_tests(tests).iterrows():
+        if r["test"] not in P_KINDS or not isinstance(r["p_method"], str):
+            continue
+        n_a, n_b = int(r["n_a"]), int(r["n_b"])
+        given = float(r.get("p_floor", np.nan))
+        floor = given if np.isfinite(given) else floor_of(r["p_method"], n_a, n_b)
+        level = float(r.get("p_level", np.nan))
+        if not np.isfinite(level):
+            level = holm_level(alpha, int(sizes.get(r.get("family", "") or "", 1)))
+        if not (np.isfinite(floor) and floor >= level):
+            continue
+        could = runs_to_reach(level) if r["p_method"] in EXACT_METHODS else None
+        out.append({"reference": name, "claims": claim_ids(table, r),
+                    "comparison": r["comparison"], "p_method": r["p_method"], "n_a": n_a,
+                    "n_b": n_b, "floor": floor, "level": level, "runs_that_could": could,
+                    "verdict": r["verdict"]})  # fmt: skip
+    return out
+
+
+def design_lines(tables: Mapping[str, pd.DataFrame], alpha: float = 0.05) -> list[str]:
+    """The design check as ``ipclab plan`` prints it: one line per test whose runs cannot
+    pass its Holm level (``tables``: reference name -> claims table)."""
+    rows = [r for name, t in tables.items() for r in design_rows(name, t, alpha)]
+    if not rows:
+        return ["design check: every test's runs can pass its Holm level"]
+    word = (
+        "test whose runs cannot pass its"
+        if len(rows) == 1
+        else "tests whose runs cannot pass their"
+    )
+    lines = [f"design check: {len(rows)} {word} Holm level, whatever they measure"]
+    for r in rows:
+        could = (
+            f"{r['runs_that_could']} runs per cell could" if r["runs_that_could"]
+            else "no runs per cell up to 1,000 could" if r["p_method"] in EXACT_METHODS
+            else "more runs could"
+        )  # fmt: skip
+        lines.append(
+            f"  {r['reference']} {r['claims']} ({r['comparison']}): {r['p_method']}, "
+            f"{r['n_a']} + {r['n_b']} runs: floor {r['floor']:.2g} >= level {r['level']:.2g}; "
+            f"{could} ({r['verdict']})"
+        )
+    return lines

@@ -351,10 +351,34 @@ def _check_claim(path: Path, i: int, c: Claim) -> None:
             path, i, "a claim's own band needs the number its sentence states "
             "(published_value); without one, leave the band empty (standard band)",
         )  # fmt: skip
+    approx = approximate_number(c.quote, c.published_value) if given else None
+    if approx:
+        raise _fail(
+            path, i, f"{approx!r} is an approximate number: 'about N' takes the standard "
+            "equivalence band (docs/statistics.md section 4); leave band_low/band_high empty",
+        )  # fmt: skip
     if c.magnitude and c.test not in ("direction", "differ"):
         raise _fail(path, i, f"magnitude {c.magnitude!r} applies to direction or differ only")
     if c.magnitude == "slight" and c.test != "direction":
         raise _fail(path, i, "'slight' is a size of a direction (test = direction)")
+
+
+#: the words that give a number as approximate ("about 20 seconds"; docs/statistics.md
+#: section 4: such a number takes the standard equivalence band, never an own one)
+APPROXIMATE = ("about", "approximately", "around", "roughly", "nearly", "almost")
+_APPROXIMATE = re.compile(
+    r"\b(?:" + "|".join(APPROXIMATE) + r")\s+(?P<n>\d+(?:[.,]\d+)?)", re.IGNORECASE
+)
+
+
+def approximate_number(quote: str, published_value: str) -> str | None:
+    """The words of ``quote`` that give one of ``published_value``'s numbers as approximate
+    ("about 20"), or None."""
+    numbers = {n.replace(",", "") for n in _NUMBER.findall(published_value.replace(",", ""))}
+    for m in _APPROXIMATE.finditer(quote):
+        if m.group("n").replace(",", "") in numbers:
+            return m.group(0)
+    return None
 
 
 MAGNITUDES = ("", "slight", "considerable")

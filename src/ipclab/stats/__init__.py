@@ -10,7 +10,8 @@ One module per job; every public name is importable from here (``from ipclab imp
 
 - pure statistics of samples (numpy and scipy only, no run reading): :mod:`.samples`,
   :mod:`.intervals` (t, log-ratio and bootstrap intervals), :mod:`.comparisons` (Welch,
-  permutation, Mann-Whitney, Cliff's delta, Holm), :mod:`.power` (repetitions needed);
+  permutation, Mann-Whitney, Cliff's delta, Holm), :mod:`.power` (repetitions needed),
+  :mod:`.design` (the smallest p a test can reach at its runs, against its Holm level);
 - the per-run table, read from run directories: :mod:`.run_parameters`, :mod:`.run_table`;
 - tables over a per-run table: :mod:`.cells` (per-cell summaries, pairs of styles),
   :mod:`.queueing` (Little's law), :mod:`.saturation`, :mod:`.machine` (the machine check);
@@ -28,6 +29,7 @@ from ipclab.stats.comparisons import (
     compare_samples,
     holm,
     permutation_p,
+    stratified_permutation_p,
 )
 from ipclab.stats.intervals import (
     Interval,
@@ -80,5 +82,6 @@ __all__ = [
     "runs_table",
     "saturation_steps",
     "sittings",
+    "stratified_permutation_p",
     "t_interval",
 ]

@@ -20,7 +20,9 @@ the sittings' estimates are combined (a stratified estimate):
 
 A sitting lacking one of the compared cells gives no estimate of its own (its runs still
 inform their cell's variance). With one sitting the result is exactly
-:func:`~ipclab.stats.log_ratio_interval`'s.
+:func:`~ipclab.stats.log_ratio_interval`'s. Where no sitting holds every sample, or no
+sample varies within any sitting, the estimate is undefined (NaN): never the pooled test in
+its place (the claims engine then says why, or makes §3's exact test within sittings).
 """
 
 from __future__ import annotations
@@ -85,8 +87,11 @@ def log_ratio_interval_by_sitting(
     samples = [x[k] for x, k in zip(samples, keep, strict=True)]
     marks = [s[k] for s, k in zip(marks, keep, strict=True)]
     common = set.intersection(*(set(s.tolist()) for s in marks)) - {-1} if marks else set()
-    if len(set().union(*(set(s.tolist()) for s in marks)) - {-1}) <= 1 or not common:
+    if len(set().union(*(set(s.tolist()) for s in marks)) - {-1}) <= 1:
         return log_ratio_interval(terms, confidence)  # one sitting: the plain test
+    if not common:  # no sitting holds every sample: no within-sitting estimate
+        return Interval(nan, nan, nan, min((len(x) for x in samples), default=0), confidence,
+                        METHOD)  # fmt: skip
     pooled = [pooled_cv2(x, s) for x, s in zip(samples, marks, strict=True)]
     n = min(len(x) for x in samples)
     if any(df == 0 or not np.isfinite(c) for c, df in pooled):
@@ -107,8 +112,8 @@ def log_ratio_interval_by_sitting(
         logs.append(log_s)
         coefs.append(coef)
         variances.append(sum(c * cv2 for c, (cv2, _) in zip(coef, pooled, strict=True)))
-    if not all(v > 0 for v in variances):
-        return log_ratio_interval(terms, confidence)
+    if not all(v > 0 for v in variances):  # no spread within any sitting: no t test (the
+        return Interval(nan, nan, nan, n, confidence, METHOD)  # exact test's, section 3)
     w = np.array([1.0 / v for v in variances])
     log_est = float(np.dot(w, logs) / w.sum())
     # V = 1 / sum(w) = sum_i cv2_i * A_i with A_i = sum_s (w_s / W)^2 coef_si

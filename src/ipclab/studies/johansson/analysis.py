@@ -62,7 +62,7 @@ class Analysis:
     statements: pd.DataFrame
     power: pd.DataFrame
     machine: pd.DataFrame
-    serialisation: pd.DataFrame = field(default_factory=pd.DataFrame)  # per format/size/round
+    serialisation: pd.DataFrame = field(default_factory=pd.DataFrame)  # per process and round
     serialisation_cells: pd.DataFrame = field(default_factory=pd.DataFrame)
     series: dict[int, pd.DataFrame] = field(default_factory=dict)  # rows -> request_series
 
@@ -72,7 +72,7 @@ def analyse(
 ) -> Analysis:
     """Every table of the study from the three experiments' runs
     (``experiment.run_experiments``) and, optionally, the serialisation micro-benchmark's
-    per-round table."""
+    table (per process and round; the process is the replicate)."""
     p = profile(profile_name)
     thesis = style_runs(runs.get("thesis", []))
     sweep = style_runs(runs.get("sweep", []))
@@ -364,16 +364,18 @@ def _saturation_tables(a: Analysis, results: Any) -> None:
 
 
 def _serialisation_tables(a: Analysis, results: Any) -> None:
-    """The serialisation micro-benchmark's summary and rounds."""
+    """The serialisation micro-benchmark's summary and its rounds (with their process)."""
     s = ser.summary(a.serialisation)
     results.table(
         s[["rows", "style", "bytes", "encode_us", "encode_us_ci", "decode_us",
            "decode_us_ci", "bytes_vs_json", "roundtrip_us_vs_json"]],
         "serialisation",
         "Serialisation (thesis Tables 5.1 and 5.2) on the test 2 and 3 bundles: bytes, "
-        "encode and decode time per operation (mean over rounds, 95% t interval), size "
+        "encode and decode time per operation (mean over processes, each a fresh "
+        "interpreter whose rounds are averaged; 95% t interval over processes), size "
         "and encode + decode time relative to JSON (orjson). No Thrift-vs-Protocol "
         "Buffers time order is claimed.",
     )  # fmt: skip
-    results.table(a.serialisation, "serialisation_rounds", "Serialisation: per round.",
+    results.table(a.serialisation, "serialisation_rounds", "Serialisation: per process and "
+                  "round (a table without a process column: every round in one process).",
                   in_report=False)  # fmt: skip

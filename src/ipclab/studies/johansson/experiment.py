@@ -81,8 +81,9 @@ class Profile:
     thesis: Interleaved
     sweep: Interleaved
     saturation: Saturation
-    serialisation_rounds: int
+    serialisation_rounds: int  # per process, averaged into one value (the replicate)
     serialisation_seconds: float  # per format, size and round (both directions)
+    serialisation_processes: int = 3  # the replicates: each a fresh interpreter
 
 
 PROFILES = {
@@ -103,8 +104,9 @@ PROFILES = {
         saturation=Saturation(
             (10, 40), (25,), duration_s=5, warmup_s=1.5, repetitions=1, share_stacks=True
         ),
-        serialisation_rounds=3,
+        serialisation_rounds=1,
         serialisation_seconds=0.05,
+        serialisation_processes=3,  # about 12 s
     ),
     # the thesis's 100 requests per interface with 10 warm-up requests, 5 repetitions; the
     # pause halved (0.5 s) so that the whole profile fits in about 80 minutes (a deviation,
@@ -122,8 +124,9 @@ PROFILES = {
         saturation=Saturation(
             (50, 100, 200), (5, 25, 50), duration_s=15, warmup_s=3, repetitions=5
         ),
-        serialisation_rounds=10,
+        serialisation_rounds=3,
         serialisation_seconds=0.3,
+        serialisation_processes=10,  # about 6 min (a process: 3 rounds of 20 batches, 34 s)
     ),
 }
 
@@ -234,8 +237,10 @@ def run_experiments(
 def measure_serialisation(
     profile_name: str, progress: Callable[[str], None] | None = print
 ) -> pd.DataFrame:
-    """The serialisation micro-benchmark at the profile's rounds (per round, format, size)."""
+    """The serialisation micro-benchmark at the profile's processes and rounds (per process,
+    round, format and size; each process a fresh interpreter, the replicate)."""
     from ipclab.studies.johansson import serialisation as ser
 
     p = profile(profile_name)
-    return ser.measure(p.serialisation_rounds, p.serialisation_seconds, progress=progress)
+    return ser.measure(p.serialisation_processes, p.serialisation_rounds,
+                       p.serialisation_seconds, progress=progress)  # fmt: skip

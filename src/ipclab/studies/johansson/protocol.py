@@ -29,7 +29,7 @@ class Plan:
 @dataclass(frozen=True)
 class Runs:
     runs: dict[str, list[Run]]  # experiment name -> its runs
-    serialisation: pd.DataFrame  # per round, format and size
+    serialisation: pd.DataFrame  # per process, round, format and size
 
 
 class Graphql(StudyPart):
@@ -50,7 +50,7 @@ class Graphql(StudyPart):
 
     def run(self, plan: Plan) -> Runs:
         runs = {e.name: e.run() for e in plan.experiments.all()}
-        # in this process, interleaved rounds
+        # in fresh processes, each one replicate of interleaved rounds
         return Runs(runs, experiment.measure_serialisation(plan.profile))
 
     def analyse(self, runs: Runs, params: Parameters) -> analysis.Analysis:
@@ -62,8 +62,8 @@ class Graphql(StudyPart):
         return results
 
     def load(self, plan: Plan) -> Runs:
-        """The experiments' runs on disk; the serialisation rounds as the reference keeps
-        them (its results' table), measured again only by ``run``."""
+        """The experiments' runs on disk; the serialisation processes' rounds as the
+        reference keeps them (its results' table), measured again only by ``run``."""
         runs = {e.name: load_runs(e.directory) for e in plan.experiments.all()}
         kept = plan.experiments.thesis.directory.parent / "results" / "serialisation_rounds.csv"
         return Runs(runs, pd.read_csv(kept) if kept.exists() else pd.DataFrame())

@@ -16,9 +16,14 @@ style          library                                      in-memory form
 
 A **round** times every format and size once, in a shuffled order (seeded): per direction
 a batch of operations lasting about ``seconds``, with the garbage collector off (as
-``timeit``); the per-operation time is the batch's time over its count. Rounds are the
-replicates: intervals are Student-t over rounds (docs/statistics.md). ``bytes`` is exact.
-A format whose library is missing is left out and named (:func:`unavailable`).
+``timeit``); the per-operation time is the batch's time over its count. **The replicate is
+a process** (docs/statistics.md section 1: the run is the unit): each is a fresh Python
+interpreter (its own imports, allocator, caches and CPU placement) that makes ``rounds``
+rounds; the rounds of one process share its state, so they are averaged into one value per
+format and size (:func:`per_process`), and intervals and tests are over processes. A table
+made before processes were the unit (no ``process`` column: all its rounds in one process)
+is one replicate. ``bytes`` is exact. A format whose library is missing is left out and
+named (:func:`unavailable`).
 
 The thesis draws no Thrift-vs-Protocol Buffers time order (its sources disagree); neither
 does this module: the claims compare only what the thesis states.
@@ -215,17 +220,62 @@ def check_round_trip(fmt: Format, rows: int) -> int:
 
 
 def measure(
-    rounds: int = 5,
+    processes: int = 3,
+    rounds: int = 3,
     seconds: float = 0.2,
     sizes: Sequence[int] = SIZES,
     seed: int = 2017,
     only: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
-    """One row per round, format and size: ``round, style, rows, users`` (= rows, for the
-    claims machinery), ``bytes, encode_us, decode_us, roundtrip_us, library, version``."""
-    if rounds < 1 or seconds <= 0:
-        raise ValueError("rounds must be at least 1 and seconds positive")
+    """One row per process, round, format and size: ``process, round, style, rows, users``
+    (= rows, for the claims machinery), ``bytes, encode_us, decode_us, roundtrip_us,
+    library, version``. Each process is a fresh interpreter (:func:`_in_process`) making
+    ``rounds`` rounds, seeded ``seed`` + its number."""
+    if processes < 1 or rounds < 1 or seconds <= 0:
+        raise ValueError("processes and rounds must be at least 1 and seconds positive")
+    if not [f for f in formats() if only is None or f.style in only]:
+        raise ValueError(f"no format to measure (asked for {only}; {unavailable()})")
+    out = []
+    for p in range(1, processes + 1):
+        rows = _in_process(rounds, seconds, sizes, seed + p, only)
+        out += [{"process": p, **r} for r in rows]
+        if progress:
+            progress(f"[serialisation] process {p}/{processes} done ({rounds} rounds)")
+    return pd.DataFrame(out).sort_values(["rows", "style", "process", "round"], ignore_index=True)
+
+
+def _in_process(
+    rounds: int, seconds: float, sizes: Sequence[int], seed: int, only: Sequence[str] | None
+) -> list[dict[str, Any]]:
+    """:func:`measure_rounds` in a fresh Python interpreter (``python -m`` this module), its
+    rows read back as JSON; the child is killed if this one is interrupted or it hangs."""
+    import os
+    import subprocess
+    import sys
+
+    job = {"rounds": rounds, "seconds": seconds, "sizes": list(sizes), "seed": seed,
+           "only": list(only) if only is not None else None}  # fmt: skip
+    budget = 120 + 40 * rounds * len(sizes) * len(formats()) * seconds
+    done = subprocess.run(
+        [sys.executable, "-m", __name__, "--worker", json.dumps(job)],
+        capture_output=True, text=True, timeout=budget, env=os.environ.copy(), check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"serialisation process failed ({done.returncode}): {done.stderr[-800:]}"
+        )
+    return json.loads(done.stdout)
+
+
+def measure_rounds(
+    rounds: int = 5,
+    seconds: float = 0.2,
+    sizes: Sequence[int] = SIZES,
+    seed: int = 2017,
+    only: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The rounds of one process, in this interpreter: one row per round, format and size."""
     fmts = [f for f in formats() if only is None or f.style in only]
     if not fmts:
         raise ValueError(f"no format to measure (asked for {only}; {unavailable()})")
@@ -251,19 +301,34 @@ def measure(
                     "library": f.package, "version": version(f.package),
                 }
             )  # fmt: skip
-        if progress:
-            progress(f"[serialisation] round {r}/{rounds} done")
-    return pd.DataFrame(out).sort_values(["rows", "style", "round"], ignore_index=True)
+    return out
+
+
+def per_process(table: pd.DataFrame) -> pd.DataFrame:
+    """The replicates: per process, format and size, the mean over its rounds of each time
+    (``bytes`` is exact), with ``rounds`` their number. A table without ``process`` (made
+    before processes were the unit: every round in one process) is one process."""
+    if table.empty:
+        return table
+    t = table if "process" in table.columns else table.assign(process=1)
+    keys = ["process", "style", "rows"]
+    out = t.groupby(keys, sort=True).agg(
+        users=("users", "first"), bytes=("bytes", "first"), encode_us=("encode_us", "mean"),
+        decode_us=("decode_us", "mean"), roundtrip_us=("roundtrip_us", "mean"),
+        rounds=("round", "nunique"), library=("library", "first"), version=("version", "first"),
+    )  # fmt: skip
+    return out.reset_index().sort_values(["rows", "style", "process"], ignore_index=True)
 
 
 def cells(table: pd.DataFrame) -> pd.DataFrame:
-    """Per size and format: mean over rounds of each metric with its 95% t interval."""
-    return stats.cell_summary(table, METRICS, by=("rows", "style"))
+    """Per size and format: mean over processes (:func:`per_process`) of each metric with
+    its 95% t interval."""
+    return stats.cell_summary(per_process(table), METRICS, by=("rows", "style"))
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
-    """A wide table per size and format: bytes and each time as ``mean [low, high]`` µs,
-    and the size and times relative to JSON (orjson)."""
+    """A wide table per size and format: bytes and each time as ``mean [low, high]`` µs
+    over processes, and the size and times relative to JSON (orjson)."""
     c = cells(table)
     out = []
     for (rows, style), g in c.groupby(["rows", "style"], sort=True):
@@ -274,7 +339,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
             mean, lo, hi = m.loc[metric, ["mean", "ci_low", "ci_high"]]
             row[metric] = mean
             row[f"{metric}_ci"] = (
-                f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) and pd.notna(hi) else "(1 round)"
+                f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) and pd.notna(hi) else "(1 process)"
             )
         out.append(row)
     df = pd.DataFrame(out)
@@ -282,3 +347,20 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
         ref = df[df["style"] == "json"].set_index("rows")[metric]
         df[f"{metric}_vs_json"] = df[metric] / df["rows"].map(ref)
     return df
+
+
+def _worker(argv: Sequence[str]) -> int:
+    """``python -m ipclab.studies.johansson.serialisation --worker JOB``: one process's
+    rounds (:func:`measure_rounds`) as JSON on stdout."""
+    if len(argv) != 2 or argv[0] != "--worker":
+        raise SystemExit("usage: python -m ipclab.studies.johansson.serialisation --worker JOB")
+    job = json.loads(argv[1])
+    rows = measure_rounds(job["rounds"], job["seconds"], job["sizes"], job["seed"], job["only"])
+    print(json.dumps(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(_worker(sys.argv[1:]))

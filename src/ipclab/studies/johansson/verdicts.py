@@ -1,6 +1,8 @@
 """Johansson 2017's claims (``published.claims``) judged on the measured per-run tables:
 one Holm family per experiment (the thesis test's concurrent runs; the serialisation
-rounds), the bytes compared as facts, and the runs each test needs (power).
+micro-benchmark's processes, each a fresh interpreter whose rounds are averaged into one
+replicate: docs/statistics.md section 1), the bytes compared as facts, and the runs each
+test needs (power).
 """
 
 from __future__ import annotations
@@ -12,26 +14,29 @@ from ipclab.planner import Need, needs_of
 from ipclab.studies.johansson import published
 
 #: metrics fixed by construction, compared as facts (docs/statistics.md): the bytes of the
-#: seeded bundles, as one library encodes them (serialisation rounds) or as one response
-#: body (thesis test), are the same in every round and run
+#: seeded bundles, as one library encodes them (serialisation processes) or as one response
+#: body (thesis test), are the same in every process and run
 FACTS = ("bytes",)
 
 #: one Holm family per experiment (docs/statistics.md section 3): the claims' scope and the
-#: family's label; the thesis test's runs feed the first, the serialisation rounds the second
+#: family's label; the thesis test's runs feed the first, the serialisation processes the second
 FAMILIES = (("performance", "thesis test"), ("serialisation", "serialisation micro-benchmark"))
 
 
 def _family_runs(
     thesis: pd.DataFrame, serialisation: pd.DataFrame
 ) -> list[tuple[str, str, pd.DataFrame]]:
-    """(scope, family label, per-run table) of every family that has runs."""
-    runs = (thesis, serialisation)
+    """(scope, family label, per-run table) of every family that has runs: the serialisation
+    rounds averaged per process (``serialisation.per_process``: the replicate)."""
+    from ipclab.studies.johansson.serialisation import per_process
+
+    runs = (thesis, per_process(serialisation))
     return [(s, label, r) for (s, label), r in zip(FAMILIES, runs, strict=True) if len(r)]
 
 
 def claims_table(thesis: pd.DataFrame, serialisation: pd.DataFrame) -> pd.DataFrame:
     """The claims with their verdicts: one ``evaluate_claims`` call, so one Holm family, per
-    experiment (the thesis test's concurrent runs; the serialisation rounds), bytes as
+    experiment (the thesis test's concurrent runs; the serialisation processes), bytes as
     facts."""
     tables = [
         claims_mod.evaluate_claims(

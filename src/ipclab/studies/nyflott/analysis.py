@@ -338,7 +338,7 @@ def set_claims(
     rows: pd.DataFrame, cases_runs: pd.DataFrame, gc: verdicts.GcRecords, hours: float
 ) -> pd.DataFrame:
     """The claims table judged on ``rows`` (one adapter set's runs), its undecided tests
-    marked underpowered where no affordable number of runs would decide them."""
+    marked underpowered where their runs cannot decide them (docs/statistics.md §7)."""
     primary = verdicts.with_test_cases(rows, cases_runs)
     table = verdicts.evaluate(primary, gc=gc)
     return claims_mod.mark_underpowered(table, verdicts.power(primary), hours)

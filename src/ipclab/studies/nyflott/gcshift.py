@@ -32,16 +32,25 @@ of the suite (docs/statistics.md section 3): ``2 * min(P(T >= t), P(T <= t))``, 
 Runs where the statistic cannot vary (no GC in the window: the share of extremes is 0 at every
 offset) add a constant and change nothing; a run without extremes (or, for N30a, without
 GCs) has no share and is left out.
+
+**The interval** (issue 47: every reproduced verdict has one): the estimate is the mean
+observed share over the mean share under the shifts; its 95% interval is the t interval of
+that log ratio over runs, each run one pair (observed, mean under its shifts), by the delta
+method with the pairs' covariance (:func:`ratio_interval`). The verdict needs the two to
+agree (docs/statistics.md section 3).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
+from ipclab.stats import Interval
 from ipclab.studies.nyflott.extremes import SLACK_S
 
 #: offsets per run (10 ms apart over a 30 s window)
@@ -89,7 +98,8 @@ def shifted_overlaps(
 @dataclass(frozen=True)
 class Combined:
     """The runs' statistics combined: the observed mean share, its mean under the null,
-    the two tails and the two-sided p-value."""
+    the two tails and the two-sided p-value; the interval of observed / expected over runs
+    (:func:`ratio_interval`) and the smallest p-value the runs' offsets allow."""
 
     runs: int
     observed: float
@@ -97,6 +107,33 @@ class Combined:
     p_upper: float
     p_lower: float
     p_value: float
+    ratio: Interval = field(default_factory=lambda: Interval(*[float("nan")] * 3, 0))
+    p_floor: float = float("nan")
+
+
+def ratio_interval(
+    observed: Sequence[float], expected: Sequence[float], confidence: float = 0.95
+) -> Interval:
+    """The interval of mean(observed) / mean(expected) over runs, each run one pair (its
+    share as observed, its mean share over the offsets): the t interval of the log ratio,
+    its variance by the delta method with the pairs' covariance, n - 1 degrees of freedom
+    (docs/statistics.md section 3, the GC shift test). Every pair the same: the point.
+    Fewer than 2 runs, or a mean of 0: NaN bounds."""
+    o, e = np.asarray(observed, dtype=float), np.asarray(expected, dtype=float)
+    n, nan = len(o), float("nan")
+    if n == 0 or o.mean() <= 0 or e.mean() <= 0:
+        return Interval(nan, nan, nan, n, confidence, "t (log ratio, paired)")
+    est = float(o.mean() / e.mean())
+    if n < 2:
+        return Interval(est, nan, nan, n, confidence, "t (log ratio, paired)")
+    g = np.array([1 / o.mean(), -1 / e.mean()])
+    var = float(g @ np.cov(np.vstack([o, e])) @ g) / n
+    if var <= 0:
+        return Interval(est, est, est, n, confidence, "t (log ratio, paired)")
+    q = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
+    se = math.sqrt(var)
+    return Interval(est, est * math.exp(-q * se), est * math.exp(q * se), n, confidence,
+                    "t (log ratio, paired)")  # fmt: skip
 
 
 def _distribution(values: np.ndarray) -> dict[float, float]:
@@ -122,6 +159,9 @@ def combine(nulls: Iterable[np.ndarray]) -> Combined:
     nan = float("nan")
     if not runs:
         return Combined(0, nan, nan, nan, nan, nan)
+    ratio = ratio_interval([x[0] for x in runs], [x.mean() for x in runs])
+    # the smallest p the offsets allow: every run at its own most extreme offset
+    floor = min(1.0, 2.0 * math.prod(1.0 / len(x) for x in runs))
     dist: dict[float, float] = {0.0: 1.0}
     for x in runs:
         dist = _convolve(dist, _distribution(x))
@@ -139,6 +179,8 @@ def combine(nulls: Iterable[np.ndarray]) -> Combined:
         p_upper=min(1.0, upper),
         p_lower=min(1.0, lower),
         p_value=min(1.0, 2.0 * min(upper, lower)),
+        ratio=ratio,
+        p_floor=floor,
     )
 
 

@@ -38,6 +38,7 @@ from ipclab.planner import Need, needs_of
 from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.stats import Interval, holm
+from ipclab.stats.design import Design
 from ipclab.studies.nyflott import gcshift, hosts, published, tables
 
 FAMILY = "delay experiment"
@@ -202,8 +203,9 @@ def size_gap(claim: Claim, runs: pd.DataFrame, rules: claims_mod.Rules) -> claim
 
 
 def _row(c: Claim, e: claims_mod.Effect, p: float, verdict: tuple[str, str],
-         family: str) -> dict[str, object]:  # fmt: skip
-    """A claims-table row for a test this module computes (the columns it can fill)."""
+         family: str, d: Design | None = None) -> dict[str, object]:  # fmt: skip
+    """A claims-table row for a test this module computes (the columns it can fill; ``d``:
+    its design check)."""
     r = e.ratio
     ci = "" if e.missing else (f"{r.estimate:.4g}" if not np.isfinite(r.low) else str(r))
     return {
@@ -217,7 +219,9 @@ def _row(c: Claim, e: claims_mod.Effect, p: float, verdict: tuple[str, str],
         "band_low": math.nan, "band_high": math.nan,
         "measured_a": e.measured_a, "measured_b": e.measured_b, "n_a": e.n_a, "n_b": e.n_b,
         "measured_ratio": r.estimate, "ci_low": r.low, "ci_high": r.high, "measured": ci,
-        "p_value": p, "p_raw": e.p_value, "p_method": e.p_method, "magnitude": c.magnitude,
+        "p_value": p, "p_raw": e.p_value, "p_method": e.p_method,
+        "p_floor": d.floor if d else math.nan, "p_level": d.level if d else math.nan,
+        "design": claims_mod.design_column(c, d), "magnitude": c.magnitude,
         "test_key": "|".join(str(x) for x in claims_mod.test_key(c)),
         "verdict": verdict[0], "reason": verdict[1], "evidence": claims_mod.TEST,
         "family": family, "size_word": "", "band": "", "note": c.note,
@@ -245,31 +249,40 @@ def gc_effect(
         return claims_mod.Effect.unmeasured(f"no runs for {c.a_style}@{c.a_users}"), empty
     _, nulls = gcshift.run_nulls(gc.extremes, gc.gc_events, gc.windows, names, shifts)
     comb = gcshift.combine(nulls[GC_METRICS[c.metric]].values())
-    ratio = comb.observed / comb.expected if comb.expected > 0 else nan
     users = "+".join(map(str, c.a_users))
-    e = claims_mod.Effect(Interval(ratio, nan, nan, comb.runs, method="none"), comb.observed,
-                          comb.expected, comb.runs, comb.runs, comb.runs, comb.p_value,
+    e = claims_mod.Effect(comb.ratio, comb.observed, comb.expected, comb.runs, comb.runs,
+                          comb.runs, comb.p_value,
                           f"circular shift of each run's GCs ({shifts} offsets), exact",
-                          users=users)  # fmt: skip
+                          users=users, p_floor=comb.p_floor)  # fmt: skip
     return e, comb
 
 
 def gc_verdict(c: Claim, e: claims_mod.Effect, comb: gcshift.Combined, p: float,
                rules: claims_mod.Rules) -> tuple[str, str]:  # fmt: skip
-    """A direction claim on the shift test: reproduced when significant (two-sided, Holm
-    over the GC family) with the observed share above its mean under the shifts, not
-    reproduced when significant below it, otherwise inconclusive (docs/statistics.md
-    section 4's direction rule; no interval: the test is a randomisation test)."""
+    """A direction claim on the shift test (docs/statistics.md section 3): reproduced when
+    significant (two-sided, Holm over the GC family) with the observed share above its mean
+    under the shifts and the interval of their ratio over runs entirely above 1, not
+    reproduced when significant below it with the interval entirely below 1; otherwise
+    inconclusive, also where the interval cannot be computed or lies across 1 while the
+    shift test is significant (the two disagree)."""
     if e.missing:
         return claims_mod.INCONCLUSIVE, e.missing
     if comb.runs < rules.min_repetitions:
         return claims_mod.INCONCLUSIVE, (
             f"too few repetitions (n={comb.runs}, need >= {rules.min_repetitions})")  # fmt: skip
+    r = e.ratio
     txt = (f"share {comb.observed:.4g} against {comb.expected:.4g} under shifted GC "
-           f"schedules over {comb.runs} runs, p = {p:.4g}")  # fmt: skip
+           f"schedules over {comb.runs} runs, ratio {r.estimate:.4g} [{r.low:.4g}, "
+           f"{r.high:.4g}], p = {p:.4g}")  # fmt: skip
     if not (np.isfinite(p) and p < rules.alpha):
         return claims_mod.INCONCLUSIVE, f"{txt}: not significant at {rules.alpha}"
+    if not (np.isfinite(r.low) and np.isfinite(r.high)):
+        return claims_mod.INCONCLUSIVE, f"{txt}: no interval over the runs"
     above = comb.observed > comb.expected
+    if (r.low > 1) != above or (r.high < 1) == above:
+        return claims_mod.INCONCLUSIVE, (
+            f"{txt}: the shift test is significant but the interval over runs does not "
+            "exclude 1")  # fmt: skip
     if above == (c.relation == ">"):
         return claims_mod.REPRODUCED, f"{txt} < {rules.alpha}"
     return claims_mod.NOT_REPRODUCED, f"{txt}: significant in the opposite direction"
@@ -288,10 +301,13 @@ def gc_rows(claims: Sequence[Claim], runs: pd.DataFrame, gc: GcRecords | None,
     distinct = raw[list(first.values())]
     adj = holm(distinct) if rules.p_adjust == "holm" else distinct
     by_key = dict(zip(first, adj, strict=True))
+    size = len(first) if rules.p_adjust == "holm" else 1
     out = []
     for c, (e, comb), k in zip(claims, done, keys, strict=True):
         p = float(by_key[k])
-        out.append(_row(c, e, p, gc_verdict(c, e, comb, p, rules), GC_FAMILY))
+        d = claims_mod.design_of(e, rules, size)
+        v = claims_mod.by_design(c, e, *gc_verdict(c, e, comb, p, rules), d)
+        out.append(_row(c, e, p, v, GC_FAMILY, d))
     return pd.DataFrame(out)
 
 
