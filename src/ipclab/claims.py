@@ -221,6 +221,8 @@ def verdict(
         off = _constant_off_side(claim, effect)
         if off:
             return NOT_REPRODUCED, off
+    if effect.constant and claim.test == "value":
+        return _constant_value(effect, band)
     closed = not effect.open_ended or np.isnan([r.estimate, r.low, r.high]).any()
     if closed and not (np.isfinite(r.estimate) and np.isfinite(r.low) and np.isfinite(r.high)):
         return INCONCLUSIVE, f"effect or CI undefined ({_ci(r)})"
@@ -393,6 +395,19 @@ def _constant_off_side(claim: Claim, effect: Effect) -> str:
             f"every run measured the same value per cell: a/b = {_fmt(r)}, not {claim.relation} 1"
         )
     return ""
+
+
+def _constant_value(effect: Effect, band: tuple[float, float]) -> tuple[str, str]:
+    """A ``value`` claim whose runs all measured one value (docs/statistics.md section 4):
+    no spread, so no interval of the mean and no test (the p-value is undefined, never 0).
+    A value outside the band is not reproduced (no run comes near the stated number and no
+    spread leaves room for it); inside it, inconclusive (one value, however often, is no
+    interval inside the band)."""
+    r, (bl, bh) = effect.ratio.estimate, band
+    said = f"every run measured {_fmt(effect.measured_a)} (measured / stated = {_fmt(r)})"
+    if np.isfinite(r) and not bl <= r <= bh:
+        return NOT_REPRODUCED, f"{said}, outside the band [{_fmt(bl)}, {_fmt(bh)}]: no spread"
+    return INCONCLUSIVE, f"no spread: {said}; no interval of the mean to place in the band"
 
 
 def published_consistent(claim: Claim, rules: Rules | None = None) -> bool | None:
@@ -585,10 +600,11 @@ def _measure_value(
         return Effect.unmeasured(f"metric {claim.metric!r} not measured")
     if not number:
         return Effect.unmeasured("no stated number to compare with")
-    (cell,), users_txt, _ = _cells(claim, users_map)
+    cell = _cells(claim, users_map)[0][0]  # one cell: the a side (a value has no b)
+    users_txt = "all" if cell[1] is None else str(cell[1])
     x = _values(runs, claim.metric, *cell)
     if len(x) == 0:
-        return Effect.unmeasured(f"no runs for {cell[0]}@{cell[1]} ({claim.metric})")
+        return Effect.unmeasured(_no_values(runs, claim.metric, [cell]))
     ci = t_interval(x, rules.confidence)
     nan = float("nan")
     if len(x) < rules.min_repetitions:
@@ -596,7 +612,8 @@ def _measure_value(
     else:
         ratio = Interval(ci.estimate / number, ci.low / number, ci.high / number, len(x),
                          rules.confidence, "t")  # fmt: skip
-        p = float(sps.ttest_1samp(x, number).pvalue) if np.ptp(x) > 0 else 0.0
+        # constant runs: no spread, no test (never a p of 0; the verdict's own rule)
+        p = float(sps.ttest_1samp(x, number).pvalue) if np.ptp(x) > 0 else nan
         p = p if np.isfinite(p) else nan
     return Effect(ratio, ci.estimate, number, len(x), len(x), 0, p, "t (one sample)",
                   users=users_txt, constant=bool(len(x) >= 2 and np.ptp(x) == 0))  # fmt: skip
@@ -641,14 +658,26 @@ def _samples(
     samples = [
         _values(runs, claim.metric if i < k else b_metric, s, u) for i, (s, u) in enumerate(cells)
     ]
-    empty = [
-        f"{s}@{u}" if u is not None else s
-        for (s, u), x in zip(cells, samples, strict=True)
-        if len(x) == 0
-    ]
+    empty = [(s, u) for (s, u), x in zip(cells, samples, strict=True) if len(x) == 0]
     if empty:
-        return [], "", 0, f"no runs for {', '.join(empty)} ({claim.metric})"
+        return [], "", 0, _no_values(runs, claim.metric, empty)
     return samples, users_txt, k, ""
+
+
+def _no_values(runs: pd.DataFrame, metric: str, cells: Sequence[tuple[str, int | None]]) -> str:
+    """Why cells give no value of ``metric``: no runs at all, or runs without the value
+    (a cell with runs is never said to have none)."""
+    none, blank = [], []
+    for s, u in cells:
+        name = f"{s}@{u}" if u is not None else s
+        sel = runs["style"] == s if "style" in runs else pd.Series(False, index=runs.index)
+        if u is not None and "users" in runs:
+            sel &= runs["users"] == u
+        n = int(sel.sum())
+        (blank if n else none).append(f"{name} ({n} runs)" if n else name)
+    said = [f"no runs for {', '.join(none)}"] if none else []
+    said += [f"no value of {metric} in the runs of {', '.join(blank)}"] if blank else []
+    return "; ".join(said) + (f" ({metric})" if none and not blank else "")
 
 
 def _terms(claim: Claim, samples: list[np.ndarray], k: int) -> list[tuple[int, list[Any]]]:

@@ -250,7 +250,8 @@ def availability_summary(
 
     mttf_boot = est(mttf_pt, mttf_ci, f > 0)
     mttr = est(mttr_pt, mttr_ci, r > 0)
-    availability = est(a_pt, a_ci, f > 0 and r > 0)
+    # no failure: up over the whole observation, A = 1 (a value, not a bound)
+    availability = est(a_pt, a_ci, f == 0 or r > 0)
 
     censored = int((~failed).sum())
     unrecovered = int((failed & ~rec).sum())

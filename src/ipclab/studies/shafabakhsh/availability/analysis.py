@@ -11,19 +11,13 @@ import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab.availability.estimators import (
-    availability_summary,
-    failures_needed,
-    mttf_bounds,
-    mttf_ratio,
-    mttf_value_p,
-)
+from ipclab.availability.estimators import availability_summary
 from ipclab.availability.outage import CLASSES, classify_requests, outage_table
 from ipclab.availability.tracker import Cycle, read_cycles
 from ipclab.published import Claim
 from ipclab.runs import Run
-from ipclab.stats import Interval
 from ipclab.studies.shafabakhsh import published
+from ipclab.studies.shafabakhsh.availability import pricing, until_failure
 from ipclab.studies.shafabakhsh.availability.profiles import STYLES, AvailabilityRuns, profile
 from ipclab.studies.shafabakhsh.availability_published import (
     compare_published_availability,
@@ -127,30 +121,23 @@ def readable(summary: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def claims_rows(until_failure: list[Run], outage: list[Run]) -> pd.DataFrame:
-    """Per-run values for :func:`ipclab.claims.evaluate_claims`: method 1 runs give
-    ``mttf_s`` (none when censored), ``mttr_s`` (the thesis's: restart to recovery) and
-    ``availability``; outage runs give ``outage_failure_fraction``."""
-    rows = []
-    for r in until_failure:
-        info = _run_info(r)
-        cyc = [c for c in read_cycles(r.path) if c.failed]
-        c = cyc[0] if cyc else None
-        rec = c is not None and c.recovered and c.ttr_s is not None
-        rows.append(
-            {
-                **info,
-                "mttf_s": c.ttf_s if c is not None else np.nan,
-                "mttr_s": c.restart_to_recovery_s if rec and c is not None else np.nan,
-                "availability": (
-                    c.ttf_s / (c.ttf_s + c.ttr_s) if rec and c is not None and c.ttr_s else np.nan
-                ),
-            }
-        )
-    for r in outage:
-        frac = r.summary.get("outage_failure_fraction")
-        rows.append({**_run_info(r), "outage_failure_fraction": np.nan if frac is None else frac})
-    return pd.DataFrame(rows)
+def claims_rows(until_failure_runs: list[Run], outage: list[Run]) -> pd.DataFrame:
+    """Per-run values for :func:`ipclab.claims.evaluate_claims`, the run being the unit:
+    method 1 runs give their time to failure or to the cap (``ttf_s``, ``failed``),
+    ``mttf_s`` (failed runs), ``mttr_s`` (the thesis's: restart to recovery) and
+    ``availability`` (up / (up + down) over the run, a run that outlived its cap all up:
+    1; ``until_failure.run_rows``); outage runs give ``outage_failure_fraction``."""
+    rows = until_failure.run_rows(until_failure_runs)
+    info = pd.DataFrame([_run_info(r) for r in until_failure_runs])
+    if len(rows):
+        rows.insert(1, "stack", info["stack"].to_numpy())
+        rows.insert(2, "method", info["method"].to_numpy())
+    out = [
+        {**_run_info(r), "outage_failure_fraction": np.nan if frac is None else frac}
+        for r in outage
+        for frac in [r.summary.get("outage_failure_fraction")]
+    ]
+    return pd.concat([rows, pd.DataFrame(out)], ignore_index=True)
 
 
 def classified_outage(run: Run) -> pd.DataFrame:
@@ -365,124 +352,59 @@ FAMILY_METRICS = {
 }
 
 
-def mttf_effects(
-    claims: list[Claim], cells: pd.DataFrame, users_map: dict[int, int], confidence: float
-) -> dict[str, claims_mod.Effect]:
-    """The effects of the single-load MTTF claims from each cell's failures and time on test,
-    runs that survived their cap included (a lower bound on their time to failure;
-    docs/statistics.md section 6): a ``value`` against the number its sentence states (the
-    time-terminated chi-square interval, the exact Poisson p), a ``direction`` between two
-    cells (the conditional test of two Poisson rates, ``mttf_ratio``)."""
-
-    def cell(style: str, users: int) -> tuple[Any, int]:
-        u = users_map.get(users, users)
-        found = _rows(cells, style=style, users=u)
-        return (None if found.empty else found.iloc[0]), u
-
-    out: dict[str, claims_mod.Effect] = {}
-    for c in claims:
-        if c.metric != "mttf_s" or c.test not in ("value", "direction") or len(c.a_users) != 1:
-            continue
-        a, ua = cell(c.a_style, c.a_users[0])
-        if c.test == "value":
-            if a is None:
-                out[c.claim_id] = claims_mod.Effect.unmeasured(f"no runs for {c.a_style}@{ua}")
-                continue
-            number = float(c.published_number or math.nan)
-            est, lo, hi = mttf_bounds(float(a["up_s"]), int(a["failures"]), confidence)
-            p = mttf_value_p(float(a["up_s"]), int(a["failures"]), number)
-            out[c.claim_id] = claims_mod.value_effect(
-                c, est, lo, hi, int(a["runs"]), p, CENSORED_METHOD, users=str(ua)
-            )
-            continue
-        if len(c.b_users) != 1:
-            continue
-        b, ub = cell(c.b_style, c.b_users[0])
-        empty = [f"{s}@{u}" for s, u, r in ((c.a_style, ua, a), (c.b_style, ub, b)) if r is None]
-        if empty:
-            out[c.claim_id] = claims_mod.Effect.unmeasured(f"no runs for {', '.join(empty)}")
-            continue
-        est, lo, hi, p = mttf_ratio(
-            int(a["failures"]), float(a["up_s"]), int(b["failures"]), float(b["up_s"]), confidence
-        )
-        if np.isnan(est):
-            bounds = " and ".join(
-                f"{s}@{u} > {mttf_bounds(float(r['up_s']), 0, confidence)[1]:.0f} s"
-                for s, u, r in ((c.a_style, ua, a), (c.b_style, ub, b))
-            )
-            out[c.claim_id] = claims_mod.Effect.unmeasured(
-                f"no failure in any run of either cell (MTTF {bounds}): no ratio to test"
-            )
-            continue
-        na, nb = int(a["runs"]), int(b["runs"])
-        out[c.claim_id] = claims_mod.Effect(
-            Interval(est, lo, hi, min(na, nb), confidence, "exact"),
-            mttf_bounds(float(a["up_s"]), int(a["failures"]), confidence)[0],
-            mttf_bounds(float(b["up_s"]), int(b["failures"]), confidence)[0],
-            min(na, nb), na, nb, p, "exact (Poisson rates)",
-            users=str(ua) if ua == ub else f"{ua} vs {ub}", open_ended=True,
-        )  # fmt: skip
-    return out
-
-
-def down_share() -> float:
-    """The published Table 5.4's mean down share, 1 - MTTF / (MTTF + MTTR)."""
-    t = published_table()
-    return float((1 - t["computed_a"]).mean())
-
-
-def mttf_ratio_of(metric: str, ratio: float) -> float:
-    """The MTTF ratio a published ratio of ``metric`` stands for: itself for MTTF; for A, by
-    the delta method, exp(ln R_A / the published down share)."""
-    return math.exp(math.log(ratio) / down_share()) if metric == "availability" else ratio
-
-
-def mttf_power(claims: list[Claim], cells: pd.DataFrame, users_map: dict[int, int]) -> pd.DataFrame:
-    """The runs per cell each MTTF or A comparison of method 1 needs (the power table's
-    columns, docs/statistics.md section 7): the failures the exact test of two Poisson
-    rates needs to detect the published ratio at the family's strictest Holm level, a run
-    giving at most one; A's ratio by the delta method, ln A moving with ln MTTF times the
-    published down share (so its ratio 1.02 needs an MTTF ratio near 1.4)."""
-    keys = {claims_mod.test_key(c) for c in claims if c.test != "compare"}
-    alpha = claims_mod.Rules().alpha / max(len(keys), 1)
-    rows, seen = [], set()
-    for c in claims:
-        if c.metric not in ("mttf_s", "availability") or c.test != "direction":
-            continue
-        if len(c.a_users) != 1 or len(c.b_users) != 1 or claims_mod.test_key(c) in seen:
-            continue
-        if c.published_ratio is None or not np.isfinite(c.published_ratio):
-            continue
-        seen.add(claims_mod.test_key(c))
-        need = failures_needed(mttf_ratio_of(c.metric, float(c.published_ratio)), alpha)
-        ua, ub = (users_map.get(u, u) for u in (c.a_users[0], c.b_users[0]))
-        have = [_rows(cells, style=s, users=u) for s, u in ((c.a_style, ua), (c.b_style, ub))]
-        rows.append(
-            {
-                "family": "until failure",
-                "claim_id": c.claim_id,
-                "comparison": c.describe(),
-                "users": str(ua) if ua == ub else f"{ua} vs {ub}",
-                "published_ratio": c.published_ratio,
-                "measured_ratio": np.nan,
-                "runs_per_cell": min(int(h["runs"].iloc[0]) if len(h) else 0 for h in have),
-                "runs_needed": need if np.isfinite(need) else np.nan,
-                "alpha": alpha,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def _until_failure_effects(
-    runs: AvailabilityRuns, m1: pd.DataFrame, users_map: dict[int, int], confidence: float
-) -> dict[str, claims_mod.Effect]:
-    """The method-1 family's study-computed effects: the MTTF claims on every run's time on
-    test, or, where method 1 did not run, why no claim of the family is measured."""
+    runs: AvailabilityRuns, rows: pd.DataFrame, users_map: dict[int, int], confidence: float
+) -> tuple[dict[str, claims_mod.Effect], dict[str, until_failure.Judged]]:
+    """The method-1 family's study-computed effects: the MTTF claims on every run's time to
+    failure (``until_failure.mttf_effects``: the model check and the test it chose), the
+    MTTR and A claims whose cells have runs but no value (why), or, where method 1 did not
+    run, why no claim of the family is measured."""
     claims = family_claims("until failure")
     if not runs.until_failure:
         why = claims_mod.Effect.unmeasured(NOT_RUN)
-        return {c.claim_id: why for c in claims}
-    return mttf_effects(claims, m1, users_map, confidence)
+        return {c.claim_id: why for c in claims}, {}
+    effects, model = until_failure.mttf_effects(claims, rows, users_map, confidence)
+    missing = until_failure.missing_values(claims, rows, users_map)
+    return {**missing, **effects}, model
+
+
+def with_model_check(table: pd.DataFrame, model: dict[str, until_failure.Judged]) -> pd.DataFrame:
+    """The until-failure claims with the check that chose each MTTF test's model: a column
+    (``model_check``) and the end of the reason."""
+    text = table["claim_id"].map(lambda c: model[c].text if c in model else "")
+    reason = table["reason"].astype(str)
+    return table.assign(
+        model_check=text,
+        reason=[f"{r}; {t}" if t else r for r, t in zip(reason, text, strict=True)],
+    )
+
+
+def outage_floor_note(table: pd.DataFrame) -> pd.DataFrame:
+    """The outage claims decided by a complete separation (one side 0 in every run, the
+    other not): the runs, not their spread, set the p-value; the reason says so, with the
+    exact test's floor at these runs and at one run fewer per cell (docs/statistics.md
+    section 3)."""
+    if table.empty:
+        return table
+    out = table.copy()
+    tests = claims_mod.distinct_tests(out)
+    family = max(int((tests["evidence"] == claims_mod.TEST).sum()), 1)
+    for i, r in out.iterrows():
+        na, nb, p = int(r["n_a"]), int(r["n_b"]), float(r["p_raw"])
+        if r["p_method"] != "permutation" or min(na, nb) < 2 or not np.isfinite(p):
+            continue
+        floor = (2.0 if na == nb else 1.0) / math.comb(na + nb, na)
+        if not math.isclose(p, floor, rel_tol=1e-9):
+            continue
+        fewer = (2.0 if na == nb else 1.0) / math.comb(na + nb - 2, na - 1)
+        holm_floor, holm_fewer = min(1.0, family * floor), min(1.0, family * fewer)
+        out.loc[i, "reason"] = (
+            f"{r['reason']}; the runs, not their spread, set this p: the two sides' runs do "
+            f"not overlap, and {na} + {nb} runs allow no p below 2 / C({na + nb}, {na}) = "
+            f"{floor:.2g} (Holm over {family} tests: {holm_floor:.2g}); with {na - 1} + "
+            f"{nb - 1} runs the same separation gives {fewer:.2g} (Holm {holm_fewer:.2g})"
+        )
+    return out
 
 
 #: the until-failure family's reason where method 1 did not run (the local reference)
@@ -493,7 +415,7 @@ NOT_RUN = (
 )
 
 #: how a censored MTTF value claim is measured (the claims table's p_method)
-CENSORED_METHOD = "exact (Poisson), censored runs included"
+CENSORED_METHOD = until_failure.CENSORED_METHOD
 
 
 def family_claims(family: str) -> list[Claim]:
@@ -502,8 +424,63 @@ def family_claims(family: str) -> list[Claim]:
     return [c for c in published.claims(scope="availability") if c.metric in metrics]
 
 
+def family_size(claims: list[Claim]) -> int:
+    """A family's number of distinct tests (its Holm level's divisor; code claims apart)."""
+    return len({claims_mod.test_key(c) for c in claims if c.test != "compare"}) or 1
+
+
 def _users_map(users: tuple[int, ...]) -> dict[int, int]:
     return {pub: u for pub, u in zip((200, 300, 400), users, strict=False) if pub != u}
+
+
+def judge(
+    runs: AvailabilityRuns,
+    crow: pd.DataFrame,
+    cyc: pd.DataFrame,
+    umap: dict[int, int],
+    confidence: float,
+) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """Every family's claims table and the power table: each family judged on its own runs,
+    method 1's MTTF tests by the model its runs support (``model_check``), the outage
+    tests' floor stated, every test's missing runs priced per cell at that cell's own runs
+    (``hours_more``) and marked underpowered at that price."""
+    evaluated = {
+        "until failure": (crow, umap),
+        "outage": (crow, {}),
+        "fault injection": (fault_injection_rows(cyc), _fi_users_map(cyc)),
+        "outage recovery": (fault_injection_rows(cyc, "outage"), _fi_users_map(cyc, "outage")),
+    }
+    made_by = {
+        "until failure": runs.until_failure, "outage": runs.outage,
+        "fault injection": runs.fault_injection, "outage recovery": runs.outage,
+    }  # fmt: skip
+    effects, model = _until_failure_effects(runs, crow, umap, confidence)
+    tables, powers = {}, []
+    for fam, (rows, m) in evaluated.items():
+        claims = family_claims(fam)
+        table = claims_mod.evaluate_claims(
+            rows, claims, scope="availability", users_map=m, family=fam,
+            effects=effects if fam == "until failure" else None,
+        )  # fmt: skip
+        if fam == "until failure":  # the design check of its own exact tests (section 3)
+            table = until_failure.by_design(table, effects, family_size(claims))
+        power = claims_mod.repetitions(claims, rows, users_map=m).assign(family=fam)
+        if fam == "until failure":  # its MTTF tests: by the test their model check chose
+            metric = {c.claim_id: c.metric for c in claims}
+            power = power[power["claim_id"].map(metric) != "mttf_s"] if len(power) else power
+            if runs.until_failure:
+                mttf = until_failure.mttf_power(claims, rows, m, model, family_size(claims))
+                power = pd.concat([power, mttf], ignore_index=True)
+        power = pricing.price(power, claims, made_by[fam], m)
+        table = pricing.mark_underpowered(table, power)
+        if fam == "until failure":
+            table = with_model_check(table, model)
+        tables[fam] = outage_floor_note(table) if fam == "outage" else table
+        powers.append(power)
+    power = pd.concat([p for p in powers if len(p)], ignore_index=True)
+    first = ["family", "claim_id", "comparison", "users", "published_ratio", "measured_ratio",
+             "runs_per_cell", "runs_needed", "alpha", "hours_more"]  # fmt: skip
+    return tables, power[[c for c in first if c in power] + [c for c in power if c not in first]]
 
 
 def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
@@ -527,40 +504,7 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
     formula = published_table()
     umap = _users_map(p.until_failure_users)
     crow = claims_rows(runs.until_failure, runs.outage)
-    evaluated = {
-        "until failure": (crow, umap),
-        "outage": (crow, {}),
-        "fault injection": (fault_injection_rows(cyc), _fi_users_map(cyc)),
-        "outage recovery": (fault_injection_rows(cyc, "outage"), _fi_users_map(cyc, "outage")),
-    }
-    effects = {"until failure": _until_failure_effects(runs, m1, umap, conf)}
-    tables = {
-        fam: claims_mod.evaluate_claims(
-            rows, family_claims(fam), scope="availability", users_map=m, family=fam,
-            effects=effects.get(fam),
-        )
-        for fam, (rows, m) in evaluated.items()
-    }  # fmt: skip
-    power = pd.concat(
-        [
-            *(
-                claims_mod.repetitions(family_claims(fam), rows, users_map=m).assign(family=fam)
-                for fam, (rows, m) in evaluated.items()
-            ),
-            # method 1's MTTF and A: where it ran (elsewhere its tests say why not)
-            mttf_power(family_claims("until failure"), m1, umap) if len(m1) else pd.DataFrame(),
-        ],
-        ignore_index=True,
-    )
-    made_by = {
-        "until failure": runs.until_failure,
-        "outage": runs.outage,
-        "fault injection": runs.fault_injection,
-        "outage recovery": runs.outage,
-    }
-    for fam, made in made_by.items():  # each family's tests at the wall time of its runs
-        hours = claims_mod.run_hours([r.manifest for r in made])
-        tables[fam] = claims_mod.mark_underpowered(tables[fam], power, hours)
+    tables, power = judge(runs, crow, cyc, umap, conf)
     return Analysis(
         profile=profile_name,
         until_failure=m1,

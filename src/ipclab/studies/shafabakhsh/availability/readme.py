@@ -117,13 +117,19 @@ def power_markdown(a: Analysis, runs: AvailabilityRuns) -> str:
     text = f"{len(made)} runs, {hours:.2f} machine-hours (their manifests' wall times)."
     if a.power.empty:
         return text
-    p = a.power[["family", "claim_id", "comparison", "runs_per_cell", "runs_needed", "alpha"]]
+    cols = ["family", "claim_id", "comparison", "runs_per_cell", "runs_needed", "alpha"]
+    p = a.power[cols + ["hours_more"] if "hours_more" in a.power else cols]
     p = p.assign(
         runs_per_cell=p["runs_per_cell"].astype("Int64").astype(str),
         runs_needed=[f"{v:,.0f}" if pd.notna(v) else "more than 1,000" for v in p["runs_needed"]],
         alpha=[f"{v:.2g}" for v in p["alpha"]],
     )
-    head = {"runs_per_cell": "runs made per cell", "runs_needed": "runs needed per cell"}
+    if "hours_more" in p:  # the missing runs, each cell priced at its own runs' wall time
+        p = p.assign(hours_more=[f"{v:,.1f}" if np.isfinite(v) else "-" for v in p["hours_more"]])
+    head = {
+        "runs_per_cell": "runs made per cell", "runs_needed": "runs needed per cell",
+        "hours_more": "more machine-hours (each cell at its own runs' mean wall time)",
+    }  # fmt: skip
     return markdown(p.rename(columns=head)) + "\n\n" + text
 
 

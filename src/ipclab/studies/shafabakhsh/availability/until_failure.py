@@ -1,0 +1,355 @@
+"""Method 1's claims with the run as the unit (docs/statistics.md section 6): each run's
+time to failure or to its cap, start-up failures apart, its A over its whole observation
+(a run that outlived its cap: all of it up); the MTTF tests on those runs, the exponential
+model used only where the runs support it (``ipclab.availability.survival``), and what
+decided stated per test (the claims table's ``model_check``); their power with censoring
+and their machine-hours priced per cell from that cell's own runs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ipclab import claims as claims_mod
+from ipclab.availability import survival
+from ipclab.availability.estimators import mttf_bounds, mttf_ratio, mttf_value_p
+from ipclab.availability.tracker import read_cycles
+from ipclab.published import Claim
+from ipclab.runs import Run
+from ipclab.stats import Interval
+
+#: how a censored MTTF value claim is measured under the exponential model (p_method)
+CENSORED_METHOD = "exact (Poisson), censored runs included"
+#: the direction test under the exponential model, and without it (runs as the unit)
+POISSON_METHOD = "exact (Poisson rates)"
+RESTRICTED_METHOD = "permutation (runs: time to failure to the cap)"
+DEFAULT_CAP_S = 900.0
+
+
+def _info(run: Run) -> dict[str, Any]:
+    p = run.parameters
+    return {
+        "style": run.manifest.get("style"),
+        "users": int(p.get("users", 0)),
+        "repetition": int(p.get("repetition", 1)),
+        "run": run.path.name,
+    }
+
+
+def cap_of(run: Run) -> float:
+    """The run's cap: its plan's, else its criteria's, else the full profile's 900 s."""
+    p = run.parameters
+    criteria = (p.get("common") or {}).get("criteria") or {}
+    return float((p.get("plan") or {}).get("cap_s") or criteria.get("cap_s") or DEFAULT_CAP_S)
+
+
+def ramp_end(run: Run) -> float | None:
+    """When the load was fully up: the run's ``ramp_end`` event where it records one, else
+    its ``load_start`` plus users / spawn rate (the runner spawns every user in one second
+    when no rate is stated); None without a ``load_start``."""
+    events = run.events()
+    for e in events:
+        if e.get("event") == "ramp_end":
+            return float(e["t"])
+    start = next((e for e in events if e.get("event") == "load_start"), None)
+    if start is None:
+        return None
+    p = run.parameters
+    users = float(start.get("users") or p.get("users") or 0)
+    rate = (p.get("plan") or {}).get("spawn_rate") or users or 1.0
+    return float(start["t"]) + users / float(rate)
+
+
+def run_rows(runs: Sequence[Run]) -> pd.DataFrame:
+    """One row per method-1 run (the unit): ``ttf_s`` (to its failure, or to its cap when
+    ``failed`` is False; none when every failure was a start-up one), ``startup`` (start-up
+    failures, apart), ``mttf_s`` (failed runs only), ``mttr_s`` (restart to recovery) and
+    ``availability`` (up / (up + down) over the run: 1 for a run that outlived its cap)."""
+    rows = []
+    for r in runs:
+        o = survival.run_outcome(read_cycles(r.path), cap_of(r), ramp_end(r))
+        rows.append({
+            **_info(r), "ttf_s": np.nan if o.time_s is None else o.time_s,
+            "failed": o.failed, "cap_s": o.cap_s, "startup": o.startup,
+            "mttf_s": o.time_s if o.failed else np.nan,
+            "mttr_s": np.nan if o.restart_to_recovery_s is None else o.restart_to_recovery_s,
+            "availability": o.availability if o.time_s is not None else np.nan,
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def cell_times(rows: pd.DataFrame, style: str, users: int) -> survival.CellTimes | None:
+    """A cell's runs with a time to failure (None: no run of the cell at all)."""
+    if rows.empty:
+        return None
+    sel = rows[(rows["style"] == style) & (rows["users"] == users)]
+    if sel.empty:
+        return None
+    sel = sel[pd.to_numeric(sel["ttf_s"], errors="coerce").notna()]
+    return survival.CellTimes.of(
+        f"{style}@{users}", sel["ttf_s"].to_numpy(float), sel["failed"].to_numpy(bool),
+        sel["cap_s"].to_numpy(float),
+    )  # fmt: skip
+
+
+def _startup_note(rows: pd.DataFrame, cells: Sequence[tuple[str, int]]) -> str:
+    if rows.empty or "startup" not in rows:
+        return ""
+    said = []
+    for s, u in cells:
+        sel = rows[(rows["style"] == s) & (rows["users"] == u)]
+        k = int(sel["startup"].sum())
+        if k:
+            said.append(f"{s}@{u}: {k} start-up failure(s) set apart")
+    return "; ".join(said)
+
+
+# --------------------------------------------------------------------------- effects
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What decided a test's model: whether the exponential model was used, and the
+    sentence the claims table's ``model_check`` column and the reason give."""
+
+    exponential: bool
+    text: str
+
+
+def value_effect(
+    c: Claim, cell: survival.CellTimes, users: int, confidence: float
+) -> tuple[claims_mod.Effect, Judged]:
+    """A stated MTTF ("about seven minutes") against one cell's runs: the time-terminated
+    chi-square interval and exact Poisson p where the runs support the exponential model,
+    else the model-free bound (``survival.model_free_bounds``)."""
+    number = float(c.published_number or math.nan)
+    check = survival.exponential_check([cell])
+    if check.supported:
+        est, lo, hi = mttf_bounds(cell.time_on_test, cell.failures, confidence)
+        p, method = mttf_value_p(cell.time_on_test, cell.failures, number), CENSORED_METHOD
+        used = "so the time-terminated chi-square interval (exponential) decides"
+    else:
+        est, lo, hi, p, method = survival.model_free_bounds(cell, number, confidence)
+        used = (
+            "so, with no model, the t interval of the mean decides (every run failed)"
+            if cell.failures == cell.n
+            else "so the model-free bound decides: MTTF >= cap x the exact lower bound of the "
+            f"share of runs that outlived it ({lo:.0f} s), no upper bound"
+        )
+    e = claims_mod.value_effect(c, est, lo, hi, cell.n, p, method, users=str(users))
+    return e, Judged(check.supported, f"{check.text}: {used}")
+
+
+def direction_effect(
+    a: survival.CellTimes, b: survival.CellTimes, users: str, confidence: float
+) -> tuple[claims_mod.Effect, Judged]:
+    """MTTF a against b: the exact test of two Poisson rates where both cells' runs support
+    the exponential model, else the exact permutation test of the restricted mean time to
+    failure on runs (its interval by inversion, its floor 2 / C(2n, n)); the other beside
+    it (``p_permutation``: the test on runs)."""
+    check = survival.exponential_check([a, b])
+    rt = survival.restricted_test(a, b, confidence)
+    floor = f"smallest p at {a.n} + {b.n} runs: {rt.floor:.2g}"
+    if check.supported:
+        est, lo, hi, p = mttf_ratio(a.failures, a.time_on_test, b.failures, b.time_on_test,
+                                    confidence)  # fmt: skip
+        e = claims_mod.Effect(
+            Interval(est, lo, hi, min(a.n, b.n), confidence, "exact"),
+            mttf_bounds(a.time_on_test, a.failures, confidence)[0],
+            mttf_bounds(b.time_on_test, b.failures, confidence)[0],
+            min(a.n, b.n), a.n, b.n, p, POISSON_METHOD, p_permutation=rt.p_value,
+            users=users, open_ended=True, p_floor=0.0,
+        )  # fmt: skip
+        used = (
+            f"so the exact test of two Poisson rates decides (the test on runs beside it: "
+            f"p = {rt.p_value:.2g}, {floor})"
+        )
+        return e, Judged(True, f"{check.text}: {used}")
+    e = claims_mod.Effect(
+        Interval(rt.ratio, rt.low, rt.high, min(a.n, b.n), confidence, "exact (inverted)"),
+        rt.mean_a, rt.mean_b, min(a.n, b.n), a.n, b.n, rt.p_value, RESTRICTED_METHOD,
+        p_permutation=rt.p_value, users=users, open_ended=True, p_floor=rt.floor,
+    )  # fmt: skip
+    used = (
+        f"so the exact permutation test on runs decides (mean time to failure restricted to "
+        f"the {rt.cap_s:.0f} s cap, {floor})"
+    )
+    return e, Judged(False, f"{check.text}: {used}")
+
+
+def mttf_effects(
+    claims: Sequence[Claim], rows: pd.DataFrame, users_map: Mapping[int, int], confidence: float
+) -> tuple[dict[str, claims_mod.Effect], dict[str, Judged]]:
+    """The effects of the single-load MTTF claims from the runs (``run_rows``), censored runs
+    included, and per claim the model check that chose its test (the claims table's
+    ``model_check``)."""
+    effects: dict[str, claims_mod.Effect] = {}
+    model: dict[str, Judged] = {}
+    for c in claims:
+        if c.metric != "mttf_s" or c.test not in ("value", "direction") or len(c.a_users) != 1:
+            continue
+        if c.test == "direction" and len(c.b_users) != 1:
+            continue
+        sides = [(c.a_style, users_map.get(c.a_users[0], c.a_users[0]))]
+        if c.test == "direction":
+            sides.append((c.b_style, users_map.get(c.b_users[0], c.b_users[0])))
+        cells = [cell_times(rows, s, u) for s, u in sides]
+        why = _unmeasured(sides, cells, rows)
+        if why:
+            effects[c.claim_id] = claims_mod.Effect.unmeasured(why)
+            continue
+        if c.test == "value":
+            e, text = value_effect(c, cells[0], sides[0][1], confidence)  # type: ignore[arg-type]
+        else:
+            ua, ub = sides[0][1], sides[1][1]
+            e, text = direction_effect(cells[0], cells[1], str(ua) if ua == ub else  # type: ignore[arg-type]
+                                       f"{ua} vs {ub}", confidence)  # fmt: skip
+        note = _startup_note(rows, sides)
+        effects[c.claim_id] = e
+        model[c.claim_id] = Judged(text.exponential, text.text + (f"; {note}" if note else ""))
+    return effects, model
+
+
+def _unmeasured(
+    sides: Sequence[tuple[str, int]], cells: Sequence[survival.CellTimes | None], rows: pd.DataFrame
+) -> str:
+    """Why a claim's cells give no time to failure ("" when they do)."""
+    none = [f"{s}@{u}" for (s, u), c in zip(sides, cells, strict=True) if c is None]
+    if none:
+        return f"no runs for {', '.join(none)}"
+    startup = [
+        f"{s}@{u}" for (s, u), c in zip(sides, cells, strict=True) if c is not None and c.n == 0
+    ]
+    if startup:
+        return (
+            f"every run of {', '.join(startup)} failed at start-up (before the load was fully "
+            "up): no time to failure"
+        )
+    return ""
+
+
+def missing_values(
+    claims: Sequence[Claim], rows: pd.DataFrame, users_map: Mapping[int, int]
+) -> dict[str, claims_mod.Effect]:
+    """Claims on a per-run metric (MTTR, A) one of whose cells has runs but no value of it,
+    with the reason the runs give (none failed: no repair time; none recovered)."""
+    out = {}
+    for c in claims:
+        if c.metric not in ("mttr_s", "availability") or c.test == "value":
+            continue
+        cells = [(c.a_style, u) for u in c.a_users] + [(c.b_style, u) for u in c.b_users]
+        said = [_why_no_value(rows, c.metric, s, users_map.get(u, u)) for s, u in cells]
+        said = [w for w in said if w]
+        if said:
+            out[c.claim_id] = claims_mod.Effect.unmeasured("; ".join(said))
+    return out
+
+
+def _why_no_value(rows: pd.DataFrame, metric: str, style: str, users: int) -> str:
+    if rows.empty:
+        return ""
+    sel = rows[(rows["style"] == style) & (rows["users"] == users)]
+    if sel.empty or pd.to_numeric(sel[metric], errors="coerce").notna().any():
+        return ""
+    failed = int(sel["failed"].sum())
+    what = {"mttr_s": "no repair time", "availability": "no availability"}[metric]
+    how = (
+        f"none of its {len(sel)} runs failed (each outlived its cap)" if not failed
+        else f"{failed} of its {len(sel)} runs failed, none recovered after the restart"
+    )  # fmt: skip
+    return f"{what} in {style}@{users}: {how}"
+
+
+def by_design(
+    table: pd.DataFrame, effects: Mapping[str, claims_mod.Effect], family_size: int
+) -> pd.DataFrame:
+    """This family's own exact tests whose runs could not pass their Holm level whatever
+    they measured (docs/statistics.md section 3's design check: the smallest p at these runs,
+    ``Effect.p_floor``, not below alpha / the family's distinct tests) and are undecided:
+    underpowered by design, with the runs per cell that could reach the level. A test
+    ``ipclab.claims`` already marked is left as it is."""
+    level = claims_mod.Rules().alpha / max(family_size, 1)
+    out = table.copy()
+    for i, r in out.iterrows():
+        e = effects.get(r["claim_id"])
+        if e is None or r["verdict"] != claims_mod.INCONCLUSIVE or r["test"] != "direction":
+            continue
+        if not (np.isfinite(e.p_floor) and e.p_floor >= level):
+            continue
+        runs = survival.floor_runs(level)
+        could = f"{runs} runs per cell could reach it" if runs else "no number of runs could"
+        out.loc[i, "verdict"] = claims_mod.UNDERPOWERED
+        out.loc[i, "reason"] = (
+            f"underpowered by design: the {e.p_method} test's smallest p at {e.n_a} + "
+            f"{e.n_b} runs is {e.p_floor:.2g}, not below its Holm level {level:.2g}; "
+            f"{could}; {r['reason']}"
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- power
+
+
+def published_mttfs() -> dict[str, float]:
+    """The thesis's Table 5.4 MTTF per style, in seconds."""
+    from ipclab.studies.shafabakhsh.availability_published import (
+        compare_published_availability,
+        load_published_availability,
+    )
+
+    t = compare_published_availability(load_published_availability() or [])
+    return {str(s): float(m) for s, m in zip(t["style"], t["mttf_s"], strict=True)}
+
+
+def runs_needed(
+    c: Claim, exponential: bool, alpha: float, cap_s: float, mttfs: Mapping[str, float]
+) -> tuple[float, str]:
+    """Runs per cell an MTTF direction with a published ratio needs at ``alpha`` with 80%
+    power, by the test the model check chose (``exponential``: the Poisson rates), at the
+    published MTTFs (b's from Table 5.4, a's the published ratio times it), a capped run
+    failing only with probability 1 - exp(-cap / MTTF)."""
+    mb = mttfs.get(c.b_style, math.nan)
+    ma = mb * float(c.published_ratio or math.nan)
+    if exponential:
+        n = survival.runs_needed_exponential(ma, mb, cap_s, alpha)
+        return n, "exact Poisson rates, censored at the cap (a run fails with 1 - exp(-cap / MTTF))"
+    n = survival.runs_needed_restricted(ma, mb, cap_s, alpha)
+    return n, "exact test on runs (restricted mean to the cap), at the published MTTFs"
+
+
+def mttf_power(
+    claims: Sequence[Claim], rows: pd.DataFrame, users_map: Mapping[int, int],
+    model: Mapping[str, Judged], family_size: int,
+) -> pd.DataFrame:  # fmt: skip
+    """The power rows of method 1's MTTF directions with a published ratio (the power
+    table's columns and ``how``), at the family's strictest Holm level."""
+    alpha = claims_mod.Rules().alpha / max(family_size, 1)
+    mttfs, out, seen = published_mttfs(), [], set()
+    for c in claims:
+        key = claims_mod.test_key(c)
+        if c.metric != "mttf_s" or c.test != "direction" or key in seen:
+            continue
+        if c.published_ratio is None or not np.isfinite(c.published_ratio):
+            continue
+        if len(c.a_users) != 1 or len(c.b_users) != 1:
+            continue
+        seen.add(key)
+        ua, ub = (users_map.get(u, u) for u in (c.a_users[0], c.b_users[0]))
+        cells = [cell_times(rows, s, u) for s, u in ((c.a_style, ua), (c.b_style, ub))]
+        caps = [float(x.caps.min()) for x in cells if x is not None and x.n]
+        judged = model.get(c.claim_id)
+        exponential = judged is not None and judged.exponential
+        need, how = runs_needed(c, exponential, alpha, min(caps, default=DEFAULT_CAP_S), mttfs)
+        out.append({
+            "family": "until failure", "claim_id": c.claim_id, "comparison": c.describe(),
+            "users": str(ua) if ua == ub else f"{ua} vs {ub}",
+            "published_ratio": c.published_ratio, "measured_ratio": np.nan,
+            "runs_per_cell": min((x.n if x is not None else 0) for x in cells),
+            "runs_needed": need if np.isfinite(need) else np.nan, "alpha": alpha, "how": how,
+        })  # fmt: skip
+    return pd.DataFrame(out)
