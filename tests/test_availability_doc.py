@@ -88,6 +88,20 @@ def hours_more(need: int, have: list[int], hours: list[float]) -> float:
     return pricing.hours_more(claim, need, cells, price, None, math.nan)
 
 
+def reference_hours(users: int | None) -> list[float]:
+    """The committed docker reference's method-1 runs: the range of the per-cell mean wall
+    times at ``users``, or (None) the mean over all of them."""
+    from ipclab.runs import read_run
+
+    root = REPO_ROOT / "data/runs/reference/availability-full-docker"
+    runs = [read_run(d) for d in sorted(root.glob("until_failure-*")) if d.is_dir()]
+    if users is None:
+        return [C.run_hours([r.manifest for r in runs])]
+    hours = pricing.cell_hours(runs)
+    at = [h for (_, u), h in hours.items() if u == users]
+    return [min(at), max(at)]
+
+
 def _claim(test: str, value: str) -> Claim:
     """A claim on cell a@1 (and b@1 for a direction); a value in minutes of ``mttf_s``."""
     b, rel, unit = (("", ()), "=", "min") if test == "value" else (("b", (1,)), ">", "")
@@ -122,6 +136,7 @@ NAMES: dict[str, Callable[..., Any]] = {
     "outage_floor": outage_floor,
     "runs_needed_exponential": runs_needed_exponential,
     "hours_more": hours_more,
+    "reference_hours": reference_hours,
     "judge_value": judge_value,
     "p_of_value": p_of_value,
 }

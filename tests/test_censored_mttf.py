@@ -1,8 +1,10 @@
-"""Runs that survive their cap are evidence (issue 25, must-show 2): a censored run is a
-lower bound on its time to failure, so MTTF claims are judged on every run's time on test.
-Three runs censored at 900 s decide a published MTTF below the cap (not reproduced) and
-cannot decide one above it (inconclusive); a cell with failures against a censored one
-decides a direction."""
+"""Runs that survive their cap are evidence (issue 25, must-show 2; issue 47): a censored run
+is a lower bound on its time to failure, so MTTF claims are judged on every run, censored
+ones included. Where the runs support the exponential model (a failure to check it on, and
+the Weibull shape test not rejecting it) the time-terminated interval decides; where they
+cannot (no failure) the model-free bound does: three runs censored at 900 s cannot refute a
+published MTTF below the cap without a model, seven can; a cell with failures against a
+censored one decides a direction when the runs allow it."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from ipclab.availability.estimators import mttf_bounds, mttf_ratio, mttf_value_p
 from ipclab.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from ipclab.published import Claim, PublishedDataError
 from ipclab.studies.shafabakhsh import published
-from ipclab.studies.shafabakhsh.availability.analysis import family_claims, mttf_effects
+from ipclab.studies.shafabakhsh.availability.analysis import family_claims
+from ipclab.studies.shafabakhsh.availability.until_failure import POISSON_METHOD, mttf_effects
 
 CAP_S = 900.0
 
@@ -27,18 +30,20 @@ def _claim(claim_id: str) -> Claim:
     return next(c for c in published.claims(scope="availability") if c.claim_id == claim_id)
 
 
-def _cells(**cells: tuple[int, float, int]) -> pd.DataFrame:
-    """style -> (failures, time on test in s, runs), all at 200 users."""
+def _cells(**cells: list[float | None]) -> pd.DataFrame:
+    """style -> each run's time to failure (None: censored at the cap), all at 200 users."""
     return pd.DataFrame(
         [
-            {"style": s, "users": 200, "failures": f, "up_s": t, "runs": n}
-            for s, (f, t, n) in cells.items()
+            {"style": s, "users": 200, "ttf_s": CAP_S if t is None else t,
+             "failed": t is not None, "cap_s": CAP_S, "startup": 0}
+            for s, times in cells.items()
+            for t in times
         ]
-    )
+    )  # fmt: skip
 
 
 def _table(claims: list[Claim], cells: pd.DataFrame) -> pd.DataFrame:
-    effects = mttf_effects(claims, cells, {}, 0.95)
+    effects, _ = mttf_effects(claims, cells, {}, 0.95)
     runs = pd.DataFrame(columns=["style", "users", "mttf_s"])
     return claims_mod.evaluate_claims(
         runs, claims, scope="availability", family="until failure", effects=effects
@@ -52,45 +57,62 @@ def test_the_thesis_states_mttf_values_as_claims() -> None:
     assert claims_mod.test_key(_claim("T19d")) == claims_mod.test_key(_claim("P13d"))
 
 
-def test_runs_censored_at_the_cap_refute_a_published_mttf_below_it() -> None:
-    """amqp: 3 runs, none failed in 900 s (2,700 s on test): the MTTF is above
-    2T / chi2_0.975(2) = 732 s, so "about seven minutes" (420 s) is not reproduced."""
-    cells = _cells(amqp=(0, 3 * CAP_S, 3))
-    row = _table([_claim("T19d")], cells).loc["T19d"]
-    assert row["verdict"] == NOT_REPRODUCED, row["reason"]
-    assert row["ci_low"] == pytest.approx(731.93 / 420, rel=1e-3) and math.isinf(row["ci_high"])
-    assert row["p_raw"] < 0.01  # 0 failures where 6.4 were expected
+def test_runs_censored_at_the_cap_refute_a_published_mttf_below_it_once_enough() -> None:
+    """amqp: no run failed in 900 s. With no failure the exponential model cannot be checked
+    and is not used: the MTTF is above cap x the exact lower bound of the share that
+    survived (Markov). Three such runs bound it above 263 s: "about seven minutes" (420 s)
+    stays open; seven bound it above 532 s, past the band's 525 s: not reproduced."""
+    three = _table([_claim("T19d")], _cells(amqp=[None] * 3)).loc["T19d"]
+    assert three["verdict"] == INCONCLUSIVE, three["reason"]
+    assert three["ci_low"] * 420 == pytest.approx(CAP_S * 0.025 ** (1 / 3), rel=1e-6)
+    seven = _table([_claim("T19d")], _cells(amqp=[None] * 7)).loc["T19d"]
+    assert seven["verdict"] == NOT_REPRODUCED, seven["reason"]
+    assert math.isinf(seven["ci_high"]) and seven["p_raw"] < 0.05
+
+
+def test_runs_with_a_failure_that_support_the_model_use_the_censored_interval() -> None:
+    """amqp: one failure at 329 s, two runs past the cap: the model holds (one failure
+    mid-run), the time-terminated chi-square interval [382 s, 84,103 s] decides: it straddles
+    "about seven minutes"."""
+    row = _table([_claim("T19d")], _cells(amqp=[329.3, None, None])).loc["T19d"]
+    assert row["p_method"] == "exact (Poisson), censored runs included"
+    lo, hi = mttf_bounds(329.3 + 2 * CAP_S, 1)[1:]
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo / 420, hi / 420))
+    assert row["verdict"] == INCONCLUSIVE and "straddles" in row["reason"]
 
 
 def test_runs_censored_at_the_cap_cannot_decide_a_published_mttf_above_it() -> None:
-    """The same runs against a stated 30 min (1,800 s, above the cap): the interval
-    [732 s, inf) holds it, and no bound is drawn above: inconclusive, never reproduced."""
+    """The same runs against a stated 30 min (1,800 s, above the cap): the interval holds
+    it, and no bound is drawn above: inconclusive, never reproduced."""
     above = replace(_claim("T19d"), claim_id="X01a", statement_id="X01", published_value="30")
     assert above.published_number == 1800.0
-    row = _table([above], _cells(amqp=(0, 3 * CAP_S, 3))).loc["X01a"]
-    assert row["verdict"] == INCONCLUSIVE, row["reason"]
-    assert "straddles" in row["reason"]
+    for cells in (_cells(amqp=[None] * 3), _cells(amqp=[329.3, None, None])):
+        row = _table([above], cells).loc["X01a"]
+        assert row["verdict"] == INCONCLUSIVE, row["reason"]
+        assert "straddles" in row["reason"]
 
 
 def test_too_few_runs_decide_nothing_even_when_censored() -> None:
-    row = _table([_claim("T19d")], _cells(amqp=(0, 2 * CAP_S, 2))).loc["T19d"]
+    row = _table([_claim("T19d")], _cells(amqp=[None] * 2)).loc["T19d"]
     assert row["verdict"] == INCONCLUSIVE and "too few repetitions" in row["reason"]
 
 
 def test_a_direction_between_a_censored_cell_and_a_failing_one_is_decided() -> None:
-    """amqp survived 3 x 900 s; grpc failed 5 times in 1,500 s: MTTF amqp > grpc (T19a) by
-    the conditional test of two Poisson rates, with an interval open above."""
-    table = _table([_claim("T19a")], _cells(amqp=(0, 3 * CAP_S, 3), grpc=(5, 1500.0, 5)))
-    row = table.loc["T19a"]
+    """amqp: one failure mid-run and four runs past 900 s; grpc: five failures spread over
+    the first minutes. Both support the model: MTTF amqp > grpc (T19a) by the conditional
+    test of two Poisson rates."""
+    cells = _cells(amqp=[500.0, None, None, None, None], grpc=[150.0, 400.0, 60.0, 250.0, 700.0])
+    row = _table([_claim("T19a")], cells).loc["T19a"]
+    assert row["p_method"] == POISSON_METHOD
     assert row["verdict"] == REPRODUCED, row["reason"]
-    assert row["p_method"] == "exact (Poisson rates)" and math.isinf(row["ci_high"])
 
 
-def test_no_failure_on_either_side_compares_nothing_and_says_why() -> None:
-    table = _table([_claim("T19a")], _cells(amqp=(0, 3 * CAP_S, 3), grpc=(0, 3 * CAP_S, 3)))
-    row = table.loc["T19a"]
-    assert row["verdict"] == INCONCLUSIVE
-    assert "no failure in any run of either cell" in row["reason"] and "> 732 s" in row["reason"]
+def test_no_failure_on_either_side_compares_on_runs() -> None:
+    """No failure in either cell: no model to use; the exact test on runs (every run at the
+    cap on both sides: p = 1) says so, and nothing is decided."""
+    row = _table([_claim("T19a")], _cells(amqp=[None] * 3, grpc=[None] * 3)).loc["T19a"]
+    assert row["verdict"] == INCONCLUSIVE and row["p_raw"] == 1.0
+    assert row["measured_ratio"] == 1.0
 
 
 def test_the_censored_interval_covers_the_true_mttf() -> None:

@@ -6,7 +6,8 @@ reused), ``analyse`` (cycles, estimators with intervals, thesis table 5.4 and pa
 beside the measured values, the formula mismatch, the outage table, computed claim
 verdicts) and ``write_results`` (tables and figures into a results folder).
 See docs/availability.md. The parts: ``profiles`` (profiles and the experiment),
-``analysis``, ``figures`` and ``results``.
+``analysis``, ``until_failure`` (method 1's claims with the run as the unit), ``pricing``
+(machine-hours per cell), ``plan``, ``figures``, ``readme`` and ``results``.
 """
 
 from __future__ import annotations

@@ -37,11 +37,13 @@ import numpy as np
 import pandas as pd
 
 from ipclab.availability.estimators import failures_needed
+from ipclab.availability.survival import exact_floor, floor_runs
 from ipclab.claims import EQUAL_BAND, claim_ids, distinct_tests
 from ipclab.findings import fill_blocks
 from ipclab.paths import from_repo
 from ipclab.stats.pilot import MAX_RUNS_PER_CELL
 from ipclab.studies.shafabakhsh.availability.profiles import Profile, profile
+from ipclab.studies.shafabakhsh.availability.until_failure import RESTRICTED_METHOD
 
 ALPHA, POWER = 0.05, 0.80
 BUDGET_H = 24.0  # as ipclab.claims.Rules.budget_h: beyond it a test is underpowered
@@ -136,15 +138,35 @@ def _needed(
         needed = survivors_needed(published, p.until_failure.cap_s)
         return needed, "no model: runs that all outlive the cap, to refute", math.nan
     got = _power_row(power, family, row["claim_id"])
-    if got is not None and pd.notna(got.get("runs_needed")):
-        how = str(got.get("how") or "t test of the log ratio, the runs' variance")
-        return float(got["runs_needed"]), how, float(got.get("hours_more", math.nan))
+    if got is not None:  # planned from the committed runs (a blank need: over 1,000)
+        how = got.get("how")
+        how = how if isinstance(how, str) and how else "t test of the log ratio, the runs' spread"
+        need = float(got["runs_needed"]) if pd.notna(got["runs_needed"]) else math.inf
+        return need, how, float(got.get("hours_more", math.nan))
     if metric in ("mttf_s", "availability"):
         ratio = row["published_ratio"]
         if pd.isna(ratio):
             return math.nan, "no published ratio (a direction only)", math.nan
         return poisson_failures_needed(float(ratio), alpha), "exact Poisson rates", math.nan
     return math.nan, "not planned", math.nan
+
+
+def _on_runs(row: pd.Series) -> bool:
+    """Whether the claims table judged the test by the exact test on runs (method 1's MTTF
+    where the exponential model was not used), whose floor the planned runs set."""
+    return str(row.get("p_method", "")) == RESTRICTED_METHOD
+
+
+def _outcome(need: float, planned: int, hours: float) -> str:
+    if pd.isna(need):
+        return "no power estimate: judged at the runs made"
+    if need <= planned:
+        return "decidable at the plan"
+    if need > MAX_RUNS_PER_CELL:
+        return f"underpowered: more than the {MAX_RUNS_PER_CELL} runs a cell gets"
+    if hours > BUDGET_H:
+        return "underpowered: beyond the 24 h budget"
+    return "needs more runs than planned"
 
 
 def plan_table(
@@ -167,19 +189,14 @@ def plan_table(
         minutes = run_minutes(p, method)
         for _, row in tests.iterrows():
             need, how, priced = _needed(row, family, alpha, power, p)
+            if _on_runs(row) and exact_floor(planned, planned) >= alpha:  # section 3's check
+                need, how = floor_runs(alpha) if pd.isna(need) else need, (
+                    f"{how}; exact test on runs: smallest p at {planned} + {planned} runs "
+                    f"{exact_floor(planned, planned):.2g}")  # fmt: skip
             cells = 1 if row["test"] == "value" else 2
             missing = max(need - planned, 0) * cells if pd.notna(need) else math.nan
             hours = priced if np.isfinite(priced) else missing * minutes / 60
-            if pd.isna(need):
-                outcome = "no power estimate: judged at the runs made"
-            elif need <= planned:
-                outcome = "decidable at the plan"
-            elif need > MAX_RUNS_PER_CELL:
-                outcome = f"underpowered: more than the {MAX_RUNS_PER_CELL} runs a cell gets"
-            elif hours > BUDGET_H:
-                outcome = "underpowered: beyond the 24 h budget"
-            else:
-                outcome = "needs more runs than planned"
+            outcome = _outcome(need, planned, hours)
             rows.append(
                 {
                     "family": family,
@@ -220,6 +237,10 @@ def _fmt(v: float, digits: int = 0) -> str:
     return f"{v:,.{digits}f}"
 
 
+def _fmt_need(v: float) -> str:
+    return "more than 1,000" if v == math.inf else _fmt(v)
+
+
 def plan_markdown(plan: pd.DataFrame, profile_name: str = "full") -> str:
     """The plan as the Markdown block of docs/availability.md."""
     p = profile(profile_name)
@@ -232,7 +253,7 @@ def plan_markdown(plan: pd.DataFrame, profile_name: str = "full") -> str:
     for _, r in plan.iterrows():
         lines.append(
             f"| {r['family']} | {r['claims']} | `{r['comparison']}` | {r['alpha']:.2g} | "
-            f"{_fmt(r['runs_needed'])} | {r['how']} | {r['runs_planned']} | "
+            f"{_fmt_need(r['runs_needed'])} | {r['how']} | {r['runs_planned']} | "
             f"{_fmt(r['hours_needed'], 1)} | {r['outcome']} |"
         )
     counts = plan["outcome"].value_counts()
