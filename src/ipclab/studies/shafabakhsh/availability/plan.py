@@ -154,7 +154,8 @@ def _needed(
 def _on_runs(row: pd.Series) -> bool:
     """Whether the claims table judged the test by the exact test on runs (method 1's MTTF
     where the exponential model was not used), whose floor the planned runs set."""
-    return str(row.get("p_method", "")) == RESTRICTED_METHOD
+    metric = str(row["comparison"]).split(":")[0]
+    return metric == "mttf_s" and str(row.get("p_method", "")) == RESTRICTED_METHOD
 
 
 def _outcome(need: float, planned: int, hours: float) -> str:
