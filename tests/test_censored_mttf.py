@@ -17,11 +17,15 @@ import pytest
 
 from ipclab import claims as claims_mod
 from ipclab.availability.estimators import mttf_bounds, mttf_ratio, mttf_value_p
-from ipclab.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from ipclab.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED
 from ipclab.published import Claim, PublishedDataError
 from ipclab.studies.shafabakhsh import published
 from ipclab.studies.shafabakhsh.availability.analysis import family_claims
-from ipclab.studies.shafabakhsh.availability.until_failure import POISSON_METHOD, mttf_effects
+from ipclab.studies.shafabakhsh.availability.until_failure import (
+    POISSON_METHOD,
+    by_design,
+    mttf_effects,
+)
 
 CAP_S = 900.0
 
@@ -43,11 +47,13 @@ def _cells(**cells: list[float | None]) -> pd.DataFrame:
 
 
 def _table(claims: list[Claim], cells: pd.DataFrame) -> pd.DataFrame:
+    """The claims judged on ``cells`` (a family of their own), the design check applied."""
     effects, _ = mttf_effects(claims, cells, {}, 0.95)
     runs = pd.DataFrame(columns=["style", "users", "mttf_s"])
-    return claims_mod.evaluate_claims(
+    table = claims_mod.evaluate_claims(
         runs, claims, scope="availability", family="until failure", effects=effects
-    ).set_index("claim_id")
+    )
+    return by_design(table, effects, len(claims)).set_index("claim_id")
 
 
 def test_the_thesis_states_mttf_values_as_claims() -> None:
@@ -109,10 +115,11 @@ def test_a_direction_between_a_censored_cell_and_a_failing_one_is_decided() -> N
 
 def test_no_failure_on_either_side_compares_on_runs() -> None:
     """No failure in either cell: no model to use; the exact test on runs (every run at the
-    cap on both sides: p = 1) says so, and nothing is decided."""
+    cap on both sides: p = 1), whose 3 + 3 runs could not pass even alone in a family (its
+    smallest p 0.1): underpowered by design, and nothing is decided."""
     row = _table([_claim("T19a")], _cells(amqp=[None] * 3, grpc=[None] * 3)).loc["T19a"]
-    assert row["verdict"] == INCONCLUSIVE and row["p_raw"] == 1.0
-    assert row["measured_ratio"] == 1.0
+    assert row["verdict"] == UNDERPOWERED and "by design" in row["reason"]
+    assert row["p_raw"] == 1.0 and row["measured_ratio"] == 1.0
 
 
 def test_the_censored_interval_covers_the_true_mttf() -> None:

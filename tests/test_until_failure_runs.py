@@ -49,10 +49,11 @@ def _judge(ids: list[str], rows: pd.DataFrame) -> pd.DataFrame:
     claims = [c for c in family if c.claim_id in ids]
     effects, model = until_failure.mttf_effects(claims, rows, {}, 0.95)
     table = claims_mod.evaluate_claims(
-        pd.DataFrame(columns=["style", "users"]), claims, scope="availability",
-        family="until failure", effects=effects,
+        pd.DataFrame(columns=["style", "users", "mttf_s", "mttr_s", "availability"]), family,
+        scope="availability", family="until failure", effects=effects,
     )  # fmt: skip
     table = until_failure.by_design(table, effects, analysis.family_size(family))
+    table = table[table["claim_id"].isin(ids)]
     return analysis.with_model_check(table, model).set_index("claim_id")
 
 
