@@ -149,13 +149,17 @@ def value_effect(
 
 
 def direction_effect(
-    a: survival.CellTimes, b: survival.CellTimes, users: str, confidence: float
+    a: survival.CellTimes,
+    b: survival.CellTimes,
+    users: str,
+    confidence: float,
+    n_boot: int = survival.N_BOOT,
 ) -> tuple[claims_mod.Effect, Judged]:
     """MTTF a against b: the exact test of two Poisson rates where both cells' runs support
     the exponential model, else the exact permutation test of the restricted mean time to
     failure on runs (its interval by inversion, its floor 2 / C(2n, n)); the other beside
     it (``p_permutation``: the test on runs)."""
-    check = survival.exponential_check([a, b])
+    check = survival.exponential_check([a, b], n_boot)
     rt = survival.restricted_test(a, b, confidence)
     floor = f"smallest p at {a.n} + {b.n} runs: {rt.floor:.2g}"
     if check.supported:
