@@ -195,6 +195,8 @@ def test_start_up_failures_are_no_time_to_failure() -> None:
     later = Cycle(1, CycleStatus.CENSORED, 109.0, CAP)
     o = survival.run_outcome([up, later], CAP, ramp_end=105.0)
     assert (o.time_s, o.failed, o.startup, o.availability) == (CAP, False, 1, 1.0)
+    short = Cycle(1, CycleStatus.CENSORED, 109.0, 600.0)  # observation ended before the cap
+    assert survival.run_outcome([up, short], CAP, ramp_end=105.0).cap_s == 600.0
     o = survival.run_outcome([up, later], CAP, ramp_end=100.0)  # after the ramp: counted
     assert (o.time_s, o.failed, o.startup) == (1.0, True, 0)
     kinded = Cycle(0, CycleStatus.RECOVERED, 0.0, 1.0, ttr_s=8.0, t_fail=101.0)

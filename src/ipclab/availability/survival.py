@@ -91,8 +91,10 @@ def run_outcome(cycles: Sequence[Cycle], cap_s: float, ramp_end: float | None = 
     if not counted:
         return RunOutcome(None, False, cap_s, startup, up, down)
     first = counted[0]
+    # a censored time is censored where it ended (the cap, or an earlier end of observation)
+    cap = cap_s if first.failed else min(cap_s, first.ttf_s)
     return RunOutcome(
-        first.ttf_s, first.failed, cap_s, startup, up, down, first.recovered,
+        first.ttf_s, first.failed, cap, startup, up, down, first.recovered,
         first.restart_to_recovery_s if first.recovered else None,
     )  # fmt: skip
 
