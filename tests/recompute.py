@@ -20,7 +20,13 @@ committed table. The rules checked:
   comparison's estimate, interval, raw p and method recomputed from the runs, within
   sittings where they span several (the stated rule: no pooled fallback);
 - §1 the serialisation benchmark's replicate is a process; §3 the GC shift test's interval
-  recomputed from its per-run table.
+  recomputed from its per-run table;
+- §4 a ``value`` on constant runs is not reproduced outside its band and inconclusive
+  inside it, and no raw p is 0;
+- §6 availability: A over every run of method 1, censored ones included; every MTTF test
+  states its model check, the exponential model only where every compared cell has a
+  failure, the test on runs recomputed from the reference's cycles; an outage claim at the
+  exact test's floor says that the runs set its p.
 """
 
 from __future__ import annotations
@@ -181,6 +187,8 @@ def base_verdict(r: pd.Series) -> str | None:
         r["test"],
         str(r.get("magnitude", "") if isinstance(r.get("magnitude"), str) else ""),
     )
+    if kind == "value" and point:  # §4: constant runs, no spread: outside, or undecided
+        return "not reproduced" if outside else "inconclusive"
     if kind in ("equal", "value"):
         return "reproduced" if inside else "not reproduced" if outside else "inconclusive"
     if kind == "differ":
@@ -517,6 +525,87 @@ def check_gc(folder: str, table: pd.DataFrame) -> list[str]:
     return out
 
 
+# --------------------------------------------------------------------------- §6 availability
+
+AVAILABILITY = ("availability-full-docker", "availability-full-local")
+
+
+def method1_runs(folder: str) -> pd.DataFrame:
+    """§6: method 1's runs from the reference's cycles: each run's time (its first cycle's
+    up time: to its failure, or to the cap) and its A, up over its whole observation."""
+    path = REFERENCE / folder / "results" / "cycles.csv"
+    if not path.exists():
+        return pd.DataFrame()
+    c = pd.read_csv(path)
+    c = c[c["method"] == "until_failure"]
+    rows = []
+    for (style, users, run), g in c.groupby(["style", "users", "run"]):
+        g = g.sort_values("index")
+        failed = g["status"] != "censored"
+        down = pd.to_numeric(g["ttr_s"], errors="coerce").fillna(0.0)[failed].sum()
+        up = float(g["ttf_s"].sum())
+        rows.append({"style": style, "users": int(users), "run": run,
+                     "ttf_s": float(g["ttf_s"].iloc[0]), "failed": bool(failed.iloc[0]),
+                     "availability": up / (up + down)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def check_availability(folder: str, table: pd.DataFrame) -> list[str]:
+    """§6: A over every run, censored ones included (1 for a run that outlived the cap); each
+    MTTF test states its model check, uses the exponential model only where every compared
+    cell has a failure, and on runs is the exact permutation test of the mean time to
+    failure restricted to the cap; an outage claim at its exact floor says the runs set it."""
+    if folder not in AVAILABILITY:
+        return []
+    out, runs = [], method1_runs(folder)
+    for _, r in tests_of(table).iterrows():
+        m = COMPARISON.match(str(r["comparison"]))
+        if (
+            r["p_method"] == "permutation"
+            and math.isclose(
+                _f(r["p_raw"]), exact_floor(int(r["n_a"]), int(r["n_b"])), rel_tol=1e-9
+            )
+            and "not their spread" not in str(r["reason"])
+            and "outage" in str(r["comparison"])
+        ):
+            out.append(f"{r['claim_id']}: p at the exact floor, the reason does not say so")
+        if not m or runs.empty or r["family"] != "until failure":
+            continue
+        cells = [runs[(runs["style"] == s) & (runs["users"] == int(u))]
+                 for s, u in ((m["a"], m["ua"]), (m["b"], m["ub"]))]  # fmt: skip
+        if m["metric"] == "availability":
+            n = [len(c) for c in cells]
+            if [int(r["n_a"]), int(r["n_b"])] != n:
+                out.append(f"{r['claim_id']}: A over {r['n_a']} + {r['n_b']} runs, not {n}")
+        if m["metric"] == "mttf_s":
+            out += _check_mttf(r, cells)
+    return out
+
+
+def _check_mttf(r: pd.Series, cells: list[pd.DataFrame]) -> list[str]:
+    check = str(r.get("model_check", ""))
+    if not check.startswith("exponential model"):
+        return [f"{r['claim_id']}: no model check stated"]
+    if r["p_method"] == "exact (Poisson rates)":
+        if min(int(c["failed"].sum()) for c in cells) == 0 or "not rejected" not in check:
+            return [f"{r['claim_id']}: the exponential model used where the runs cannot support it"]
+        return []
+    if r["p_method"] != "permutation":
+        return [f"{r['claim_id']}: an MTTF direction by {r['p_method']}"]
+    a, b = (c["ttf_s"].clip(upper=900.0).to_numpy(float) for c in cells)
+    p = permutation_p([(a, b)])
+    if not math.isclose(p, _f(r["p_raw"]), rel_tol=1e-9):
+        return [f"{r['claim_id']}: p on runs {_f(r['p_raw']):.6g}, recomputed {p:.6g}"]
+    return []
+
+
+def check_no_zero_p(table: pd.DataFrame) -> list[str]:
+    """§3: no p-value of exactly 0 from a degenerate case (constant samples)."""
+    t = tests_of(table)
+    return [f"{cid}: a raw p of 0" for cid, p in zip(t["claim_id"], t["p_raw"], strict=True)
+            if _f(p) == 0.0]  # fmt: skip
+
+
 # --------------------------------------------------------------------------- all
 
 
@@ -545,4 +634,5 @@ def problems(path: Path) -> list[str]:
     out += check_cap(table, power, base) + check_about(table) + check_intervals(table)
     out += check_runs(folder, table) if path.name == "claims.csv" else []
     out += check_serialisation(folder, table) + check_gc(folder, table)
+    out += check_availability(folder, table) + check_no_zero_p(table)
     return [f"{folder}/{path.name}: {p}" for p in out]

@@ -92,3 +92,27 @@ def test_the_serialisation_replicate_is_checked_against_its_processes() -> None:
     rows = t.index[t["family"] == "serialisation micro-benchmark"]
     t.loc[rows, ["n_a", "n_b"]] = 10  # ten rounds of one process counted as replicates
     assert R.check_serialisation("johansson-full-local", t)
+
+
+def test_the_availability_rules_catch_a_table_that_breaks_them() -> None:
+    folder = "availability-full-docker"
+    t = pd.read_csv(R.REFERENCE / folder / "results" / "claims.csv")
+    assert not R.check_availability(folder, t)
+    bad = t.copy()
+    i = bad.index[bad["claim_id"] == "P14a"][0]
+    bad.loc[i, "p_method"] = "exact (Poisson rates)"  # the model the runs reject
+    assert any("cannot support" in p for p in R.check_availability(folder, bad))
+    bad = t.copy()
+    bad.loc[bad["comparison"].str.startswith("availability"), "n_b"] = 2  # a run left out
+    assert any("A over" in p for p in R.check_availability(folder, bad))
+    bad = t.copy()
+    j = bad.index[bad["claim_id"] == "T22b"][0]
+    bad.loc[j, "reason"] = "ratio 0 [0, 0] on the claimed side of 1"
+    assert any("exact floor" in p for p in R.check_availability(folder, bad))
+    bad.loc[j, "p_raw"] = 0.0
+    assert R.check_no_zero_p(bad)
+    row = pd.Series({"evidence": "test", "measured_ratio": 1.0, "ci_low": 1.0,
+                     "ci_high": 1.0, "p_value": float("nan"), "n_a": 3, "measured": "1",
+                     "relation": "=", "test": "value", "band_low": 0.8, "band_high": 1.25,
+                     "magnitude": ""})  # fmt: skip
+    assert R.base_verdict(row) == "inconclusive"  # constant runs inside the band
