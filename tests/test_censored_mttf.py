@@ -23,7 +23,6 @@ from ipclab.studies.shafabakhsh import published
 from ipclab.studies.shafabakhsh.availability.analysis import family_claims
 from ipclab.studies.shafabakhsh.availability.until_failure import (
     POISSON_METHOD,
-    by_design,
     mttf_effects,
 )
 
@@ -50,10 +49,9 @@ def _table(claims: list[Claim], cells: pd.DataFrame) -> pd.DataFrame:
     """The claims judged on ``cells`` (a family of their own), the design check applied."""
     effects, _ = mttf_effects(claims, cells, {}, 0.95)
     runs = pd.DataFrame(columns=["style", "users", "mttf_s"])
-    table = claims_mod.evaluate_claims(
+    return claims_mod.evaluate_claims(
         runs, claims, scope="availability", family="until failure", effects=effects
-    )
-    return by_design(table, effects, len(claims)).set_index("claim_id")
+    ).set_index("claim_id")
 
 
 def test_the_thesis_states_mttf_values_as_claims() -> None:

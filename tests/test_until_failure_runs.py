@@ -44,7 +44,7 @@ def _rows(**cells: list[float | None]) -> pd.DataFrame:
 
 def _judge(ids: list[str], rows: pd.DataFrame) -> pd.DataFrame:
     """The until-failure family's claims ``ids`` judged on ``rows`` as the analysis does
-    (its Holm level the family's: 17 distinct tests)."""
+    (its Holm level the family's: 17 distinct tests; the design check ipclab.claims')."""
     family = analysis.family_claims("until failure")
     claims = [c for c in family if c.claim_id in ids]
     effects, model = until_failure.mttf_effects(claims, rows, {}, 0.95)
@@ -52,7 +52,6 @@ def _judge(ids: list[str], rows: pd.DataFrame) -> pd.DataFrame:
         pd.DataFrame(columns=["style", "users", "mttf_s", "mttr_s", "availability"]), family,
         scope="availability", family="until failure", effects=effects,
     )  # fmt: skip
-    table = until_failure.by_design(table, effects, analysis.family_size(family))
     table = table[table["claim_id"].isin(ids)]
     return analysis.with_model_check(table, model).set_index("claim_id")
 

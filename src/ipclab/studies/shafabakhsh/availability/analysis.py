@@ -462,8 +462,6 @@ def judge(
             rows, claims, scope="availability", users_map=m, family=fam,
             effects=effects if fam == "until failure" else None,
         )  # fmt: skip
-        if fam == "until failure":  # the design check of its own exact tests (section 3)
-            table = until_failure.by_design(table, effects, family_size(claims))
         power = claims_mod.repetitions(claims, rows, users_map=m).assign(family=fam)
         if fam == "until failure":  # its MTTF tests: by the test their model check chose
             metric = {c.claim_id: c.metric for c in claims}

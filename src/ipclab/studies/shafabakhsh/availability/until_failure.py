@@ -272,33 +272,6 @@ def _why_no_value(rows: pd.DataFrame, metric: str, style: str, users: int) -> st
     return f"{what} in {style}@{users}: {how}"
 
 
-def by_design(
-    table: pd.DataFrame, effects: Mapping[str, claims_mod.Effect], family_size: int
-) -> pd.DataFrame:
-    """This family's own exact tests whose runs could not pass their Holm level whatever
-    they measured (docs/statistics.md section 3's design check: the smallest p at these runs,
-    ``Effect.p_floor``, not below alpha / the family's distinct tests) and are undecided:
-    underpowered by design, with the runs per cell that could reach the level. A test
-    ``ipclab.claims`` already marked is left as it is."""
-    level = claims_mod.Rules().alpha / max(family_size, 1)
-    out = table.copy()
-    for i, r in out.iterrows():
-        e = effects.get(r["claim_id"])
-        if e is None or r["verdict"] != claims_mod.INCONCLUSIVE or r["test"] != "direction":
-            continue
-        if not (np.isfinite(e.p_floor) and e.p_floor >= level):
-            continue
-        runs = survival.floor_runs(level)
-        could = f"{runs} runs per cell could reach it" if runs else "no number of runs could"
-        out.loc[i, "verdict"] = claims_mod.UNDERPOWERED
-        out.loc[i, "reason"] = (
-            f"underpowered by design: the {e.p_method} test's smallest p at {e.n_a} + "
-            f"{e.n_b} runs is {e.p_floor:.2g}, not below its Holm level {level:.2g}; "
-            f"{could}; {r['reason']}"
-        )
-    return out
-
-
 # --------------------------------------------------------------------------- power
 
 
