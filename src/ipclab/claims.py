@@ -870,9 +870,10 @@ def evaluate_claims(
         _claim_row(c, e, float(p), rules, label, design_of(e, rules, size))
         for c, e, p in zip(cl, measured, adj, strict=True)
     ]
-    checks = _cell_checks(df)
+    checks, flags = _cell_checks(df), _plausibility_flags(df)
     for row, c in zip(rows, cl, strict=True):
         row["machine_check"] = machine_check_of(c, checks, users_map)
+        row["plausibility"] = plausibility_of(c, flags, users_map)
     return pd.DataFrame(rows)
 
 
@@ -907,6 +908,37 @@ def machine_check_of(
     if failed:
         return "fail: " + "; ".join(failed)
     return "pass" if all(ok is True for _, (ok, _) in found) else "unrecorded"
+
+
+def _plausibility_flags(runs: pd.DataFrame) -> dict[tuple[str, int], str | None]:
+    """Per (style, load) cell of ``runs``: its runs' plausibility verdicts (the column
+    ``ipclab.stats.plausibility_runs.annotate`` adds): "" when they pass, why when their cell
+    is flagged, None when the check read none of them."""
+    if runs.empty or not {"style", "users", "plausibility"} <= set(runs.columns):
+        return {}
+    out: dict[tuple[str, int], str | None] = {}
+    for (style, users), g in runs.dropna(subset=["users"]).groupby(["style", "users"]):
+        said = [v for v in g["plausibility"] if isinstance(v, str)]
+        out[(str(style), int(users))] = "; ".join(sorted({v for v in said if v})) if said else None
+    return out
+
+
+def plausibility_of(
+    claim: Claim,
+    flags: Mapping[tuple[str, int], str | None],
+    users_map: Mapping[int, int] | None = None,
+) -> str:
+    """Whether the cells a claim rests on pass the plausibility check (docs/statistics.md
+    section 9): ``pass``, ``flagged: <cell>: <why>`` (the verdict stands, and says what it
+    rests on), or "" (not a claim on runs, or cells the check did not read)."""
+    if not flags or claim.test == "compare":
+        return ""
+    cells, _, _ = _cells(claim, users_map)
+    found = [(f"{s}@{u}", flags.get((s, u))) for s, u in cells if u is not None]
+    bad = [f"{name}: {why}" for name, why in found if why]
+    if bad:
+        return "flagged: " + "; ".join(bad)
+    return "pass" if found and all(why is not None for _, why in found) else ""
 
 
 def test_key(c: Claim) -> tuple[Any, ...]:

@@ -43,7 +43,8 @@ NOISE = "noise"
 RUNS = "runs"
 NOT_MEASURED = "not measured"
 UNDECIDED = (INCONCLUSIVE, UNDERPOWERED)
-_COLUMNS = ["claim_id", "comparison", "measured_ratio", "ci_low", "ci_high", "verdict", "n_a"]
+_COLUMNS = ["claim_id", "comparison", "measured_ratio", "ci_low", "ci_high", "verdict", "n_a",
+            "plausibility"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ def side_by_side(pair: Pair, factor: str = "backend", confidence: float = 0.95) 
     whether the verdicts agree, the ratio b/a with its interval, and the explanation."""
     la, lb = pair.labels
     keys = ["table", "claim_id"] if "table" in pair.a.columns else ["claim_id"]
-    cols = [*keys, *(c for c in _COLUMNS if c not in keys and c in pair.a.columns)]
+    cols = [*keys, *(c for c in _COLUMNS if c not in keys and c in pair.a.columns
+                     and (c == "comparison" or c in pair.b.columns))]  # fmt: skip
     m = pair.a[cols].merge(pair.b[[c for c in cols if c != "comparison"]], on=keys,
                            suffixes=(f"_{la}", f"_{lb}"))  # fmt: skip
     rows = []
@@ -125,7 +127,8 @@ def side_by_side(pair: Pair, factor: str = "backend", confidence: float = 0.95) 
                 **{
                     f"{x}_{c}": r[f"{c}_{x}"]
                     for x in (la, lb)
-                    for c in ("measured_ratio", "ci_low", "ci_high", "n_a", "verdict")
+                    for c in ("measured_ratio", "ci_low", "ci_high", "n_a", "verdict",
+                              "plausibility")
                     if f"{c}_{x}" in r
                 },  # fmt: skip
                 "agree": va == vb,

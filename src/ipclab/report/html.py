@@ -262,6 +262,9 @@ def measured_html(row: pd.Series) -> str:
         check = _get(row, "machine_check")
         if not is_missing(check) and str(check):  # whether the cells' runs pass it
             n += "; machine check " + ("passed" if check == "pass" else str(check))
+        plausible = _get(row, "plausibility")  # docs/statistics.md section 9
+        if not is_missing(plausible) and str(plausible):
+            n += "; plausibility " + ("passed" if plausible == "pass" else "flagged")
         detail = f'<div class="sub">{esc(fmt_num(a))} vs {esc(fmt_num(b))}{esc(n)}</div>'
     return f"{esc(main)}{detail}"
 
@@ -276,6 +279,9 @@ def reason_html(row: pd.Series) -> str:
     note = _get(row, "note")
     if not is_missing(note):
         out += f'<div class="sub note">Note: {esc(note)}</div>'
+    plausible = _get(row, "plausibility")  # the verdict stands, on a cell that fails the check
+    if not is_missing(plausible) and str(plausible).startswith("flagged"):
+        out += f'<div class="sub note">Plausibility check: {esc(plausible)}</div>'
     return out or "–"
 
 

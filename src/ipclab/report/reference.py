@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ipclab import runstore
+from ipclab import plausibility, runstore
 from ipclab.report import html as rh
 from ipclab.report.context import Counter
 from ipclab.report.study import study_section, tally_text
@@ -43,6 +43,24 @@ def made_by(results_dir: Path) -> str:
     return runstore.provenance_text(groups, shown=3)
 
 
+def plausibility_text(results_dir: Path) -> str:
+    """What a reference's plausibility table (``results/plausibility.csv``, docs/statistics.md
+    section 9) flags: the count, and each flagged cell with why."""
+    csv = Path(results_dir) / f"{plausibility.TABLE}.csv"
+    if not csv.exists():
+        return "plausibility not checked (no plausibility table)"
+    table = pd.read_csv(csv)
+    bad = table[table["check"] == "flagged"] if "check" in table.columns else table.iloc[:0]
+    said = f"plausibility check: {len(bad)} of {len(table)} cells flagged"
+    if bad.empty:
+        return said
+    cells = "; ".join(
+        f"{plausibility.cell_name(r)} ({str(r.get('why', '')).split(' [')[0]})"
+        for _, r in bad.iterrows()
+    )
+    return f"{said}: {cells}"
+
+
 def reference_section(
     pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame | None]], n: Counter
 ) -> str:
@@ -56,6 +74,7 @@ def reference_section(
         tally_txt = tally_text(claims) if claims is not None else "no claims table"
         out.append(
             f"<li><b>{rh.esc(title)}</b>: {rh.esc(tally_txt)}. "
+            f"{rh.esc(plausibility_text(d))}. "
             f'<span class="quiet">{rh.esc(machine_and_date(d))}. '
             f"Code: {rh.esc(made_by(d))}.</span></li>"
         )

@@ -24,12 +24,19 @@ def _shown(table: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
     ratio = table.apply(
         lambda r: rh.fmt_ci(r[f"{lb}_over_{la}"], r["ratio_low"], r["ratio_high"]), axis=1
     )
+
+    def verdict(side: str) -> pd.Series:  # a verdict resting on a flagged cell says so
+        v = table[f"{side}_verdict"].astype(str)
+        flag = table.get(f"{side}_plausibility", pd.Series("", index=table.index))
+        flagged = flag.fillna("").astype(str).str.startswith("flagged")
+        return v.where(~flagged, v + " (cell flagged by the plausibility check)")
+
     out = pd.DataFrame({"claim": table["claim_id"], "comparison": table["comparison"]})
     if "table" in table.columns and table["table"].nunique() > 1:
         out.insert(0, "table", table["table"])
     return out.assign(**{
-        f"{la} a/b": est(la), f"{la} verdict": table[f"{la}_verdict"],
-        f"{lb} a/b": est(lb), f"{lb} verdict": table[f"{lb}_verdict"],
+        f"{la} a/b": est(la), f"{la} verdict": verdict(la),
+        f"{lb} a/b": est(lb), f"{lb} verdict": verdict(lb),
         f"{lb}/{la}": ratio, "verdicts": table["explanation"],
     })  # fmt: skip
 

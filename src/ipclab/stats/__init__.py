@@ -14,7 +14,9 @@ One module per job; every public name is importable from here (``from ipclab imp
   :mod:`.design` (the smallest p a test can reach at its runs, against its Holm level);
 - the per-run table, read from run directories: :mod:`.run_parameters`, :mod:`.run_table`;
 - tables over a per-run table: :mod:`.cells` (per-cell summaries, pairs of styles),
-  :mod:`.queueing` (Little's law), :mod:`.saturation`, :mod:`.machine` (the machine check);
+  :mod:`.queueing` (Little's law), :mod:`.saturation`, :mod:`.machine` (the machine check),
+  :mod:`.plausibility` (the plausibility check; its per-run inputs read from run directories
+  by :mod:`.plausibility_runs`);
 - runs made in several sittings: :mod:`.sittings` (which sitting a run is of, and the
   log-ratio test with the sitting as a block).
 """
@@ -39,6 +41,7 @@ from ipclab.stats.intervals import (
     t_interval,
 )
 from ipclab.stats.machine import MachineLimits, machine_check
+from ipclab.stats.plausibility import PlausibilityLimits, plausibility_check
 from ipclab.stats.power import repetitions_needed, repetitions_needed_log_ratio
 from ipclab.stats.queueing import LittleCheck, littles_law, littles_law_table
 from ipclab.stats.run_parameters import parse_seconds, parse_think_time
@@ -56,6 +59,7 @@ __all__ = [
     "Interval",
     "LittleCheck",
     "MachineLimits",
+    "PlausibilityLimits",
     "Saturation",
     "bootstrap_ci",
     "bootstrap_means",
@@ -75,6 +79,7 @@ __all__ = [
     "parse_seconds",
     "parse_think_time",
     "permutation_p",
+    "plausibility_check",
     "pooled_cv2",
     "repetitions_needed",
     "repetitions_needed_log_ratio",

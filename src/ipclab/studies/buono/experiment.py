@@ -33,6 +33,7 @@ from ipclab.experiments import Experiment, load_runs
 from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats import log_ratio_interval, t_interval
+from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.buono import analysis, heap, memory, procedure, throughput
 from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS
 
@@ -367,7 +368,7 @@ def analyse(
     )
     std = pd.DataFrame()
     if not cells.empty and (cells["json_library"] == "json").any():
-        std = analysis.evaluate(analysis.runs_table(cells, mem, "json"))
+        std = analysis.evaluate(annotate(analysis.runs_table(cells, mem, "json"), procedure_runs))
         encoders["json"] = std["verdict"].to_numpy()
     jvm, runtimes = _jvm_claims(claims, cells, mem, _of_runtime(made_by, "jvm"))
     env = {}
@@ -419,7 +420,8 @@ def _judged(
 ) -> pd.DataFrame:
     """Every claim on ``table``, each family's tests marked underpowered at the wall time of
     that family's own runs (``made_by``)."""
-    claims = analysis.evaluate(table)
+    every = [r for runs in made_by.values() for r in runs]  # flagged cells named per claim
+    claims = analysis.evaluate(annotate(table, every))
     for family, runs in made_by.items():
         if len(power):
             hours = run_hours([r.manifest for r in runs])

@@ -16,6 +16,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from ipclab import plausibility
 from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
@@ -39,6 +40,7 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES) -> Path:
         parameters={"profile": "full", "backend": "docker"}, figures_dir=figures / FOLDER,
     )  # fmt: skip
     experiment.write_results(a, results)
+    plausibility.write_reference(results)
     text = results.directory.parent / "README.md"
     write_findings(text, a.claims, "results/claims.csv")
     if len(a.claims_stdlib):

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ipclab import claims as claims_mod
 from ipclab.runs import Run
+from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.johansson import published
 from ipclab.studies.johansson import serialisation as ser
 from ipclab.studies.johansson.cells import (
@@ -85,7 +86,8 @@ def analyse(
     base = thesis[~thesis["sequential"]] if len(thesis) else thesis
     power = power_table(base, serial)
     hours = claims_mod.run_hours([r.manifest for r in runs.get("thesis", [])])  # its tests' runs
-    claim_table = claims_mod.mark_underpowered(claims_table(base, serial), power, hours)
+    judged = claims_table(annotate(base, runs.get("thesis", [])), serial)  # flagged cells named
+    claim_table = claims_mod.mark_underpowered(judged, power, hours)
     return Analysis(
         profile=profile_name,
         thesis=thesis,

@@ -30,6 +30,7 @@ from ipclab import claims as claims_mod
 from ipclab import robustness, stats
 from ipclab.runs import Run
 from ipclab.stacks import LOADGEN
+from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.nyflott import extremes, gcshift, hosts, published, tables, verdicts, window
 
 PRIMARY = "python"  # the adapter set the thesis comparison and the claims use
@@ -405,8 +406,9 @@ def analyse(
     primary = rows[rows["adapters"] == PRIMARY] if len(rows) else rows
     gc = gc_records(per, rows)
     hours = claims_mod.run_hours([r.manifest for r in runs])
+    judged, every = annotate(primary, runs), annotate(rows, runs)  # flagged cells named
     claim_table = (
-        set_claims(primary, per["cases_runs"], gc, hours) if len(primary) else pd.DataFrame()
+        set_claims(judged, per["cases_runs"], gc, hours) if len(primary) else pd.DataFrame()
     )
     primary = verdicts.with_test_cases(primary, per["cases_runs"])
     power = verdicts.power(primary) if len(primary) else pd.DataFrame()
@@ -425,7 +427,7 @@ def analyse(
         statements=claims_mod.statement_verdicts(claim_table) if len(claim_table) else
         pd.DataFrame(),
         power=power, machine=machine_state(rows), gc_shift=shift, gc_shift_runs=shift_runs,
-        adapter_verdicts=adapter_verdicts(claim_table, rows, per["cases_runs"], gc, hours),
+        adapter_verdicts=adapter_verdicts(claim_table, every, per["cases_runs"], gc, hours),
         window=window_margins(claim_table, cached),
         missing=missing, profile=read_profile(profiling),
         deviations=[*DEVIATIONS, *measured_deviations(rows)],

@@ -36,6 +36,7 @@ from ipclab.paths import from_repo
 from ipclab.published import Claim
 from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
+from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh import performance as perf
 from ipclab.studies.shafabakhsh import ratios
@@ -159,7 +160,9 @@ def analyse(runs: list[Run], profile_name: str) -> Analysis:
     p = PROFILES[profile_name]
     table = runs_table(runs, p.warmup_s)
     users = tuple(sorted(int(u) for u in table["users"].unique())) if len(table) else ()
-    judged = claims_mod.evaluate_claims(claims_table(table), claims(users), family=FAMILY)
+    judged = claims_mod.evaluate_claims(
+        claims_table(annotate(table, runs)), claims(users), family=FAMILY
+    )
     return Analysis(
         profile=profile_name,
         runs=table,

@@ -29,6 +29,7 @@ from ipclab.published import Claim
 from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stacks import resolve
+from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh import performance as perf
 from ipclab.studies.shafabakhsh.readme import ci, machine_markdown, span
@@ -280,8 +281,9 @@ def analyse(
     anchor = runs_table(anchor_runs or [], warmup_s=p.warmup_s)
     defining, testing, source = split_python(py, anchor)
     tested = pd.concat([testing, go], ignore_index=True)
+    every = [*python_runs, *go_runs, *(anchor_runs or [])]
     claims = claims_mod.evaluate_claims(
-        _tagged(tested), ordering_claims(defining, source), family=FAMILY
+        _tagged(annotate(tested, every)), ordering_claims(defining, source), family=FAMILY
     )
     return Analysis(
         profile=profile_name,

@@ -23,6 +23,7 @@ from ipclab.paths import from_repo
 from ipclab.planner import Need, needs_of
 from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
+from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.shafabakhsh import complexity, published
 from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown, sitting_markdown
@@ -252,7 +253,7 @@ def analyse(
     means = runs.groupby(["style", "users"], as_index=False)[["rps", "mean_ms"]].mean()
     saturation = stats.detect_saturation(means)
     code = complexity.complexity_table()
-    claims = evaluate(runs, code)
+    claims = evaluate(annotate(runs, perf_runs), code)  # each claim names a flagged cell
     base = runs[np.isclose(runs["think_time_s"].astype(float), 0.0)] if len(runs) else runs
     power = claims_mod.repetitions(published.claims(scope="performance"), base)  # its family
     hours = claims_mod.run_hours([r.manifest for r in perf_runs])

@@ -16,6 +16,7 @@ from ipclab.availability.outage import CLASSES, classify_requests, outage_table
 from ipclab.availability.tracker import Cycle, read_cycles
 from ipclab.published import Claim
 from ipclab.runs import Run
+from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.shafabakhsh import published
 from ipclab.studies.shafabakhsh.availability import pricing, until_failure
 from ipclab.studies.shafabakhsh.availability.profiles import STYLES, AvailabilityRuns, profile
@@ -444,11 +445,14 @@ def judge(
     method 1's MTTF tests by the model its runs support (``model_check``), the outage
     tests' floor stated, every test's missing runs priced per cell at that cell's own runs
     (``hours_more``) and marked underpowered at that price."""
+    every = runs.all()  # each claim names the cells the plausibility check flags
+    fi_rows, outage_rows = (annotate(fault_injection_rows(cyc, m), every)
+                            for m in ("fault_injection", "outage"))  # fmt: skip
     evaluated = {
         "until failure": (crow, umap),
         "outage": (crow, {}),
-        "fault injection": (fault_injection_rows(cyc), _fi_users_map(cyc)),
-        "outage recovery": (fault_injection_rows(cyc, "outage"), _fi_users_map(cyc, "outage")),
+        "fault injection": (fi_rows, _fi_users_map(cyc)),
+        "outage recovery": (outage_rows, _fi_users_map(cyc, "outage")),
     }
     made_by = {
         "until failure": runs.until_failure, "outage": runs.outage,
@@ -501,7 +505,7 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
     cyc = cycles_frame(runs.all())
     formula = published_table()
     umap = _users_map(p.until_failure_users)
-    crow = claims_rows(runs.until_failure, runs.outage)
+    crow = annotate(claims_rows(runs.until_failure, runs.outage), runs.all())  # flags named
     tables, power = judge(runs, crow, cyc, umap, conf)
     return Analysis(
         profile=profile_name,
