@@ -244,6 +244,10 @@ def test_each_claim_names_the_flagged_cells_it_rests_on() -> None:
     row = C.evaluate_claims(stalled, [claim]).iloc[0]
     assert row["plausibility"] == "flagged: grpc@50: stall: x"
     assert row["verdict"] == C.evaluate_claims(runs, [claim]).iloc[0]["verdict"]  # it stands
+    # rows of another measure in the same table (another method's runs) do not count
+    other = pd.DataFrame([{"style": "grpc", "users": 50, "rps": np.nan, "plausibility": "x"}])
+    mixed = pd.concat([checked, other], ignore_index=True)
+    assert C.evaluate_claims(mixed, [claim]).iloc[0]["plausibility"] == "pass"
 
 
 def test_annotate_gives_each_run_its_cells_verdict() -> None:
@@ -352,3 +356,36 @@ def test_the_docs_numbers_are_the_references(every_cell: pd.DataFrame) -> None:
     ]
     for s in said:
         assert s in text, s
+
+
+def test_the_report_shows_the_check(every_cell: pd.DataFrame, tmp_path: Path) -> None:
+    from ipclab.report import html as rh
+    from ipclab.report.reference import plausibility_text
+    from ipclab.report.robustness import _shown
+
+    flagged = "flagged: coap@0: stall: median response 50.4 ms is 1.88x"
+    assert "Plausibility check: flagged: coap@0" in rh.reason_html(
+        pd.Series({"reason": "r", "plausibility": flagged})
+    )
+    row = pd.Series({"measured_a": 2.0, "measured_b": 1.0, "n_a": 5, "n_b": 5,
+                     "machine_check": "pass", "plausibility": "pass"})  # fmt: skip
+    assert "plausibility passed" in rh.measured_html(row)
+    ny = every_cell[every_cell["reference"] == "nyflott-full-docker"].drop(columns="reference")
+    table, _ = plausibility.table_of(ny)
+    table.to_csv(tmp_path / "plausibility.csv", index=False)
+    said = plausibility_text(tmp_path)
+    assert said.startswith("plausibility check: 4 of 19 cells flagged: delay0ms")
+    assert "acmeair-coap-californium" in said and "stall" in said and "[" not in said
+    assert plausibility_text(tmp_path / "none").startswith("plausibility not checked")
+    each = {f"{s}_{c}": v for s in ("python", "native")
+            for c, v in (("measured_ratio", 2.0), ("ci_low", 1.5), ("ci_high", 2.5),
+                         ("verdict", "reproduced"))}  # fmt: skip
+    sides = pd.DataFrame([{"claim_id": "N01a", "comparison": "c", "agree": True,
+                           "explanation": "", "native_over_python": 1.0, "ratio_low": 1.0,
+                           "ratio_high": 1.0, **each, "python_plausibility": "pass",
+                           "native_plausibility": flagged}])  # fmt: skip
+    shown = _shown(sides, ("python", "native"))
+    assert shown["native verdict"].iloc[0] == (
+        "reproduced (cell flagged by the plausibility check)"
+    )  # fmt: skip
+    assert shown["python verdict"].iloc[0] == "reproduced"

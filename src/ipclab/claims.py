@@ -870,10 +870,10 @@ def evaluate_claims(
         _claim_row(c, e, float(p), rules, label, design_of(e, rules, size))
         for c, e, p in zip(cl, measured, adj, strict=True)
     ]
-    checks, flags = _cell_checks(df), _plausibility_flags(df)
+    checks = _cell_checks(df)
     for row, c in zip(rows, cl, strict=True):
         row["machine_check"] = machine_check_of(c, checks, users_map)
-        row["plausibility"] = plausibility_of(c, flags, users_map)
+        row["plausibility"] = plausibility_of(c, _plausibility_flags(df, c.metric), users_map)
     return pd.DataFrame(rows)
 
 
@@ -910,12 +910,16 @@ def machine_check_of(
     return "pass" if all(ok is True for _, (ok, _) in found) else "unrecorded"
 
 
-def _plausibility_flags(runs: pd.DataFrame) -> dict[tuple[str, int], str | None]:
-    """Per (style, load) cell of ``runs``: its runs' plausibility verdicts (the column
-    ``ipclab.stats.plausibility_runs.annotate`` adds): "" when they pass, why when their cell
-    is flagged, None when the check read none of them."""
+def _plausibility_flags(
+    runs: pd.DataFrame, metric: str | None = None
+) -> dict[tuple[str, int], str | None]:
+    """Per (style, load) cell of ``runs`` (those that measured ``metric``): its runs'
+    plausibility verdicts (the column ``ipclab.stats.plausibility_runs.annotate`` adds): ""
+    when they pass, why when their cell is flagged, None when the check read none of them."""
     if runs.empty or not {"style", "users", "plausibility"} <= set(runs.columns):
         return {}
+    if metric in runs.columns:  # a table of several methods: the runs of this measure
+        runs = runs[runs[metric].notna()]
     out: dict[tuple[str, int], str | None] = {}
     for (style, users), g in runs.dropna(subset=["users"]).groupby(["style", "users"]):
         said = [v for v in g["plausibility"] if isinstance(v, str)]
@@ -935,6 +939,8 @@ def plausibility_of(
         return ""
     cells, _, _ = _cells(claim, users_map)
     found = [(f"{s}@{u}", flags.get((s, u))) for s, u in cells if u is not None]
+    found += [(f"{s}@{u}", why) for s, none in cells if none is None  # every load of s
+              for (st, u), why in sorted(flags.items()) if st == s]  # fmt: skip
     bad = [f"{name}: {why}" for name, why in found if why]
     if bad:
         return "flagged: " + "; ".join(bad)

@@ -267,12 +267,12 @@ def run_flags(runs: Sequence[Run], limits: PlausibilityLimits = LIMITS) -> dict[
 def annotate(
     table: pd.DataFrame, runs: Sequence[Run], limits: PlausibilityLimits = LIMITS
 ) -> pd.DataFrame:
-    """``table`` (a per-run table with a ``path`` or ``run`` column naming run directories)
+    """``table`` (a per-run table whose ``path`` or ``run`` column names run directories)
     with a ``plausibility`` column: its run's cell verdict (:func:`run_flags`), which
     ``ipclab.claims.evaluate_claims`` gathers per claim. Rows naming no run of ``runs`` get
     None; a table naming none is returned unchanged."""
-    col = next((c for c in ("path", "run") if c in table.columns), None)
-    if col is None or table.empty:
+    cols = [c for c in ("path", "run") if c in table.columns]
+    if not cols or table.empty:
         return table
     flags = run_flags(runs, limits)
     by_suffix: dict[str, list[str | None]] = {}
@@ -281,11 +281,12 @@ def annotate(
         for k in (1, 2, 3):
             by_suffix.setdefault("/".join(parts[-k:]), []).append(flag)
 
-    def flag_of(name: Any) -> str | None:
-        parts = Path(str(name)).parts
+    def flag_of(row: pd.Series) -> str | None:
+        name = next((row[c] for c in cols if isinstance(row[c], str) and row[c]), "")
+        parts = Path(name).parts
         found = next((by_suffix[k] for k in ("/".join(parts[-n:]) for n in (3, 2, 1))
                       if k in by_suffix), [])  # fmt: skip
         texts = [f for f in found if f is not None]
         return "; ".join(sorted({f for f in texts if f})) if texts else None
 
-    return table.assign(plausibility=[flag_of(v) for v in table[col]])
+    return table.assign(plausibility=[flag_of(r) for _, r in table[cols].iterrows()])
