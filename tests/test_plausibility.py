@@ -389,3 +389,9 @@ def test_the_report_shows_the_check(every_cell: pd.DataFrame, tmp_path: Path) ->
         "reproduced (cell flagged by the plausibility check)"
     )  # fmt: skip
     assert shown["python verdict"].iloc[0] == "reproduced"
+
+
+def test_a_cell_read_back_from_its_csv_is_named_without_blanks() -> None:
+    row = pd.Series({"method": "fault_injection", "stack": "shop-rest", "variant": np.nan,
+                     "users": 50.0, "think_time_s": np.nan, "delay_ms": 5.0})  # fmt: skip
+    assert plausibility.cell_name(row) == "fault_injection, shop-rest, 50 users, 5 ms delay"

@@ -112,19 +112,24 @@ def references_check(root: Path = ROOT, limits: PlausibilityLimits = LIMITS) -> 
     return out[["reference", *(c for c in out.columns if c != "reference")]]
 
 
+def _text(value: Any) -> str:
+    """A key as text: blank for None, NaN (a blank read back from a CSV) or ""."""
+    return "" if value is None or value != value else str(value)
+
+
 def cell_name(row: pd.Series) -> str:
     """A cell in words: reference, experiment, method, stack, users, think time, delay."""
-    ref, exp = str(row.get("reference") or ""), str(row.get("experiment") or "")
-    bits = [ref, exp if exp != ref else "",
-            str(row.get("method") or ""), str(row.get("stack") or ""),
-            str(row.get("variant") or "")]  # fmt: skip
+    ref, exp = _text(row.get("reference")), _text(row.get("experiment"))
+    bits = [ref, exp if exp != ref else "", _text(row.get("method")),
+            _text(row.get("stack")), _text(row.get("variant"))]  # fmt: skip
     users = row.get("users")
     if users == users and users is not None:
         bits.append(f"{int(users)} users")
-    if row.get("think_time_s"):
-        bits.append(f"think {row['think_time_s']:g} s")
-    if row.get("delay_ms"):
-        bits.append(f"{row['delay_ms']:g} ms delay")
+    think, delay = row.get("think_time_s"), row.get("delay_ms")
+    if think and think == think:
+        bits.append(f"think {think:g} s")
+    if delay and delay == delay:
+        bits.append(f"{delay:g} ms delay")
     return ", ".join(b for b in bits if b)
 
 
