@@ -52,6 +52,8 @@ PUBLIC = [
 #: Public names added since the split (the within-sitting tests, docs/statistics.md §7; the
 #: permutation test within sittings, issue 47).
 ADDED = ["log_ratio_interval_by_sitting", "pooled_cv2", "sittings", "stratified_permutation_p"]
+#: ... and the plausibility check's (docs/statistics.md §9).
+ADDED += ["PlausibilityLimits", "plausibility_check"]
 
 
 def ipclab_imports(path: Path) -> set[str]:
