@@ -127,8 +127,14 @@ def side_by_side(pair: Pair, factor: str = "backend", confidence: float = 0.95) 
                 **{
                     f"{x}_{c}": r[f"{c}_{x}"]
                     for x in (la, lb)
-                    for c in ("measured_ratio", "ci_low", "ci_high", "n_a", "verdict",
-                              "plausibility")
+                    for c in (
+                        "measured_ratio",
+                        "ci_low",
+                        "ci_high",
+                        "n_a",
+                        "verdict",
+                        "plausibility",
+                    )
                     if f"{c}_{x}" in r
                 },  # fmt: skip
                 "agree": va == vb,
