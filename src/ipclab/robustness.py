@@ -43,6 +43,8 @@ NOISE = "noise"
 RUNS = "runs"
 NOT_MEASURED = "not measured"
 UNDECIDED = (INCONCLUSIVE, UNDERPOWERED)
+#: each side's columns in a side-by-side table
+_PER_SIDE = ("measured_ratio", "ci_low", "ci_high", "n_a", "verdict", "plausibility")
 _COLUMNS = ["claim_id", "comparison", "measured_ratio", "ci_low", "ci_high", "verdict", "n_a",
             "plausibility"]  # fmt: skip
 
@@ -127,14 +129,7 @@ def side_by_side(pair: Pair, factor: str = "backend", confidence: float = 0.95) 
                 **{
                     f"{x}_{c}": r[f"{c}_{x}"]
                     for x in (la, lb)
-                    for c in (
-                        "measured_ratio",
-                        "ci_low",
-                        "ci_high",
-                        "n_a",
-                        "verdict",
-                        "plausibility",
-                    )
+                    for c in _PER_SIDE
                     if f"{c}_{x}" in r
                 },  # fmt: skip
                 "agree": va == vb,
