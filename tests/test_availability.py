@@ -300,12 +300,22 @@ def test_recovery_waits_for_restart_unless_told_not_to() -> None:
         [(0, 30, True), (30, 40, False), (40, 41, True), (41, 55, False), (55, 70, True)]
     )
     events = [Mark(0, "start"), Mark(50, "restart")]
-    crit = Criteria(window_s=1, min_samples=5, silence_s=None)
+    # method 1: every failure waits for the runner's restart
+    crit = Criteria(window_s=1, min_samples=5, silence_s=None, await_restart="always")
     c = detect_cycles(probe, events, crit)[0]
     assert c.t_recovered == pytest.approx(55.0) and c.restart_to_recovery_s == pytest.approx(5.0)
+    assert c.kind == "spontaneous"
     free = Criteria(window_s=1, min_samples=5, silence_s=None, await_restart=False)
     c = detect_cycles(probe, events, free)[0]
     assert c.t_recovered == pytest.approx(40.0)
+    # the default: a failure with no injected fault has no component to restart, and ends
+    # at the first complete page; one with a fault waits for that fault's restart
+    c = detect_cycles(probe, events, Criteria(window_s=1, min_samples=5, silence_s=None))[0]
+    assert c.t_recovered == pytest.approx(40.0)
+    faulted = [Mark(0, "start"), Mark(30, "fault", "cart"), Mark(50, "restart", "cart")]
+    c = detect_cycles(probe, faulted, Criteria(window_s=1, min_samples=5, silence_s=None))[0]
+    assert c.kind == "injected" and c.t_recovered == pytest.approx(55.0)
+    assert Criteria(await_restart=True).await_restart == "always"  # as older runs record it
 
 
 def test_recovery_after_k_consecutive_successes() -> None:

@@ -6,12 +6,21 @@ runner (which writes them to ``cycles.csv``).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-# Event names the tracker understands (``kind`` of a Mark).
+# Event names the tracker understands (``kind`` of a Mark). ``ramp_start`` and ``ramp_end``
+# bound the load's ramp (users spawned at a stated rate): a failure before its end is a
+# start-up failure, and the time to failure is counted from it.
 START, FAULT, RESTART, END = "start", "fault", "restart", "end"
+RAMP_START, RAMP_END = "ramp_start", "ramp_end"
+
+# A failed cycle's kind (``Cycle.kind``): a fault mark in its up period (``injected``), none
+# (``spontaneous``: method 1's load-induced failures, or a failure with no fault in method 2),
+# or an onset before the load was fully up (``startup``: not a time to failure).
+INJECTED, SPONTANEOUS, STARTUP = "injected", "spontaneous", "startup"
+KINDS = (INJECTED, SPONTANEOUS, STARTUP)
 
 #: Names found in a run's events.jsonl mapped onto the four kinds above.
 EVENT_ALIASES: dict[str, str] = {
@@ -26,6 +35,8 @@ EVENT_ALIASES: dict[str, str] = {
     "end": END,
     "load_stop": END,
     "probe_stop": END,
+    "ramp_start": RAMP_START,
+    "ramp_end": RAMP_END,
 }
 
 
@@ -36,6 +47,7 @@ class Mark:
     t: float
     kind: str
     component: str | None = None
+    event: str | None = field(default=None, compare=False)  # the event's own name, if any
 
 
 class CycleStatus(StrEnum):
@@ -69,6 +81,16 @@ class Cycle:
     t_recovery_detected: float | None = None
     restart_to_recovery_s: float | None = None
     t_end: float | None = None  # end of the cycle (recovery, cap or end of observation)
+    # what the failure was (INJECTED, SPONTANEOUS, STARTUP; a censored cycle: None, or
+    # STARTUP when observation ended before the load was up); None in cycles written before
+    # the detector classed them (``ipclab.availability.classify`` infers it)
+    kind: str | None = None
+    # the probe's own evidence: the bad answers behind the rule that fired (the triggering
+    # window's, or the silence rule's run of bad answers), among ``window`` answers, every
+    # one asked within the up period; ``bad_seqs`` their probe sequence numbers
+    bad: int | None = None
+    window: int | None = None
+    bad_seqs: str | None = None
 
     @property
     def failed(self) -> bool:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ipclab.availability.estimators import availability_summary
 from ipclab.availability.faults import Fault, fault_schedule
+from ipclab.availability.model import STARTUP
 from ipclab.availability.outage import classify_requests, outage_table
 from ipclab.availability.probe import Probe, read_probe
 from ipclab.availability.recovery import RESTARTED, decompose, ready_events, summarise
@@ -82,6 +83,7 @@ class Monitor:
         )
         self.t_start: float | None = None
         self.last_good_at = -math.inf  # when the probe last learned a complete answer
+        self._due: list[tuple[float, str, dict[str, Any]]] = []  # marks to make at a time
         self._closed = False
 
     def start(self) -> Monitor:
@@ -100,18 +102,33 @@ class Monitor:
             self.t_start = t
         return t
 
+    def mark_at(self, t: float, kind: str, **data: Any) -> None:
+        """Make the mark ``kind`` at time ``t`` (later): written and fed to the tracker in
+        time order with the probe's rows once the clock passes ``t`` (e.g. a ramp's end)."""
+        self._due.append((t, kind, data))
+        self._due.sort(key=lambda d: d[0])
+
+    def _make_due(self, until: float) -> None:
+        while self._due and self._due[0][0] <= until:
+            t, kind, data = self._due.pop(0)
+            self.writer.event(kind, t=t, **data)
+            self.tracker.mark(Mark(t, kind))
+
     def pump(self, timeout: float = 0.0) -> None:
-        """Feed every queued probe row to the tracker (waiting up to ``timeout`` for one)."""
+        """Feed every queued probe row to the tracker (waiting up to ``timeout`` for one),
+        and the marks that fell due before each."""
         with contextlib.suppress(queue.Empty):
             row = self.rows.get(timeout=timeout) if timeout > 0 else self.rows.get_nowait()
             while True:
                 lat = float("nan") if row.get("latency_ms") is None else float(row["latency_ms"])
                 ok, complete = bool(row["ok"]), bool(row.get("complete", True))
-                self.tracker.observe(float(row["t"]), ok, lat, complete)
+                at = float(row["t"]) + (0.0 if math.isnan(lat) else lat / 1000.0)
+                self._make_due(at)
+                self.tracker.observe(float(row["t"]), ok, lat, complete, row.get("seq"))
                 if ok and complete:
-                    at = float(row["t"]) + (0.0 if math.isnan(lat) else lat / 1000.0)
                     self.last_good_at = max(self.last_good_at, at)
                 row = self.rows.get_nowait()
+        self._make_due(time.time())
 
     def wait_until(self, done: Callable[[], bool], timeout: float) -> bool:
         """Pump until ``done()`` or ``timeout`` seconds; True if ``done()``."""
@@ -138,6 +155,7 @@ class Monitor:
         if self._closed:
             return
         self._closed = True
+        self._due = [d for d in self._due if d[0] <= time.time()]  # none after the end
         try:
             if self.t_start is not None:
                 t_end = time.time()
@@ -246,16 +264,24 @@ def _observed(
     options: StackOptions,
     criteria: Criteria,
     common: Common,
+    ramp: Ramp | None = None,
 ) -> Iterator[tuple[Monitor, LoadSession, dict[str, Any]]]:
     """The load, then after the warm-up the probe, for the body's experiment; both stopped
     at the end whatever happens (the run marked failed on an error). The dict yielded gets
-    the load's summary under ``load`` once stopped."""
+    the load's summary under ``load`` once stopped. With a ``ramp`` the load's ramp is
+    marked (``ramp_start`` at the load's start, ``ramp_end`` when its users are all up)."""
     load = LoadSession(stack, profile, writer, options)
     mon = Monitor(stack, writer, criteria, common.probe_period_ms, common.probe_timeout_s)
     out: dict[str, Any] = {}
     with writer.guard():
         try:
+            t0 = time.time()
             load.start()
+            if ramp is not None:
+                t_end = t0 + ramp.seconds
+                mon.mark("ramp_start", users=ramp.users, spawn_rate=ramp.spawn_rate)
+                mon.mark_at(t_end, "ramp_end", users=ramp.users, ramp_end_s=t_end - t0)
+                out["ramp"] = {**ramp.as_dict(), "t_start": t0, "t_end": t_end}
             time.sleep(common.warmup_s)
             mon.start()
             yield mon, load, out
@@ -281,15 +307,50 @@ def first_good_after(run_dir: Path, t: float) -> float | None:
 
 
 # --------------------------------------------------------------------------- method 1
+#: users started per second in method 1 (docs/availability.md, "Method 1": why this rate)
+DEFAULT_SPAWN_RATE = 10.0
+#: Locust's own start, from the load's start to its first user (forked: well under 1 s)
+LOCUST_START_S = 1.0
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """The load's ramp: ``users`` started at ``spawn_rate`` per second, all up (the ramp's
+    end) ``users / spawn_rate + start_s`` after the load started."""
+
+    users: int
+    spawn_rate: float
+    start_s: float = LOCUST_START_S
+
+    def __post_init__(self) -> None:
+        if self.users < 1 or self.spawn_rate <= 0 or self.start_s < 0:
+            raise ValueError("a ramp needs users >= 1, spawn_rate > 0 and start_s >= 0")
+
+    @property
+    def seconds(self) -> float:
+        return self.users / self.spawn_rate + self.start_s
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ramp_s": self.seconds}
+
+
 @dataclass
 class UntilFailure:
-    """Method 1: ``users`` until failure or ``cap_s``, then a restart of every component."""
+    """Method 1: ``users`` (started at ``spawn_rate`` per second) until failure or ``cap_s``
+    after the ramp's end, then a restart of every component. A failure before the ramp's end
+    is a start-up failure: the stack is restarted and, ``startup_restarts`` times at most,
+    observed again under the full load (None ``spawn_rate``: every user in the first
+    second, no ramp marked, as runs before the ramp were made)."""
 
     users: int = 200
     cap_s: float = 1800.0
-    spawn_rate: float | None = None  # None: all users in the first second
+    spawn_rate: float | None = DEFAULT_SPAWN_RATE
     seed: int = 1
     restart_when_censored: bool = True  # still time a full restart (not used in A)
+    startup_restarts: int = 1
+
+    def ramp(self) -> Ramp | None:
+        return None if self.spawn_rate is None else Ramp(self.users, self.spawn_rate)
 
 
 def run_until_failure(
@@ -303,48 +364,112 @@ def run_until_failure(
 ) -> Path:
     common = common or Common()
     options = options or StackOptions()
-    criteria = Criteria(**{**common.criteria.as_dict(), "cap_s": plan.cap_s})
+    # every failure of method 1 waits for the runner's restart of the whole stack
+    criteria = Criteria(
+        **{**common.criteria.as_dict(), "cap_s": plan.cap_s, "await_restart": "always"}
+    )
     limits = stack.backend in ("docker", "swarm") and (
         options.cpus is not None or options.memory_mb is not None
     )
+    ramp = plan.ramp()
     params = _parameters(
         stack,
         options,
         method="until_failure",
         users=plan.users,
         plan=asdict(plan),
+        ramp=None if ramp is None else ramp.as_dict(),
         common={**common.as_dict(), "criteria": criteria.as_dict()},
         resource_limits_applied=limits,
         **(extra or {}),
     )
     writer = _writer(out, "availability", stack, params, users=plan.users, method="until_failure")
+    ramp_s = 0.0 if ramp is None else ramp.seconds
     profile = LoadProfile(
         users=plan.users,
         spawn_rate=plan.spawn_rate or float(plan.users),
-        duration_s=plan.cap_s + common.warmup_s + common.recover_timeout_s + 120,
+        duration_s=ramp_s
+        + plan.cap_s
+        + common.warmup_s
+        + (1 + plan.startup_restarts) * (common.recover_timeout_s + 60)
+        + 60,
         seed=plan.seed,
     )
     t_restart: float | None = None
-    with _observed(stack, writer, profile, options, criteria, common) as (mon, _, stopped):
+    observed = _observed(stack, writer, profile, options, criteria, common, ramp)
+    with observed as (mon, _, stopped):
         progress(f"{stack.spec.name}: {plan.users} users until failure (cap {plan.cap_s:g} s)")
-        mon.wait_until(lambda: mon.state != "up", plan.cap_s + 5)
-        failed = mon.state == "down"
-        if failed or plan.restart_when_censored:
-            progress(f"{stack.spec.name}: {'failed' if failed else 'censored'}; restarting")
+        failed, t_restart = _until_failure(stack, mon, plan, common, ramp_s, progress)
+        if not failed and plan.restart_when_censored:
+            progress(f"{stack.spec.name}: censored; restarting")
             t_restart = restart_all(stack, mon)
-            if failed:
-                mon.wait_until(lambda: mon.n_cycles > 0, common.recover_timeout_s)
-            else:
-                t_r = t_restart
-                mon.wait_until(lambda: mon.last_good_at > t_r, common.recover_timeout_s)
+            t_r = t_restart
+            mon.wait_until(lambda: mon.last_good_at > t_r, common.recover_timeout_s)
     summary = _summarise_cycles(writer.path, common.confidence)
     summary["load"] = stopped["load"]
     summary["recovery"] = _decompose_recovery(stack, writer, mon.t_start)
     summary["restart_to_first_good_s"] = (
         first_good_after(writer.path, t_restart) if t_restart is not None else None
     )
+    if "ramp" in stopped:
+        summary["ramp"] = ramp_check(writer.path, stopped["ramp"])
+        writer.update_manifest(ramp_end_s=summary["ramp"]["ramp_end_s"])
     _finish(writer, "complete", summary)
     return writer.path
+
+
+def _until_failure(
+    stack: RunningStack,
+    mon: Monitor,
+    plan: UntilFailure,
+    common: Common,
+    ramp_s: float,
+    progress: Progress,
+) -> tuple[bool, float | None]:
+    """Wait for a failure (or the cap) and restart every component on one; after a
+    start-up failure, restart and observe again under the full load, ``startup_restarts``
+    times at most. Whether the last failure was one, and the last restart's time."""
+    restarts_left, t_restart = plan.startup_restarts, None
+    budget = ramp_s + plan.cap_s + 5
+    while True:
+        mon.wait_until(lambda: mon.state != "up", budget)
+        if mon.state != "down":
+            return False, t_restart
+        before = mon.n_cycles
+        kind = mon.tracker.current_kind
+        progress(f"{stack.spec.name}: failed ({kind}); restarting")
+        t_restart = restart_all(stack, mon)
+        mon.wait_until(lambda n=before: mon.n_cycles > n, common.recover_timeout_s)
+        if kind != STARTUP or restarts_left <= 0 or mon.state != "up":
+            return True, t_restart
+        restarts_left -= 1
+        budget = plan.cap_s + 5
+
+
+def ramp_check(run_dir: Path, ramp: dict[str, Any]) -> dict[str, Any]:
+    """The ramp as planned beside Locust's own count: ``ramp_end_s`` (from the load's start
+    to the ramp's end mark), ``users_up_s`` (to the first second Locust's history shows every
+    user; None if it never did) and ``late`` (that second after the mark: the load was not
+    fully up at the ramp's end)."""
+    out = {
+        "users": ramp["users"],
+        "spawn_rate": ramp["spawn_rate"],
+        "ramp_end_s": ramp["t_end"] - ramp["t_start"],
+        "users_up_s": None,
+        "late": None,
+    }
+    path = Path(run_dir) / "locust_stats_history.csv"
+    if not path.exists():
+        return out
+    h = pd.read_csv(path)
+    h = h[h["Name"] == "Aggregated"] if "Name" in h.columns else h
+    full = h.loc[pd.to_numeric(h["User Count"], errors="coerce") >= ramp["users"], "Timestamp"]
+    if len(full):
+        # a history row is written within the second its timestamp names
+        up = float(full.min()) - ramp["t_start"]
+        out["users_up_s"] = up
+        out["late"] = up > out["ramp_end_s"]
+    return out
 
 
 def wait_dead(stack: RunningStack, role: str, timeout: float = 15.0) -> None:
@@ -450,10 +575,9 @@ def run_fault_injection(
     observed = _observed(stack, writer, profile, options, common.criteria, common)
     with observed as (mon, _, stopped):
         for fault in schedule:
-            if not mon.wait_until(lambda: mon.state == "up", common.recover_timeout_s):
+            if not up_for(mon, fault.gap_s, common.recover_timeout_s):
                 progress(f"{stack.spec.name}: not recovered; stopping")
                 break
-            mon.sleep(fault.gap_s)
             outcome = _inject(stack, mon, plan, fault, common.recover_timeout_s)
             progress(
                 f"{stack.spec.name}: fault {fault.index + 1}/{len(schedule)} "
@@ -465,6 +589,21 @@ def run_fault_injection(
     summary["recovery"] = _decompose_recovery(stack, writer, mon.t_start)
     _finish(writer, "complete", summary)
     return writer.path
+
+
+def up_for(mon: Monitor, gap_s: float, recover_timeout_s: float) -> bool:
+    """Wait until the stack has been up ``gap_s`` on end (the schedule's gap is up time): a
+    failure in the gap (none injected: spontaneous) is waited out, and the gap starts again
+    from its recovery, so that no fault is injected into a stack already down. False if it
+    does not recover within ``recover_timeout_s`` (or tracking ended)."""
+    while True:
+        if not mon.wait_until(lambda: mon.state == "up", recover_timeout_s):
+            return False
+        mon.wait_until(lambda: mon.state != "up", gap_s)
+        if mon.state == "up":
+            return True
+        if mon.state != "down":
+            return False
 
 
 def _inject(

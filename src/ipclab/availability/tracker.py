@@ -38,8 +38,13 @@ from ipclab.availability.model import (
     END,
     EVENT_ALIASES,
     FAULT,
+    INJECTED,
+    RAMP_END,
+    RAMP_START,
     RESTART,
+    SPONTANEOUS,
     START,
+    STARTUP,
     Cycle,
     CycleStatus,
     Mark,
@@ -47,6 +52,7 @@ from ipclab.availability.model import (
 from ipclab.runs import CsvAppender
 
 __all__ = [
+    "AwaitRestart",
     "AvailabilitySummary",
     "Criteria",
     "Cycle",
@@ -69,6 +75,23 @@ class Recovery(StrEnum):
     CONSECUTIVE = "consecutive"  # K good responses in a row; recovered at the first of them
 
 
+class AwaitRestart(StrEnum):
+    """Which failures recover only after a restart mark."""
+
+    ALWAYS = "always"  # every failure (method 1: the runner restarts the stack on a failure)
+    INJECTED = "injected"  # a failure with an injected fault waits for that fault's restart;
+    # one with no fault (no component to restart) ends at the first good page
+    NEVER = "never"  # every failure ends at the first good page
+
+
+def _await_restart(value: Any) -> AwaitRestart:
+    """``True`` and ``False`` (how runs before the kinds recorded it) are ``always`` and
+    ``never``, the rules those runs were detected with."""
+    if isinstance(value, bool):
+        return AwaitRestart.ALWAYS if value else AwaitRestart.NEVER
+    return AwaitRestart(value)
+
+
 @dataclass(frozen=True)
 class Criteria:
     """When the system counts as failed, and when as recovered.
@@ -85,10 +108,13 @@ class Criteria:
     (error rate) or of the bad run since the last good response (silence). The time the rule
     fired is kept as ``t_fail_detected``.
 
-    Recovery is looked for from the failure's detection, and when ``await_restart`` from the
-    restart mark too (a restart issued before the failure was detected counts). Then either
-    the first good response (``first_complete``) or ``consecutive`` good responses in a row,
-    recovered at the first of them (``consecutive`` mode).
+    Recovery is looked for from the failure's detection, and, for the failures
+    ``await_restart`` names (:class:`AwaitRestart`; default: those with an injected fault),
+    from the restart mark too (a restart issued before the failure was detected counts).
+    Then either the first good response (``first_complete``) or ``consecutive`` good
+    responses in a row, recovered at the first of them (``consecutive`` mode). After a
+    recovery the next up period starts afresh: no answer to a request asked before the
+    recovery counts in it.
 
     ``cap_s`` bounds an up period: a stack still up ``cap_s`` after the start of the up
     period is right-censored there and tracking ends (the thesis method's time limit).
@@ -101,11 +127,12 @@ class Criteria:
     require_complete: bool = True
     recovery: Recovery = Recovery.FIRST_COMPLETE
     consecutive: int = 5
-    await_restart: bool = True
+    await_restart: AwaitRestart | str | bool = AwaitRestart.INJECTED
     cap_s: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recovery", Recovery(self.recovery))
+        object.__setattr__(self, "await_restart", _await_restart(self.await_restart))
         if self.max_error_rate is None and self.silence_s is None:
             raise ValueError("at least one failure rule (max_error_rate, silence_s) is needed")
         if self.max_error_rate is not None and not 0.0 <= self.max_error_rate < 1.0:
@@ -122,7 +149,14 @@ class Criteria:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["recovery"] = str(self.recovery)
+        d["await_restart"] = str(self.await_restart)
         return d
+
+    def awaits_restart(self, kind: str) -> bool:
+        """Whether a failure of ``kind`` recovers only after a restart mark."""
+        if self.await_restart == AwaitRestart.ALWAYS:
+            return True
+        return self.await_restart == AwaitRestart.INJECTED and kind == INJECTED
 
 
 @dataclass
@@ -130,18 +164,25 @@ class _Obs:
     at: float  # completion time: when the probe learned the outcome
     t: float  # issue time
     good: bool
+    seq: int | None = None  # the probe's request number, when known
 
 
 @dataclass
 class _Up:
-    t_up: float
+    t_up: float  # where its time on test starts (the ramp's end, if that came later)
     last_good: float
+    since: float = -math.inf  # answers to requests asked before this are not its own
+    t_began: float | None = None  # where it began (before a ramp's end moved ``t_up``)
     window: deque[_Obs] = field(default_factory=deque)
-    first_bad: float | None = None  # first bad response since the last good one
+    bad_run: list[_Obs] = field(default_factory=list)  # bad answers since the last good one
     t_fault: float | None = None  # the latest fault mark
     component: str | None = None
     faults: int = 0
     t_restart: float | None = None  # restart mark after the latest fault
+
+    @property
+    def first_bad(self) -> float | None:
+        return self.bad_run[0].at if self.bad_run else None
 
 
 @dataclass
@@ -151,6 +192,8 @@ class _Down:
     t_detected: float
     rule: str
     t_restart: float | None
+    kind: str
+    evidence: tuple[int, int, str]  # bad answers, answers, their sequence numbers
     streak_start: float | None = None
     streak: int = 0
 
@@ -176,6 +219,8 @@ class CycleTracker:
         self._cur: _Up | _Down | None = None
         self._done = False
         self._last_time = -math.inf
+        self._ramping = False  # between a ramp_start and its ramp_end mark
+        self._ramp_end: float | None = None
         if t_start is not None:
             self._start(t_start)
 
@@ -193,9 +238,26 @@ class CycleTracker:
         """Failure onset of the current down period, if down."""
         return self._cur.t_fail if isinstance(self._cur, _Down) else None
 
+    @property
+    def current_kind(self) -> str | None:
+        """The current down period's kind (``injected``, ``spontaneous``, ``startup``)."""
+        return self._cur.kind if isinstance(self._cur, _Down) else None
+
     def _start(self, t: float) -> None:
         if self._cur is None and not self._done:
-            self._cur = _Up(t_up=t, last_good=t)
+            self._cur = _Up(t_up=t, last_good=t, since=t, t_began=t)
+
+    def _ramp(self, kind: str, t: float) -> None:
+        """A ramp mark: between ``ramp_start`` and ``ramp_end`` the load is not fully up;
+        at the end, the up period's time on test restarts there (its window is kept, so a
+        failure already under way keeps its onset, and is a start-up one)."""
+        if kind == RAMP_START:
+            self._ramping, self._ramp_end = True, None
+            return
+        self._ramping, self._ramp_end = False, t
+        cur = self._cur
+        if isinstance(cur, _Up) and cur.t_up < t:
+            cur.t_up = t
 
     def _emit(self, cycle: Cycle) -> Cycle:
         self.cycles.append(cycle)
@@ -208,6 +270,9 @@ class CycleTracker:
         kind = EVENT_ALIASES.get(m.kind, m.kind)
         m = Mark(float(m.t), kind, m.component)
         if self._done:
+            return None
+        if kind in (RAMP_START, RAMP_END):
+            self._ramp(kind, m.t)
             return None
         if kind == START:
             self._start(m.t)
@@ -229,23 +294,34 @@ class CycleTracker:
             cur.t_restart = m.t
         return None
 
-    def observe(self, t: float, ok: bool, latency_ms: float, complete: bool = True) -> Cycle | None:
-        """One probe result: issued at ``t`` (Unix s), answered after ``latency_ms``."""
+    def observe(
+        self,
+        t: float,
+        ok: bool,
+        latency_ms: float,
+        complete: bool = True,
+        seq: int | None = None,
+    ) -> Cycle | None:
+        """One probe result: issued at ``t`` (Unix s), answered after ``latency_ms``
+        (``seq``: the probe's request number, kept as evidence)."""
         c = self.criteria
         lat = 0.0 if latency_ms is None or math.isnan(latency_ms) else float(latency_ms)
         good = bool(ok) and (bool(complete) or not c.require_complete)
         t = float(t)
-        obs = _Obs(at=t + lat / 1000.0, t=t, good=good)
+        obs = _Obs(at=t + lat / 1000.0, t=t, good=good, seq=seq)
         self._last_time = max(self._last_time, obs.at)
         if self._done or self._cur is None:
             return None
         cap = self._check_cap(obs.at)
         if cap is not None:
             return cap
-        if obs.at < (self._cur.t_up if isinstance(self._cur, _Up) else -math.inf):
-            return None
         if isinstance(self._cur, _Up):
-            return self._observe_up(self._cur, obs)
+            up = self._cur
+            # learned before the period began, or asked before it (a request in flight
+            # through the outage that ended it): the previous period's, not this one's
+            if obs.at < (up.t_began if up.t_began is not None else up.t_up) or obs.t < up.since:
+                return None
+            return self._observe_up(up, obs)
         return self._observe_down(self._cur, obs)
 
     def _observe_up(self, up: _Up, obs: _Obs) -> Cycle | None:
@@ -255,32 +331,43 @@ class CycleTracker:
             up.window.popleft()
         if obs.good:
             up.last_good = obs.at
-            up.first_bad = None
-        elif up.first_bad is None:
-            up.first_bad = obs.at
+            up.bad_run = []
+        else:
+            up.bad_run.append(obs)
         if c.max_error_rate is not None and len(up.window) >= c.min_samples:
             bad = [o for o in up.window if not o.good]
             if len(bad) / len(up.window) > c.max_error_rate:
-                self._fail(up, t_fail=bad[0].at, t_detected=obs.at, rule="error_rate")
+                self._fail(up, bad, len(up.window), t_detected=obs.at, rule="error_rate")
                 return None
-        if (
-            c.silence_s is not None
-            and up.first_bad is not None
-            and obs.at - up.last_good >= c.silence_s
-        ):
-            self._fail(up, t_fail=up.first_bad, t_detected=obs.at, rule="silence")
+        if c.silence_s is not None and up.bad_run and obs.at - up.last_good >= c.silence_s:
+            self._fail(up, up.bad_run, len(up.bad_run), t_detected=obs.at, rule="silence")
         return None
 
-    def _fail(self, up: _Up, t_fail: float, t_detected: float, rule: str) -> None:
+    def _kind(self, up: _Up, t_fail: float) -> str:
+        """A failure's kind: before the load was fully up, with a fault, or neither."""
+        if self._ramping or (self._ramp_end is not None and t_fail < self._ramp_end):
+            return STARTUP
+        return INJECTED if up.t_fault is not None else SPONTANEOUS
+
+    def _fail(self, up: _Up, bad: list[_Obs], n: int, t_detected: float, rule: str) -> None:
+        t_fail = bad[0].at
+        seqs = " ".join(str(o.seq) for o in bad if o.seq is not None)
         self._cur = _Down(
-            up=up, t_fail=t_fail, t_detected=t_detected, rule=rule, t_restart=up.t_restart
+            up=up,
+            t_fail=t_fail,
+            t_detected=t_detected,
+            rule=rule,
+            t_restart=up.t_restart,
+            kind=self._kind(up, t_fail),
+            evidence=(len(bad), n, seqs),
         )
 
     def _observe_down(self, down: _Down, obs: _Obs) -> Cycle | None:
         c = self.criteria
-        if c.await_restart and down.t_restart is None:
+        wait = c.awaits_restart(down.kind)
+        if wait and down.t_restart is None:
             return None
-        since = max(down.t_detected, down.t_restart if c.await_restart else -math.inf)
+        since = max(down.t_detected, down.t_restart if wait else -math.inf)
         if obs.t < since:
             return None  # asked before the restart (or the detection): proves nothing
         if not obs.good:
@@ -296,13 +383,18 @@ class CycleTracker:
         return self._recover(down, t_recovered=down.streak_start, t_detected=obs.at)
 
     def _down_cycle(self, down: _Down, status: CycleStatus, **end: Any) -> Cycle:
-        """The cycle of ``down`` and the up period before it; ``end``: how it ended."""
+        """The cycle of ``down`` and the up period before it; ``end``: how it ended. A
+        start-up failure's up period is counted from where it began (not a ramp's end)."""
         up = down.up
+        t_up = up.t_up
+        if down.kind == STARTUP and up.t_began is not None:
+            t_up = min(t_up, up.t_began)
+        bad, n, seqs = down.evidence
         return Cycle(
             index=len(self.cycles),
             status=status,
-            t_up=up.t_up,
-            ttf_s=down.t_fail - up.t_up,
+            t_up=t_up,
+            ttf_s=down.t_fail - t_up,
             t_fail=down.t_fail,
             t_fail_detected=down.t_detected,
             rule=down.rule,
@@ -310,6 +402,10 @@ class CycleTracker:
             component=up.component,
             faults=up.faults,
             t_restart=down.t_restart,
+            kind=down.kind,
+            bad=bad,
+            window=n,
+            bad_seqs=seqs or None,
             **end,
         )
 
@@ -325,7 +421,8 @@ class CycleTracker:
             ),
             t_end=t_recovered,
         )
-        self._cur = _Up(t_up=t_recovered, last_good=t_detected)
+        # afresh: no answer to a request asked before the recovery counts in the new period
+        self._cur = _Up(t_up=t_recovered, last_good=t_detected, since=t_recovered)
         return self._emit(cycle)
 
     def _check_cap(self, now: float) -> Cycle | None:
@@ -338,6 +435,8 @@ class CycleTracker:
     def _censor(self, up: _Up, t_end: float) -> Cycle:
         self._done = True
         self._cur = None
+        # observation that ended before the load was fully up says nothing of a lifetime
+        early = self._ramping or (self._ramp_end is not None and t_end <= self._ramp_end)
         return self._emit(
             Cycle(
                 index=len(self.cycles),
@@ -348,6 +447,7 @@ class CycleTracker:
                 component=up.component,
                 faults=up.faults,
                 t_end=t_end,
+                kind=STARTUP if early else None,
             )
         )
 
@@ -392,11 +492,20 @@ def marks_from_events(
         if kind is None:
             continue
         comp = e.get("component", e.get("role"))
-        marks.append(Mark(float(e["t"]), kind, None if comp is None else str(comp)))
-    return sorted(marks, key=lambda m: m.t)
+        marks.append(Mark(float(e["t"]), kind, None if comp is None else str(comp), str(name)))
+    return sorted(_tracking_start(marks), key=lambda m: m.t)
 
 
-_ORDER = {START: 0, FAULT: 1, RESTART: 2, END: 4}
+def _tracking_start(marks: list[Mark]) -> list[Mark]:
+    """The probe's ``start`` mark starts tracking, as it does online; the load's start
+    (``load_start``, also a start mark) only where a run has no other."""
+    probe = [m for m in marks if m.kind == START and m.event not in ("load_start",)]
+    if not probe:
+        return marks
+    return [m for m in marks if not (m.kind == START and m.event == "load_start")]
+
+
+_ORDER = {RAMP_START: 0, START: 0, RAMP_END: 1, FAULT: 1, RESTART: 2, END: 4}
 
 
 def _as_marks(events: Iterable[Mark | Mapping[str, Any]] | pd.DataFrame) -> list[Mark]:
@@ -405,8 +514,10 @@ def _as_marks(events: Iterable[Mark | Mapping[str, Any]] | pd.DataFrame) -> list
     items = list(events)
     marks = [m for m in items if isinstance(m, Mark)]
     marks += marks_from_events([e for e in items if not isinstance(e, Mark)])
-    marks = [Mark(float(m.t), EVENT_ALIASES.get(m.kind, m.kind), m.component) for m in marks]
-    return sorted(marks, key=lambda m: (m.t, _ORDER.get(m.kind, 3)))
+    marks = [
+        Mark(float(m.t), EVENT_ALIASES.get(m.kind, m.kind), m.component, m.event) for m in marks
+    ]
+    return sorted(_tracking_start(marks), key=lambda m: (m.t, _ORDER.get(m.kind, 3)))
 
 
 def _bools(col: pd.Series) -> pd.Series:
@@ -441,10 +552,17 @@ def detect_cycles(
     # One time-ordered stream: (time, order, payload); at a tie, marks come before outcomes
     # except the end mark, which comes after them.
     stream: list[tuple[float, int, Any]] = [(m.t, _ORDER.get(m.kind, 3), m) for m in marks]
+    seqs = df["seq"] if "seq" in df.columns else pd.Series([None] * len(df), index=df.index)
     stream += [
-        (float(at), 3, (float(t), bool(ok), float(la), bool(cp)))
-        for at, t, ok, la, cp in zip(
-            df["_at"], df["t"], _bools(df["ok"]), df["_lat"], _bools(df["complete"]), strict=True
+        (float(at), 3, (float(t), bool(ok), float(la), bool(cp), _opt(sq, int)))
+        for at, t, ok, la, cp, sq in zip(
+            df["_at"],
+            df["t"],
+            _bools(df["ok"]),
+            df["_lat"],
+            _bools(df["complete"]),
+            seqs,
+            strict=True,
         )
     ]
     stream.sort(key=lambda x: (x[0], x[1]))
@@ -456,8 +574,8 @@ def detect_cycles(
         if isinstance(item, Mark):
             tracker.mark(item)
         else:
-            t, ok, la, cp = item
-            tracker.observe(t, ok, la, cp)
+            t, ok, la, cp, sq = item
+            tracker.observe(t, ok, la, cp, sq)
     tracker.finish(t_end)
     return tracker.cycles
 
@@ -506,7 +624,9 @@ def read_cycles(path: str | Path) -> list[Cycle]:
                 kw[f.name] = CycleStatus(v)
             elif f.name in ("index", "faults"):
                 kw[f.name] = int(v)
-            elif f.name in ("rule", "component"):
+            elif f.name in ("bad", "window"):
+                kw[f.name] = _opt(v, int)
+            elif f.name in ("rule", "component", "kind", "bad_seqs"):
                 kw[f.name] = _opt(v, str)
             elif f.name in ("t_up", "ttf_s"):
                 kw[f.name] = float(v)
@@ -539,4 +659,5 @@ def censored_at_end(cycle: Cycle) -> Cycle:
         component=cycle.component,
         faults=cycle.faults,
         t_end=cycle.t_end,
+        kind=STARTUP if cycle.kind == STARTUP else None,
     )
