@@ -31,13 +31,14 @@ from typing import Any
 
 import pandas as pd
 
+from ipclab.availability.classify import classify_run
 from ipclab.availability.estimators import availability_summary
 from ipclab.availability.faults import Fault, fault_schedule
 from ipclab.availability.model import STARTUP
 from ipclab.availability.outage import classify_requests, outage_table
 from ipclab.availability.probe import Probe, read_probe
 from ipclab.availability.recovery import RESTARTED, decompose, ready_events, summarise
-from ipclab.availability.tracker import Criteria, CycleLog, CycleTracker, Mark, read_cycles
+from ipclab.availability.tracker import Criteria, CycleLog, CycleTracker, Mark
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.load import forkserver
 from ipclab.load.runner import LoadProfile, LoadSession
@@ -224,7 +225,7 @@ def _decompose_recovery(
         for e in ready_events(logs, t_start, time.time()):
             writer.event(e["event"], t=e["t"], role=e["role"])
     run = read_run(writer.path)
-    parts = decompose(read_cycles(writer.path), run.events())
+    parts = decompose(classify_run(run).counted, run.events())
     parts.to_csv(writer.path / "recovery.csv", index=False)
     return summarise(parts)
 
@@ -248,12 +249,20 @@ def _writer(
 
 
 def _summarise_cycles(run_dir: Path, confidence: float) -> dict[str, Any]:
-    cycles = read_cycles(run_dir)
-    s = availability_summary(cycles, confidence=confidence)
-    return {
+    """The run's cycles as they count (``ipclab.availability.classify``), summarised; each
+    failure's kind and evidence written to ``evidence.csv``."""
+    c = classify_run(run_dir)
+    c.evidence.to_csv(Path(run_dir) / "evidence.csv", index=False)
+    s = availability_summary(c.counted, confidence=confidence)
+    out = {
         k: (None if isinstance(v, float) and not math.isfinite(v) else v)
         for k, v in s.as_row().items()
     }
+    ev = c.evidence
+    kinds = ev["kind"].value_counts().to_dict() if len(ev) else {}
+    out["failures_by_kind"] = {str(k): int(v) for k, v in kinds.items()}
+    out["uncounted_failures"] = int((~ev["counted"].astype(bool)).sum()) if len(ev) else 0
+    return out
 
 
 @contextlib.contextmanager

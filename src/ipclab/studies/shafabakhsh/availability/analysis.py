@@ -11,9 +11,11 @@ import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
+from ipclab.availability.classify import run_cycles
 from ipclab.availability.estimators import availability_summary
+from ipclab.availability.model import Cycle
 from ipclab.availability.outage import CLASSES, classify_requests, outage_table
-from ipclab.availability.tracker import Cycle, read_cycles
+from ipclab.availability.recovery import decompose
 from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.stats.plausibility_runs import annotate
@@ -39,8 +41,10 @@ def _run_info(run: Run) -> dict[str, Any]:
 
 
 def cycles_frame(runs: list[Run]) -> pd.DataFrame:
-    """Every cycle of every run, with the run's style, method, users and repetition."""
-    rows = [{**_run_info(r), **c.as_row()} for r in runs for c in read_cycles(r.path)]
+    """Every cycle of every run as it counts (``ipclab.availability.classify``: a failure of
+    no injected fault that no request of its own shows is not one), with the run's style,
+    method, users and repetition."""
+    rows = [{**_run_info(r), **c.as_row()} for r in runs for c in run_cycles(r)]
     return pd.DataFrame(rows)
 
 
@@ -48,7 +52,7 @@ def _cycles(runs: list[Run]) -> dict[tuple[str, int], list[Cycle]]:
     out: dict[tuple[str, int], list[Cycle]] = {}
     for r in runs:
         info = _run_info(r)
-        out.setdefault((info["style"], info["users"]), []).extend(read_cycles(r.path))
+        out.setdefault((info["style"], info["users"]), []).extend(run_cycles(r))
     return out
 
 
@@ -176,15 +180,16 @@ def _kind(component: Any) -> str:
 
 def recovery_table(runs: list[Run]) -> pd.DataFrame:
     """Recovery decomposed (``ipclab.availability.recovery``) per style, reconnect setting
-    and kind of component restarted: the mean of each part over the recovered cycles, and
-    how many runs and cycles it rests on. Runs without ``recovery.csv`` (made before it was
-    written) are left out."""
+    and kind of component restarted: the mean of each part over the recovered cycles as
+    they count (from each run's cycles and events; its ``recovery.csv`` has the cycles as
+    recorded), and how many runs and cycles it rests on. Runs without ``recovery.csv``
+    (made before the harness copied the components' ready lines into the events) are left
+    out."""
     frames = []
     for r in runs:
-        f = r.path / "recovery.csv"
-        if not f.exists():
+        if not (r.path / "recovery.csv").exists():
             continue
-        parts = pd.read_csv(f)
+        parts = decompose(run_cycles(r), r.events())
         if parts.empty:
             continue
         mode = (r.parameters.get("options") or {}).get("reconnect") or "default"
