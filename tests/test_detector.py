@@ -311,6 +311,10 @@ def test_method_1_start_up_failures_from_the_committed_runs() -> None:
         start = next(e["t"] for e in events if e["event"] == "start")
         ramp_end = classify.ramp_end_of(run)
         assert ramp_end == pytest.approx(load + 1.0)
+        h = pd.read_csv(run.path / "locust_stats_history.csv")
+        h = h[h["Name"] == "Aggregated"]
+        full = h.index[h["User Count"] >= run.parameters["users"]][0]
+        assert list(h.index).index(full) == 1  # every user in Locust's first report
         for c in classify.run_cycles(run)[:1]:
             if c.failed:
                 rows.append((run.path.name, c.t_fail - load, c.t_fail - start, c.kind))
@@ -347,3 +351,76 @@ def test_evidence_from_the_probe_rows_and_the_load_records(tmp_path: Path) -> No
     assert (sp["load_source"], sp["load_failed"], sp["load_missing"]) == ("requests", 1, 1)
     assert sp["load_seconds"] == "30 31"
     assert json.loads((w.path / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_the_docs_numbers_are_the_references() -> None:
+    """docs/availability.md's block of the docker REST figures is what the classification
+    computes from the committed cycles, and the numbers its prose gives are theirs."""
+    from ipclab.findings import GENERATED
+
+    doc = (REPO_ROOT / "docs" / "availability.md").read_text()
+    blocks = {m.group("name"): m.group(0) for m in GENERATED.finditer(doc)}
+    runs = reference_runs(DOCKER, "fault_injection-shop-rest-u50-r*")
+    evidence, table = classify.before_after(runs)
+    block = classify.before_after_markdown(
+        table, "docker REST fault injection", method="fault_injection", style="rest",
+        reconnect="default",
+    )  # fmt: skip
+    assert block in blocks["detector-rest-docker"]
+    sp = evidence[evidence["kind"] == SPONTANEOUS]
+    per_run = sp.groupby("run").size()
+    default = [int(per_run[f"fault_injection-shop-rest-u50-r{i}"]) for i in range(1, 6)]
+    tuned = int(per_run["fault_injection-shop-rest-u50-r1-tuned"])
+    recovered = sum(
+        1 for r in runs for c in read_cycles(r.path) if c.recovered and c.t_fault is None
+    )
+    onset = sp["t_fail"] - sp["t_up"]
+    said = (
+        f"the {len(sp)} REST fault-injection failures of no fault "
+        f"({', '.join(map(str, default))}\nin the five default runs, {tuned} in the tuned one; "
+        f"{recovered} recovered, {len(sp) - recovered} at the end of their run) were\n"
+        f"detected {onset.min():.2f}-{onset.max():.2f} s after the previous recovery"
+    )
+    assert said in doc
+    # faults injected while a phantom held the stack "down": in no recorded cycle's count
+    t = table[(table["style"] == "rest") & (table["reconnect"] == "default")].set_index("cycles")
+    cut = int(t.loc["counted", "faults"] - t.loc["recorded", "faults"])
+    assert f"each of the {cut} faults injected while" in doc
+    gaps = []
+    for r in [r for r in runs if not r.path.name.endswith("tuned")]:
+        ev = r.events()
+        kills = {e["fault"]: e["t"] for e in ev if e["event"] == "kill"}
+        gaps += [e["t"] - kills[e["fault"]] for e in ev if e["event"] == "restart"]
+    short = [g for g in gaps if g < 1.0]
+    assert len(short) == cut and min(short) >= 0.1 and max(short) <= 0.31
+    assert "restarted 0.1-0.3 s after its kill" in doc
+    hours = sum(
+        (pd.Timestamp(r.manifest["ended_at"]) - pd.Timestamp(r.manifest["started_at"]))
+        .total_seconds()
+        for r in reference_runs(DOCKER, "until_failure-*")
+    )  # fmt: skip
+    assert f"The committed runs took {hours / 3600:.1f} h of run time" in doc
+
+
+def test_the_docs_ramp_and_start_up_numbers() -> None:
+    """The ramp's numbers docs/availability.md gives, from the runner's defaults and the
+    committed method-1 runs."""
+    from ipclab.studies.shafabakhsh.availability import PROFILES
+
+    doc = (REPO_ROOT / "docs" / "availability.md").read_text()
+    full = PROFILES["full"]
+    ramps = [UntilFailure(users=u).ramp() for u in full.until_failure_users]
+    secs = [f"{r.seconds:.0f}" for r in ramps if r is not None]
+    assert f"the ramp ({', '.join(secs[:-1])} and {secs[-1]} s at 200, 300 and 400 users)" in doc
+    rate = UntilFailure().spawn_rate
+    assert rate is not None and f"per second, {rate:.0f} by default" in doc
+    share = [rate / u for u in full.until_failure_users]
+    assert f"adds {rate:.0f} requests in flight, {min(share):.1%}-{max(share):.0%}".replace("%-", "-") in doc
+    assert max(r.seconds for r in ramps if r) / full.until_failure.cap_s < 0.05
+    assert "13 of\ntheir 18 failures came 1.00-1.10 s after the probe's start, 3.0-3.1 s" in doc
+    assert "200-400 users at once" in doc
+    phantom = [
+        c.ttr_s for r in reference_runs(DOCKER, "fault_injection-shop-rest-u50-r*")
+        for c in read_cycles(r.path) if c.recovered and c.t_fault is None
+    ]  # fmt: skip
+    assert f"the next fault's restart {min(phantom):.0f}-{max(phantom):.0f} s" in doc

@@ -59,6 +59,7 @@ from ipclab.availability.model import (
 )
 from ipclab.availability.probe import read_probe
 from ipclab.availability.tracker import marks_from_events, read_cycles
+from ipclab.findings import fill_blocks
 from ipclab.runs import Run, read_run
 
 #: the harness's own acts on the stack (events.jsonl): a failure's evidence ends at the first
@@ -391,6 +392,21 @@ def before_after(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return ev, pd.DataFrame(rows)
 
 
+def before_after_markdown(table: pd.DataFrame, label: str, **cell: Any) -> str:
+    """One cell of :func:`before_after`'s table (``cell``: method, style, users, reconnect)
+    as the markdown rows docs/availability.md's block ``detector-rest-docker`` holds."""
+    sel = table
+    for k, v in cell.items():
+        sel = sel[sel[k] == v]
+    lines = [f"| {label} | failures | faults | MTTF s | MTTR s | A |", "|---|---|---|---|---|---|"]
+    for _, r in sel.iterrows():
+        lines.append(
+            f"| {r['cycles']} | {int(r['failures'])} | {int(r['faults'])} | "
+            f"{r['mttf_s']:.2f} | {r['mttr_s']:.2f} | {r['availability']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
 def _count(cycles: Sequence[Cycle], kind: str) -> int:
     return sum(1 for c in cycles if c.failed and c.kind == kind)
 
@@ -409,6 +425,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", type=Path, help="run directories (or folders of runs)")
     p.add_argument("--write", type=Path, help="write evidence.csv and cycles_counted.csv here")
     p.add_argument("--all", action="store_true", help="every failure, not only spontaneous")
+    p.add_argument(
+        "--doc",
+        type=Path,
+        help="fill this doc's block detector-rest-docker (run on the docker reference)",
+    )
     return p
 
 
@@ -437,6 +458,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(shown[cols].to_string(index=False))
     with pd.option_context("display.width", 250, "display.max_rows", 500):
         print(table.round(4).to_string(index=False))
+    if a.doc is not None:
+        block = before_after_markdown(
+            table, "docker REST fault injection", method="fault_injection", style="rest",
+            reconnect="default",
+        )  # fmt: skip
+        fill_blocks(a.doc, {"detector-rest-docker": block})
     if a.write is not None:
         a.write.mkdir(parents=True, exist_ok=True)
         evidence.to_csv(a.write / "evidence.csv", index=False)
