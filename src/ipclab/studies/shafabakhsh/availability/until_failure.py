@@ -17,8 +17,8 @@ import pandas as pd
 
 from ipclab import claims as claims_mod
 from ipclab.availability import survival
+from ipclab.availability.classify import run_cycles
 from ipclab.availability.estimators import mttf_bounds, mttf_ratio, mttf_value_p
-from ipclab.availability.tracker import read_cycles
 from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.stats import Interval
@@ -75,7 +75,7 @@ def run_rows(runs: Sequence[Run]) -> pd.DataFrame:
     ``availability`` (up / (up + down) over the run: 1 for a run that outlived its cap)."""
     rows = []
     for r in runs:
-        o = survival.run_outcome(read_cycles(r.path), cap_of(r), ramp_end(r))
+        o = survival.run_outcome(run_cycles(r), cap_of(r), ramp_end(r))
         rows.append({
             **_info(r), "ttf_s": np.nan if o.time_s is None else o.time_s,
             "failed": o.failed, "cap_s": o.cap_s, "startup": o.startup,
