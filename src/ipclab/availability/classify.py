@@ -82,6 +82,7 @@ class RunFacts:
     method: str
     window_s: float
     timeout_s: float
+    period_s: float
     ramp_end: float | None
     marks: list[Mark]
     interventions: list[float]  # the harness's kills, stops, restarts and end, in time order
@@ -90,9 +91,11 @@ class RunFacts:
 
 
 def ramp_end_of(run: Run) -> float | None:
-    """When the load was fully up: the run's ``ramp_end`` mark where it records one, else its
-    ``load_start`` plus users / spawn rate (a run with none stated spawned every user in the
-    first second); None without a ``load_start``."""
+    """When the load was fully up: the run's ``ramp_end`` mark where it records one (the
+    runner's: its last user spawned, and one detector window more); else its ``load_start``
+    plus users / spawn rate (a run with none stated spawned every user in the first second)
+    plus one window of its error-rate rule (``window_s``), the first window the detector
+    judged on the full load alone; None without a ``load_start``."""
     events = run.events()
     for e in events:
         if e.get("event") == "ramp_end":
@@ -102,7 +105,12 @@ def ramp_end_of(run: Run) -> float | None:
         return None
     users = float(start.get("users") or run.parameters.get("users") or 0)
     rate = (run.parameters.get("plan") or {}).get("spawn_rate") or users or 1.0
-    return float(start["t"]) + users / float(rate)
+    return float(start["t"]) + users / float(rate) + _window_s(run)
+
+
+def _window_s(run: Run) -> float:
+    criteria = (run.parameters.get("common") or {}).get("criteria") or {}
+    return float(criteria.get("window_s") or 5.0)
 
 
 def facts(run: Run) -> RunFacts:
@@ -113,6 +121,7 @@ def facts(run: Run) -> RunFacts:
         method=str(p.get("method") or run.manifest.get("kind") or ""),
         window_s=float(criteria.get("window_s") or 5.0),
         timeout_s=float(common.get("probe_timeout_s") or 1.0),
+        period_s=float(common.get("probe_period_ms") or 100.0) / 1000.0,
         ramp_end=ramp_end_of(run),
         marks=marks_from_events(run.events()),
         interventions=sorted(
@@ -284,7 +293,10 @@ def classify(cycles: Sequence[Cycle], f: RunFacts) -> Classified:
         counted = censor_uncounted(typed, dropped)
     else:
         counted = merge_uncounted(typed, dropped, f.marks)
-    return Classified(typed, evidence, counted)
+    # an up period censored within one probe period of its start (the run's end right
+    # after its last recovery) holds no answer of its own: no observation
+    counted = [c for c in counted if c.failed or c.ttf_s >= f.period_s]
+    return Classified(typed, evidence, [replace(c, index=i) for i, c in enumerate(counted)])
 
 
 def merge_uncounted(
@@ -361,7 +373,8 @@ def _info(run: Run) -> dict[str, Any]:
 def before_after(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every failure's evidence (one row per failed cycle, with its run), and MTTF, MTTR and
     A per method, style and load with the cycles as recorded and as they count (pooled over
-    the runs, as the study's summaries are)."""
+    the runs, as the study's summaries are; start-up failures counted apart, not in the
+    estimators)."""
     evidence, pooled = [], {}
     for run in runs:
         c = classify_run(run)
@@ -375,7 +388,9 @@ def before_after(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = []
     for (method, style, users, mode), (before, after) in sorted(pooled.items(), key=str):
         for when, cycles in (("recorded", before), ("counted", after)):
-            s = availability_summary(cycles)
+            # as they count: start-up failures apart, never in the estimators
+            timed = cycles if when == "recorded" else [c for c in cycles if c.kind != STARTUP]
+            s = availability_summary(timed)
             rows.append({
                 "method": method, "style": style, "users": users, "reconnect": mode,
                 "cycles": when,

@@ -289,7 +289,7 @@ def _observed(
             if ramp is not None:
                 t_end = t0 + ramp.seconds
                 mon.mark("ramp_start", users=ramp.users, spawn_rate=ramp.spawn_rate)
-                mon.mark_at(t_end, "ramp_end", users=ramp.users, ramp_end_s=t_end - t0)
+                mon.mark_at(t_end, "ramp_end", users=ramp.users, ramp_end_s=ramp.seconds)
                 out["ramp"] = {**ramp.as_dict(), "t_start": t0, "t_end": t_end}
             time.sleep(common.warmup_s)
             mon.start()
@@ -324,20 +324,24 @@ LOCUST_START_S = 1.0
 
 @dataclass(frozen=True)
 class Ramp:
-    """The load's ramp: ``users`` started at ``spawn_rate`` per second, all up (the ramp's
-    end) ``users / spawn_rate + start_s`` after the load started."""
+    """The load's ramp: ``users`` started at ``spawn_rate`` per second after Locust's own
+    start (``start_s``); the load counts as fully up (the ramp's end) ``settle_s`` later,
+    one window of the detector's error-rate rule, so that the first window it judges the
+    stack on holds answers under the full load only: ``users / spawn_rate + start_s +
+    settle_s`` after the load started."""
 
     users: int
     spawn_rate: float
     start_s: float = LOCUST_START_S
+    settle_s: float = 5.0
 
     def __post_init__(self) -> None:
-        if self.users < 1 or self.spawn_rate <= 0 or self.start_s < 0:
-            raise ValueError("a ramp needs users >= 1, spawn_rate > 0 and start_s >= 0")
+        if self.users < 1 or self.spawn_rate <= 0 or min(self.start_s, self.settle_s) < 0:
+            raise ValueError("a ramp needs users >= 1, spawn_rate > 0, start_s and settle_s >= 0")
 
     @property
     def seconds(self) -> float:
-        return self.users / self.spawn_rate + self.start_s
+        return self.users / self.spawn_rate + self.start_s + self.settle_s
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ramp_s": self.seconds}
@@ -358,8 +362,11 @@ class UntilFailure:
     restart_when_censored: bool = True  # still time a full restart (not used in A)
     startup_restarts: int = 1
 
-    def ramp(self) -> Ramp | None:
-        return None if self.spawn_rate is None else Ramp(self.users, self.spawn_rate)
+    def ramp(self, settle_s: float = 5.0) -> Ramp | None:
+        """The ramp, fully up ``settle_s`` (the detector's window) after the last user."""
+        if self.spawn_rate is None:
+            return None
+        return Ramp(self.users, self.spawn_rate, settle_s=settle_s)
 
 
 def run_until_failure(
@@ -380,7 +387,7 @@ def run_until_failure(
     limits = stack.backend in ("docker", "swarm") and (
         options.cpus is not None or options.memory_mb is not None
     )
-    ramp = plan.ramp()
+    ramp = plan.ramp(criteria.window_s)
     params = _parameters(
         stack,
         options,
@@ -458,11 +465,12 @@ def _until_failure(
 def ramp_check(run_dir: Path, ramp: dict[str, Any]) -> dict[str, Any]:
     """The ramp as planned beside Locust's own count: ``ramp_end_s`` (from the load's start
     to the ramp's end mark), ``users_up_s`` (to the first second Locust's history shows every
-    user; None if it never did) and ``late`` (that second after the mark: the load was not
-    fully up at the ramp's end)."""
+    user; None if it never did) and ``late`` (every user up later than planned, the ramp's
+    end less its settling window: the load was not fully up at the mark)."""
     out = {
         "users": ramp["users"],
         "spawn_rate": ramp["spawn_rate"],
+        "settle_s": ramp.get("settle_s", 0.0),
         "ramp_end_s": ramp["t_end"] - ramp["t_start"],
         "users_up_s": None,
         "late": None,
@@ -477,7 +485,7 @@ def ramp_check(run_dir: Path, ramp: dict[str, Any]) -> dict[str, Any]:
         # a history row is written within the second its timestamp names
         up = float(full.min()) - ramp["t_start"]
         out["users_up_s"] = up
-        out["late"] = up > out["ramp_end_s"]
+        out["late"] = up > out["ramp_end_s"] - out["settle_s"]
     return out
 
 

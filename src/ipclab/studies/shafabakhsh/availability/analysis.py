@@ -13,7 +13,7 @@ import pandas as pd
 from ipclab import claims as claims_mod
 from ipclab.availability.classify import run_cycles
 from ipclab.availability.estimators import availability_summary
-from ipclab.availability.model import Cycle
+from ipclab.availability.model import STARTUP, Cycle
 from ipclab.availability.outage import CLASSES, classify_requests, outage_table
 from ipclab.availability.recovery import decompose
 from ipclab.published import Claim
@@ -57,11 +57,21 @@ def _cycles(runs: list[Run]) -> dict[tuple[str, int], list[Cycle]]:
 
 
 def summary_table(runs: list[Run], confidence: float = 0.95) -> pd.DataFrame:
-    """MTTF, MTTR and A with intervals per style and users, cycles pooled over runs."""
+    """MTTF, MTTR and A with intervals per style and users, cycles pooled over runs; start-up
+    failures (before the load was fully up) apart: counted (``startup_failures``), never in
+    the estimators, and a cell whose every failure was one has no value."""
     rows = []
     for (style, users), cycles in sorted(_cycles(runs).items()):
-        s = availability_summary(cycles, confidence=confidence)
-        rows.append({"style": style, "users": users, "runs": 0, **s.as_row()})
+        timed = [c for c in cycles if c.kind != STARTUP]
+        startup = sum(1 for c in cycles if c.failed and c.kind == STARTUP)
+        s = availability_summary(timed, confidence=confidence)
+        row = {"style": style, "users": users, "runs": 0, **s.as_row()}
+        if startup:
+            note = f"{startup} start-up failure(s) apart, not times to failure"
+            row["notes"] = "; ".join(n for n in (note, row["notes"]) if n)
+        if not timed:  # nothing observed under the full load: no value, not A = 1
+            row.update(availability=None, availability_censored=True, time_availability=None)
+        rows.append({**row, "startup_failures": startup})
     df = pd.DataFrame(rows)
     if len(df):
         info = pd.DataFrame([_run_info(r) for r in runs])  # runs per (style, users) cell
