@@ -157,6 +157,11 @@ def test_a_failure_before_the_ramp_ends_is_startup_and_ttf_runs_from_its_end() -
     late["ok"] = late["complete"] = ~((late["t"] >= 50.0) & (late["t"] < 70.0))
     c = detect_cycles(late, [*marks[:2], Mark(55.0, "restart"), *marks[3:]], crit)[0]
     assert c.kind == SPONTANEOUS and c.ttf_s == pytest.approx(20.02)
+    # a cap shorter than the ramp still runs from its end
+    calm = probe.assign(ok=True, complete=True)
+    c = detect_cycles(calm, marks, Criteria(await_restart="always", cap_s=10.0))[0]
+    assert c.status == CycleStatus.CENSORED and c.kind is None
+    assert (c.t_up, c.ttf_s) == pytest.approx((30.0, 10.0))
     # observation that ended before the load was up says nothing of a lifetime
     short = detect_cycles(probe[probe["t"] < 1.9], [Mark(0, "ramp_start"), Mark(1.0, "start")])
     assert [c.kind for c in short] == [STARTUP] and not short[0].failed

@@ -426,9 +426,10 @@ class CycleTracker:
         return self._emit(cycle)
 
     def _check_cap(self, now: float) -> Cycle | None:
+        """The cap runs from the up period's time on test: never during a ramp."""
         cap = self.criteria.cap_s
         up = self._cur
-        if cap is None or not isinstance(up, _Up) or now - up.t_up <= cap:
+        if cap is None or self._ramping or not isinstance(up, _Up) or now - up.t_up <= cap:
             return None
         return self._censor(up, up.t_up + cap)
 
