@@ -465,3 +465,47 @@ def test_the_docs_ramp_and_start_up_numbers() -> None:
         f"to\n{high[0]:.1f}-{high[1]:.1f} h (every run to its cap: 27 x "
         f"({min(capped):.0f}-{max(capped):.0f} s, as" in doc
     )
+
+
+def test_after_a_start_up_failure_method_1_observes_the_full_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A start-up failure: the runner restarts the stack and observes it again under the
+    full load (``startup_restarts`` times); a failure then ends the run as any failure."""
+    from ipclab.availability import runner
+
+    script = [("down", STARTUP), ("up", None), ("down", SPONTANEOUS), ("up", None)]
+
+    class Mon:
+        def __init__(self) -> None:
+            self.i, self.n_cycles = 0, 0
+            self.tracker = SimpleNamespace(current_kind=script[0][1])
+
+        @property
+        def state(self) -> str:
+            return script[self.i][0]
+
+        def wait_until(self, done: object, timeout: float) -> bool:
+            while not done() and self.i < len(script) - 1:  # type: ignore[operator]
+                self.i += 1
+                self.tracker.current_kind = script[self.i][1]
+            return True
+
+    restarts: list[int] = []
+
+    def restart_all(stack: object, mon: Mon) -> float:
+        restarts.append(mon.i)
+        mon.n_cycles += 1
+        mon.i += 1  # recovered
+        return float(len(restarts))
+
+    monkeypatch.setattr(runner, "restart_all", restart_all)
+    mon = Mon()
+    stack = SimpleNamespace(spec=SimpleNamespace(name="s"))
+    plan = UntilFailure(users=10, cap_s=60.0)
+    failed, t = runner._until_failure(stack, mon, plan, runner.Common(), 6.0, lambda _: None)  # type: ignore[arg-type]
+    assert failed and t == 2.0 and restarts == [0, 2]
+    mon, restarts[:] = Mon(), []
+    once = UntilFailure(users=10, cap_s=60.0, startup_restarts=0)
+    failed, _ = runner._until_failure(stack, mon, once, runner.Common(), 6.0, lambda _: None)  # type: ignore[arg-type]
+    assert failed and restarts == [0]  # no second look: the run ends at its start-up failure
