@@ -77,7 +77,7 @@ def reference_section(
             f"<li><b>{rh.esc(title)}</b>: {rh.esc(tally_txt)}. "
             f"{rh.esc(plausibility_text(d))}. "
             f'<span class="quiet">{rh.esc(machine_and_date(d))}. '
-            f"Code: {rh.esc(made_by(d))}.</span></li>"
+            f"Provenance: {rh.esc(made_by(d))}.</span></li>"
         )
     out.append("</ul></section>")
     for i, (d, meta, claims) in enumerate(pairs, 1):
