@@ -1,6 +1,7 @@
 """Runs are keyed by what made them: a finished run is reused only when the same
-parameters, stack declarations, backend and measuring code made it; a committed reference
-says which code made it."""
+parameters, stack declarations, backend and measuring files made it (a run made before runs
+recorded their own files: the one list of measuring code); a committed reference says, in
+words, whether its runs' own measuring files changed since."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from ipclab import runstore
+from ipclab import provenance, runstore
 from ipclab.experiments import Experiment
 from ipclab.paths import REPO_ROOT
 from ipclab.runs import RunWriter, read_run
 from ipclab.stacks import resolve
+from tests.test_runcode import tree_copy
 
 SERVICE = "services/transports/rest.py"
 
@@ -33,33 +35,64 @@ def _finished_run(e: Experiment) -> None:
     cell = e.cells()[0]
     params = {"profile": asdict(e.profile(cell)), "options": e.options.as_dict()}
     spec = resolve(cell.stack).declaration()
-    RunWriter(e.directory / cell.key, "load", params, backend="local", stack_spec=spec).finish(
-        "complete"
-    )
+    RunWriter(
+        e.directory / cell.key, "load", params, writer="ipclab.load.runner",
+        stack=cell.stack, backend="local", stack_spec=spec,
+    ).finish("complete")  # fmt: skip
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text().replace("POOL_PER_HOST", "POOL_PER_HOST ", 1))
 
 
 def test_a_changed_line_of_a_service_means_its_old_runs_are_made_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    copy = tree_copy(tmp_path / "repo")
+    monkeypatch.setattr(runstore, "tree", lambda: copy)
+    e = Experiment("e", ["shop-rest"], [1], duration_s=30, root=tmp_path / "runs")
+    _finished_run(e)
+    made = read_run(e.directory / e.cells()[0].key).manifest
+    own = runstore.own_code(made)
+    assert own is not None and made["code"] == own.id and len(made["key"]) == 16
+    assert SERVICE in made["code_files"] and made["writer"] == "ipclab.load.runner"
+    assert e.pending() == []  # the same code: the run is reused
+    assert runstore.planned_key(made, backend="local", stack_spec=made["stack_spec"]) == made["key"]
+
+    _edit(copy / SERVICE)
+    assert runstore.code_now(made).changed_since(own) == [SERVICE]
+    assert e.pending() == e.cells()  # one line of a service changed: measured again
+    assert e.pending(current_only=False) == []  # still a run of the same experiment
+
+
+def test_a_run_made_before_runs_recorded_their_files_is_judged_by_the_one_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Backward compatible: a manifest with a ``code`` and no ``code_files`` (issue 29 to 49)
+    is reused while the one list of measuring code (``MEASURING_CODE`` and the user modules)
+    has that id."""
     code = _measuring_code_copy(tmp_path / "repo")
     monkeypatch.setattr(runstore, "current_code", lambda: runstore.code_in(code))
     e = Experiment("e", ["shop-rest"], [1], duration_s=30, root=tmp_path / "runs")
     _finished_run(e)
-    made = read_run(e.directory / e.cells()[0].key).manifest
-    assert made["code"] == runstore.code_in(code).id and len(made["key"]) == 16
-    assert e.pending() == []  # the same code: the run is reused
-
-    service = code / SERVICE
-    service.write_text(service.read_text().replace("POOL_PER_HOST", "POOL_PER_HOST ", 1))
-    assert runstore.code_in(code).changed_since(runstore.Code(made["code"], {})) == [SERVICE]
-    assert e.pending() == e.cells()  # one line of a service changed: measured again
-    assert e.pending(current_only=False) == []  # still a run of the same experiment
+    path = e.directory / e.cells()[0].key / "manifest.json"
+    manifest = json.loads(path.read_text())
+    for new in ("code_files", "writer"):
+        del manifest[new]
+    manifest["code"] = runstore.code_in(code).id
+    path.write_text(json.dumps(manifest))
+    assert e.pending() == []
+    _edit(code / SERVICE)
+    assert e.pending() == e.cells()
+    assert e.pending(current_only=False) == []
 
 
 def test_the_user_modules_and_their_studys_modules_they_import_are_measuring_code() -> None:
     """What a simulated user sends and checks shapes a run as much as a service does: each
     study's ``users*.py`` is measuring code, with the modules of its study it imports (the
-    Johansson interleaving's schedule, Buono's procedure), and analysis modules are not."""
+    Johansson interleaving's schedule, Buono's procedure), and analysis modules are not
+    (the one list of runs made before runs recorded their own files; for theirs:
+    tests/test_runcode.py)."""
     paths = runstore.measuring_paths()
     users = sorted(
         p.relative_to(REPO_ROOT).as_posix() for p in REPO_ROOT.glob(runstore.USER_MODULES)
@@ -114,11 +147,63 @@ def test_code_ids_agree_between_the_working_tree_and_git() -> None:
     assert (now.id == head.id) == (not dirty.strip()), now.changed_since(head)
 
 
-def test_every_committed_reference_says_which_code_made_its_runs() -> None:
+def test_every_committed_reference_says_whether_its_runs_measuring_files_changed() -> None:
     reference = REPO_ROOT / "data" / "runs" / "reference"
     for folder in sorted(p for p in reference.iterdir() if p.is_dir()):
         manifests = [json.loads(m.read_text()) for m in folder.rglob("manifest.json")]
-        groups = runstore.provenance(manifests)
-        assert sum(g["runs"] for g in groups) == len(manifests), folder.name
-        text = runstore.provenance_text(groups)
-        assert "made by" in text, folder.name
+        made = provenance.provenance(manifests)
+        assert made.runs == len(manifests) and made.runs_changed <= made.known, folder.name
+        text = provenance.provenance_text(made)
+        assert text.startswith("made by code at revision"), (folder.name, text)
+        assert ("changed since" in text) == (made.known > 0 and not made.changed), text
+        assert "files of it changed" not in text  # the whole harness's count is gone
+
+
+def _legacy(stack: str, backend: str, revision: str) -> dict[str, object]:
+    """A run's manifest as runs made before they recorded their files have it."""
+    return {
+        "kind": "load", "status": "complete", "stack": stack, "backend": backend,
+        "stack_spec": resolve(stack).declaration(), "parameters": {},
+        "environment": {"git": {"revision": revision, "dirty": False}},
+    }  # fmt: skip
+
+
+def test_an_old_runs_provenance_is_the_diff_since_its_revision_within_its_own_files(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """For a run without its files, ``git diff`` since its revision, kept to the files such a
+    run is measured by: an edit to the Kubernetes backend or to another transport is no
+    change of a local AMQP run's code."""
+    edited = frozenset({"services/transports/amqp.py", "services/transports/grpc.py",
+                        "src/ipclab/backends/kubernetes/stack.py", "docs/x.md"})  # fmt: skip
+    monkeypatch.setattr(provenance, "_diff", lambda rev: edited if rev == "a" * 40 else None)
+    runs = [_legacy("shop-amqp", "local", "a" * 40), _legacy("shop-rest", "local", "a" * 40)]
+    assert provenance.changed_files(runs[0]) == ["services/transports/amqp.py"]
+    assert provenance.changed_files(runs[1]) == []
+    text = provenance.provenance_text(provenance.provenance(runs))
+    assert text == (
+        f"made by code at revision {'a' * 10} (2 runs); since then the measuring code of 1 of "
+        "these runs changed: 1 file, in services/transports/ (amqp.py)"
+    )
+    unknown = provenance.provenance([_legacy("shop-rest", "local", "b" * 40)])
+    assert "not known here" in provenance.provenance_text(unknown)
+
+
+def test_a_new_runs_provenance_is_its_own_files_now_against_those_it_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = tree_copy(tmp_path / "repo")
+    monkeypatch.setattr(runstore, "tree", lambda: copy)
+    e = Experiment("e", ["shop-rest"], [1], duration_s=30, root=tmp_path / "runs")
+    _finished_run(e)
+    manifests = [read_run(e.directory / c.key).manifest for c in e.cells()]
+    assert provenance.provenance_text(provenance.provenance(manifests)).endswith(
+        "no measuring file of these runs changed since"
+    )
+    (copy / "src/ipclab/backends/kubernetes/stack.py").write_text("# another backend\n")
+    assert provenance.changed_files(manifests[0]) == []
+    _edit(copy / SERVICE)
+    assert provenance.changed_files(manifests[0]) == [SERVICE]
+    assert "in services/transports/ (rest.py)" in provenance.provenance_text(
+        provenance.provenance(manifests)
+    )

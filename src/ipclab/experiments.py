@@ -1,8 +1,9 @@
 """Experiments: a matrix of runs (stack x users x variant x repetition) in randomized order.
 
 Every cell is an ordinary run directory under ``<root>/<experiment>/<cell>``; a cell whose
-directory already holds a complete run with the same parameters is reused, so an
-interrupted experiment continues where it stopped and a rerun costs nothing. Each cell
+directory already holds a complete run with the same parameters and key (the files that
+measure it unchanged, ``runstore.reusable``) is reused, so an interrupted experiment
+continues where it stopped and a rerun costs nothing. Each cell
 starts a fresh stack, unless ``share_stacks`` (quick profiles): then the cells of one stack
 and variant run back to back within each repetition, on one stack started for the first.
 

@@ -4,7 +4,8 @@
 A row per run directory (a ``manifest.json``): its repository-relative path, kind, status,
 stack, style, backend, users, experiment, repetition and variant, when it started, the
 measuring code that made it (``code``; recorded, or computed from the git revision its
-manifest names, ``runstore.recorded_code``) and whether that is the current code, its key,
+manifest names, ``runstore.recorded_code``) and whether that is the code that would make it
+now (``runstore.is_current``: its own measuring files unchanged), its key,
 and the headline figures of its summary where it has them (requests per second, mean
 latency, failures).
 """
@@ -58,7 +59,7 @@ def _row(path: Path, manifest: Mapping[str, Any]) -> dict[str, Any]:
         "started_at": manifest.get("started_at"),
         "code": code,
         "code_known_by": how,
-        "current_code": code is not None and code == runstore.current_code().id,
+        "current_code": runstore.is_current(manifest),
         "key": manifest.get("key"),
         "revision": ((manifest.get("environment") or {}).get("git") or {}).get("revision"),
         "rps": summary.get("rps"),

@@ -67,21 +67,35 @@ def new_run_dir(root: Path | None, label: str) -> Path:
 
 
 class RunWriter:
-    """Owns one run directory while the run goes on."""
+    """Owns one run directory while the run goes on. Its manifest records what made the run
+    (``runstore.keyed``): the module that writes it (``writer``; by default the caller's),
+    its own measuring files and its key."""
 
-    def __init__(self, path: Path, kind: str, parameters: Mapping[str, Any], **fields: Any):
+    def __init__(
+        self,
+        path: Path,
+        kind: str,
+        parameters: Mapping[str, Any],
+        *,
+        writer: str | None = None,
+        **fields: Any,
+    ):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        code = runstore.current_code().id
+        made = runstore.keyed(
+            kind,
+            parameters,
+            writer=writer or runstore.caller_module(),
+            stack=fields.get("stack"),
+            stack_spec=fields.get("stack_spec"),
+            backend=fields.get("backend"),
+        )
         self.manifest: dict[str, Any] = {
             "schema": SCHEMA,
             "kind": kind,
             "status": "running",
             **fields,
-            "code": code,
-            "key": runstore.run_key(
-                kind, parameters, fields.get("stack_spec"), fields.get("backend"), code
-            ),
+            **made,
             "parameters": dict(parameters),
             "environment": describe_environment(),
             "started_at": utcnow(),

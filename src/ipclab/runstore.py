@@ -1,19 +1,23 @@
 """What made a run, and when a finished run may stand in for a new one.
 
 A run's **key** is what produced it: its kind and parameters, the declaration of its
-stacks, the backend, and the **code** that shapes a measurement (``MEASURING_CODE``: the
-services, the Go sources, the compose files, the harness's load, backend and fault code).
-Every run records both in its manifest (``code``, ``key``). A finished run is reused only
-when all of it is equal (:func:`reusable`, the one check every experiment runner calls),
-so after a change to a service ``make reproduce`` measures again instead of putting runs
-of the old code into new figures. A change to analysis code (statistics, tables, the
-report) leaves runs reusable: it does not change what was measured.
+stacks, the backend, and the **code** that shaped it: the files that measure *this* run
+(``ipclab.runcode.measuring_files``: derived from the imports of the module that wrote it,
+the load generator, its backend's module, its stacks' services and Locust user module),
+each with its git blob id. Every run records them in its manifest (``writer``,
+``code_files``: path -> the blob id's first ``SHORT`` digits, ``code``: their hash, ``key``).
+A finished run is reused only when the key of the planned run, recomputed from the tree as
+it is now, equals the recorded one (:func:`reusable`, the one check every experiment runner
+calls), so after a change to a service ``make reproduce`` measures its runs again instead of
+putting runs of the old code into new figures, while an edit to another backend, another
+study's runner or to analysis code (statistics, tables, the report) leaves them reusable.
 
-The code's identity is the list of its files with their git blob ids, hashed: computed
-from the working tree (tracked and untracked files that git does not ignore) or, for a run
-made before runs recorded it, from the revision its manifest names (``git ls-tree``), so a
-committed reference says which files of the measuring code changed since it was made
-(:func:`provenance`).
+Runs made before runs recorded their own files are judged as they were then: a recorded
+``code`` is the id of one list of files for every run (``MEASURING_CODE`` and the user
+modules, :func:`measuring_paths`), compared with that list's id now; a run with none has
+its code computed from the git revision its manifest names (``git ls-tree``). A committed
+reference says, in words, whether its runs' own measuring files changed since it was made
+(:func:`provenance`, :func:`provenance_text`).
 """
 
 from __future__ import annotations
@@ -22,14 +26,18 @@ import functools
 import hashlib
 import json
 import subprocess
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipclab import runcode
 from ipclab.paths import REPO_ROOT
 
-#: Repository paths whose files shape a measurement (folders or single files).
+SHORT = 12  # the digits of a file's blob id a manifest keeps (``code_files``)
+#: The measuring code of runs made before runs recorded their own files (issue 29 to 49):
+#: one list for every run (folders or single files). New runs: ``ipclab.runcode``.
 MEASURING_CODE: tuple[str, ...] = (
     "services",
     "compose",
@@ -206,6 +214,103 @@ def run_key(
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+KEYED = "code_files"  # the manifest field of a run that records its own measuring files
+
+
+def tree() -> Path:
+    """The checkout whose files a planned run would be measured by (a test points it at a
+    changed copy)."""
+    return REPO_ROOT
+
+
+@functools.lru_cache(maxsize=8192)
+def _blob(path: Path, stamp: tuple[int, int]) -> str:
+    return blob_id(path.read_bytes())[:SHORT]
+
+
+def blobs(paths: Iterable[str], root: Path) -> dict[str, str]:
+    """``paths`` (from ``root``, or absolute) that exist, with their blob ids' first
+    ``SHORT`` digits (kept while a file's size and time stay)."""
+    out = {}
+    for name in paths:
+        f = Path(root) / name
+        try:
+            stat = f.stat()
+        except OSError:
+            continue  # gone: the list of files says so by its absence
+        out[name] = _blob(f, (stat.st_size, stat.st_mtime_ns))
+    return out
+
+
+def measuring_code(
+    *,
+    writers: Sequence[str],
+    stack: str | None,
+    stack_spec: Any,
+    backend: str | None,
+    root: Path | None = None,
+) -> Code:
+    """The files that measure a run written by ``writers`` of ``stack`` (a group's ``a+b``)
+    declared as ``stack_spec`` on ``backend``, as the checkout ``root`` (by default
+    :func:`tree`) has them (``ipclab.runcode.measuring_files``), and their id."""
+    root = Path(root) if root is not None else tree()
+    paths = runcode.measuring_files(
+        writers=writers,
+        stacks=[s for s in str(stack or "").split("+") if s],
+        stack_spec=stack_spec,
+        backend=backend,
+        root=root,
+    )
+    return _code(blobs(paths, root))
+
+
+def caller_module(depth: int = 2) -> str | None:
+    """The module of the function ``depth`` frames up (the one that made a ``RunWriter``):
+    its import name, also when it runs as ``python -m``."""
+    frame = sys._getframe(depth)
+    name = frame.f_globals.get("__name__")
+    if name == "__main__":
+        spec = frame.f_globals.get("__spec__")
+        name = getattr(spec, "name", None)
+    return str(name) if name else None
+
+
+def keyed(
+    kind: str,
+    parameters: Mapping[str, Any],
+    *,
+    writer: str | None,
+    stack: str | None,
+    stack_spec: Any,
+    backend: str | None,
+) -> dict[str, Any]:
+    """What a new run's manifest records of its making: the module that writes it, its own
+    measuring files with their blob ids, their id (``code``) and the run's key."""
+    code = measuring_code(
+        writers=[writer] if writer else [], stack=stack, stack_spec=stack_spec, backend=backend
+    )
+    return {
+        "writer": writer,
+        "code": code.id,
+        KEYED: dict(sorted(code.files.items())),
+        "key": run_key(kind, parameters, stack_spec, backend, code.id),
+    }
+
+
+def planned_key(manifest: Mapping[str, Any], *, backend: str | None, stack_spec: Any) -> str:
+    """The key a run like the one ``manifest`` records (its kind, parameters, writer and
+    stacks) would have now, planned on ``backend`` from stacks declared as ``stack_spec``."""
+    writer = manifest.get("writer")
+    code = measuring_code(
+        writers=[writer] if writer else [],
+        stack=manifest.get("stack"),
+        stack_spec=stack_spec,
+        backend=backend,
+    )
+    parameters = manifest.get("parameters") or {}
+    return run_key(str(manifest.get("kind")), parameters, stack_spec, backend, code.id)
+
+
 def reusable(
     manifest: Mapping[str, Any],
     *,
@@ -216,25 +321,64 @@ def reusable(
     current_only: bool = True,
 ) -> bool:
     """A finished run (its manifest) may stand in for a new one: it completed, on
-    ``backend``, from stacks declared as ``stack_spec``, by the current measuring code
-    (``code``), and ``same_parameters`` accepts its parameters. ``current_only=False``
-    asks only whether it is a run of the same experiment (backend and parameters),
-    whatever code and declarations made it: a committed reference is evidence of its own
-    making, read and rebuilt as it is (:func:`provenance` says what made it)."""
-    made_now = manifest.get("code") == (code or current_code()).id and _canonical(
-        manifest.get("stack_spec")
-    ) == _canonical(stack_spec)
-    return (
+    ``backend``, ``same_parameters`` accepts its parameters, and its key equals the key of
+    the planned run (:func:`planned_key`: its parameters, the stacks declared as
+    ``stack_spec``, ``backend`` and the measuring files of such a run as they are now), from
+    the same declarations. A run made before runs recorded their own files is judged as
+    then: the same declarations, and its ``code`` equal to the one list's id now (``code``,
+    by default :func:`current_code`).
+    ``current_only=False`` asks only whether it is a run of the same experiment (backend and
+    parameters), whatever code and declarations made it: a committed reference is evidence of
+    its own making, read and rebuilt as it is (``ipclab.provenance`` says what changed)."""
+    if not (
         manifest.get("status") == "complete"
         and manifest.get("backend") == backend
-        and (made_now or not current_only)
         and same_parameters(manifest.get("parameters") or {})
+    ):
+        return False
+    if not current_only:
+        return True
+    if _canonical(manifest.get("stack_spec")) != _canonical(stack_spec):
+        return False
+    if KEYED in manifest:
+        return manifest.get("key") == planned_key(manifest, backend=backend, stack_spec=stack_spec)
+    return manifest.get("code") == (code or current_code()).id
+
+
+def own_code(manifest: Mapping[str, Any]) -> Code | None:
+    """The measuring files a run recorded, as a ``Code`` (None: a run made before)."""
+    files = manifest.get(KEYED)
+    if not isinstance(files, Mapping):
+        return None
+    return Code(str(manifest.get("code")), dict(files))
+
+
+def code_now(manifest: Mapping[str, Any], writers: Sequence[str] | None = None) -> Code:
+    """The measuring files of the run ``manifest`` records as the tree has them now (its
+    recorded writer, or ``writers``)."""
+    writer = manifest.get("writer")
+    return measuring_code(
+        writers=writers if writers is not None else [writer] if writer else [],
+        stack=manifest.get("stack"),
+        stack_spec=manifest.get("stack_spec"),
+        backend=manifest.get("backend"),
     )
+
+
+def is_current(manifest: Mapping[str, Any]) -> bool:
+    """The code that made the run is the code that would make it now: its own files
+    unchanged (a run that recorded them), or the one list's id now (a run made before)."""
+    own = own_code(manifest)
+    if own is not None:
+        return own.id == code_now(manifest).id
+    code, _ = recorded_code(manifest)
+    return code is not None and code == current_code().id
 
 
 def recorded_code(manifest: Mapping[str, Any]) -> tuple[str | None, str]:
     """The id of the code that made a run, and how it is known: ``recorded`` in the
-    manifest, ``revision`` computed from the git revision the manifest names (a run made
+    manifest (its own files' id, or the one list's for a run made before runs recorded their
+    files), ``revision`` computed from the git revision the manifest names (a run made
     before runs recorded their code; a tree with uncommitted changes is only approximately
     that revision), or ``unknown``."""
     if manifest.get("code"):
@@ -245,58 +389,3 @@ def recorded_code(manifest: Mapping[str, Any]) -> tuple[str | None, str]:
     if code is None:
         return None, "unknown"
     return code.id, "revision (uncommitted changes)" if git.get("dirty") else "revision"
-
-
-def provenance(manifests: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per version of the measuring code among ``manifests``: how many runs it made, the
-    revisions they name, whether it is the current code and which files differ."""
-    now = current_code()
-    groups: dict[tuple[str | None, str], dict[str, Any]] = {}
-    for m in manifests:
-        code, how = recorded_code(m)
-        revision = ((m.get("environment") or {}).get("git") or {}).get("revision")
-        g = groups.setdefault(
-            (code, how), {"code": code, "known_by": how, "runs": 0, "revisions": set()}
-        )
-        g["runs"] += 1
-        if revision:
-            g["revisions"].add(revision)
-    out = []
-    for g in groups.values():
-        revisions = sorted(g.pop("revisions"))
-        changed: list[str] | None = None
-        if g["code"] == now.id:
-            changed = []
-        elif revisions:  # the named revision's files (approximate if the tree was dirty)
-            then = code_at(revisions[0])
-            changed = now.changed_since(then) if then is not None else None
-        out.append(
-            {**g, "revisions": revisions, "current": g["code"] == now.id, "changed": changed}
-        )
-    return sorted(out, key=lambda g: -g["runs"])
-
-
-def provenance_text(groups: list[dict[str, Any]], shown: int = 4) -> str:
-    """One sentence per version of the measuring code in :func:`provenance`'s ``groups``."""
-    parts = []
-    for g in groups:
-        runs = f"{g['runs']} run{'s' if g['runs'] != 1 else ''}"
-        revs = g["revisions"]
-        at = f" at revision {revs[0][:10]}" + (
-            f" and {len(revs) - 1} more" if len(revs) > 1 else ""
-        )
-        if g["current"]:
-            parts.append(f"{runs} made by the current measuring code")
-        elif g["code"] is None:
-            parts.append(f"{runs} made by measuring code not known here{at if revs else ''}")
-        else:
-            changed = g["changed"]
-            since = (
-                f"; since then {len(changed)} file{'s' if len(changed) != 1 else ''} of it "
-                f"changed ({', '.join(changed[:shown])}{', ...' if len(changed) > shown else ''})"
-                if changed
-                else ""
-            )
-            approx = " (with uncommitted changes)" if "uncommitted" in g["known_by"] else ""
-            parts.append(f"{runs} made by other measuring code{at}{approx}{since}")
-    return "; ".join(parts) if parts else "no runs"

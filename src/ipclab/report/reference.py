@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ipclab import plausibility, runstore
+from ipclab import plausibility, provenance
 from ipclab.report import html as rh
 from ipclab.report.context import Counter
 from ipclab.report.study import study_section, tally_text
@@ -37,10 +37,11 @@ def machine_and_date(results_dir: Path) -> str:
 
 
 def made_by(results_dir: Path) -> str:
-    """Which measuring code made a reference's runs, and what of it changed since
-    (``runstore.provenance``: a reference is read and rebuilt whatever the current code)."""
-    groups = runstore.provenance(json.loads(m.read_text()) for m in _manifests(results_dir))
-    return runstore.provenance_text(groups, shown=3)
+    """At which revisions a reference's runs were made, and whether their own measuring
+    files changed since (``ipclab.provenance``: a reference is read and rebuilt whatever the
+    current code)."""
+    made = provenance.provenance(json.loads(m.read_text()) for m in _manifests(results_dir))
+    return provenance.provenance_text(made, shown=3)
 
 
 def plausibility_text(results_dir: Path) -> str:
@@ -76,7 +77,7 @@ def reference_section(
             f"<li><b>{rh.esc(title)}</b>: {rh.esc(tally_txt)}. "
             f"{rh.esc(plausibility_text(d))}. "
             f'<span class="quiet">{rh.esc(machine_and_date(d))}. '
-            f"Code: {rh.esc(made_by(d))}.</span></li>"
+            f"Provenance: {rh.esc(made_by(d))}.</span></li>"
         )
     out.append("</ul></section>")
     for i, (d, meta, claims) in enumerate(pairs, 1):
