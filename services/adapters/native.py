@@ -58,7 +58,12 @@ body limit of its own: the service behind the ingress refuses (413).
   is the Python adapters' (services/transports/coap.py): methods, Uri-Path and Uri-Query,
   Content-Format, Cookie and Set-Cookie in options 65000 and 65004, blocks of 1024 bytes;
   Californium's defaults otherwise (services/java/californium/.../Mapping.java says what
-  differs). As root, the JVM runs as ``nobody`` (it has no workers to drop privileges).
+  differs). Sockets (``Sockets.java``): TCP_NODELAY on the egress's accepted connections (the
+  JDK server's default is Nagle's algorithm, which held every answer's body for the client's
+  delayed ACK, 40 ms) and on the ingress's (the JDK client's own); HTTP keep-alive, the
+  egress closing a connection idle ``IDLE_TIMEOUT_S``, the ingress one idle
+  ``CALIFORNIUM_CLIENT_KEEPALIVE_S``; pools of ``CALIFORNIUM_POOL``. As root, the JVM runs as
+  ``nobody`` (it has no workers to drop privileges).
 
 ``python -m ipclab_services.adapters.native`` runs ``serve(os.environ)``.
 """
@@ -99,6 +104,12 @@ CALIFORNIUM_MAIN = "ipclab.coap.Adapter"
 #: a quarter of the memory), as the thesis's adapters ran on a JVM's defaults
 JVM_FLAGS = ("-XX:+UseG1GC",)
 JVM_OPTIONS = "IPCLAB_JVM_OPTIONS"  # more flags, space-separated (the run's knob)
+#: the Californium adapters' pool: client endpoints per service (the egress) and idle HTTP
+#: connections kept (the ingress), as REST's keep-alive pool (100 connections per service)
+CALIFORNIUM_POOL = 100
+#: the ingress's HTTP client closes a connection idle this long, before the service's own
+#: idle timeout (IDLE_TIMEOUT_S) closes it under a request (nginx's upstream keepalive_timeout)
+CALIFORNIUM_CLIENT_KEEPALIVE_S = 60
 DIR_PREFIX = "ipclab-native-"
 HARNESS_MARK = "IPCLAB_HARNESS"  # the harness's orphan mark (ipclab.orphans), if set
 HARNESS_MARK_FILE = ".ipclab-harness"
@@ -357,6 +368,8 @@ def californium_command(plan: Plan, program: str) -> list[str]:
         program, *JVM_FLAGS, *extra, "-cp", f"{jars}/*", CALIFORNIUM_MAIN, "--role", plan.role,
         "--listen", plan.listen.nginx(), *routes,
         "--timeout-ms", str(max(1, round(plan.timeout_s * 1000))), "--max-body", str(MAX_BODY),
+        "--pool", str(CALIFORNIUM_POOL), "--server-idle-s", str(round(IDLE_TIMEOUT_S)),
+        "--client-keepalive-s", str(CALIFORNIUM_CLIENT_KEEPALIVE_S),
     ]  # fmt: skip
 
 

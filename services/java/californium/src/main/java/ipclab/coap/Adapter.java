@@ -1,5 +1,7 @@
 package ipclab.coap;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
 
 import org.eclipse.californium.core.config.CoapConfig;
@@ -21,13 +23,17 @@ public final class Adapter {
 
     public static void main(String[] argv) throws Exception {
         Args args = Args.parse(argv);
-        RuntimeReport.print(args.role);
+        // the JDK's HTTP settings first: its classes read them once, when they load
+        Map<String, String> settings = new LinkedHashMap<>(Sockets.applyJdk(args));
+        Configuration config = Mapping.configuration(args.maxBody);
+        settings.putAll(Sockets.applyCoap(config));
+        settings.put("pool", String.valueOf(args.pool));
+        RuntimeReport.print(args.role, settings);
         if ("1".equals(System.getenv("IPCLAB_GC_EVENTS"))) {
             GcEvents.install();
         }
-        Configuration config = Mapping.configuration(args.maxBody);
-        // the endpoints' protocol stages on one pool for the whole process (Californium's
-        // default size, PROTOCOL_STAGE_THREAD_COUNT), their timers on one scheduler
+        // the endpoints' protocol stages on one pool for the whole process (one thread per
+        // processor, Californium's default: Sockets), their timers on one scheduler
         ScheduledExecutorService main = ExecutorsUtil.newScheduledThreadPool(
                 config.get(CoapConfig.PROTOCOL_STAGE_THREAD_COUNT), new DaemonThreadFactory("coap#"));
         ScheduledExecutorService secondary = ExecutorsUtil.newDefaultSecondaryScheduler("coap-timer#");

@@ -10,7 +10,8 @@ import java.util.Map;
  * The adapter's command line, written by services/adapters/native.py from the role's
  * environment (addresses resolved already):
  * {@code --role egress|<service>-ingress --listen host:port --route <service>=host:port ...
- * --timeout-ms N --max-body N --pool N}.
+ * --timeout-ms N --max-body N --pool N --server-idle-s N --client-keepalive-s N}
+ * ({@link Sockets} says what the last three set).
  */
 final class Args {
     String role = "";
@@ -19,6 +20,8 @@ final class Args {
     long timeoutMs = 30_000;
     int maxBody = 1 << 20;
     int pool = 100;
+    int serverIdleS = 75;
+    int clientKeepaliveS = 60;
 
     static InetSocketAddress address(String text) throws UnknownHostException {
         int colon = text.lastIndexOf(':');
@@ -44,6 +47,8 @@ final class Args {
                 case "--timeout-ms" -> a.timeoutMs = Long.parseLong(value);
                 case "--max-body" -> a.maxBody = Integer.parseInt(value);
                 case "--pool" -> a.pool = Integer.parseInt(value);
+                case "--server-idle-s" -> a.serverIdleS = Integer.parseInt(value);
+                case "--client-keepalive-s" -> a.clientKeepaliveS = Integer.parseInt(value);
                 default -> throw new IllegalArgumentException("unknown argument " + argv[i]);
             }
         }

@@ -24,7 +24,8 @@ import org.eclipse.californium.elements.config.Configuration;
 
 /**
  * The ingress adapter beside a service: a Californium endpoint whose every request, whatever
- * its path, goes to the service over HTTP/1.1 (the JDK's client, keep-alive), and whose
+ * its path, goes to the service over HTTP/1.1 (the JDK's client, keep-alive and TCP_NODELAY:
+ * {@link Sockets}), and whose
  * answer goes back as the CoAP response (piggybacked when it comes within the client's ACK
  * timeout; Californium sends no empty ACK of its own). Californium reassembles a block-wise
  * request body (up to the cap: 4.13 beyond) and slices a long answer into blocks.
@@ -43,7 +44,7 @@ final class Ingress implements MessageDeliverer {
         java.net.InetSocketAddress addr = service.getValue();
         String host = addr.getAddress().getHostAddress();
         base = "http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + addr.getPort();
-        callbacks = Executors.newFixedThreadPool(2, r -> {
+        callbacks = Executors.newFixedThreadPool(Sockets.CLIENT_THREADS, r -> {
             Thread t = new Thread(r, "ingress-http");
             t.setDaemon(true);
             return t;
