@@ -14,12 +14,17 @@ readings, each printed as figures:
   earlier one is acknowledged, and the client delays that ACK: ``ato`` in ``ss -tni``);
 - ``writes``: ``strace -f -e trace=write,setsockopt`` on the egress's JVM for a few answers:
   the writes per answer and whether any socket was given TCP_NODELAY;
-- ``threads``: ``jstack`` of both JVMs sampled under 10 clients at the gateway: how many of
+- ``threads``: ``jstack`` of both JVMs sampled under 10 clients at the egress: how many of
   the egress's request threads are inside the adapter (``ipclab.coap``, e.g. waiting in
   ``Pool.exchange`` for the CoAP answer) and how many are idle, against the 10 requests in
-  flight, and where the ingress's threads are.
+  flight (a request held by a thread, a lock or a pool shows there), and where the
+  ingress's threads are.
 
     python bench/californium_evidence.py [--jvm-options FLAGS] [--only sockets,packets,...]
+        [--label NAME --csv TABLE]
+
+``--csv`` appends each reading's figure as a row (what, measured, measured_on) to a table,
+e.g. ``data/measured/californium_evidence.csv``, which docs/acmeair.md shows.
 
 Root (or ptrace rights), tcpdump, strace and the JDK's jstack are needed for their readings;
 a reading whose tool is missing says so and is skipped.
@@ -29,7 +34,8 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
+import csv
+import datetime
 import re
 import shutil
 import statistics
@@ -48,6 +54,13 @@ from ipclab import sockopts
 from ipclab.backends.local import LocalStack
 
 READINGS = ("sockets", "packets", "writes", "threads")
+#: the hops whose sockets the table states: (role, side, peer)
+HOPS_READ = (
+    ("gateway", "connected", "egress"),
+    ("egress", "accepted", "gateway"),
+    (f"{SERVICE}-ingress", "connected", SERVICE),
+    (SERVICE, "accepted", f"{SERVICE}-ingress"),
+)
 SEGMENT = re.compile(
     r"^(?P<t>\d+\.\d+) IP6? \S+?\.(?P<sport>\d+) > \S+?\.(?P<dport>\d+): "
     r"Flags \[(?P<flags>[^\]]*)\].*?length (?P<len>\d+)"
@@ -81,7 +94,7 @@ def _role_sockets(stack: LocalStack, roles: tuple[str, ...]) -> dict[str, list[A
     return out
 
 
-def sockets(stack: LocalStack) -> None:
+def sockets(stack: LocalStack) -> list[tuple[str, str]]:
     """Every role's TCP sockets by side and peer, with their options."""
     roles = ("gateway", "egress", f"{SERVICE}-ingress", SERVICE)
     load = _load(stack, "gateway", 10, 2.0)
@@ -90,7 +103,7 @@ def sockets(stack: LocalStack) -> None:
         found = _role_sockets(stack, roles)
     except sockopts.Unreadable as e:
         print(f"sockets: skipped ({e})")
-        return
+        return []
     finally:
         load.join()
     owner = {s.local: role for role, socks in found.items() for s in socks}
@@ -107,6 +120,15 @@ def sockets(stack: LocalStack) -> None:
     print(f"sockets: {'role':>14} {'side':>10} {'peer':>14} TCP_NODELAY SO_KEEPALIVE  n")
     for (role, side, peer, nd, ka), n in sorted(counts.items()):
         print(f"         {role:>14} {side:>10} {peer:>14} {nd:>11} {ka:>12} {n:>2}")
+    rows = []
+    for role, side, peer in HOPS_READ:
+        mine = {k: n for k, n in counts.items() if k[:3] == (role, side, peer)}
+        on = sum(n for k, n in mine.items() if k[3] == "1")
+        alive = sum(n for k, n in mine.items() if k[4] == "1")
+        total = sum(mine.values())
+        rows.append((f"{role}'s sockets {side} {'from' if side == 'accepted' else 'to'} {peer}",
+                     f"TCP_NODELAY on {on} of {total}, SO_KEEPALIVE on {alive}"))  # fmt: skip
+    return rows
 
 
 # --------------------------------------------------------------------------- packets
@@ -152,10 +174,10 @@ def _ato(port: int) -> list[str]:
     return re.findall(r"\bato:(\d+)", text)
 
 
-def packets(stack: LocalStack) -> None:
+def packets(stack: LocalStack) -> list[tuple[str, str]]:
     if shutil.which("tcpdump") is None:
         print("packets: skipped (no tcpdump: apt-get install tcpdump)")
-        return
+        return []
     port = ports(stack)["egress"]
     with tempfile.NamedTemporaryFile("r", suffix=".txt") as out:
         dump = subprocess.Popen(
@@ -173,26 +195,27 @@ def packets(stack: LocalStack) -> None:
         found = answers(Path(out.name).read_text().splitlines(), port)
     if not found:
         print("packets: every answer left in one segment")
-        return
+        return [("egress answers in two segments (head, body), 1 client", "none")]
     held = [a for a in found if a["acked_between"]]
     release = [(a["last"] - a["ack"]) * 1000 for a in held]
-    print(
-        f"packets: {len(found)} answers in more than one segment; head to body "
-        f"median {statistics.median(a['gap_ms'] for a in found):.2f} ms; the client's ACK "
-        f"came between head and body in {len(held)} ({100 * len(held) / len(found):.0f}%), "
-        f"the body left a median "
-        f"{statistics.median(release) if release else float('nan'):.3f} ms after that ACK; "
-        f"the client's delayed-ACK timeout (ss ato) {sorted(set(ato))} ms"
+    gap = statistics.median(a["gap_ms"] for a in found)
+    measured = (
+        f"{gap:.2f} ms (median of {len(found)} answers); the client's ACK of the head came "
+        f"before the body in {len(held)} of them"
+        + (f", the body {statistics.median(release):.2f} ms after it" if release else "")
+        + f"; the client's delayed-ACK timeout (ss ato) {'/'.join(sorted(set(ato)))} ms"
     )
+    print(f"packets: egress answer, head to body: {measured}")
+    return [("egress answer's head to its body (tcpdump, 1 client, GET)", measured)]
 
 
 # --------------------------------------------------------------------------- writes
 
 
-def writes(stack: LocalStack) -> None:
+def writes(stack: LocalStack) -> list[tuple[str, str]]:
     if shutil.which("strace") is None:
         print("writes: skipped (no strace: apt-get install strace)")
-        return
+        return []
     pid = jvm_of(stack, "egress")
     with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
         trace = subprocess.Popen(
@@ -207,10 +230,12 @@ def writes(stack: LocalStack) -> None:
     heads = len(re.findall(r'write\(\d+, "HTTP/1\.1 ', text))
     bodies = len(re.findall(r'write\(\d+, "logged out"', text))
     nodelay = len(re.findall(r"setsockopt\(\d+, SOL_TCP, TCP_NODELAY, \[1\]", text))
-    print(
-        f"writes: {heads} answer heads and {bodies} bodies written apart (two writes per answer); "
-        f"setsockopt TCP_NODELAY=1 on {nodelay} sockets (new connections only)"
+    measured = (
+        f"{heads} heads and {bodies} bodies, each its own write(); "
+        f"setsockopt(TCP_NODELAY, 1) on {nodelay} new connection(s)"
     )
+    print(f"writes: {measured}")
+    return [("egress JVM's writes per answer (strace, 1 client, 1 s, GET)", measured)]
 
 
 # --------------------------------------------------------------------------- threads
@@ -229,20 +254,27 @@ def _dump(pid: int) -> dict[str, list[str]]:
 
 
 def _where(frames: list[str]) -> str:
+    """Where a thread is: idle (in no adapter code), blocked on a monitor, waiting for a pool
+    slot (a semaphore), waiting for its own CoAP answer, or running adapter code."""
     mine = [f for f in frames if f.startswith("at ipclab.coap.")]
     if not mine:
         return "idle"
+    top = mine[0].split("(")[0].removeprefix("at ipclab.coap.")
+    if any("Thread.State: BLOCKED" in f for f in frames):
+        return f"{top} (blocked on a monitor)"
+    if any("Semaphore" in f for f in frames):
+        return f"{top} (waits for a pool slot)"
     if any("CompletableFuture.get" in f or "CompletableFuture.timedGet" in f for f in frames):
-        return mine[0].split("(")[0].removeprefix("at ipclab.coap.") + " (waits for its answer)"
-    return mine[0].split("(")[0].removeprefix("at ipclab.coap.")
+        return f"{top} (waits for its answer)"
+    return top
 
 
-def threads(stack: LocalStack, samples: int = 5) -> None:
+def threads(stack: LocalStack, samples: int = 5) -> list[tuple[str, str]]:
     if shutil.which("jstack") is None:
         print("threads: skipped (no jstack: the JDK, openjdk-17-jdk-headless)")
-        return
+        return []
     jvms = {"egress": jvm_of(stack, "egress"), "ingress": jvm_of(stack, f"{SERVICE}-ingress")}
-    load = _load(stack, "gateway", 10, 1.0 + samples)
+    load = _load(stack, "egress", 10, 1.0 + samples)
     time.sleep(1.0)
     seen: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for _ in range(samples):
@@ -253,24 +285,49 @@ def threads(stack: LocalStack, samples: int = 5) -> None:
                     seen[name][f"{kind}: {_where(frames)}"] += 1
         time.sleep(0.3)
     load.join()
-    print(f"threads: {samples} jstack samples of each JVM, 10 requests in flight at the gateway")
+    print(f"threads: {samples} jstack samples of each JVM, 10 requests in flight at the egress")
     for name, counts in seen.items():
         for what, n in sorted(counts.items()):
             print(f"  {name:>8} {what:<60} {n / samples:6.1f} per sample")
+    egress = seen["egress"]
+
+    def mean(*words: str) -> float:
+        return sum(n for k, n in egress.items() if all(w in k for w in words)) / samples
+
+    measured = (
+        f"{mean('egress: ') - mean('egress: idle'):.1f} in the adapter: "
+        f"{mean('egress: ', 'its answer'):.1f} waiting for their own CoAP answer, "
+        f"{mean('egress: ', 'pool slot') + mean('egress: ', 'monitor'):.1f} for a lock or a "
+        f"pool slot; {mean('egress: idle'):.1f} idle; Californium's stage and timer threads "
+        f"busy {mean('coap: ') - mean('coap: idle'):.1f} of {mean('coap: '):.0f} "
+        f"(mean of {samples} jstacks)"
+    )
+    return [("egress request threads, 10 clients at the egress (jstack)", measured)]
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--jvm-options", default="")
     p.add_argument("--only", default=",".join(READINGS))
+    p.add_argument("--label", default="", help="the setting's name, before each row's what")
+    p.add_argument("--csv", type=Path, help="append (what, measured, measured_on) rows here")
     args = p.parse_args(argv)
     print(f"IPCLAB_JVM_OPTIONS={args.jvm_options!r}", file=sys.stderr)
+    rows: list[tuple[str, str]] = []
     with started(args.jvm_options) as stack:
         cell("gateway", ports(stack)["gateway"], "GET", 10, 3.0)  # warm-up
         for reading in args.only.split(","):
-            with contextlib.suppress(KeyboardInterrupt):
-                {"sockets": sockets, "packets": packets, "writes": writes,
-                 "threads": threads}[reading](stack)  # fmt: skip
+            rows += {"sockets": sockets, "packets": packets, "writes": writes,
+                     "threads": threads}[reading](stack)  # fmt: skip
+    if args.csv:
+        new = not args.csv.exists()
+        with args.csv.open("a", newline="") as f:
+            w = csv.writer(f)
+            if new:
+                w.writerow(("what", "measured", "measured_on"))
+            today = datetime.date.today().isoformat()
+            w.writerows((f"{args.label}: {what}" if args.label else what, measured, today)
+                        for what, measured in rows)  # fmt: skip
 
 
 if __name__ == "__main__":

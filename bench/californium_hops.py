@@ -20,13 +20,17 @@ client; the CoAP client sends confirmable requests from a UDP socket per client.
 is a closed loop of ``--clients`` clients for ``--seconds`` after a warm-up; it prints
 min, p50, p95 (ms) and req/s.
 
-``--jvm-options`` passes JVM flags to both adapters (``IPCLAB_JVM_OPTIONS``), e.g.
+``--label`` names the setting in the rows, ``--csv`` appends them to a table (e.g.
+``data/measured/californium_hops.csv``, whose before/after docs/acmeair.md shows: the
+adapters of two revisions, each run from its own tree, alternating). ``--jvm-options`` passes
+JVM flags to both adapters (``IPCLAB_JVM_OPTIONS``), e.g.
 ``-Dsun.net.httpserver.nodelay=false`` to put back the JDK HTTP server's default (Nagle on
 its accepted sockets) that the adapters now override; ``--compare A B`` runs the stack under
 two such settings in turn (interleaved: A, B, A, B for ``--rounds``) and prints both.
 
     python bench/californium_hops.py [--clients 1,10,50] [--seconds 3] [--hops ...]
-        [--methods GET,POST] [--jvm-options FLAGS | --compare FLAGS_A FLAGS_B] [--json OUT]
+        [--methods GET,POST] [--jvm-options FLAGS | --compare FLAGS_A FLAGS_B] [--rounds N]
+        [--label NAME] [--first-round N] [--warmup S] [--json OUT] [--csv TABLE]
 
 Timings on a shared 2-core machine drift: compare settings measured in one sitting.
 """
@@ -36,6 +40,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import csv
+import datetime
 import json
 import os
 import socket
@@ -44,6 +50,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -62,6 +69,8 @@ FORM_FORMAT = 65000  # the mapping's Content-Format for form-urlencoded (Mapping
 HOPS = ("service", "ingress", "egress", "gateway")
 METHODS = ("GET", "POST")
 WARMUP_S = 3.0
+CSV_FIELDS = ("setting", "round", "hop", "method", "clients", "n", "bad", "min_ms", "p50_ms",
+              "p95_ms", "rps", "load_average", "measured_on")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -233,20 +242,35 @@ def started(jvm_options: str) -> Iterator[LocalStack]:
         stack.stop()
 
 
-def measure(args: argparse.Namespace, jvm_options: str, label: str) -> list[dict[str, Any]]:
+def measure(
+    args: argparse.Namespace, jvm_options: str, label: str, rnd: int
+) -> list[dict[str, Any]]:
     rows = []
     with started(jvm_options) as stack:
         where = ports(stack)
         for hop in args.hops:  # the JIT compiles the path first
             for method in args.methods:
-                cell(hop, where[hop], method, 10, WARMUP_S)
+                cell(hop, where[hop], method, 10, args.warmup)
         for clients in args.clients:
             for hop in args.hops:
                 for method in args.methods:
+                    load = round(os.getloadavg()[0], 2)
                     row = cell(hop, where[hop], method, clients, args.seconds)
-                    rows.append({"setting": label, "jvm_options": jvm_options, **row})
+                    rows.append({"setting": label, "round": rnd, "jvm_options": jvm_options,
+                                 **row, "load_average": load,
+                                 "measured_on": datetime.date.today().isoformat()})  # fmt: skip
                     print(_line(rows[-1]), flush=True)
     return rows
+
+
+def append_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` added to the CSV at ``path`` (its header written first when it is new)."""
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        if new:
+            w.writeheader()
+        w.writerows(rows)
 
 
 def _line(r: dict[str, Any]) -> str:
@@ -272,7 +296,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--jvm-options", default="")
     p.add_argument("--compare", nargs=2, metavar=("FLAGS_A", "FLAGS_B"))
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--label", default="run", help="the setting's name in the rows")
+    p.add_argument("--first-round", type=int, default=1, help="the first round's number")
+    p.add_argument("--warmup", type=float, default=WARMUP_S, help="s per hop and method")
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--csv", type=Path, help="append the rows to this CSV")
     args = p.parse_args(argv)
     args.clients = [int(c) for c in args.clients.split(",")]
     args.hops = [h for h in args.hops.split(",") if h in HOPS]
@@ -280,16 +308,18 @@ def main(argv: list[str] | None = None) -> None:
     settings = (
         [("A", args.compare[0]), ("B", args.compare[1])]
         if args.compare
-        else [("run", args.jvm_options)]
+        else [(args.label, args.jvm_options)]
     )
     print(f"load average {os.getloadavg()[0]:.2f}; {socket.gethostname()}", file=sys.stderr)
     for label, flags in settings:
         print(f"setting {label}: IPCLAB_JVM_OPTIONS={flags!r}", file=sys.stderr)
     print(HEADER, flush=True)
     rows = []
-    for _ in range(args.rounds):
+    for rnd in range(args.first_round, args.first_round + args.rounds):
         for label, flags in settings:
-            rows += measure(args, flags, label)
+            rows += measure(args, flags, label, rnd)
+    if args.csv:
+        append_csv(args.csv, rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": rows, "load_average": os.getloadavg()}, f, indent=1)

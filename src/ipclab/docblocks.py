@@ -5,9 +5,10 @@ Each entry names a document, a block (``<!-- generated: NAME -->`` ...
 ``<!-- /generated -->``, ``ipclab.findings.fill_blocks``) and what makes its text: the
 README's table of committed references (``ipclab.catalogue``), and tables of figures
 measured once on this machine, kept as CSV under ``data/measured/`` with the day they were
-measured (docs/kubernetes.md's cluster figures). ``python -m ipclab.docblocks`` writes every
-block; ``tests/test_docblocks.py`` checks that each is what its source gives. (The
-references' own READMEs are filled by their studies' rebuilders.)
+measured (docs/kubernetes.md's cluster figures; docs/acmeair.md's Californium hops before and
+after the fix of issue 46, and the evidence of their cause). ``python -m ipclab.docblocks``
+writes every block; ``tests/test_docblocks.py`` checks that each is what its source gives.
+(The references' own READMEs are filled by their studies' rebuilders.)
 """
 
 from __future__ import annotations
@@ -33,10 +34,49 @@ def measured_table(name: str) -> str:
     return "\n".join(rows)
 
 
+def _spread(values: pd.Series, digits: int) -> str:
+    """The median of a cell's rounds, with their range when there are several."""
+    mid = f"{values.median():,.{digits}f}"
+    if len(values) < 2:
+        return mid
+    return f"{mid} [{values.min():,.{digits}f}, {values.max():,.{digits}f}]"
+
+
+def before_after_table(name: str) -> str:
+    """``data/measured/<name>.csv`` (bench/californium_hops.py's rows: setting ``before`` or
+    ``after``, round, hop, method, clients, min/p50/p95 ms, req/s) as one Markdown row per
+    hop, method and clients: each figure's median over the rounds [range], before -> after."""
+    t = pd.read_csv(MEASURED / f"{name}.csv")
+    rows = [
+        "| hop | request | clients | min ms | p50 ms | p95 ms | req/s |",
+        "|---|---|---:|---|---|---|---|",
+    ]
+    order = {h: i for i, h in enumerate(("service", "ingress", "egress", "gateway"))}
+    cells = t.groupby(["clients", "hop", "method"], sort=False)
+    for (clients, hop, method), g in sorted(cells, key=lambda c: (c[0][0], order[c[0][1]])):
+        side = {s: g[g.setting == s] for s in ("before", "after")}
+        figures = [
+            " -> ".join(_spread(side[s][col], d) for s in side)
+            for col, d in (("min_ms", 1), ("p50_ms", 1), ("p95_ms", 1), ("rps", 0))
+        ]
+        rows.append(f"| {hop} | {method} | {clients} | " + " | ".join(figures) + " |")
+    days = ", ".join(sorted(t.measured_on.unique()))
+    loads = f"{t.load_average.min():.1f}-{t.load_average.max():.1f}"
+    rows.append(
+        f"\nMeasured {days}, {t['round'].max()} rounds of each side alternating, "
+        f"load average {loads} (a shared machine: compare the sides, not the days)."
+    )
+    return "\n".join(rows)
+
+
 #: document (relative to the repository) -> block name -> its text
 BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "README.md": {catalogue.BLOCK: catalogue.markdown},
     "docs/kubernetes.md": {"cluster": lambda: measured_table("kubecluster")},
+    "docs/acmeair.md": {
+        "californium-hops": lambda: before_after_table("californium_hops"),
+        "californium-evidence": lambda: measured_table("californium_evidence"),
+    },
 }
 
 

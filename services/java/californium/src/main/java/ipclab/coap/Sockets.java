@@ -28,9 +28,10 @@ import org.eclipse.californium.elements.config.UdpConfig;
  * {@code --pool} idle connections kept (the JDK's default: no bound); its callbacks on
  * {@link #CLIENT_THREADS} threads, its I/O on the JDK's one selector thread.
  * <li>Californium's UDP endpoints: no Nagle on UDP (each message is one datagram); one
- * receiver and one sender thread per endpoint (Californium's defaults), the kernel's buffer
- * sizes, the protocol stages of every endpoint of the process on one pool of one thread per
- * processor (Californium's default size), up to {@code --pool} client endpoints per service.
+ * receiver and one sender thread per endpoint (Californium's default on up to 3 processors,
+ * 2 on more: fixed here, whatever the host), the kernel's buffer sizes, the protocol stages
+ * of every endpoint of the process on one pool of one thread per processor (Californium's
+ * default size), up to {@code --pool} client endpoints per service.
  * </ul>
  *
  * A JDK property given on the JVM's command line ({@code -D}, e.g. through
