@@ -14,6 +14,7 @@ writes every block; ``tests/test_docblocks.py`` checks that each is what its sou
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -69,6 +70,37 @@ def before_after_table(name: str) -> str:
     return "\n".join(rows)
 
 
+PAIRS = REPO_ROOT / "bench" / "results" / "transports-coap-pairs-nodelay"
+
+
+def pairs_before_after(folder: Path = PAIRS) -> str:
+    """The adapter-pair rows of ``bench/transports.py --pairs`` runs saved as
+    ``<before|after>-<round>.json`` in ``folder``, one round each: per pair, its sequential
+    p50, req/s with 32 calls in flight and CPU per call, median over the rounds [range],
+    before -> after."""
+    runs = {}
+    for path in sorted(folder.glob("*.json")):
+        side, _, rnd = path.stem.partition("-")
+        doc = json.loads(path.read_text())
+        for row in doc["rows"]:
+            runs[(side, int(rnd), row["name"])] = row | {"load": doc["load_avg_before"][0]}
+    t = pd.DataFrame([{**v, "side": k[0], "round": k[1]} for k, v in runs.items()])
+    rows = ["| pair | p50 us, one call at a time | req/s, 32 in flight | CPU us per call |",
+            "|---|---|---|---|"]  # fmt: skip
+    for name in ("pair-none", "pair-aiocoap", "pair-californium"):
+        g = t[t.name == name]
+        figures = [
+            " -> ".join(_spread(g[g.side == s][col], 0) for s in ("before", "after"))
+            for col in ("seq_p50_us", "rps", "cpu_us_per_call")
+        ]
+        rows.append(f"| {name} | " + " | ".join(figures) + " |")
+    rows.append(
+        f"\n{t['round'].max()} rounds of each side alternating, load average "
+        f"{t.load.min():.1f}-{t.load.max():.1f} (a shared machine: compare the sides)."
+    )
+    return "\n".join(rows)
+
+
 #: document (relative to the repository) -> block name -> its text
 BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "README.md": {catalogue.BLOCK: catalogue.markdown},
@@ -77,6 +109,7 @@ BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
         "californium-hops": lambda: before_after_table("californium_hops"),
         "californium-evidence": lambda: measured_table("californium_evidence"),
     },
+    "docs/transports.md": {"californium-pairs": pairs_before_after},
 }
 
 

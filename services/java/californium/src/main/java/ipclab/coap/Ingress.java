@@ -25,9 +25,8 @@ import org.eclipse.californium.elements.config.Configuration;
 /**
  * The ingress adapter beside a service: a Californium endpoint whose every request, whatever
  * its path, goes to the service over HTTP/1.1 (the JDK's client, keep-alive and TCP_NODELAY:
- * {@link Sockets}), and whose
- * answer goes back as the CoAP response (piggybacked when it comes within the client's ACK
- * timeout; Californium sends no empty ACK of its own). Californium reassembles a block-wise
+ * {@link Sockets}), and whose answer goes back as the CoAP response (piggybacked when it
+ * comes within the client's ACK timeout; Californium sends no empty ACK of its own). Californium reassembles a block-wise
  * request body (up to the cap: 4.13 beyond) and slices a long answer into blocks.
  */
 final class Ingress implements MessageDeliverer {
