@@ -6,8 +6,8 @@ californium_hops.py, e.g. ``-Dsun.net.httpserver.nodelay=false`` for the JDK's d
 readings, each printed as figures:
 
 - ``sockets``: every role's TCP sockets after some load, with TCP_NODELAY and SO_KEEPALIVE
-  as getsockopt reads them from outside the process (``ipclab.sockopts``; root, or the
-  processes' owner where ptrace is allowed), grouped by role, side and peer;
+  as getsockopt reads them from outside the process (``ipclab.sockopts``, where ptrace is
+  allowed), grouped by role, side and peer;
 - ``packets``: ``tcpdump`` on loopback at the egress's port while one client sends GETs: per
   answer, the time from its first segment (the head) to its last (the body), and whether the
   client's pure ACK came between them (Nagle's algorithm holds a small segment until every
@@ -88,9 +88,9 @@ def _load(stack: LocalStack, hop: str, clients: int, seconds: float) -> threadin
 def _role_sockets(stack: LocalStack, roles: tuple[str, ...]) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for role in roles:
-        pids = [stack.procs[role].pid]
-        pids += [c.pid for c in psutil.Process(pids[0]).children(recursive=True)]
-        out[role] = [s for pid in pids for s in sockopts.tcp_sockets(pid)]
+        root = stack.procs[role].pid
+        sockopts.live_sockets(root)  # raises SockoptsError where they cannot be read
+        out[role] = [s for s in sockopts.tree_sockets(root) if s.state in ("LISTEN", "ESTABLISHED")]
     return out
 
 
@@ -101,7 +101,7 @@ def sockets(stack: LocalStack) -> list[tuple[str, str]]:
     time.sleep(1.0)
     try:
         found = _role_sockets(stack, roles)
-    except sockopts.Unreadable as e:
+    except sockopts.SockoptsError as e:
         print(f"sockets: skipped ({e})")
         return []
     finally:
@@ -112,10 +112,10 @@ def sockets(stack: LocalStack) -> list[tuple[str, str]]:
         for s in socks:
             side = (
                 "listening"
-                if s.peer is None
+                if s.listening
                 else ("accepted" if s.local[1] == stack.ports.get(role) else "connected")
             )
-            peer = "-" if s.peer is None else owner.get(s.peer, "bench client")
+            peer = "-" if s.listening else owner.get(s.remote, "bench client")
             counts[(role, side, peer, str(int(s.nodelay)), str(int(s.keepalive)))] += 1
     print(f"sockets: {'role':>14} {'side':>10} {'peer':>14} TCP_NODELAY SO_KEEPALIVE  n")
     for (role, side, peer, nd, ka), n in sorted(counts.items()):

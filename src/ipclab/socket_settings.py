@@ -10,13 +10,14 @@ Why it matters: a sender with Nagle's algorithm on (no TCP_NODELAY) that writes 
 two short pieces holds the second until the first is acknowledged, and a receiver that waits
 for the whole message delays that acknowledgement (Linux: 40 ms at least). Every request with
 a body or answer written in two writes then waits ~40 ms: the artefact of issue 46's
-Californium egress (the JDK's HttpServer sets no TCP_NODELAY). Linux holds a short segment
-only while an earlier short segment is unacknowledged (Minshall's variant), so a message
+Californium egress (the JDK's HttpServer set no TCP_NODELAY; the adapters now set it).
+Linux holds a short segment only while an earlier short segment is unacknowledged
+(Minshall's variant), so a message
 written in one write is never held: that is why the two senders here with Nagle on (nginx's
 upstream connections, Locust's client) stall nothing, and the declaration says so.
 
 The Californium adapters (services/java/californium) are not rows here: their sockets are
-stated with them.
+stated with them (``Sockets.java``, docs/acmeair.md, tests/test_californium_adapters.py).
 """
 
 from __future__ import annotations
