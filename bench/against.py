@@ -64,14 +64,19 @@ def shim(tree: Path) -> Path:
     return folder
 
 
-def run_side(tree: Path, only: str, options: dict[str, Any], out: Path) -> dict[str, Any]:
-    """One round of ``tree``'s bench (its own code), the figures it wrote."""
-    cmd = [sys.executable, str(tree / "bench" / "transports.py"), "--only", only,
+def run_side(
+    tree: Path, only: str, options: dict[str, Any], out: Path, bench: Path | None = None
+) -> dict[str, Any]:
+    """One round of a bench over ``tree``'s code, the figures it wrote: ``tree``'s own bench
+    by default, or ``bench`` (a folder holding ``transports.py``: this tree's, so that two
+    revisions' services are measured by one bench)."""
+    bench = bench or tree / "bench"
+    cmd = [sys.executable, str(bench / "transports.py"), "--only", only,
            "--rounds", "1", "--json", str(out)]  # fmt: skip
     for key in FORWARDED:
         if options.get(key) is not None:
             cmd += [f"--{key}", str(options[key])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim(tree)), str(tree / "bench")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim(tree)), str(bench)])}
     subprocess.run(cmd, cwd=tree, env=env, check=False, stdout=subprocess.DEVNULL)
     if not out.is_file():
         raise RuntimeError(f"{tree}: the bench wrote no figures ({' '.join(cmd)})")
