@@ -254,9 +254,7 @@ def test_annotate_gives_each_run_its_cells_verdict() -> None:
     runs = folder_runs(REFERENCE / "nyflott-full-docker" / "delay0ms")
     table = pd.DataFrame({"run": [f"delay0ms/{r.path.name}" for r in runs]})
     out = annotate(table, runs)
-    cal = out["run"].str.contains("californium")
-    assert out.loc[cal, "plausibility"].str.startswith("stall").all()
-    assert (out.loc[~cal, "plausibility"] == "").all()
+    assert (out["plausibility"] == "").all()  # the Californium runs measured again: no stall
     assert annotate(pd.DataFrame({"x": [1]}), runs).columns.tolist() == ["x"]
 
 
@@ -284,19 +282,19 @@ def cell(check: pd.DataFrame, **match: Any) -> pd.Series:
     return hit.iloc[0]
 
 
-def test_the_stalled_californium_cells_are_flagged_and_aiocoaps_are_not(
+def test_the_californium_cells_measured_again_pass_as_aiocoaps_do(
     every_cell: pd.DataFrame,
 ) -> None:
+    """The Californium cells were stalled (1.56-1.88 x what the machine explains, issue 46);
+    measured again with TCP_NODELAY on their HTTP hop they lie with aiocoap's."""
     ny = every_cell[every_cell["reference"] == "nyflott-full-docker"]
     for delay in ("delay0ms", "delay2ms", "delay5ms"):
         cal = cell(ny, experiment=delay, stack="acmeair-coap-californium")
-        assert cal["plausible"] is False or cal["plausible"] == False  # noqa: E712
-        assert cal["why"].startswith("stall") and cal["latency_ratio"] > 1.5
+        assert cal["plausible"] == True and cal["latency_ratio"] < 1.0  # noqa: E712
         aio = cell(ny, experiment=delay, stack="acmeair-coap")
         assert aio["plausible"] == True and aio["latency_ratio"] < 1.0  # noqa: E712
-    # every other load cell of every reference lies below the factor, with a margin
-    load = every_cell[(every_cell["method"] == "load")
-                      & ~every_cell["stack"].str.contains("californium")]  # fmt: skip
+    # every load cell of every reference lies below the factor, with a margin
+    load = every_cell[every_cell["method"] == "load"]
     assert load["latency_ratio"].max() < LIMITS.latency_factor / 1.1
 
 
@@ -314,13 +312,17 @@ def test_the_phantom_and_start_up_failures_are_flagged(every_cell: pd.DataFrame)
 
 
 def test_a_reference_table_marks_its_flagged_cells(every_cell: pd.DataFrame) -> None:
-    ny = every_cell[every_cell["reference"] == "nyflott-full-docker"].drop(columns="reference")
-    table, shared = plausibility.table_of(ny)
+    av = every_cell[every_cell["reference"] == "availability-full-docker"].drop(columns="reference")
+    table, shared = plausibility.table_of(av)
     assert table.columns[0] == "check" and set(table["check"]) == {"pass", "flagged"}
-    assert (table["check"] == "flagged").sum() == 4 and shared["method"] == "load"
-    assert "4 of 19 cells flagged" in plausibility.caption(table, shared, LIMITS)
+    flagged = int((table["check"] == "flagged").sum())
+    assert flagged == 8
+    assert f"{flagged} of {len(table)} cells flagged" in plausibility.caption(table, shared, LIMITS)
+    ny = every_cell[every_cell["reference"] == "nyflott-full-docker"].drop(columns="reference")
+    assert set(plausibility.table_of(ny)[0]["check"]) == {"pass"}
     lines = plausibility.flagged_lines(every_cell)
-    assert any("acmeair-coap-californium" in x and "stall" in x for x in lines)
+    assert any("shop-rest" in x and "no failed request" in x for x in lines)
+    assert not any("californium" in x for x in lines)
 
 
 def test_check_runs_of_nothing_is_empty() -> None:
@@ -337,19 +339,14 @@ def test_the_docs_numbers_are_the_references(every_cell: pd.DataFrame) -> None:
     runs = pd.concat(frames, ignore_index=True)
     runs = runs[runs["kind"] == "load"]
     ratio = runs["p50_ms"].astype(float) / runs["explained_ms"].astype(float)
-    run_cal = runs["stack"].str.contains("californium")
     slack = runs["little_error"].astype(float) + runs["loadgen_utilisation"].astype(float)
-    ny0 = cell(every_cell, reference="nyflott-full-docker", experiment="delay0ms",
-               stack="acmeair-coap-californium")  # fmt: skip
     aio = load[load["stack"] == "acmeair-coap"]["latency_ratio"]
     avail = every_cell[every_cell["reference"] == "availability-full-docker"]
     said = [
-        f"at most {load[~cal]['latency_ratio'].max():.2f} (a cell's median; "
-        f"{ratio[~run_cal].max():.2f} in one run",
-        f"at least {load[cal]['latency_ratio'].min():.2f} ({ratio[run_cal].min():.2f} in one run; "
-        f"{ny0['latency_ratio']:.2f} at 0 ms: a median of {ny0['p50_ms']:.1f} ms where the "
-        f"machine explains {ny0['explained_ms']:.1f}",
-        f"aiocoap's cells lie at {aio.min():.2f}-{aio.max():.2f}",
+        f"every load cell lies at most {load['latency_ratio'].max():.2f} (a cell's median; "
+        f"{ratio.max():.2f} in one run",
+        f"fix, lie at {load[cal]['latency_ratio'].min():.2f}-{load[cal]['latency_ratio'].max():.2f}"
+        f" and aiocoap's at {aio.min():.2f}-{aio.max():.2f}",
         f"between {slack.min():.1%} below the allowance and +{runs['little_error'].max():.1%}",
         f"hold {int(avail['failures_without_evidence'].sum())} failures with no fault",
         f"{int(avail['failures_at_startup'].sum())} of method 1's failures on docker",
@@ -370,12 +367,12 @@ def test_the_report_shows_the_check(every_cell: pd.DataFrame, tmp_path: Path) ->
     row = pd.Series({"measured_a": 2.0, "measured_b": 1.0, "n_a": 5, "n_b": 5,
                      "machine_check": "pass", "plausibility": "pass"})  # fmt: skip
     assert "plausibility passed" in rh.measured_html(row)
-    ny = every_cell[every_cell["reference"] == "nyflott-full-docker"].drop(columns="reference")
-    table, _ = plausibility.table_of(ny)
+    av = every_cell[every_cell["reference"] == "availability-full-docker"].drop(columns="reference")
+    table, _ = plausibility.table_of(av)
     table.to_csv(tmp_path / "plausibility.csv", index=False)
     said = plausibility_text(tmp_path)
-    assert said.startswith("plausibility check: 4 of 19 cells flagged: delay0ms")
-    assert "acmeair-coap-californium" in said and "stall" in said and "[" not in said
+    assert said.startswith("plausibility check: 8 of 18 cells flagged: fault_injection")
+    assert "shop-rest" in said and "[" not in said
     assert plausibility_text(tmp_path / "none").startswith("plausibility not checked")
     each = {f"{s}_{c}": v for s in ("python", "native")
             for c, v in (("measured_ratio", 2.0), ("ci_low", 1.5), ("ci_high", 2.5),

@@ -203,16 +203,20 @@ def test_start_up_failures_are_no_time_to_failure() -> None:
     assert survival.run_outcome([kinded], CAP).time_s is None
 
 
-def test_the_ramp_end_of_a_committed_run_is_its_load_start_and_one_second(tmp_path: Path) -> None:
+def test_the_ramp_end_of_a_committed_run_is_its_load_start_one_second_and_a_window(
+    tmp_path: Path,
+) -> None:
+    """The detector's rule (classify.ramp_end_of): every user spawned, then one window of
+    the error-rate rule (5 s) judged on the full load alone."""
     run = _reference_runs()[0]
     start = next(e["t"] for e in run.events() if e["event"] == "load_start")
-    assert until_failure.ramp_end(run) == pytest.approx(start + 1.0)
+    assert until_failure.ramp_end(run) == pytest.approx(start + 1.0 + 5.0)
     d = tmp_path / "r"
     d.mkdir()
     (d / "manifest.json").write_text(json.dumps({"style": "rest", "parameters": {
         "users": 300, "plan": {"spawn_rate": 10}}}))  # fmt: skip
     (d / "events.jsonl").write_text(json.dumps({"t": 5.0, "event": "load_start", "users": 300}))
-    assert until_failure.ramp_end(read_run(d)) == pytest.approx(35.0)
+    assert until_failure.ramp_end(read_run(d)) == pytest.approx(40.0)
     (d / "events.jsonl").write_text(json.dumps({"t": 9.0, "event": "ramp_end"}))
     assert until_failure.ramp_end(read_run(d)) == 9.0
 

@@ -101,6 +101,33 @@ def pairs_before_after(folder: Path = PAIRS) -> str:
     return "\n".join(rows)
 
 
+NYFLOTT_RUNS = REPO_ROOT / "data" / "runs" / "reference" / "nyflott-full-docker" / "results"
+
+
+def californium_reference() -> str:
+    """The Nyfløtt reference's CoAP cells per added delay: Californium as first measured
+    (``data/measured/californium_reference_before.csv``, the stall) and as the reference
+    holds it now, beside aiocoap's (``results/runs.csv``: means over runs)."""
+    before = pd.read_csv(MEASURED / "californium_reference_before.csv")
+    runs = pd.read_csv(NYFLOTT_RUNS / "runs.csv")
+    now = runs[runs["style"] == "coap"].groupby(["stack", "delay_ms"])
+    cells = now.agg(runs=("rps", "size"), mean_ms=("mean_ms", "mean"), rps=("rps", "mean"))
+    rows = [
+        "| added delay | Californium before the fix: mean ms, req/s (runs) "
+        "| Californium now | aiocoap (Python adapters) |",
+        "|---|---|---|---|",
+    ]
+    for b in before.itertuples():
+        cal = cells.loc[("acmeair-coap-californium", b.delay_ms)]
+        aio = cells.loc[("acmeair-coap", b.delay_ms)]
+        rows.append(
+            f"| {b.delay_ms:g} ms | {b.mean_ms:.1f}, {b.rps:.0f} ({b.runs}, {b.revision}) "
+            f"| {cal.mean_ms:.1f}, {cal.rps:.0f} ({cal.runs:.0f}) "
+            f"| {aio.mean_ms:.1f}, {aio.rps:.0f} ({aio.runs:.0f}) |"
+        )
+    return "\n".join(rows)
+
+
 #: document (relative to the repository) -> block name -> its text
 BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "README.md": {catalogue.BLOCK: catalogue.markdown},
@@ -108,6 +135,7 @@ BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "docs/acmeair.md": {
         "californium-hops": lambda: before_after_table("californium_hops"),
         "californium-evidence": lambda: measured_table("californium_evidence"),
+        "californium-reference": californium_reference,
     },
     "docs/transports.md": {"californium-pairs": pairs_before_after},
 }

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ipclab import claims as claims_mod
 from ipclab.availability import survival
-from ipclab.availability.classify import run_cycles
+from ipclab.availability.classify import ramp_end_of, run_cycles
 from ipclab.availability.estimators import mttf_bounds, mttf_ratio, mttf_value_p
 from ipclab.published import Claim
 from ipclab.runs import Run
@@ -52,20 +52,11 @@ def cap_of(run: Run) -> float:
 
 
 def ramp_end(run: Run) -> float | None:
-    """When the load was fully up: the run's ``ramp_end`` event where it records one, else
-    its ``load_start`` plus users / spawn rate (the runner spawns every user in one second
-    when no rate is stated); None without a ``load_start``."""
-    events = run.events()
-    for e in events:
-        if e.get("event") == "ramp_end":
-            return float(e["t"])
-    start = next((e for e in events if e.get("event") == "load_start"), None)
-    if start is None:
-        return None
-    p = run.parameters
-    users = float(start.get("users") or p.get("users") or 0)
-    rate = (p.get("plan") or {}).get("spawn_rate") or users or 1.0
-    return float(start["t"]) + users / float(rate)
+    """When the load was fully up, by the detector's own rule
+    (:func:`ipclab.availability.classify.ramp_end_of`: the run's ``ramp_end`` event, else its
+    ``load_start`` plus users / spawn rate plus one detector window); None without a
+    ``load_start``."""
+    return ramp_end_of(run)
 
 
 def run_rows(runs: Sequence[Run]) -> pd.DataFrame:
@@ -209,6 +200,7 @@ def mttf_effects(
         why = _unmeasured(sides, cells, rows)
         if why:
             effects[c.claim_id] = claims_mod.Effect.unmeasured(why)
+            model[c.claim_id] = Judged(False, "exponential model not checked: no runs to check")
             continue
         if c.test == "value":
             e, text = value_effect(c, cells[0], sides[0][1], confidence)  # type: ignore[arg-type]
