@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from ipclab.report.answer import Entry, answer_section
 from ipclab.report.context import Counter, SiteFiles
 from ipclab.report.files import read_csv
 from ipclab.report.overview import made_section, summary_section, title_page
@@ -63,6 +64,10 @@ def render_body(
     studies = [(f"Reference: {m.get('title') or d.name}", c, section_id("R", i))
                for i, (d, m, c) in enumerate(refs, 1)]  # fmt: skip
     frames = []
+    entries = [Entry(str(m.get("title") or d.name), str(m.get("study") or d.name),
+                     section_id("R", i), c, d.parent.name)
+               for i, (d, m, c) in enumerate(refs, 1) if c is not None]  # fmt: skip
+    fresh: list[Entry] = []
     for i, (d, meta) in enumerate(zip(dirs, metas, strict=True), 1):
         title = str(meta.get("title") or meta.get("study") or d.name)
         claims = _claims(d, meta, f"claims of {title}", n)
@@ -71,10 +76,14 @@ def render_body(
         sections.append(study_section(i, d, meta, claims, not_run, n, reference=reference))
         studies.append((title, claims, section_id("", i)))
         if claims is not None:
+            study = str(meta.get("study") or d.name)
+            fresh.append(Entry(title, study, section_id("", i), claims, d.name))
             frames.append(claims.assign(study=title))
     all_claims = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     profile, backend = profile_backend(run_log, metas)
+    root = refs[0][0].parents[1] if refs else None
     return "\n".join([
+        answer_section(entries or fresh, root),
         title_page(studies, env, profile, backend, run_log, built_at[:10]),
         *sections,
         summary_section(all_claims, n),

@@ -297,10 +297,13 @@ CLAIM_COLUMNS = (
 )
 
 
-def _claim_row(row: pd.Series, with_source: bool) -> str:
+def _claim_row(row: pd.Series, with_source: bool, section: str = "") -> str:
+    """One claim's row; with ``section`` (its study's anchor) the row has the id the first
+    page links to (``claim-<section>-<claim id>``)."""
     source = f'<div class="sub">{esc(_get(row, "source"))}</div>' if with_source else ""
+    ident = f' id="claim-{esc(section)}-{esc(_get(row, "claim_id"))}"' if section else ""
     return (
-        "<tr>"
+        f"<tr{ident}>"
         f'<td class="txt id">{esc(_get(row, "claim_id"))}{source}</td>'
         f'<td class="txt">{breakable(fmt_text(_get(row, "comparison")))}</td>'
         f'<td class="txt">{esc(published_text(row))}</td>'
@@ -313,8 +316,9 @@ def _claim_row(row: pd.Series, with_source: bool) -> str:
     )
 
 
-def claims_table(claims: pd.DataFrame, cap: str) -> str:
-    """Claims with their verdicts, grouped under each published statement (source + quote)."""
+def claims_table(claims: pd.DataFrame, cap: str, section: str = "") -> str:
+    """Claims with their verdicts, grouped under each published statement (source + quote);
+    ``section``: the study's anchor, which gives each row its id."""
     colgroup = "".join(f'<col class="{c}">' for _, c in CLAIM_COLUMNS)
     head = "".join(f"<th>{esc(h)}</th>" for h, _ in CLAIM_COLUMNS)
     grouped = "quote" in claims.columns
@@ -333,11 +337,13 @@ def claims_table(claims: pd.DataFrame, cap: str) -> str:
             parts.append(
                 f'<tbody class="stmt"><tr class="quote"><td colspan="{len(CLAIM_COLUMNS)}">'
                 f"{label}</td></tr>"
-                + "".join(_claim_row(r, False) for _, r in g.iterrows())
+                + "".join(_claim_row(r, False, section) for _, r in g.iterrows())
                 + "</tbody>"
             )
     else:
-        rows = "".join(_claim_row(r, "source" in claims.columns) for _, r in claims.iterrows())
+        rows = "".join(
+            _claim_row(r, "source" in claims.columns, section) for _, r in claims.iterrows()
+        )
         parts.append(f"<tbody>{rows or '<tr><td colspan=8>(no claims)</td></tr>'}</tbody>")
     inner = f"<colgroup>{colgroup}</colgroup><thead><tr>{head}</tr></thead>{''.join(parts)}"
     return wrap_table(inner, cap, 6.8, False, "claims")

@@ -110,6 +110,7 @@ def _claims_html(
     reference: pd.DataFrame | None,
     slug: str,
     n: Counter,
+    anchor: str = "",
 ) -> list[str]:
     out = ["<h2>Claims and verdicts</h2>"]
     if claims is None:
@@ -124,7 +125,7 @@ def _claims_html(
         "and its reason.",
     )  # fmt: skip
     cap += data_link(directory, str(meta.get("claims") or ""), slug, n)
-    out.append(rh.claims_table(claims, cap))
+    out.append(rh.claims_table(claims, cap, anchor))
     if reference is not None and "measured_ratio" in claims:
         out.append(agreement_html(claims, reference, n))
     return out
@@ -165,7 +166,7 @@ def study_section(
         out += [figure_html(directory, f, meta.get("figures_dir"), n) for f in figures]
     tables = [t for t in meta.get("tables") or [] if t.get("csv") != meta.get("claims")]
     out.append(_tables_html(directory, [t for t in tables if in_report(t)], slug, n))
-    out += _claims_html(directory, meta, title, claims, reference, slug, n)
+    out += _claims_html(directory, meta, title, claims, reference, slug, n, anchor)
     out += _hidden_html([t for t in tables if not in_report(t)])
     new_problems = n.problems[problems_before:]
     if new_problems:

@@ -22,6 +22,17 @@ ul { margin: 1mm 0 2mm 0; padding-left: 5mm; }
 code { font-family: "DejaVu Sans Mono", monospace; font-size: 0.9em; overflow-wrap: anywhere; }
 .quiet { color: #555; font-size: 8pt; }
 .title-page { break-after: page; }
+.answer { break-after: page; }
+.answer h1.title { font-size: 20pt; margin-bottom: 2mm; }
+.answer .kicker { font-size: 9pt; letter-spacing: 0.2em; text-transform: uppercase; color: #555;
+                  margin: 2mm 0 1mm 0; }
+.answer h2 { margin-top: 3mm; }
+.answer h3 { font-size: 9pt; margin: 2mm 0 0.5mm 0; }
+svg.chart { display: block; width: 100%; height: auto; margin: 1mm 0 2mm 0; }
+ul.counts { columns: 2; column-gap: 6mm; font-size: 7pt; margin: 0 0 2mm 0; }
+ul.key-findings { font-size: 7.5pt; margin: 0 0 1mm 0; }
+ul.key-findings a { color: inherit; text-decoration: none; }
+li.v-rev { color: #8a1c1c; }
 .title-page .kicker { font-size: 10pt; letter-spacing: 0.2em; text-transform: uppercase;
                       color: #555; margin: 6mm 0 1mm 0; }
 .title-page h1.title { font-size: 22pt; line-height: 1.2; margin-bottom: 3mm; }
