@@ -466,3 +466,38 @@ def markdown_lines_html(lines: Sequence[str]) -> str:
         if ln.strip():
             parts.append(f'<p class="findings">{_inline_md(ln)}</p>')
     return "".join(parts)
+
+
+def tests_table(claims: pd.DataFrame, cap: str, section: str = "") -> str:
+    """One compact row per distinct test of a claims table (the claims that share it named
+    together): comparison, published, measured [95% CI], verdict. With ``section`` (the
+    study's anchor) each row has the id the first page links to, ``claim-<section>-<id>``
+    of the test's first claim."""
+    from ipclab.claims import FACT, claim_ids, distinct_tests
+
+    head = "".join(f"<th>{h}</th>" for h in ("claims", "comparison", "published",
+                                             "measured [95% CI]", "verdict"))  # fmt: skip
+    rows = []
+    for _, r in distinct_tests(claims).iterrows():
+        ident = f' id="claim-{esc(section)}-{esc(r["claim_id"])}"' if section else ""
+        meas = measured_html(r).split('<div class="sub">')[0]
+        verdict = "–" if is_missing(_get(r, "verdict")) else str(_get(r, "verdict"))
+        fact = str(_get(r, "evidence")) == FACT
+        cell = verdict_cell(verdict).replace(f">{esc(verdict)}<", f">fact: {esc(verdict)}<") \
+            if fact else verdict_cell(verdict)  # fmt: skip
+        rows.append(
+            f"<tr{ident}>"
+            f'<td class="txt id">{esc(claim_ids(claims, r))}</td>'
+            f'<td class="txt">{breakable(fmt_text(_get(r, "comparison")))}</td>'
+            f'<td class="txt">{esc(published_text(r))}</td>'
+            f'<td class="txt">{meas}</td>{cell}</tr>'
+        )
+    inner = f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+    return wrap_table(inner, cap, 6.8, False, "tests")
+
+
+def needs_landscape(df: pd.DataFrame) -> bool:
+    """Whether :func:`frame_table` would print ``df`` on a landscape page of its own."""
+    headers, rows, text = format_frame(df)
+    widths = [column_chars(h, (r[i] for r in rows), text[i]) for i, h in enumerate(headers)]
+    return layout(widths)[1]

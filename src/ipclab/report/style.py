@@ -49,6 +49,7 @@ table.kv tr { border-bottom: 0.4pt solid #ddd; }
 table.kv.params th { width: 45mm; }
 figure { break-inside: avoid; margin: 0 0 6mm 0; }
 figure img { display: block; max-width: 100%; max-height: 200mm; margin: 0 auto; }
+section.study > figure img { max-height: 80mm; }
 figcaption { font-size: 8.5pt; margin-top: 1.5mm; }
 .label { font-weight: bold; }
 .table-block { margin: 0 0 6mm 0; }
