@@ -148,3 +148,57 @@ def test_a_reversal_is_counted_apart_from_the_other_not_reproduced() -> None:
     c = verdict_counts(pd.DataFrame(rows))
     assert c == {REPRODUCED: 1, REVERSED: 1, NOT_REPRODUCED: 1, UNDERPOWERED: 0,
                  INCONCLUSIVE: 0}  # fmt: skip
+
+
+MAIN_BODY_MAX_PAGES = 40
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The PDF of the committed references with a fresh results folder beside one of them
+    (as ``make reproduce`` builds it): its path and its text."""
+    import shutil
+    import subprocess
+
+    from ipclab.report import build_report, pdf
+
+    try:
+        pdf.find_chromium()
+    except pdf.ChromiumMissing as e:
+        pytest.skip(str(e))
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is not installed")
+    root = tmp_path_factory.mktemp("answer")
+    fresh = root / "results" / "shafabakhsh"
+    shutil.copytree(REFERENCES / "shafabakhsh-full-local" / "results", fresh)
+    refs = {"shafabakhsh": REFERENCES / "shafabakhsh-full-local" / "results"}
+    refs |= {f"shafabakhsh@{k}": v for k, v in references().items() if v not in refs.values()}
+    out = build_report([fresh], root / "out" / "report.pdf", references=refs)
+    text = subprocess.run(["pdftotext", "-layout", str(out), "-"], capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
+    return out, text
+
+
+def test_the_main_body_is_at_most_40_pages_and_the_appendices_hold_the_rest(
+    printed: tuple[Path, str],
+) -> None:
+    from ipclab.report.pdf import page_counts
+
+    out, text = printed
+    main_body, appendices = page_counts(out)
+    assert 3 <= main_body <= MAIN_BODY_MAX_PAGES, main_body
+    assert appendices > 0
+    pages = text.split("\f")
+    body = " ".join(" ".join(pages[:main_body]).split())
+    rest = " ".join(" ".join(pages[main_body:]).split())
+    assert "Reference results (committed)" in rest and "Provenance:" in rest
+    assert "Claims in full" in rest and "Detail: " in rest
+    assert "1. Shafabakhsh 2020 (full profile, local)" in rest  # this run, beside the reference
+    assert "R1. Reference:" in body and "Provenance:" not in body
+
+
+def test_the_pdf_opens_on_the_answer(printed: tuple[Path, str], page: tuple[Page, str]) -> None:
+    first = " ".join(printed[1].split("\f")[0].split())
+    assert first.startswith("IPCLAB The answer") and "What matters most" in first
+    findings = [t for h, t in page[0].links if h.startswith("#claim-")]
+    assert all(" ".join(t.split()) in first for t in findings[:3]), findings[:3]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.report.document import render_html
-from ipclab.report.pdf import ChromiumMissing, find_chromium, html_to_pdf
+from ipclab.report.pdf import ChromiumMissing, find_chromium, html_to_pdf, page_counts
 from ipclab.report.runlog import notebooks
 from ipclab.report.site import SiteRefused, build_site, check_site_dir
 
@@ -94,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(build_site(dirs, site, run_log))
             return 0
         print(build_report(dirs, a.out, run_log, site_dir=site))
+        main_body, appendices = page_counts(a.out)
+        print(f"main body: {main_body} pages; appendices: {appendices} pages", file=sys.stderr)
     except (ChromiumMissing, SiteRefused) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

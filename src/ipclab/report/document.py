@@ -16,6 +16,7 @@ from ipclab.report.answer import Entry, answer_section
 from ipclab.report.context import Counter, SiteFiles
 from ipclab.report.files import read_csv
 from ipclab.report.overview import environment_html, made_section, summary_section, title_page
+from ipclab.report.pdf import APPENDICES_HEADING
 from ipclab.report.reference import reference_overview, reference_studies
 from ipclab.report.robustness import robustness_section
 from ipclab.report.runlog import not_run_by_results, profile_backend
@@ -104,7 +105,7 @@ def render_body(
         answer_section(entries or fresh, root),
         title_page(studies, env, profile, backend, run_log, built_at[:10], environment=False),
         *sections,
-        f'<h1 class="study-title appendices" id="{APPENDICES_ID}">Appendices</h1>',
+        f'<h1 class="study-title appendices" id="{APPENDICES_ID}">{APPENDICES_HEADING}</h1>',
         *n.appendices(),
         summary_section(all_claims, n),
         made_section(run_log, n.problems, built_at, environment_html(env, profile, backend,
