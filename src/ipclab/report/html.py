@@ -28,6 +28,7 @@ TEXT_WRAP_CHARS = 26  # a text column wraps at about this many characters
 VERDICT_CLASSES = {
     "reproduced": "v-ok",
     "not reproduced": "v-bad",
+    "reversed": "v-bad",
     "underpowered": "v-low",
     "inconclusive": "v-unk",
 }
@@ -485,9 +486,14 @@ def tests_table(claims: pd.DataFrame, cap: str, section: str = "") -> str:
         fact = str(_get(r, "evidence")) == FACT
         cell = verdict_cell(verdict).replace(f">{esc(verdict)}<", f">fact: {esc(verdict)}<") \
             if fact else verdict_cell(verdict)  # fmt: skip
+        ids = claim_ids(claims, r)
+        more = "".join(  # the test's other claims: anchors in its row, for their links
+            f'<span id="claim-{esc(section)}-{esc(i)}"></span>'
+            for i in ids.split(", ")[1:] if section
+        )  # fmt: skip
         rows.append(
             f"<tr{ident}>"
-            f'<td class="txt id">{esc(claim_ids(claims, r))}</td>'
+            f'<td class="txt id">{more}{esc(ids)}</td>'
             f'<td class="txt">{breakable(fmt_text(_get(r, "comparison")))}</td>'
             f'<td class="txt">{esc(published_text(r))}</td>'
             f'<td class="txt">{meas}</td>{cell}</tr>'

@@ -232,7 +232,7 @@ def study_section(
     out += _skipped_html([*(f"Skipped: {s}" for s in meta.get("skipped") or []), *not_run])
     figures = meta.get("figures") or []
     if figures:
-        out.append("<h2>Figures</h2>")
+        out.append(f'<h2 id="{anchor}-figures">Figures</h2>')
         out += [figure_html(directory, f, meta.get("figures_dir"), n) for f in figures]
     tables = [t for t in meta.get("tables") or [] if t.get("csv") != meta.get("claims")]
     shown = [t for t in tables if in_report(t)]

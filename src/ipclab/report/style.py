@@ -111,4 +111,11 @@ form.filter { position: sticky; top: 0; z-index: 1; background: #fff; display: f
               border-bottom: 1px solid #999; margin-bottom: 0.6rem; font-size: 9.5pt; }
 form.filter select { font: inherit; }
 form.filter output { color: #555; }
+nav.site { display: flex; gap: 1.2rem; padding: 0.4rem 0; border-bottom: 1px solid #999;
+           margin-bottom: 0.8rem; font-size: 10pt; }
+nav.site a[aria-current] { font-weight: bold; color: inherit; text-decoration: none; }
+table#claims-page { font-size: 9pt; width: 100%; }
+table#claims-page th { white-space: nowrap; }
+table#claims-page td { vertical-align: top; }
+.table-block:has(#claims-page) { zoom: 1; }
 """
