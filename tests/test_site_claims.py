@@ -76,6 +76,7 @@ def test_a_claim_followed_from_the_first_page_to_its_figures_and_runs(
     want = runindex.index([REPO_ROOT / "data/runs/reference" / reference])
     assert paths and len(paths) == len(want)
     assert all((REPO_ROOT / p / "manifest.json").is_file() for p in paths)
+    assert "Provenance: " in runs  # in words (ipclab.provenance)
 
 
 def test_the_claims_page_filters_by_runtime_and_backend(browser: tuple[str, Path, bool]) -> None:

@@ -2,7 +2,8 @@
 committed reference (and of a fresh run), sortable and filtered by study, verdict, runtime
 and backend; each row links to its claim in the report, its study's figures and its
 reference's runs (``runs/<reference>.html``: the ``ipclab runs`` rows of that reference,
-from :mod:`ipclab.runindex`). A navigation bar joins the pages. Nothing is fetched.
+from :mod:`ipclab.runindex`, under its machine, dates and provenance in words). A
+navigation bar joins the pages. Nothing is fetched.
 
 The filter reads and writes the URL's fragment (``claims.html#verdict=reversed&backend=docker``);
 a row's runtime and backend are its reference's (:func:`ipclab.catalogue.describe`), a
@@ -60,8 +61,13 @@ def runs_page(folder: Path) -> str:
     cap = rh.caption("Table", 1, f"The {len(table)} runs of {folder.name}, as ipclab runs "
                      "lists them: where, what, when, and whether the code that made each is "
                      "the code that would make it now.")  # fmt: skip
+    from ipclab.report.reference import machine_and_date, made_by
+
+    results = folder / "results"
     return (f'{nav("", "../")}<h1>Runs of {rh.esc(folder.name)}</h1>'
-            f'<p>{rh.esc(catalogue.describe(folder)["title"])}.</p>'
+            f'<p>{rh.esc(catalogue.describe(folder)["title"])}: '
+            f"{rh.esc(machine_and_date(results))}.</p>"
+            f'<p class="provenance">Provenance: {rh.esc(made_by(results))}.</p>'
             + rh.frame_table(shown, cap).replace("<table ", '<table id="runs" ', 1))  # fmt: skip
 
 
