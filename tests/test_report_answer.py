@@ -202,3 +202,14 @@ def test_the_pdf_opens_on_the_answer(printed: tuple[Path, str], page: tuple[Page
     assert first.startswith("IPCLAB The answer") and "What matters most" in first
     findings = [t for h, t in page[0].links if h.startswith("#claim-")]
     assert all(" ".join(t.split()) in first for t in findings[:3]), findings[:3]
+
+
+def test_the_command_builds_the_site_of_the_references_alone(tmp_path: Path) -> None:
+    from ipclab.report import main
+
+    site = tmp_path / "site"
+    args = ["--references", "--no-pdf", "--results", str(tmp_path / "none"), "--site", str(site)]
+    assert main(args) == 0
+    assert (site / "claims.html").is_file() and len(list((site / "runs").glob("*.html"))) >= 5
+    assert f'id="{ANSWER_ID}"' in (site / "index.html").read_text()
+    assert main(["--results", str(tmp_path / "none"), "--site", str(tmp_path / "other")]) == 2
