@@ -201,7 +201,11 @@ def _findings_html(entries: Sequence[Entry]) -> str:
                 seen.add(str(r["claim_id"]))
                 items.append((e, r))
         items = sorted(items, key=lambda x: (not is_reversed(x[1]), -_log_size(x[1])))[:TOP]
+        name = next(e.title for e in entries if e.study == study).split(" (")[0]
         if not items:
+            out.append(f'<div class="study-findings"><h3>{rh.esc(name)}</h3><p class="quiet">'
+                       "No test decided either way: see its claims for what more runs "
+                       "would take.</p></div>")  # fmt: skip
             continue
         lis = "".join(
             f'<li class="finding v-{"rev" if is_reversed(r) else rh.esc(r["verdict"])[:3]}">'
@@ -210,7 +214,6 @@ def _findings_html(entries: Sequence[Entry]) -> str:
             f' <span class="quiet">({rh.esc(e.short)})</span></li>'
             for e, r in items
         )
-        name = next(e.title for e in entries if e.study == study).split(" (")[0]
         out.append(f'<div class="study-findings"><h3>{rh.esc(name)}</h3>'
                    f'<ul class="key-findings">{lis}</ul></div>')  # fmt: skip
     return "".join(out)
