@@ -2,12 +2,17 @@
 Chromium, and written as a site (``site/index.html``) beside it.
 
 :func:`build_report` takes results folders (``study.json`` and its CSVs, see
-:mod:`ipclab.results`) and, optionally, the run log of ``ipclab reproduce``. The
-PDF has a title page with the environment manifest; per study its parameters, deviations,
-figures, in-report tables and claims with verdicts, and what was skipped; then one table of
-all claims with counts per verdict, and how the report was made. The HTML (images embedded)
-is kept next to the PDF; the site is the same HTML with SVG figures and CSV tables copied
-beside it and a claims table filtered by study and verdict (:mod:`ipclab.report.site`).
+:mod:`ipclab.results`), the committed references beside them and, optionally, the run log of
+``ipclab reproduce``. The PDF's main body is the answer (:mod:`~ipclab.report.answer`: the
+verdicts charted per results folder, the findings that matter most linked to their claims,
+the agreement across backends and factors) and one section per study (its figures, main
+tables, one row per distinct test); the appendices hold the provenance, robustness, a fresh
+run's sections beside the references, each study's detail and claims in full, all claims,
+and how the report was made (:func:`~ipclab.report.pdf.page_counts` counts both parts). The
+HTML (images embedded) is kept next to the PDF; the site is the same HTML with SVG figures
+and CSV tables copied beside it, a navigation bar, ``claims.html`` (every claim, sortable and
+filtered by study, verdict, runtime and backend, linking to its row, figures and runs) and a
+page of runs per reference (:mod:`ipclab.report.site`, :mod:`ipclab.report.claimspage`).
 
     python -m ipclab.report --results out/results --out out/report.pdf
 

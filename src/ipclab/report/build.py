@@ -3,6 +3,7 @@
 Building both from the results folders found under a folder, and the command line.
 
     python -m ipclab.report --results out/results --out out/report.pdf [--site out/site]
+    python -m ipclab.report --references --out out/report.pdf   # the references alone
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.report.document import render_html
-from ipclab.report.pdf import ChromiumMissing, find_chromium, html_to_pdf
+from ipclab.report.pdf import ChromiumMissing, find_chromium, html_to_pdf, page_counts
 from ipclab.report.runlog import notebooks
 from ipclab.report.site import SiteRefused, build_site, check_site_dir
 
@@ -58,6 +59,15 @@ def find_results(root: Path, run_log: dict[str, Any] | None = None) -> list[Path
     return sorted(dirs, key=lambda d: (order.get(d.name, len(order)), str(d)))
 
 
+def committed_references() -> dict[str, Path]:
+    """Every committed reference's results folder, by its folder's name."""
+    from ipclab.paths import REPO_ROOT
+
+    root = REPO_ROOT / "data" / "runs" / "reference"
+    found = sorted(root.glob("*/results"))
+    return {d.parent.name: d for d in found if (d / "study.json").is_file()}
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m ipclab.report", description=__doc__.split("\n")[0])
     ap.add_argument(
@@ -72,6 +82,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--no-pdf", action="store_true", help="write the site only (needs no Chromium)")
     ap.add_argument(
+        "--references",
+        action="store_true",
+        help="lead with every committed reference (data/runs/reference/*/results); with no "
+        "results folders, the report of the references alone",
+    )
+    ap.add_argument(
         "--run-log",
         type=Path,
         default=None,
@@ -85,15 +101,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     log_path = a.run_log or a.results.parent / "run_log.json"
     run_log = json.loads(log_path.read_text()) if log_path.is_file() else None
     dirs = find_results(a.results, run_log) if a.results.is_dir() else []
-    if not dirs:
+    refs = committed_references() if a.references else None
+    if not dirs and not refs:
         print(f"no results folders (study.json) under {a.results}", file=sys.stderr)
         return 2
     site = a.site or a.out.parent / "site"
     try:
         if a.no_pdf:
-            print(build_site(dirs, site, run_log))
+            print(build_site(dirs, site, run_log, refs))
             return 0
-        print(build_report(dirs, a.out, run_log, site_dir=site))
+        print(build_report(dirs, a.out, run_log, refs, site_dir=site))
+        main_body, appendices = page_counts(a.out)
+        print(f"main body: {main_body} pages; appendices: {appendices} pages", file=sys.stderr)
     except (ChromiumMissing, SiteRefused) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

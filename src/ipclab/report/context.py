@@ -9,6 +9,7 @@ be moved or served anywhere as it is.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -38,6 +39,19 @@ class Counter:
     tables: int = 0
     problems: list[str] = field(default_factory=list)
     site: SiteFiles | None = None
+    # the appendices' parts, rendered after the main body (so numbered in page order)
+    appendix: list[Callable[[], str]] = field(default_factory=list)
+
+    def later(self, part: Callable[[], str]) -> None:
+        """Render ``part`` in the appendices, after the main body."""
+        self.appendix.append(part)
+
+    def appendices(self) -> list[str]:
+        """Render the parts left for the appendices (each may leave more: rendered too)."""
+        out: list[str] = []
+        while self.appendix:
+            out.append(self.appendix.pop(0)())
+        return out
 
     def figure(self) -> int:
         self.figures += 1

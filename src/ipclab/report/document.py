@@ -6,15 +6,18 @@ site is the same body with its figures copied beside it, screen styles and the c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ipclab.report.answer import Entry, answer_section
 from ipclab.report.context import Counter, SiteFiles
 from ipclab.report.files import read_csv
-from ipclab.report.overview import made_section, summary_section, title_page
-from ipclab.report.reference import reference_section
+from ipclab.report.overview import environment_html, made_section, summary_section, title_page
+from ipclab.report.pdf import APPENDICES_HEADING
+from ipclab.report.reference import reference_overview, reference_studies
 from ipclab.report.robustness import robustness_section
 from ipclab.report.runlog import not_run_by_results, profile_backend
 from ipclab.report.study import section_id, study_section
@@ -23,6 +26,7 @@ from ipclab.results import read_results
 from ipclab.runs import utcnow
 
 Reference = tuple[Path, dict[str, Any], pd.DataFrame | None]
+APPENDICES_ID = "appendices"  # the heading the main body ends before
 
 
 def _claims(directory: Path, meta: dict[str, Any], what: str, n: Counter) -> pd.DataFrame | None:
@@ -37,6 +41,20 @@ def _references(references: Mapping[str, Path] | None, n: Counter) -> list[tuple
     return out
 
 
+def _reference_parts(refs: Sequence[Reference], n: Counter) -> tuple[list[str], list[Entry]]:
+    """The references' sections for the main body (their overview, with the provenance of
+    each, and the robustness tables are left for the appendices) and their first-page
+    entries."""
+    if not refs:
+        return [], []
+    n.later(lambda: reference_overview(refs))
+    n.later(lambda: robustness_section(refs[0][0].parents[1], n))  # <root>/<reference>/results
+    entries = [Entry(str(m.get("title") or d.name), str(m.get("study") or d.name),
+                     section_id("R", i), c, d.parent.name)
+               for i, (d, m, c) in enumerate(refs, 1) if c is not None]  # fmt: skip
+    return reference_studies(refs, n), entries
+
+
 def render_body(
     results_dirs: Sequence[Path],
     run_log: dict[str, Any] | None = None,
@@ -44,8 +62,11 @@ def render_body(
     references: Mapping[str, Path] | None = None,
     site: SiteFiles | None = None,
 ) -> str:
-    """The report's ``<body>``; with ``site``, figures and tables are copied there and
-    linked instead of inlined."""
+    """The report's ``<body>``: the main body (the answer, then one section per study: the
+    committed references' when there are any, else this run's) and the appendices
+    (provenance, robustness, this run's sections beside the references, each study's detail,
+    all claims, how it was made); with ``site``, figures and tables are copied there and
+    linked, not inlined."""
     from ipclab.environment import describe_environment
 
     dirs = [Path(d) for d in results_dirs]
@@ -57,28 +78,38 @@ def render_body(
     named = _references(references, n)
     refs = [r for _, r in named]
     ref_claims = {name: c for name, (_, _, c) in named}
-    sections = [reference_section(refs, n)] if refs else []
-    if refs:  # the references' folder: <root>/<reference>/results
-        sections.append(robustness_section(refs[0][0].parents[1], n))
+    sections, entries = _reference_parts(refs, n)
     studies = [(f"Reference: {m.get('title') or d.name}", c, section_id("R", i))
                for i, (d, m, c) in enumerate(refs, 1)]  # fmt: skip
     frames = []
+    fresh: list[Entry] = []
     for i, (d, meta) in enumerate(zip(dirs, metas, strict=True), 1):
         title = str(meta.get("title") or meta.get("study") or d.name)
         claims = _claims(d, meta, f"claims of {title}", n)
         not_run = by_results.get(d.name, [])
         reference = ref_claims.get(d.name)
-        sections.append(study_section(i, d, meta, claims, not_run, n, reference=reference))
+        section = partial(study_section, i, d, meta, claims, not_run, n, reference=reference)
+        if refs:  # the references are the main body's evidence; this run is set beside them
+            n.later(section)
+        else:
+            sections.append(section())
         studies.append((title, claims, section_id("", i)))
         if claims is not None:
+            study = str(meta.get("study") or d.name)
+            fresh.append(Entry(title, study, section_id("", i), claims, d.name))
             frames.append(claims.assign(study=title))
     all_claims = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     profile, backend = profile_backend(run_log, metas)
+    root = refs[0][0].parents[1] if refs else None
     return "\n".join([
-        title_page(studies, env, profile, backend, run_log, built_at[:10]),
+        answer_section(entries or fresh, root),
+        title_page(studies, env, profile, backend, run_log, built_at[:10], environment=False),
         *sections,
+        f'<h1 class="study-title appendices" id="{APPENDICES_ID}">{APPENDICES_HEADING}</h1>',
+        *n.appendices(),
         summary_section(all_claims, n),
-        made_section(run_log, n.problems, built_at),
+        made_section(run_log, n.problems, built_at, environment_html(env, profile, backend,
+                                                                     built_at[:10])),
     ])  # fmt: skip
 
 

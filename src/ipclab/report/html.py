@@ -28,6 +28,7 @@ TEXT_WRAP_CHARS = 26  # a text column wraps at about this many characters
 VERDICT_CLASSES = {
     "reproduced": "v-ok",
     "not reproduced": "v-bad",
+    "reversed": "v-bad",
     "underpowered": "v-low",
     "inconclusive": "v-unk",
 }
@@ -297,10 +298,13 @@ CLAIM_COLUMNS = (
 )
 
 
-def _claim_row(row: pd.Series, with_source: bool) -> str:
+def _claim_row(row: pd.Series, with_source: bool, section: str = "") -> str:
+    """One claim's row; with ``section`` (its study's anchor) the row has the id the first
+    page links to (``claim-<section>-<claim id>``)."""
     source = f'<div class="sub">{esc(_get(row, "source"))}</div>' if with_source else ""
+    ident = f' id="claim-{esc(section)}-{esc(_get(row, "claim_id"))}"' if section else ""
     return (
-        "<tr>"
+        f"<tr{ident}>"
         f'<td class="txt id">{esc(_get(row, "claim_id"))}{source}</td>'
         f'<td class="txt">{breakable(fmt_text(_get(row, "comparison")))}</td>'
         f'<td class="txt">{esc(published_text(row))}</td>'
@@ -313,8 +317,9 @@ def _claim_row(row: pd.Series, with_source: bool) -> str:
     )
 
 
-def claims_table(claims: pd.DataFrame, cap: str) -> str:
-    """Claims with their verdicts, grouped under each published statement (source + quote)."""
+def claims_table(claims: pd.DataFrame, cap: str, section: str = "") -> str:
+    """Claims with their verdicts, grouped under each published statement (source + quote);
+    ``section``: the study's anchor, which gives each row its id."""
     colgroup = "".join(f'<col class="{c}">' for _, c in CLAIM_COLUMNS)
     head = "".join(f"<th>{esc(h)}</th>" for h, _ in CLAIM_COLUMNS)
     grouped = "quote" in claims.columns
@@ -333,11 +338,13 @@ def claims_table(claims: pd.DataFrame, cap: str) -> str:
             parts.append(
                 f'<tbody class="stmt"><tr class="quote"><td colspan="{len(CLAIM_COLUMNS)}">'
                 f"{label}</td></tr>"
-                + "".join(_claim_row(r, False) for _, r in g.iterrows())
+                + "".join(_claim_row(r, False, section) for _, r in g.iterrows())
                 + "</tbody>"
             )
     else:
-        rows = "".join(_claim_row(r, "source" in claims.columns) for _, r in claims.iterrows())
+        rows = "".join(
+            _claim_row(r, "source" in claims.columns, section) for _, r in claims.iterrows()
+        )
         parts.append(f"<tbody>{rows or '<tr><td colspan=8>(no claims)</td></tr>'}</tbody>")
     inner = f"<colgroup>{colgroup}</colgroup><thead><tr>{head}</tr></thead>{''.join(parts)}"
     return wrap_table(inner, cap, 6.8, False, "claims")
@@ -460,3 +467,43 @@ def markdown_lines_html(lines: Sequence[str]) -> str:
         if ln.strip():
             parts.append(f'<p class="findings">{_inline_md(ln)}</p>')
     return "".join(parts)
+
+
+def tests_table(claims: pd.DataFrame, cap: str, section: str = "") -> str:
+    """One compact row per distinct test of a claims table (the claims that share it named
+    together): comparison, published, measured [95% CI], verdict. With ``section`` (the
+    study's anchor) each row has the id the first page links to, ``claim-<section>-<id>``
+    of the test's first claim."""
+    from ipclab.claims import FACT, claim_ids, distinct_tests
+
+    head = "".join(f"<th>{h}</th>" for h in ("claims", "comparison", "published",
+                                             "measured [95% CI]", "verdict"))  # fmt: skip
+    rows = []
+    for _, r in distinct_tests(claims).iterrows():
+        ident = f' id="claim-{esc(section)}-{esc(r["claim_id"])}"' if section else ""
+        meas = measured_html(r).split('<div class="sub">')[0]
+        verdict = "–" if is_missing(_get(r, "verdict")) else str(_get(r, "verdict"))
+        fact = str(_get(r, "evidence")) == FACT
+        cell = verdict_cell(verdict).replace(f">{esc(verdict)}<", f">fact: {esc(verdict)}<") \
+            if fact else verdict_cell(verdict)  # fmt: skip
+        ids = claim_ids(claims, r)
+        more = "".join(  # the test's other claims: anchors in its row, for their links
+            f'<span id="claim-{esc(section)}-{esc(i)}"></span>'
+            for i in ids.split(", ")[1:] if section
+        )  # fmt: skip
+        rows.append(
+            f"<tr{ident}>"
+            f'<td class="txt id">{more}{esc(ids)}</td>'
+            f'<td class="txt">{breakable(fmt_text(_get(r, "comparison")))}</td>'
+            f'<td class="txt">{esc(published_text(r))}</td>'
+            f'<td class="txt">{meas}</td>{cell}</tr>'
+        )
+    inner = f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+    return wrap_table(inner, cap, 6.8, False, "tests")
+
+
+def needs_landscape(df: pd.DataFrame) -> bool:
+    """Whether :func:`frame_table` would print ``df`` on a landscape page of its own."""
+    headers, rows, text = format_frame(df)
+    widths = [column_chars(h, (r[i] for r in rows), text[i]) for i, h in enumerate(headers)]
+    return layout(widths)[1]

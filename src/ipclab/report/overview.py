@@ -64,8 +64,10 @@ def title_page(
     backend: str,
     run_log: dict[str, Any] | None,
     date: str,
+    environment: bool = True,
 ) -> str:
-    """``studies``: per section its title, claims and anchor (each title links to it)."""
+    """``studies``: per section its title, claims and anchor (each title links to it); the
+    environment follows unless ``environment`` is false (then it is in the appendices)."""
     rows = []
     for i, (title, claims, anchor) in enumerate(studies, 1):
         link = f'<a href="#{rh.esc(anchor)}">{i}. {rh.esc(title)}</a>'
@@ -79,6 +81,9 @@ def title_page(
         if missing
         else ""
     )
+    env_html = ""
+    if environment:
+        env_html = f"<h2>Environment</h2>{environment_html(env, profile, backend, date)}"
     return f"""
 <section class="title-page">
   <p class="kicker">ipclab</p>
@@ -88,8 +93,7 @@ def title_page(
   <h2>Studies in this report</h2>
   <ul class="studies">{"".join(rows) or "<li>none</li>"}</ul>
   {status}
-  <h2>Environment</h2>
-  {environment_html(env, profile, backend, date)}
+  {env_html}
 </section>"""
 
 
@@ -153,8 +157,12 @@ def _run_log_html(run_log: dict[str, Any]) -> list[str]:
     return out
 
 
-def made_section(run_log: dict[str, Any] | None, problems: Sequence[str], built_at: str) -> str:
+def made_section(
+    run_log: dict[str, Any] | None, problems: Sequence[str], built_at: str, environment: str = ""
+) -> str:
     out = ['<section class="made"><h1 class="study-title">How this report was made</h1>']
+    if environment:
+        out += ["<h2>Environment</h2>", environment]
     if run_log is None:
         out.append(
             "<p>Built from existing results folders (<code>python -m ipclab.report</code>); "

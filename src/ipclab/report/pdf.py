@@ -111,3 +111,24 @@ def html_to_pdf(html_file: Path, out_pdf: Path, timeout_s: float = 180.0) -> Pat
             )
         shutil.copyfile(tmp_pdf, out_pdf)
     return out_pdf
+
+
+APPENDICES_HEADING = "Appendices"  # the first line of the page the main body ends before
+
+
+def page_counts(pdf: Path) -> tuple[int, int]:
+    """The printed report's main body and appendix page counts: the appendices start on the
+    page whose first line is their heading (``pdftotext``, from poppler-utils)."""
+    exe = shutil.which("pdftotext")
+    if exe is None:
+        raise RuntimeError("counting the report's pages needs pdftotext (poppler-utils)")
+    text = subprocess.run([exe, "-layout", str(pdf), "-"], capture_output=True, text=True,
+                          check=True, stdin=subprocess.DEVNULL).stdout  # fmt: skip
+    pages = text.split("\f")
+    if pages and not pages[-1].strip():
+        pages = pages[:-1]
+    for i, page in enumerate(pages):
+        first = next((ln.strip() for ln in page.splitlines() if ln.strip()), "")
+        if first == APPENDICES_HEADING:
+            return i, len(pages) - i
+    return len(pages), 0

@@ -62,14 +62,13 @@ def plausibility_text(results_dir: Path) -> str:
     return f"{said}: {cells}"
 
 
-def reference_section(
-    pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame | None]], n: Counter
-) -> str:
-    """The committed full-profile results, first: what the suite found, and where and when."""
+def reference_overview(pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame | None]]) -> str:
+    """The committed full-profile results: what each found, where and when, and which code
+    made its runs (its provenance)."""
     out = ['<section class="study"><h1 class="study-title">Reference results (committed)</h1>',
            "<p>These are the full-profile results committed with the suite "
-           "(<code>data/runs/reference/</code>), analysed under docs/statistics.md. The "
-           "sections after them are this run's, placed beside these.</p><ul>"]  # fmt: skip
+           "(<code>data/runs/reference/</code>), analysed under docs/statistics.md; a fresh "
+           "run's sections are placed beside them.</p><ul>"]  # fmt: skip
     for d, meta, claims in pairs:
         title = str(meta.get("title") or d.name)
         tally_txt = tally_text(claims) if claims is not None else "no claims table"
@@ -80,7 +79,22 @@ def reference_section(
             f"Provenance: {rh.esc(made_by(d))}.</span></li>"
         )
     out.append("</ul></section>")
-    for i, (d, meta, claims) in enumerate(pairs, 1):
-        meta = {**meta, "title": f"Reference: {meta.get('title') or d.name}"}
-        out.append(study_section(i, d, meta, claims, [], n, prefix="R"))
     return "\n".join(out)
+
+
+def reference_studies(
+    pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame | None]], n: Counter
+) -> list[str]:
+    """Each reference's study section (``R1``, ``R2``, ...)."""
+    return [
+        study_section(i, d, {**meta, "title": f"Reference: {meta.get('title') or d.name}"},
+                      claims, [], n, prefix="R")
+        for i, (d, meta, claims) in enumerate(pairs, 1)
+    ]  # fmt: skip
+
+
+def reference_section(
+    pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame | None]], n: Counter
+) -> str:
+    """The overview of the committed results, then each reference's section."""
+    return "\n".join([reference_overview(pairs), *reference_studies(pairs, n)])

@@ -57,10 +57,6 @@ def _table_html(
     return _sentence(table, title, labels, factor) + rh.frame_table(_shown(table, labels), cap)
 
 
-def _pair_html(pair: rb.Pair, factor: str, n: Counter) -> str:
-    return _table_html(rb.side_by_side(pair, factor=factor), pair.title, pair.labels, factor, n)
-
-
 def _written(results_dir: Path) -> list[tuple[str, pd.DataFrame, tuple[str, str], str]]:
     """The agreement tables a study wrote itself (``*_agreement.csv``: ``side_by_side``'s
     columns, e.g. a study's claims on each of two adapter sets): title, table, labels, factor."""
@@ -76,15 +72,24 @@ def _written(results_dir: Path) -> list[tuple[str, pd.DataFrame, tuple[str, str]
     return out
 
 
+def pairs(reference_root: Path) -> list[tuple[str, pd.DataFrame, tuple[str, str], str]]:
+    """Every side-by-side table of the committed references: backends, then a factor's
+    levels within one reference, then the agreement tables studies wrote (title, table,
+    labels, factor)."""
+    root = Path(reference_root)
+    found = [(f.parent, f.parent.parent.name) for f in sorted(root.glob("*/results/study.json"))]
+    factors = [p for d, name in found if (p := rb.factor_pairs(rb.claims_tables(d), name))]
+    out = [(p.title, rb.side_by_side(p, factor="backend"), p.labels, "backend")
+           for p in rb.backend_pairs(root)]  # fmt: skip
+    out += [(p.title, rb.side_by_side(p, factor="factor"), p.labels, "factor") for p in factors]
+    return out + [w for d, _ in found for w in _written(d)]
+
+
 def robustness_section(reference_root: Path, n: Counter) -> str:
     """Backends, then factors within one reference (e.g. languages, adapter sets); empty
     when the committed references hold neither."""
-    root = Path(reference_root)
-    backends = rb.backend_pairs(root)
-    found = [(f.parent, f.parent.parent.name) for f in sorted(root.glob("*/results/study.json"))]
-    factors = [p for d, name in found if (p := rb.factor_pairs(rb.claims_tables(d), name))]
-    written = [w for d, _ in found for w in _written(d)]
-    if not backends and not factors and not written:
+    tables = pairs(reference_root)
+    if not tables:
         return ""
     out = [
         '<section class="study"><h1 class="study-title">Robustness</h1>',
@@ -92,12 +97,13 @@ def robustness_section(reference_root: Path, n: Counter) -> str:
         "committed references' claims measured on two backends, and claims stated once per "
         "level of a factor, side by side (docs/statistics.md section 8).</p>",
     ]
+    backends = [t for t in tables if t[3] == "backend"]
     if backends:
         out.append("<h2>Across backends</h2>")
-        out += [_pair_html(p, "backend", n) for p in backends]
-    if factors or written:
+        out += [_table_html(t, title, labels, factor, n) for title, t, labels, factor in backends]
+    others = [t for t in tables if t[3] != "backend"]
+    if others:
         out.append("<h2>Across a factor's levels</h2>")
-        out += [_pair_html(p, "factor", n) for p in factors]
-        out += [_table_html(t, title, labels, factor, n) for title, t, labels, factor in written]
+        out += [_table_html(t, title, labels, factor, n) for title, t, labels, factor in others]
     out.append("</section>")
     return "\n".join(out)

@@ -10,15 +10,31 @@ on the first load; the first change of the filter drops it and writes the fragme
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from ipclab.report.claimspage import (
+    CLAIMS_PAGE,
+    CLAIMS_TABLE_ID,
+    FILTER_KEYS,
+    SORT_SCRIPT,
+    Source,
+    claims_page,
+    nav,
+    runs_page,
+)
 from ipclab.report.context import SiteFiles
 from ipclab.report.document import document, render_body
+from ipclab.report.files import resolve
 from ipclab.report.overview import ALL_CLAIMS_ID
+from ipclab.report.study import section_id
 from ipclab.report.style import CSS, SITE_CSS
+from ipclab.results import read_results
 
 SITE_MARKER = ".ipclab-site"  # a folder holding it is a site ipclab wrote: rebuilt whole
 
@@ -27,7 +43,9 @@ FILTER_SCRIPT = """
   const table = document.getElementById("__TABLE__");
   if (!table) return;
   const rows = [...table.tBodies[0].rows];
-  const keys = ["study", "verdict"];
+  const keys = __KEYS__;
+  const multi = new Set(__MULTI__);  // a cell may hold several values: "jvm, python"
+  const values = (r, k) => multi.has(k) ? r.dataset[k].split(", ") : [r.dataset[k]];
   const form = document.createElement("form");
   form.className = "filter";
   form.id = "claim-filter";
@@ -38,7 +56,7 @@ FILTER_SCRIPT = """
     select.name = key;
     select.add(new Option("all", ""));
     const counts = new Map();
-    for (const r of rows) counts.set(r.dataset[key], (counts.get(r.dataset[key]) || 0) + 1);
+    for (const r of rows) for (const v of values(r, key)) counts.set(v, (counts.get(v) || 0) + 1);
     for (const [value, count] of counts) select.add(new Option(`${value} (${count})`, value));
     label.append(`${key} `, select);
     form.append(label);
@@ -58,7 +76,7 @@ FILTER_SCRIPT = """
     let n = 0;
     for (const key of keys) selects[key].value = p.get(key) || "";
     for (const r of rows) {
-      const ok = keys.every((k) => !p.get(k) || r.dataset[k] === p.get(k));
+      const ok = keys.every((k) => !p.get(k) || values(r, k).includes(p.get(k)));
       r.hidden = !ok;
       n += ok ? 1 : 0;
     }
@@ -79,7 +97,16 @@ FILTER_SCRIPT = """
   apply(first || new URLSearchParams());
   if (first) form.scrollIntoView();
 })();
-""".replace("__TABLE__", ALL_CLAIMS_ID)
+"""
+
+
+def filter_script(table_id: str, keys: Sequence[str], multi: Sequence[str] = ()) -> str:
+    """The filter of one table by the ``data-`` attributes ``keys`` of its rows."""
+    return (
+        FILTER_SCRIPT.replace("__TABLE__", table_id)
+        .replace("__KEYS__", json.dumps(list(keys)))
+        .replace("__MULTI__", json.dumps(list(multi)))
+    )
 
 
 class SiteRefused(FileExistsError):
@@ -110,6 +137,39 @@ def _prepare(site_dir: Path) -> None:
     (site_dir / SITE_MARKER).write_text("written by ipclab.report; rebuilt whole each time\n")
 
 
+def _sources(results_dirs: Sequence[Path], references: Mapping[str, Path] | None) -> list[Source]:
+    """Every claims table of the site, with its anchor in ``index.html`` (as
+    :func:`ipclab.report.document.render_body` numbers the sections)."""
+    out = []
+    named = [(Path(ref), "R", i, Path(ref)) for i, ref in enumerate((references or {}).values(), 1)]
+    named += [(Path(d), "", i, None) for i, d in enumerate(results_dirs, 1)]
+    for d, prefix, i, ref in named:
+        meta = read_results(d)
+        claims = resolve(d, str(meta.get("claims") or "")) if meta.get("claims") else None
+        if claims is None:
+            continue
+        label = d.parent.name if ref is not None else d.name
+        study = str(meta.get("title") or meta.get("study") or d.name).split(" (")[0]
+        folder = ref.parent if ref is not None else None
+        out.append(Source(study, label, section_id(prefix, i), pd.read_csv(claims), folder))
+    return out
+
+
+def _write_pages(site_dir: Path, sources: Sequence[Source]) -> None:
+    """``claims.html`` and each reference's ``runs/<reference>.html``."""
+    run_pages: dict[Path, str] = {}
+    for s in sources:
+        if s.folder is not None and s.folder not in run_pages:
+            href = f"runs/{s.folder.name}.html"
+            (site_dir / "runs").mkdir(exist_ok=True)
+            (site_dir / href).write_text(document(runs_page(s.folder), CSS + SITE_CSS), "utf-8")
+            run_pages[s.folder] = href
+    script = filter_script(CLAIMS_TABLE_ID, FILTER_KEYS, ("runtime", "backend")) + SORT_SCRIPT
+    page = document(claims_page(sources, run_pages), CSS + SITE_CSS, script.replace(
+        "__TABLE__", CLAIMS_TABLE_ID))  # fmt: skip
+    (site_dir / CLAIMS_PAGE).write_text(page, "utf-8")
+
+
 def build_site(
     results_dirs: Sequence[Path],
     site_dir: Path,
@@ -122,5 +182,7 @@ def build_site(
     _prepare(site_dir)
     body = render_body(results_dirs, run_log, environment, references, SiteFiles(site_dir))
     index = site_dir / "index.html"
-    index.write_text(document(body, CSS + SITE_CSS, FILTER_SCRIPT), "utf-8")
+    script = filter_script(ALL_CLAIMS_ID, ("study", "verdict"))
+    index.write_text(document(nav("index.html") + body, CSS + SITE_CSS, script), "utf-8")
+    _write_pages(site_dir, _sources(results_dirs, references))
     return index

@@ -18,7 +18,7 @@ from ipclab.report import html as rh
 from ipclab.report.agreement import agreement_html
 from ipclab.report.context import Counter
 from ipclab.report.figures import figure_html
-from ipclab.report.files import data_link, read_csv
+from ipclab.report.files import data_link, read_csv, resolve
 
 
 def tally_text(claims: pd.DataFrame) -> str:
@@ -35,6 +35,34 @@ def tally_text(claims: pd.DataFrame) -> str:
         else ""
     )
     return f"{n} distinct tests ({parts}){facts}, from {len(claims)} claims"
+
+
+# tables of the detail (per run, per cell, the machine and plausibility checks, the band
+# sensitivity, power): printed in the appendices, not in the study's main section
+DETAIL_NAMES = ("band_sensitivity", "plausibility", "machine_state", "power", "littles_law",
+                "window_check", "sittings", "runs", "cells", "pairwise_tests", "claims_code",
+                "complexity", "recovery_configuration", "formula_mismatch")  # fmt: skip
+DETAIL_ROWS = 20  # a longer table is detail too
+
+
+def is_detail(t: dict[str, Any], directory: Path) -> bool:
+    """Whether a study's table belongs in the appendices: by its name, its length, or its
+    width (a table that needs a landscape page of its own)."""
+    name = str(t.get("name", ""))
+    if (
+        name in DETAIL_NAMES
+        or name.startswith("claims")
+        or name.endswith(("_runs", "_cells", "_rounds"))
+    ):
+        return True
+    path = resolve(directory, str(t.get("csv", "")))
+    if path is None:
+        return False
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        return False
+    return len(df) > DETAIL_ROWS or rh.needs_landscape(df)
 
 
 def in_report(t: dict[str, Any]) -> bool:
@@ -69,8 +97,6 @@ def _head(title: str, anchor: str, label: str, directory: Path, meta: dict[str, 
         f'<h1 class="study-title">{label}. {rh.esc(title)}</h1>',
         f'<p class="quiet">Results folder <code>{rh.esc(repo_relative(directory))}</code>'
         f"{updated}.</p>",
-        "<h2>Parameters</h2>",
-        _parameters_html(meta.get("parameters") or {}),
         "<h2>Deviations from the original setup</h2>",
         bullets(deviations) if deviations else '<p class="quiet">None recorded.</p>',
     ]
@@ -110,11 +136,33 @@ def _claims_html(
     reference: pd.DataFrame | None,
     slug: str,
     n: Counter,
+    anchor: str = "",
 ) -> list[str]:
+    """The main body's claims: the tally and one row per distinct test; the findings, the
+    full claims table (quotes, p-values, reasons) and the agreement with the reference go
+    to the appendices."""
     out = ["<h2>Claims and verdicts</h2>"]
     if claims is None:
         return [*out, '<p class="missing">No claims table in this results folder.</p>']
     out.append(f"<p>{rh.esc(tally_text(claims))}.</p>")
+    cap = rh.caption(
+        "Table", n.table(), f"Claims of {title}, one row per distinct test: the comparison, "
+        "the published and the measured effect (ratio a/b with 95% CI) and the verdict; "
+        "each claim's quote, p-value and reason are in the appendix.",
+    )  # fmt: skip
+    cap += data_link(directory, str(meta.get("claims") or ""), slug, n)
+    out.append(rh.tests_table(claims, cap, anchor) if "verdict" in claims else "")
+    n.later(lambda: _full_claims_html(title, anchor, claims, reference, n))
+    return out
+
+
+def _full_claims_html(
+    title: str, anchor: str, claims: pd.DataFrame, reference: pd.DataFrame | None, n: Counter
+) -> str:
+    """A study's claims in full, in the appendices: the findings, every claim with its
+    quote, p-value, Cliff's delta and reason, and the agreement with the reference."""
+    out = [f'<section class="appendix" id="{anchor}-claims">'
+           f'<h2 class="appendix-title">Claims in full: {rh.esc(title)}</h2>']  # fmt: skip
     if "verdict" in claims and len(claims):
         out.append(rh.markdown_lines_html(findings_lines(claims, "the claims table below")))
     cap = rh.caption(
@@ -123,11 +171,34 @@ def _claims_html(
         "below it the measured a vs b and runs per side), p-value, Cliff's delta, verdict "
         "and its reason.",
     )  # fmt: skip
-    cap += data_link(directory, str(meta.get("claims") or ""), slug, n)
     out.append(rh.claims_table(claims, cap))
     if reference is not None and "measured_ratio" in claims:
         out.append(agreement_html(claims, reference, n))
-    return out
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _detail_section(
+    title: str,
+    anchor: str,
+    directory: Path,
+    detail: Sequence[dict[str, Any]],
+    hidden: Sequence[dict[str, Any]],
+    slug: str,
+    n: Counter,
+    params: dict[str, Any],
+) -> str:
+    """A study's appendix: its parameters, its detail tables, and the tables left out of
+    the report."""
+    tables = _tables_html(directory, detail, slug, n).replace(
+        "<h2>Measured against published</h2>", "", 1
+    )
+    return "\n".join([
+        f'<section class="appendix" id="{anchor}-detail">'
+        f'<h2 class="appendix-title">Detail: {rh.esc(title)}</h2>',
+        "<h3>Parameters</h3>", _parameters_html(params), tables, *_hidden_html(hidden),
+        "</section>",
+    ])  # fmt: skip
 
 
 def _hidden_html(hidden: Sequence[dict[str, Any]]) -> list[str]:
@@ -161,12 +232,20 @@ def study_section(
     out += _skipped_html([*(f"Skipped: {s}" for s in meta.get("skipped") or []), *not_run])
     figures = meta.get("figures") or []
     if figures:
-        out.append("<h2>Figures</h2>")
+        out.append(f'<h2 id="{anchor}-figures">Figures</h2>')
         out += [figure_html(directory, f, meta.get("figures_dir"), n) for f in figures]
     tables = [t for t in meta.get("tables") or [] if t.get("csv") != meta.get("claims")]
-    out.append(_tables_html(directory, [t for t in tables if in_report(t)], slug, n))
-    out += _claims_html(directory, meta, title, claims, reference, slug, n)
-    out += _hidden_html([t for t in tables if not in_report(t)])
+    shown = [t for t in tables if in_report(t)]
+    main = [t for t in shown if not is_detail(t, directory)]
+    out.append(_tables_html(directory, main, slug, n))
+    out += _claims_html(directory, meta, title, claims, reference, slug, n, anchor)
+    detail = [t for t in shown if t not in main]
+    hidden = [t for t in tables if not in_report(t)]
+    out.append(f'<p class="quiet">The parameters and the detail (per run and per cell, the '
+               f'machine and plausibility checks, band sensitivity) are in <a href="#{anchor}'
+               '-detail">the appendix</a>.</p>')  # fmt: skip
+    params = meta.get("parameters") or {}
+    n.later(lambda: _detail_section(title, anchor, directory, detail, hidden, slug, n, params))
     new_problems = n.problems[problems_before:]
     if new_problems:
         out += ['<h2>Missing</h2><ul class="skipped">'] + [

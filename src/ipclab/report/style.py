@@ -22,6 +22,17 @@ ul { margin: 1mm 0 2mm 0; padding-left: 5mm; }
 code { font-family: "DejaVu Sans Mono", monospace; font-size: 0.9em; overflow-wrap: anywhere; }
 .quiet { color: #555; font-size: 8pt; }
 .title-page { break-after: page; }
+.answer { break-after: page; }
+.answer h1.title { font-size: 20pt; margin-bottom: 2mm; }
+.answer .kicker { font-size: 9pt; letter-spacing: 0.2em; text-transform: uppercase; color: #555;
+                  margin: 2mm 0 1mm 0; }
+.answer h2 { margin-top: 3mm; }
+.answer h3 { font-size: 9pt; margin: 2mm 0 0.5mm 0; }
+svg.chart { display: block; width: 100%; height: auto; margin: 1mm 0 2mm 0; }
+ul.counts { columns: 2; column-gap: 6mm; font-size: 7pt; margin: 0 0 2mm 0; }
+ul.key-findings { font-size: 7.5pt; margin: 0 0 1mm 0; }
+ul.key-findings a { color: inherit; text-decoration: none; }
+li.v-rev { color: #8a1c1c; }
 .title-page .kicker { font-size: 10pt; letter-spacing: 0.2em; text-transform: uppercase;
                       color: #555; margin: 6mm 0 1mm 0; }
 .title-page h1.title { font-size: 22pt; line-height: 1.2; margin-bottom: 3mm; }
@@ -38,6 +49,7 @@ table.kv tr { border-bottom: 0.4pt solid #ddd; }
 table.kv.params th { width: 45mm; }
 figure { break-inside: avoid; margin: 0 0 6mm 0; }
 figure img { display: block; max-width: 100%; max-height: 200mm; margin: 0 auto; }
+section.study > figure img { max-height: 80mm; }
 figcaption { font-size: 8.5pt; margin-top: 1.5mm; }
 .label { font-weight: bold; }
 .table-block { margin: 0 0 6mm 0; }
@@ -99,4 +111,11 @@ form.filter { position: sticky; top: 0; z-index: 1; background: #fff; display: f
               border-bottom: 1px solid #999; margin-bottom: 0.6rem; font-size: 9.5pt; }
 form.filter select { font: inherit; }
 form.filter output { color: #555; }
+nav.site { display: flex; gap: 1.2rem; padding: 0.4rem 0; border-bottom: 1px solid #999;
+           margin-bottom: 0.8rem; font-size: 10pt; }
+nav.site a[aria-current] { font-weight: bold; color: inherit; text-decoration: none; }
+table#claims-page { font-size: 9pt; width: 100%; }
+table#claims-page th { white-space: nowrap; }
+table#claims-page td { vertical-align: top; }
+.table-block:has(#claims-page) { zoom: 1; }
 """
