@@ -14,6 +14,7 @@ import pandas as pd
 
 from ipclab.report.answer import Entry, answer_section
 from ipclab.report.context import Counter, SiteFiles
+from ipclab.report.designcheck import design_section
 from ipclab.report.files import read_csv
 from ipclab.report.overview import environment_html, made_section, summary_section, title_page
 from ipclab.report.pdf import APPENDICES_HEADING
@@ -49,6 +50,7 @@ def _reference_parts(refs: Sequence[Reference], n: Counter) -> tuple[list[str], 
         return [], []
     n.later(lambda: reference_overview(refs))
     n.later(lambda: robustness_section(refs[0][0].parents[1], n))  # <root>/<reference>/results
+    n.later(lambda: design_section(refs[0][0].parents[1], n))
     entries = [Entry(str(m.get("title") or d.name), str(m.get("study") or d.name),
                      section_id("R", i), c, d.parent.name)
                for i, (d, m, c) in enumerate(refs, 1) if c is not None]  # fmt: skip
