@@ -1,70 +1,15 @@
 """Run a probe as an unprivileged local user (``nobody``), for the local-attacker tests of the
 Kubernetes backend (issue 48; tests/test_kubecluster_hardening.py, tests/kubernetes/).
 
-A minimal helper of its own: the shared one (``tests/attacker.py``) did not exist when these
-tests were written. A probe is Python source run as ``nobody``/``nogroup`` with no
-supplementary groups (``setpriv``), by the system's interpreter (``/usr/bin/python3``: the
-harness's may sit in root's home, which ``nobody`` cannot enter), so with the standard
-library only, in an environment of ``PATH`` alone, from ``/``. It prints one JSON document on
-its last line, which :func:`probe` returns. Skipped (:func:`why_not`) where the harness is
-not root, ``nobody`` does not exist, or ``setpriv`` or the interpreter is missing.
+The helper is the shared one, ``tests/attacker.py`` (a probe is Python source run as
+``nobody``/``nogroup`` with no supplementary groups, by ``/usr/bin/python3 -I``, in an
+environment of ``PATH`` alone, from ``/``; :func:`probe` returns the JSON document of its
+last line; :func:`why_not` says why none can run here); this module keeps the names these
+tests import.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import pwd
-import shutil
-import subprocess
-from pathlib import Path
-from typing import Any
+from tests.attacker import PYTHON, USER, probe, run_as_nobody, why_not
 
-USER = "nobody"
-PYTHON = "/usr/bin/python3"
-
-
-def why_not() -> str | None:
-    """Why no probe can run as ``nobody`` here, or None."""
-    if os.geteuid() != 0:
-        return "the local-attacker probes need root, to become nobody"
-    try:
-        pwd.getpwnam(USER)
-    except KeyError:
-        return f"no user {USER!r} here"
-    if shutil.which("setpriv") is None:
-        return "setpriv (util-linux) is missing"
-    if not Path(PYTHON).exists():
-        return f"no {PYTHON} for the probes"
-    done = run_as_nobody("import os; print(os.getuid())", check=False)
-    if done.returncode != 0 or done.stdout.strip() != str(pwd.getpwnam(USER).pw_uid):
-        return f"a probe does not run as {USER}: {done.stderr.strip()[-300:]}"
-    return None
-
-
-def run_as_nobody(
-    source: str, timeout: float = 60.0, check: bool = True, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run ``source`` as ``nobody``; ``check``: its exit status must be 0 (else
-    AssertionError with its stderr)."""
-    user = pwd.getpwnam(USER)
-    done = subprocess.run(
-        [
-            "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-            PYTHON, "-I", "-c", source,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd="/",
-        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **(env or {})},
-    )  # fmt: skip
-    if check:
-        assert done.returncode == 0, f"probe failed ({done.returncode}): {done.stderr[-2000:]}"
-    return done
-
-
-def probe(source: str, timeout: float = 60.0) -> Any:
-    """Run ``source`` as ``nobody`` and return the JSON document of its last line."""
-    done = run_as_nobody(source, timeout)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+__all__ = ["PYTHON", "USER", "probe", "run_as_nobody", "why_not"]

@@ -126,7 +126,7 @@ def test_the_broker_refuses_guest_from_inside_the_stack_network(started: Started
     """The services' own login works; guest, from a container on the stack's network (the
     gateway's), is refused: it does not exist on a broker of compose or swarm."""
     if started.backend == "local":
-        pytest.skip("the local broker is tests/test_hardening.py's (guest on loopback only)")
+        pytest.skip("the local broker: tests/test_broker_login.py and tests/test_local_attacker.py")
     gateway = started.stack._container("gateway")
     env = dict(e.split("=", 1) for e in gateway.attrs["Config"]["Env"])
     own = env["IPCLAB_AMQP_URL"]

@@ -3,16 +3,26 @@
 Uses Debian's ``rabbitmq-server`` package (3.10). The node never touches a system node: it
 has its own node name, AMQP port, distribution port, epmd port, data and log directories
 and Erlang cookie (HOME points into the node's directory).
+
+Its only AMQP user is ``ipclab`` with a password generated for each node (32 hex digits,
+``secrets``), as the docker backends' broker (``compose.BrokerLogin``): ``rabbitmq.conf``
+names it as the default user, so ``guest`` is never created (RabbitMQ makes its default
+user on an empty database only, which every start of the node has). The password is in
+``url`` (the services' ``IPCLAB_AMQP_URL``, the harness's clients) and in the node's
+``rabbitmq.conf`` (0600, in the node's directory under the stack's 0700 workdir); never in
+a state file, a manifest or a command line. It lasts as long as the node object: a
+restart of the node (the availability experiments) keeps it, so the services' URL holds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import importlib.util
 import os
+import secrets
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -21,10 +31,11 @@ from types import ModuleType
 from typing import Any
 
 from ipclab.paths import REPO_ROOT
-from ipclab.procs import alive, free_ports, kill_group, port_open, spawn, stop_group, tail
+from ipclab.procs import free_ports, port_open, spawn, stop_group, tail
 
 SERVER_CANDIDATES = ("/usr/lib/rabbitmq/bin/rabbitmq-server", "rabbitmq-server")
 START_TIMEOUT_S = 60.0
+USER = "ipclab"  # the node's only AMQP user (as compose.BROKER_USER)
 CORE_PLUGINS = REPO_ROOT / "compose" / "broker" / "core_plugins.py"
 
 
@@ -75,6 +86,8 @@ class RabbitNode:
     # readiness check (on loopback, like every port of the node)
     tls_port: int = 0
     tls: Any = None
+    # the AMQP user's password: new for each node, kept across its restarts
+    password: str = field(default_factory=lambda: secrets.token_hex(16), repr=False)
 
     def __post_init__(self) -> None:
         if not (self.port and self.dist_port and self.epmd_port):
@@ -88,8 +101,20 @@ class RabbitNode:
     @property
     def url(self) -> str:
         if self.tls is not None:
-            return f"amqps://guest:guest@{self.host}:{self.tls_port}/"
-        return f"amqp://guest:guest@{self.host}:{self.port}/"
+            return f"amqps://{USER}:{self.password}@{self.host}:{self.tls_port}/"
+        return f"amqp://{USER}:{self.password}@{self.host}:{self.port}/"
+
+    def _login_config(self) -> str:
+        """rabbitmq.conf's users: ``ipclab`` is the default user, so ``guest`` is never
+        made; were it ever made, loopback only (RabbitMQ's own default, stated)."""
+        return (
+            f"default_user = {USER}\n"
+            f"default_pass = {self.password}\n"
+            "default_permissions.configure = .*\n"
+            "default_permissions.read = .*\n"
+            "default_permissions.write = .*\n"
+            "loopback_users.guest = true\n"
+        )
 
     def _tls_config(self) -> str:
         """rabbitmq.conf's AMQPS listener: the stack's certificate, TLS 1.3 only, no client
@@ -127,11 +152,16 @@ class RabbitNode:
     def _env(self) -> dict[str, str]:
         d = self.directory
         (d / "enabled_plugins").write_text("[].\n")
-        (d / "rabbitmq.conf").write_text(
-            f"listeners.tcp.default = {self.host}:{self.port}\n"
-            + self._tls_config()
-            + "log.console = true\nlog.console.level = warning\nlog.file = false\n"
-        )
+        conf = d / "rabbitmq.conf"  # it holds the password: this user's alone
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(
+                f"listeners.tcp.default = {self.host}:{self.port}\n"
+                + self._login_config()
+                + self._tls_config()
+                + "log.console = true\nlog.console.level = warning\nlog.file = false\n"
+            )
         return {
             **{k: v for k, v in os.environ.items() if not k.startswith("RABBITMQ_")},
             "HOME": str(d),
@@ -201,19 +231,48 @@ class RabbitNode:
         self.process = None
 
 
-def stop_private_epmd(port: int) -> None:
-    """epmd daemonises itself out of the node's process group; find it by its port."""
+def _epmd_binaries() -> set[str]:
+    """The real paths of Erlang's own epmd binaries on this machine (root's, in the
+    installation; the one on PATH)."""
+    found = {os.path.realpath(p) for p in glob.glob("/usr/lib/erlang/erts-*/bin/epmd")}
+    on_path = shutil.which("epmd")
+    return found | ({os.path.realpath(on_path)} if on_path else set())
+
+
+def erlang_epmd() -> str | None:
+    """Erlang's own epmd (the one the broker's Erlang starts), or None."""
+    usable = sorted(p for p in _epmd_binaries() if os.access(p, os.X_OK))
+    return usable[0] if usable else None
+
+
+def private_epmd(p: Any, port: int) -> bool:
+    """``p`` (a psutil.Process) is the private epmd of ``port`` a node of this user started:
+    Erlang's own epmd binary, run by this uid, with exactly the argv Erlang gives it
+    (``epmd -daemon`` with ``ERL_EPMD_PORT=<port>`` in its environment) or an explicit
+    ``-port <port>``. Not a name, nor a substring of some command line: another user's
+    process called epmd, or one whose arguments hold ``-port 4369`` among others, is not
+    ours."""
     import psutil
 
-    for p in psutil.process_iter(["name", "environ", "cmdline"]):
-        try:
-            if p.info["name"] != "epmd":
-                continue
-            env = p.info["environ"] or {}
-            cmd = " ".join(p.info["cmdline"] or [])
-            if env.get("ERL_EPMD_PORT") == str(port) or f"-port {port}" in cmd:
-                kill_group(p.pid, signal.SIGKILL)
-                if alive(p.pid):
-                    p.kill()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+    try:
+        if p.uids().real != os.getuid() or p.exe() not in _epmd_binaries():
+            return False
+        args = p.cmdline()[1:]
+        if args in (["-port", str(port)], ["-port", str(port), "-daemon"],
+                    ["-daemon", "-port", str(port)]):  # fmt: skip
+            return True
+        return args == ["-daemon"] and (p.environ() or {}).get("ERL_EPMD_PORT") == str(port)
+    except (psutil.Error, OSError):
+        return False
+
+
+def stop_private_epmd(port: int) -> None:
+    """epmd daemonises itself out of the node's process group: find it by what it is
+    (:func:`private_epmd`) and kill it alone."""
+    import psutil
+
+    for p in psutil.process_iter(["name"]):
+        if p.info["name"] != "epmd" or not private_epmd(p, port):
             continue
+        with contextlib.suppress(psutil.Error):
+            p.kill()
