@@ -6,12 +6,21 @@ figures are inlined) in a directory only that user and root can reach. As anothe
 Chromium runs as is. Only where the sandbox cannot start at all (no user namespaces and no
 setuid helper) does ``IPCLAB_CHROMIUM_NO_SANDBOX=1`` turn it off, and only when asked.
 The site's test loads the site the same way (:func:`headless_command`, :func:`hand_over`).
+
+What Chromium wrote is read back through one descriptor (:func:`read_output`): the folder
+``nobody`` owns sits in one of root's (0711) that ``nobody`` cannot rename it out of, and
+the PDF is opened there with ``O_NOFOLLOW`` and ``O_NONBLOCK``, checked on that descriptor
+(a regular file, one link, Chromium's user's, at most :data:`MAX_PDF` bytes), and read
+through it. A link, a FIFO, a hard link or a file swapped between a check and a copy
+(what ``nobody`` could plant there, issue 48) is refused with its reason, and nothing of it
+is copied.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -20,6 +29,11 @@ from pathlib import Path
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 NOBODY = 65534  # uid and gid Chromium runs as when the harness is root
+MAX_PDF = 512 << 20  # bytes: a report is a few MB; anything larger is not Chromium's print
+
+
+class UnsafeOutput(RuntimeError):
+    """What Chromium's folder holds is not a file Chromium wrote: not read."""
 
 
 class ChromiumMissing(RuntimeError):
@@ -69,9 +83,16 @@ def chromium_command(exe: str, workdir: Path, html: Path, pdf: Path, as_root: bo
 @contextmanager
 def chromium_workdir() -> Iterator[tuple[Path, bool]]:
     """A temporary directory for Chromium's profile and the files it reads, and whether the
-    harness is root; call :func:`hand_over` once the files are in."""
+    harness is root; call :func:`hand_over` once the files are in. It is ``work`` inside a
+    folder of this user's (0711: entered, not listed, not written by others), so once
+    ``work`` is ``nobody``'s, ``nobody`` can change what is in it but not put another folder
+    or a link in its place."""
     with tempfile.TemporaryDirectory(prefix="ipclab-chromium-") as tmp:
-        yield Path(tmp), os.geteuid() == 0
+        outer = Path(tmp)
+        outer.chmod(0o711)
+        work = outer / "work"
+        work.mkdir(mode=0o700)
+        yield work, os.geteuid() == 0
 
 
 def hand_over(work: Path, as_root: bool) -> None:
@@ -82,6 +103,45 @@ def hand_over(work: Path, as_root: bool) -> None:
     for path in [work, *work.rglob("*")]:
         os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
     work.chmod(0o700)
+
+
+def read_output(work: Path, name: str, owner: int, limit: int = MAX_PDF) -> bytes:
+    """The file ``name`` Chromium wrote in ``work``, read through one descriptor opened
+    without following a link (nor blocking on a FIFO) and checked on it: a regular file
+    with one link, owned by ``owner``, at most ``limit`` bytes; else :class:`UnsafeOutput`."""
+    folder = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        try:
+            fd = os.open(
+                name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=folder
+            )
+        except FileNotFoundError:
+            raise
+        except OSError as e:  # ELOOP: a symbolic link
+            raise UnsafeOutput(f"{work / name}: not opened ({e.strerror}); not read") from e
+    finally:
+        os.close(folder)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        why = _unsafe(st, owner, limit)
+        if why:
+            raise UnsafeOutput(f"{work / name}: {why}; not read")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise UnsafeOutput(f"{work / name}: grew past {limit} bytes while read; not read")
+    return data
+
+
+def _unsafe(st: os.stat_result, owner: int, limit: int) -> str | None:
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_nlink != 1:
+        return f"{st.st_nlink} links to it (a hard link to another file)"
+    if st.st_uid != owner:
+        return f"owned by uid {st.st_uid}, not Chromium's {owner}"
+    if st.st_size > limit:
+        return f"{st.st_size} bytes, more than {limit}"
+    return None
 
 
 def html_to_pdf(html_file: Path, out_pdf: Path, timeout_s: float = 180.0) -> Path:
@@ -99,7 +159,11 @@ def html_to_pdf(html_file: Path, out_pdf: Path, timeout_s: float = 180.0) -> Pat
             )
         except subprocess.TimeoutExpired as e:
             raise RuntimeError(f"chromium did not print the report within {timeout_s:.0f} s") from e
-        if not tmp_pdf.is_file() or tmp_pdf.read_bytes()[:5] != b"%PDF-":
+        try:
+            data = read_output(work, tmp_pdf.name, NOBODY if as_root else os.geteuid())
+        except FileNotFoundError:
+            data = b""
+        if data[:5] != b"%PDF-":
             hint = ""
             if "sandbox" in r.stderr.lower():
                 hint = (
@@ -109,7 +173,7 @@ def html_to_pdf(html_file: Path, out_pdf: Path, timeout_s: float = 180.0) -> Pat
             raise RuntimeError(
                 f"chromium exited {r.returncode} without a PDF: {r.stderr.strip()[-1500:]}{hint}"
             )
-        shutil.copyfile(tmp_pdf, out_pdf)
+        out_pdf.write_bytes(data)
     return out_pdf
 
 
