@@ -8,7 +8,8 @@ client that opens a connection and sends half a request kept it for ever. The se
 :class:`GuardedHttpTools`, uvicorn's httptools protocol with the limits of
 ``ipclab_services.limits`` (the Go servers' values): the head within ``HEADER_TIMEOUT_S``
 and ``MAX_HEADER_BYTES`` (431 beyond), the whole request within ``READ_TIMEOUT_S``, an idle
-keep-alive connection closed after ``IDLE_TIMEOUT_S``.
+keep-alive connection closed after ``IDLE_TIMEOUT_S``. Over TLS the handshake gets
+``tls.HANDSHAKE_TIMEOUT_S`` first (:class:`TlsServer`; uvicorn leaves asyncio's 60 s).
 """
 
 from __future__ import annotations
@@ -205,6 +206,34 @@ class GuardedHttpTools(HttpToolsProtocol):
         super().on_message_complete()
 
 
+class TlsServer(uvicorn.Server):
+    """uvicorn's server whose TLS listener bounds the handshake (``tls.HANDSHAKE_TIMEOUT_S``).
+
+    uvicorn has no setting for it and leaves asyncio's default (60 s), ahead of the head
+    timeout, which runs only once the handshake is done. Its ``startup`` for a host and a
+    port, as uvicorn's own (no lifespan here; the protocol made as uvicorn makes it), with
+    ``ssl_handshake_timeout`` passed to ``create_server``."""
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        config = self.config
+        if sockets is not None or config.fd is not None or config.uds is not None:
+            raise ValueError("TlsServer listens on a host and a port only")
+        await self.lifespan.startup()
+
+        def protocol(_loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Protocol:
+            return config.http_protocol_class(  # type: ignore[call-arg]
+                config=config, server_state=self.server_state, app_state=self.lifespan.state,
+                _loop=_loop,
+            )  # fmt: skip
+
+        server = await asyncio.get_running_loop().create_server(
+            protocol, host=config.host, port=config.port, ssl=config.ssl,
+            backlog=config.backlog, ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S,
+        )  # fmt: skip
+        self.servers = [server]
+        self.started = True
+
+
 async def serve_http(
     app: Callable[[Scope, Receive, Send], Awaitable[None]],
     host: str,
@@ -212,7 +241,8 @@ async def serve_http(
     ready: asyncio.Event | None = None,
 ) -> None:
     """Serve until cancelled or until SIGINT/SIGTERM (uvicorn's own handling); over TLS
-    (HTTPS, TLS 1.3 at least) when the role's environment gives the stack's TLS files."""
+    (HTTPS, TLS 1.3 at least, the handshake within ``tls.HANDSHAKE_TIMEOUT_S``) when the
+    role's environment gives the stack's TLS files."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -224,10 +254,13 @@ async def serve_http(
         backlog=4096,
         timeout_keep_alive=int(IDLE_TIMEOUT_S),
     )
+    server: uvicorn.Server
     if (files := tls.files()) is not None:
         config.load()
         config.ssl = tls.server_context(files, alpn=("http/1.1",))  # uvicorn serves HTTP/1.1
-    server = uvicorn.Server(config)
+        server = TlsServer(config)
+    else:
+        server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
         while not server.started and not task.done():

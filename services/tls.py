@@ -13,6 +13,11 @@ Clients verify the peer's certificate and its name (no "insecure" switch exists)
 the least either side accepts where the library takes a setting (Python's gRPC does not).
 Without ``IPCLAB_TLS_CA`` in the environment TLS is off and every role speaks in the clear,
 as before.
+
+A server gives a client :data:`HANDSHAKE_TIMEOUT_S` to finish its TLS handshake, the head
+timeout of ``ipclab_services.limits`` (asyncio's own default is 60 s, gRPC's 120 s): a
+connection that opens and then stalls is closed as soon as one that stalls in its head.
+Every server of the roles passes it (``asgi.serve_http``, the h2c and gRPC servers).
 """
 
 from __future__ import annotations
@@ -23,7 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ipclab_services.limits import HEADER_TIMEOUT_S
+
 CA, CERT, KEY = "IPCLAB_TLS_CA", "IPCLAB_TLS_CERT", "IPCLAB_TLS_KEY"
+
+
+# seconds a server waits for a client's TLS handshake (Go's servers: the least of their
+# read timeouts, so ReadHeaderTimeout, the same value)
+HANDSHAKE_TIMEOUT_S = HEADER_TIMEOUT_S
 
 
 class TlsConfigError(RuntimeError):
@@ -86,6 +98,6 @@ def scheme(http: str = "http", env: Mapping[str, str] | None = None) -> str:
 
 
 __all__ = [
-    "CA", "CERT", "KEY", "TlsConfigError", "TlsFiles", "client_context", "enabled",
-    "files", "scheme", "server_context",
+    "CA", "CERT", "HANDSHAKE_TIMEOUT_S", "KEY", "TlsConfigError", "TlsFiles", "client_context",
+    "enabled", "files", "scheme", "server_context",
 ]  # fmt: skip

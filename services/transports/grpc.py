@@ -34,6 +34,12 @@ _TO_STATUS = {
 }
 _FROM_STATUS = {code: cls for cls, code in _TO_STATUS.items()}
 _CHANNEL_OPTIONS = [("grpc.so_reuseport", 0)]
+# a connection's handshake (TLS with --tls) within the head timeout, as every server of the
+# roles (gRPC's own default: 120 s)
+_SERVER_OPTIONS = [
+    *_CHANNEL_OPTIONS,
+    ("grpc.server_handshake_timeout_ms", int(tls.HANDSHAKE_TIMEOUT_S * 1000)),
+]
 
 
 def to_dict(msg: Message) -> dict[str, Any]:
@@ -86,7 +92,7 @@ async def serve(service: ServiceDef, config: ServeConfig) -> None:
         )
         for op, o in service.ops.items()
     }
-    server = grpc.aio.server(options=_CHANNEL_OPTIONS)
+    server = grpc.aio.server(options=_SERVER_OPTIONS)
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(service.proto_service, handlers),)
     )

@@ -284,9 +284,11 @@ async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
 
     files = tls.files()  # --tls: HTTP/2 over TLS, "h2" by ALPN (h2c's own name is cleartext)
     context = tls.server_context(files, alpn=("h2",)) if files is not None else None
+    handshake = tls.HANDSHAKE_TIMEOUT_S if context is not None else None  # asyncio's: 60 s
     server = await asyncio.get_running_loop().create_server(
-        accept, config.host, config.port, backlog=4096, ssl=context
-    )
+        accept, config.host, config.port, backlog=4096, ssl=context,
+        ssl_handshake_timeout=handshake,
+    )  # fmt: skip
     config.ready.set()
     try:
         async with server:
