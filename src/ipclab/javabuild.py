@@ -6,8 +6,11 @@ project's sources (``src/**``, ``pom.xml``), so it is rebuilt exactly when they 
 ``lib/`` (the project's own jar and every dependency's: :func:`classpath`, which a role runs
 as ``java -cp <lib>/*``, the Californium adapters) or ``quarkus-app/`` (a Quarkus
 application's fast-jar: :func:`quarkus_app`, which :func:`payload_launcher` starts, the
-payload services). Maven fetches the pinned dependencies and plugins from Maven Central into
-``build/maven`` on the first build, and every later build runs offline (``-o``) from there.
+payload services). Every artifact a build reads (dependencies, plugins, ``protoc``) is
+pinned by its sha256 in ``services/java/maven.lock`` (:mod:`ipclab.mavenlock`): before each
+build the locked files ``build/maven`` lacks are fetched from Maven Central and checked,
+everything in ``build/maven`` is checked against the lock (a file it does not name, or
+whose checksum differs, stops the build), and Maven runs offline (``-o``) from there only.
 Without ``java`` or ``mvn`` on PATH, :func:`toolchain_missing` and :class:`ToolchainMissing`
 say what to install.
 """
@@ -22,6 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ipclab import mavenlock
 from ipclab.paths import REPO_ROOT
 
 JAVA_PROJECTS = REPO_ROOT / "services" / "java"
@@ -73,9 +77,10 @@ def sources_hash(project: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _maven(project: Path, out: Path, offline: bool) -> subprocess.CompletedProcess[str]:
+def _maven(project: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """``mvn package``, offline, from the checked local repository only."""
     argv = [
-        "mvn", "-B", "-q", *(["-o"] if offline else []), f"-Dmaven.repo.local={MAVEN_REPO}",
+        "mvn", "-B", "-q", "-o", f"-Dmaven.repo.local={MAVEN_REPO}",
         "-f", str(project / "pom.xml"), f"-DbuildDirectory={out}", "package",
     ]  # fmt: skip
     return subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
@@ -92,13 +97,15 @@ def _built(name: str, product: str, marker: str) -> Path:
         raise ToolchainMissing(why)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
+    mavenlock.prepare(MAVEN_REPO)  # LockMismatch: nothing unlocked or altered is built on
     print(f"building the Java roles: mvn package {project} -> {out}", file=sys.stderr, flush=True)
-    done = _maven(project, tmp, offline=True)
-    if done.returncode != 0:  # the first build: fetch what build/maven lacks
-        done = _maven(project, tmp, offline=False)
+    done = _maven(project, tmp)
     if done.returncode != 0 or not (tmp / product).is_dir():
         shutil.rmtree(tmp, ignore_errors=True)
-        raise ToolchainMissing(f"mvn package of {project} failed:\n{done.stdout[-3000:]}")
+        raise ToolchainMissing(
+            f"mvn -o package of {project} failed (an artifact the lock lacks? after a pom "
+            f"changes: python -m ipclab.mavenlock lock):\n{done.stdout[-3000:]}"
+        )
     if product == "lib":  # the project's own jar beside its dependencies'
         shutil.copy2(tmp / f"ipclab-{name}.jar", tmp / "lib" / f"ipclab-{name}.jar")
     shutil.rmtree(out, ignore_errors=True)
