@@ -22,8 +22,16 @@ system-deps:
 docker-engine:
 	bash scripts/docker-engine.sh
 
+# CI (CI=true) installs the hash-locked versions (.ci/requirements.lock, for CPython 3.11.7:
+# scripts/python-lock.sh) and ipclab without resolving anything; elsewhere pip resolves
+# pyproject.toml's ranges.
 setup: system-deps
+ifeq ($(CI),true)
+	$(PYTHON) -m pip install -q --require-hashes -r .ci/requirements.lock
+	$(PYTHON) -m pip install -q --no-deps --no-build-isolation -e .
+else
 	$(PYTHON) -m pip install -q -e '.[dev,bench,notebooks]'
+endif
 	$(PYTHON) -m ipykernel install --user --name python3 >/dev/null
 
 # The suite installs what it needs first (a fresh clone has nothing). pytest runs in the

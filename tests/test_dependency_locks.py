@@ -1,0 +1,131 @@
+"""Issue 48, item 5: the harness's Python dependencies hash-locked for CI, and the local
+Kubernetes cluster's Debian packages pinned by version (the Maven artifacts:
+tests/test_maven_lock.py).
+
+``.ci/requirements.lock`` (scripts/python-lock.sh) pins every package CI installs by
+version and sha256; ``.ci/run`` and ``make setup`` under CI install it in pip's
+hash-checking mode and ipclab itself without resolving anything. ``scripts/k8s-deps.sh``
+installs each package at its pinned version and fails on one installed at another.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCK = ROOT / ".ci" / "requirements.lock"
+EXTRAS = ("dev", "bench", "notebooks")
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\s\[<>=!~;]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _locked() -> dict[str, list[str]]:
+    """Package name -> its hashes, from the lock."""
+    out: dict[str, list[str]] = {}
+    current = ""
+    for line in LOCK.read_text().splitlines():
+        if m := re.match(r"^([A-Za-z0-9_.-]+)==\S+", line):
+            current = m.group(1).lower().replace("_", "-").replace(".", "-")
+            out[current] = []
+        elif m := re.search(r"--hash=sha256:([0-9a-f]{64})", line):
+            out[current].append(m.group(1))
+    return out
+
+
+def test_the_lock_pins_every_direct_requirement_with_hashes() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wanted = list(project["project"]["dependencies"])
+    for extra in EXTRAS:
+        wanted += project["project"]["optional-dependencies"][extra]
+    wanted += project["build-system"]["requires"]
+    locked = _locked()
+    missing = {_name(r).replace(".", "-") for r in wanted} - set(locked)
+    assert not missing, f"not in {LOCK.name}: {sorted(missing)}"
+    assert all(hashes for hashes in locked.values()), "a package without a hash"
+
+
+def test_ci_installs_the_lock_with_hashes_and_ipclab_without_resolving() -> None:
+    for text in ((ROOT / ".ci" / "run").read_text(),
+                 subprocess.run(["make", "-n", "setup"], cwd=ROOT, env={"CI": "true",
+                                "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                                check=True).stdout):  # fmt: skip
+        assert "pip install -q --require-hashes -r .ci/requirements.lock" in text
+        assert "pip install -q --no-deps --no-build-isolation -e ." in text
+        assert "[dev" not in text
+
+
+@pytest.mark.slow
+def test_pip_refuses_a_file_whose_hash_is_not_the_locked_one(tmp_path: Path) -> None:
+    """One locked package with one of its hashes altered: pip's hash-checking mode refuses
+    to download it (PyPI sends the real file); with the locked hashes it is accepted."""
+    text = LOCK.read_text()
+    block = re.search(r"^idna==\S+ \\\n(?:    --hash=sha256:[0-9a-f]{64}(?: \\)?\n)+", text, re.M)
+    assert block is not None, "idna is in the lock (a small package to download)"
+    good = block.group(0).rstrip("\\\n") + "\n"
+    bad = re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "0" * 64, good)
+
+    def download(lock: str) -> subprocess.CompletedProcess[str]:
+        (tmp_path / "one.lock").write_text(lock)
+        return subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--require-hashes",
+             "-r", str(tmp_path / "one.lock"), "-d", str(tmp_path / "got")],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    ok = download(good)
+    if ok.returncode != 0 and "HASH" not in ok.stderr.upper():
+        pytest.skip(f"PyPI not reached: {ok.stderr.strip()[-300:]}")
+    assert ok.returncode == 0, ok.stderr
+    refused = download(bad)
+    assert refused.returncode != 0 and "DO NOT MATCH THE HASHES" in refused.stderr
+
+
+def _k8s_deps(tmp_path: Path, versions: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """scripts/k8s-deps.sh with dpkg-query answering ``versions`` (absent: not installed)
+    and ``id -u`` saying 1000 (so it installs nothing, only says what it would)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    cases = "".join(f'  {p}) v="{v}";;\n' for p, v in versions.items())
+    (bin_dir / "dpkg-query").write_text(
+        "#!/bin/bash\np=${@: -1}; v=\ncase $p in\n" + cases + "esac\n"
+        "[[ -z $v ]] && exit 1\n"
+        '[[ $* == *Status* ]] && printf "install ok installed" || printf "%s" "$v"\n'
+    )
+    (bin_dir / "id").write_text("#!/bin/sh\necho 1000\n")
+    for tool in ("dpkg-query", "id"):
+        (bin_dir / tool).chmod(0o755)
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts" / "k8s-deps.sh")], capture_output=True, text=True,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=60,
+    )  # fmt: skip
+
+
+PINNED = {
+    "containerd": "1.6.20~ds1-1+deb12u3", "runc": "1.1.5+ds1-1+deb12u1",
+    "containernetworking-plugins": "1.1.1+ds1-3+b5", "conntrack": "1:1.4.7-1+b2",
+    "iptables": "1.8.9-2", "iproute2": "6.1.0-3",
+}  # fmt: skip
+
+
+def test_k8s_deps_accepts_the_pinned_versions_and_their_debian_updates(tmp_path: Path) -> None:
+    done = _k8s_deps(tmp_path, {**PINNED, "containerd": "1.6.20~ds1-1+deb12u9"})
+    assert done.returncode == 0 and "pinned versions" in done.stdout, done.stderr
+
+
+def test_k8s_deps_refuses_another_version_and_installs_missing_ones_pinned(
+    tmp_path: Path,
+) -> None:
+    done = _k8s_deps(tmp_path / "a", {**PINNED, "containerd": "1.7.24~ds1-1"})
+    assert done.returncode == 1 and "containerd 1.7.24~ds1-1 (pinned: 1.6.20" in done.stderr
+    missing = dict(PINNED)
+    del missing["runc"]
+    done = _k8s_deps(tmp_path / "b", missing)
+    assert done.returncode == 1 and "apt-get install -y runc=1.1.5+ds1-1+deb12u*" in done.stderr
