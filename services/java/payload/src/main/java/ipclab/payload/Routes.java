@@ -43,8 +43,12 @@ public class Routes {
         role = role(env, env.getOrDefault("IPCLAB_ROLE", ""));
         long limit = Long.parseLong(env.getOrDefault("IPCLAB_MAX_BODY_BYTES",
                 "" + Settings.MAX_BODY_BYTES));
+        // the head, read and idle timeouts of the other servers (Deadlines): told when a
+        // head and a body are in, and (an end handler) when the answer is out
+        router.route().order(-101).handler(Deadlines::headComplete);
         router.route().order(-100).handler(BodyHandler.create(false).setBodyLimit(limit));
-        router.route().order(-99).blockingHandler(this::serve, false);
+        router.route().order(-99).handler(Deadlines::bodyComplete);
+        router.route().order(-98).blockingHandler(this::serve, false);
         router.route().order(-100).failureHandler(ctx -> {
             Http.Answer refused = failed(ctx.statusCode(), ctx.failure(), limit).answer();
             if (refused.status() == 413) {
