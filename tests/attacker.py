@@ -13,12 +13,15 @@ or the interpreter is missing.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import pwd
+import secrets
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +96,60 @@ def spawn_as_nobody(argv: list[str], env: dict[str, str] | None = None) -> subpr
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+# --- an L2 neighbour: another machine on this host's network -------------------------------
+
+
+@contextlib.contextmanager
+def l2_neighbour(routes: tuple[str, ...] = (), subnet: str = "192.168.232") -> Iterator[str]:
+    """A network namespace on a veth link to this host (``<subnet>.1``, the neighbour
+    ``<subnet>.2``), as a machine on the same L2 network; ``routes`` sent through this host.
+    Yields the namespace's name; root only (``ip netns``)."""
+    tag = secrets.token_hex(3)
+    ns, host_if, ns_if = f"ipclab-l2-{tag}", f"vl2h{tag}", f"vl2n{tag}"
+    steps = [
+        ["ip", "netns", "add", ns],
+        ["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if],
+        ["ip", "link", "set", ns_if, "netns", ns],
+        ["ip", "addr", "add", f"{subnet}.1/30", "dev", host_if],
+        ["ip", "link", "set", host_if, "up"],
+        ["ip", "-n", ns, "addr", "add", f"{subnet}.2/30", "dev", ns_if],
+        ["ip", "-n", ns, "link", "set", ns_if, "up"],
+        ["ip", "-n", ns, "link", "set", "lo", "up"],
+        *(["ip", "-n", ns, "route", "add", r, "via", f"{subnet}.1"] for r in routes),
+    ]
+    try:
+        for step in steps:
+            subprocess.run(step, check=True, capture_output=True)
+        yield ns
+    finally:
+        subprocess.run(["ip", "link", "delete", host_if], capture_output=True)
+        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+
+def in_namespace(ns: str, source: str, timeout: float = 30.0) -> str:
+    """Run Python ``source`` in network namespace ``ns`` (as root); its stdout, stripped."""
+    done = subprocess.run(
+        ["ip", "netns", "exec", ns, PYTHON, "-I", "-c", source],
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def connects(ns: str, ip: str, port: int, timeout: float = 3.0) -> bool:
+    """A TCP connection from namespace ``ns`` to ``ip:port`` opens."""
+    source = (
+        "import socket\n"
+        f"try:\n    socket.create_connection(({ip!r}, {port}), timeout={timeout}).close()\n"
+        "    print('yes')\nexcept OSError:\n    print('no')\n"
+    )
+    return in_namespace(ns, source) == "yes"
+
+
+def send_udp(ns: str, ip: str, port: int, count: int = 5) -> None:
+    """``count`` datagrams from namespace ``ns`` to ``ip:port``."""
+    in_namespace(ns, (
+        "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        f"for _ in range({count}):\n    s.sendto(b'ipclab', ({ip!r}, {port}))\n"
+    ))  # fmt: skip
