@@ -78,9 +78,10 @@ def run_as_nobody(
     return done
 
 
-def probe(source: str, timeout: float = 60.0) -> Any:
-    """Run ``source`` as ``nobody`` and return the JSON document of its last line."""
-    done = run_as_nobody(source, timeout)
+def probe(source: str, timeout: float = 60.0, env: dict[str, str] | None = None) -> Any:
+    """Run ``source`` as ``nobody`` (``env`` added to its environment) and return the JSON
+    document of its last line."""
+    done = run_as_nobody(source, timeout, env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
