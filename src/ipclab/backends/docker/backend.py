@@ -24,6 +24,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -36,7 +37,7 @@ from typing import Any
 
 from ipclab import infrastructure, orphans
 from ipclab.backends.base import LoadHost, RunningStack, StackOptions
-from ipclab.backends.docker import netem, offloads
+from ipclab.backends.docker import dockerguard, netem, offloads
 from ipclab.backends.docker.compose import COMPOSE_DIR, write_compose
 from ipclab.backends.docker.ownership import (
     COMPOSE_PROJECT_LABEL,
@@ -364,6 +365,7 @@ class DockerStack(RunningStack):
         missing = set(self.components) - set(self._containers)
         if missing:
             raise DockerStackError(f"compose created no container for {sorted(missing)}")
+        self.guard = self._guard()
         self.sample()  # the stats followers start now: dockerd's first readings (about a
         # second each) arrive while the stack gets healthy, not after it
         self._wait_healthy(health_timeout_s)
@@ -546,6 +548,31 @@ class DockerStack(RunningStack):
         for comp, text in self.logs(tail="all").items():
             (directory / f"{comp}.log").write_text(text)
 
+    def _networks(self) -> tuple[dockerguard.Network, ...]:
+        """The project's networks: (bridge, subnet) each."""
+        out = []
+        for net in self.client.networks.list(
+            filters={"label": f"{COMPOSE_PROJECT_LABEL}={self.project}"}
+        ):
+            net.reload()
+            bridge = (net.attrs.get("Options") or {}).get("com.docker.network.bridge.name")
+            for config in (net.attrs.get("IPAM") or {}).get("Config") or []:
+                if ":" not in config.get("Subnet", ":"):  # IPv4
+                    out.append((bridge or f"br-{net.id[:12]}", config["Subnet"]))
+        return tuple(out)
+
+    def _guard(self) -> str:
+        """The filter against other machines (``dockerguard``: no new connection into the
+        project's network from anywhere but this host and the network itself): what the
+        manifest says of it."""
+        why = dockerguard.install(self.project, networks=self._networks())
+        if why is None:
+            return "installed"
+        print(f"ipclab: the docker filter is not installed ({why}): a machine routing the "
+              "stack's network through this host reaches its published containers",
+              file=sys.stderr)  # fmt: skip
+        return f"not installed: {why}"
+
     def stop(self) -> None:
         with self._stop_lock:
             if self._stopped:
@@ -558,6 +585,8 @@ class DockerStack(RunningStack):
                         self.write_logs(self.logs_dir)
                 with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                     self._compose("down", "-v", "--remove-orphans", "-t", "3", timeout=120)
+                with contextlib.suppress(Exception):
+                    dockerguard.remove([self.project])
                 # Whatever compose left (or never knew about): remove by label.
                 with contextlib.suppress(Exception):
                     remove_labelled(self.client, f"{PROJECT_LABEL}={self.project}")
@@ -661,6 +690,7 @@ class DockerStack(RunningStack):
             },
             **({"load_host": self._load_host_info()} if self.spec.load_host else {}),
             "capabilities": ["NET_ADMIN", "SYS_NICE"] if self.net_admin else [],
+            "filter": getattr(self, "guard", "not installed"),  # dockerguard's
             "engine": self.client.version().get("Version"),
         }
 

@@ -130,6 +130,9 @@ def projects(c: Any) -> dict[str, str]:
 
 
 def remove_project(c: Any, project: str) -> dict[str, int]:
+    from ipclab.backends.docker import dockerguard
+
+    dockerguard.remove([project])  # the project's filter rules, if the harness may
     counts = remove_labelled(c, f"{PROJECT_LABEL}={project}")
     more = remove_labelled(c, f"{COMPOSE_PROJECT_LABEL}={project}")
     return {k: counts.get(k, 0) + more.get(k, 0) for k in {*counts, *more}}

@@ -19,7 +19,7 @@ What differs from compose, forced by swarm on this kind of machine:
   host address option); the ingress routing mesh, which would also bind every address,
   does not work here either. The overlay network (not attachable) has a VXLAN socket the
   kernel binds to every address. Both are ``ipclab.listeners.IMPOSED``; on a swarm the
-  harness made, while a stack runs, the harness's filter (``swarmguard``: a chain first in
+  harness made, while a stack runs, the harness's filter (``dockerguard``: a chain first in
   ``DOCKER-USER`` and ``INPUT``) drops every packet to them that does not come from this
   host, and goes with the stack (docs/hardening.md).
 
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab import infrastructure
-from ipclab.backends.docker import swarmguard
+from ipclab.backends.docker import dockerguard
 from ipclab.backends.docker.backend import (
     CONTAINER_PORT,
     DockerBackend,
@@ -132,7 +132,7 @@ def down(stack: str | None = None) -> list[str]:
 
     c = client()
     removed = remove_detached(stack, c=c)
-    swarmguard.remove(removed)
+    dockerguard.remove(removed)
     if swarm_state(c) == "active":  # also when a watchdog removed the stack before
         for project in removed:  # the tasks and the network go a little after the services
             _wait_project_gone(c, project, 60)
@@ -160,11 +160,7 @@ def leave_if_ours_and_idle(c: Any) -> bool:
     """Leave the swarm when ipclab made it and no ipclab service is left on it."""
     if swarm_state(c) != "active" or not made_by_ipclab(c):
         return False
-    services = c.services.list(filters={"label": PROJECT_LABEL})
-    # the filter's rules of stacks no longer here (a killed harness's, removed by its
-    # watchdog, which runs this): gone too
-    swarmguard.prune({(s.attrs["Spec"].get("Labels") or {}).get(PROJECT_LABEL) for s in services})
-    if services:
+    if c.services.list(filters={"label": PROJECT_LABEL}):
         return False
     if len(c.nodes.list()) > 1:  # other machines joined: not a private swarm any more
         return False
@@ -172,7 +168,6 @@ def leave_if_ours_and_idle(c: Any) -> bool:
         return False
     left = _docker("swarm", "leave", "--force").returncode == 0
     if left:  # docker keeps the swarm's bridge after leaving; unused, it goes too (in use: kept)
-        swarmguard.remove(None)
         _docker("network", "rm", "docker_gwbridge")
     return left
 
@@ -308,11 +303,11 @@ class SwarmStack(DockerStack):
         self.stack_path.write_text(json.dumps(doc, indent=2) + "\n")
 
     def _guard(self) -> str:
-        """The filter against other machines (``swarmguard``), before anything is
-        published: what the manifest says of it."""
+        """The filter against other machines (``dockerguard``: the gateway's port and
+        4789/udp), before anything is published: what the manifest says of it."""
         if not made_by_ipclab(self.client):
             return "not installed: a swarm ipclab did not make (its firewall is its own)"
-        why = swarmguard.install(self.project, self.port)
+        why = dockerguard.install(self.project, self.port)
         if why is None:
             return "installed"
         print(f"ipclab: the swarm's filter is not installed ({why}): the gateway's port "
@@ -421,7 +416,7 @@ class SwarmStack(DockerStack):
                 with contextlib.suppress(Exception):
                     remove_project(self.client, self.project)
                 with contextlib.suppress(Exception):
-                    swarmguard.remove([self.project])
+                    dockerguard.remove([self.project])
                 with contextlib.suppress(Exception):
                     leave_if_ours_and_idle(self.client)
             finally:
@@ -457,7 +452,6 @@ class SwarmStack(DockerStack):
                     "placed_roles": sorted(self.placed),
                     "endpoint_mode": "dnsrr",
                     "publish_mode": "host",
-                    "filter": getattr(self, "guard", "not installed"),
                 },
             }
         )

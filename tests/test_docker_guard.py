@@ -1,12 +1,13 @@
-"""Issue 48, item 7: the swarm's filter, as plans computed from ``iptables -S`` (the real
-swarm and a neighbour in a network namespace: tests/docker/test_swarm_guard.py)."""
+"""Issue 48, item 7: the docker backends' filter (compose and swarm), as plans computed
+from ``iptables -S`` (real stacks and a neighbour in a network namespace:
+tests/docker/test_docker_guard.py)."""
 
 from __future__ import annotations
 
 import shlex
 
-from ipclab.backends.docker import swarmguard
-from ipclab.backends.docker.swarmguard import CHAIN, install_plan, projects_in, remove_plan
+from ipclab.backends.docker import dockerguard
+from ipclab.backends.docker.dockerguard import CHAIN, install_plan, projects_in, remove_plan
 
 DOCKER = """-P INPUT ACCEPT
 -P FORWARD DROP
@@ -50,7 +51,7 @@ def test_the_filter_is_first_in_docker_user_and_input_and_drops_only_non_local()
     )
     assert lines.index(f"-A INPUT -j {CHAIN}") < lines.index("-A INPUT -p tcp --dport 22 -j ACCEPT")
     chain = [ln for ln in lines if ln.startswith(f"-A {CHAIN} ")]
-    assert chain[0] == f"-A {CHAIN} " + shlex.join(swarmguard.LOCAL_RETURN)
+    assert chain[0] == f"-A {CHAIN} " + shlex.join(dockerguard.LOCAL_RETURN)
     assert any("--ctorigdstport 41000" in ln and "DROP" in ln for ln in chain)
     assert any("--dport 4789" in ln and "-p udp" in ln for ln in chain)
     assert install_plan("iptables", after, "ipclab-a", 41000) == []  # installed once
@@ -80,3 +81,15 @@ def test_a_rule_in_the_chain_that_is_not_a_projects_keeps_the_chain() -> None:
     foreign = one + f"-A {CHAIN} -s 192.0.2.1 -j DROP\n"
     plan = remove_plan("iptables", foreign, None)
     assert ["-X", CHAIN] not in plan and all(c[0] == "-D" and c[1] == CHAIN for c in plan)
+
+
+def test_a_compose_project_drops_new_connections_into_its_network_from_elsewhere() -> None:
+    nets = (("br-0123456789ab", "192.168.80.0/20"),)
+    plan = install_plan("iptables", DOCKER, "ipclab-c", networks=nets)
+    after = _apply(DOCKER, plan)
+    rule = [ln for ln in after.splitlines() if "192.168.80.0/20" in ln]
+    assert len(rule) == 1 and "--ctstate NEW" in rule[0]
+    assert " ".join(shlex.split(rule[0])).count("! -i br-0123456789ab") == 1
+    assert "4789" not in after and "ctorigdstport" not in after  # swarm's only
+    assert install_plan("ip6tables", "-P INPUT ACCEPT\n", "ipclab-c", networks=nets) == []
+    assert _apply(after, remove_plan("iptables", after, ["ipclab-c"])) == DOCKER

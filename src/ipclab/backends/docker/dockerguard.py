@@ -1,25 +1,33 @@
-"""The swarm's filter: what the harness installs so that no other machine reaches a swarm
-stack's published gateway port or the overlay's VXLAN socket (issue 48).
+"""The docker backends' filter: what the harness installs so that no other machine reaches
+a stack's containers, a swarm stack's published gateway port or the overlay's VXLAN socket
+(issue 48).
 
-On swarm both are on every address and cannot be elsewhere (``ipclab.listeners.IMPOSED``):
-the gateway's port is published in host mode (docker-proxy on 0.0.0.0 and [::], Docker's
-DNAT to the task's container), and the kernel binds 4789/udp to the wildcard address. On a
-swarm the harness made (single-node, on 127.0.0.1) no packet for either needs to come from
-another machine, so while a stack runs the harness keeps the chain :data:`CHAIN`:
+Measured before it (docs/hardening.md): a machine on the same L2 network that routes a
+compose project's subnet through this host connected to the gateway container's port 8000,
+although compose publishes it on 127.0.0.1 only (Docker 20.10 accepts forwarded packets to
+a published container port whatever the host address it was published on). On swarm the
+gateway's port is published in host mode on every address (docker-proxy on 0.0.0.0 and
+[::], Docker's DNAT to the task's container), and the kernel binds 4789/udp to the wildcard
+address (``ipclab.listeners.IMPOSED``). While a stack runs, the harness keeps the chain
+:data:`CHAIN`:
 
-- first in ``DOCKER-USER`` (forwarded packets, after Docker's DNAT: the connection's
-  original destination port is the gateway's) and first in ``INPUT`` (docker-proxy on the
-  port, VXLAN on 4789), and in ip6tables' ``INPUT`` (docker-proxy on [::]);
+- first in ``DOCKER-USER`` (forwarded packets, after Docker's DNAT) and first in ``INPUT``
+  (docker-proxy on the port, VXLAN on 4789), and in ip6tables' ``INPUT`` (docker-proxy on
+  [::]);
 - a packet from one of this host's own addresses returns at once (``addrtype --src-type
-  LOCAL``: the load generator and the probe on the host, whatever address they use; the
-  kernel drops a packet from another machine that claims one as a martian);
-- every other packet to a stack's gateway port or to 4789/udp is dropped.
+  LOCAL``: the load generator and the probe on the host, docker-proxy, whatever address
+  they use; the kernel drops a packet from another machine that claims one as a martian);
+- compose: a new connection into the project's network that does not come from its own
+  bridge is dropped;
+- swarm: every other packet to the stack's gateway port or to 4789/udp is dropped.
 
-Each stack's rules carry the comment ``ipclab-swarm:<project>``; ``remove`` deletes a
-project's rules and, with the last, the jumps and the chain. Nothing else in ``INPUT`` or
-``DOCKER-USER`` is touched. A stack of a swarm the harness did not make (a swarm across
-machines, docs/distributed.md) gets no filter: its firewall is its administrators'. Without
-root or iptables nothing is installed, and the stack's ``info`` says so.
+Each stack's rules carry the comment ``ipclab-docker:<project>``; :func:`remove` deletes a
+project's rules and, with the last, the jumps and the chain (``ownership.remove_project``
+and each stack's stop call it, so a watchdog's removal after a kill -9 does too). Nothing
+else in ``INPUT`` or ``DOCKER-USER`` is touched. A stack of a swarm the harness did not make
+(a swarm across machines, docs/distributed.md) gets no filter: its firewall is its
+administrators'. Without root or iptables nothing is installed, and the stack's ``info``
+says so.
 
 The plans are pure functions of ``iptables -S`` (:func:`install_plan`, :func:`remove_plan`).
 """
@@ -31,8 +39,8 @@ import shutil
 import subprocess
 from collections.abc import Iterable
 
-CHAIN = "IPCLAB-SWARM"
-TAG = "ipclab-swarm"
+CHAIN = "IPCLAB-DOCKER"
+TAG = "ipclab-docker"
 VXLAN_PORT = 4789
 HOOKS = {"iptables": ("INPUT", "DOCKER-USER"), "ip6tables": ("INPUT",)}
 
@@ -41,13 +49,26 @@ def _comment(project: str) -> list[str]:
     return ["-m", "comment", "--comment", f"{TAG}:{project}"]
 
 
-def project_rules(tool: str, project: str, port: int) -> list[list[str]]:
-    """The rule specs (after ``-A CHAIN``) that drop non-local packets for ``project``."""
+Network = tuple[str, str]  # a compose project's network: (its bridge, its subnet)
+
+
+def project_rules(
+    tool: str, project: str, port: int | None = None, networks: tuple[Network, ...] = ()
+) -> list[list[str]]:
+    """The rule specs (after ``-A CHAIN``) that drop non-local packets for ``project``:
+    into each of its ``networks`` not from their own bridge (compose), to its published
+    ``port`` and to 4789/udp (swarm)."""
     mine = _comment(project)
+    rules: list[list[str]] = []
+    if tool == "iptables":
+        rules += [["-d", subnet, "!", "-i", bridge, "-m", "conntrack", "--ctstate", "NEW",
+                   *mine, "-j", "DROP"] for bridge, subnet in networks]  # fmt: skip
+    if port is None:
+        return rules
     if tool == "ip6tables":  # docker-proxy on [::]; VXLAN is IPv4 here
         return [["-p", "tcp", "-m", "addrtype", "--dst-type", "LOCAL", "-m", "tcp",
                  "--dport", str(port), *mine, "-j", "DROP"]]  # fmt: skip
-    return [
+    return rules + [
         ["-p", "udp", "-m", "addrtype", "--dst-type", "LOCAL", "-m", "udp",
          "--dport", str(VXLAN_PORT), *mine, "-j", "DROP"],
         ["-p", "tcp", "-m", "addrtype", "--dst-type", "LOCAL", "-m", "tcp",
@@ -79,15 +100,20 @@ def _same(a: list[str], b: list[str]) -> bool:
     return [w.strip('"') for w in a] == [w.strip('"') for w in b]
 
 
-def install_plan(tool: str, rules: str, project: str, port: int) -> list[list[str]]:
+def install_plan(
+    tool: str, rules: str, project: str, port: int | None = None,
+    networks: tuple[Network, ...] = (),
+) -> list[list[str]]:  # fmt: skip
     """The ``tool`` commands that put ``project``'s rules in place, given ``tool -S``."""
+    mine = project_rules(tool, project, port, networks)
+    if not mine:
+        return []
     chains, appended = _parsed(rules)
     plan: list[list[str]] = []
     if CHAIN not in chains:
         plan += [["-N", CHAIN], ["-A", CHAIN, *LOCAL_RETURN]]
     have = [spec for chain, spec in appended if chain == CHAIN]
-    plan += [["-A", CHAIN, *r] for r in project_rules(tool, project, port)
-             if not any(_same(r, h) for h in have)]  # fmt: skip
+    plan += [["-A", CHAIN, *r] for r in mine if not any(_same(r, h) for h in have)]
     for hook in HOOKS[tool]:
         if hook != "INPUT" and hook not in chains:
             continue  # no DOCKER-USER: Docker runs without its iptables rules
@@ -154,7 +180,9 @@ def _rules(tool: str) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def install(project: str, port: int) -> str | None:
+def install(
+    project: str, port: int | None = None, networks: tuple[Network, ...] = ()
+) -> str | None:
     """Install ``project``'s rules; None when done, else why not (nothing installed, or
     what failed after the chain was made: the caller says so)."""
     if why := unavailable():
@@ -165,7 +193,7 @@ def install(project: str, port: int) -> str | None:
             if tool == "iptables":
                 return "iptables -S failed"
             continue  # no ip6tables: IPv6 filtering is the host's
-        for command in install_plan(tool, rules, project, port):
+        for command in install_plan(tool, rules, project, port, networks):
             done = _run(tool, *command)
             if done.returncode != 0:
                 return f"{tool} {shlex.join(command)}: {done.stderr.strip()}"
@@ -183,20 +211,7 @@ def remove(projects: Iterable[str] | None) -> None:
                 _run(tool, *command)
 
 
-def prune(live: set[str]) -> None:
-    """Remove the rules of projects not in ``live`` (stacks no longer on the swarm: a killed
-    harness's, whose watchdog removed them)."""
-    if unavailable():
-        return
-    rules = _rules("iptables") or ""
-    gone = projects_in(rules) - live
-    rules6 = _rules("ip6tables") or ""
-    gone |= projects_in(rules6) - live
-    if gone:
-        remove(gone)
-
-
 __all__ = [
-    "CHAIN", "install", "install_plan", "projects_in", "prune", "remove", "remove_plan",
+    "CHAIN", "install", "install_plan", "projects_in", "remove", "remove_plan",
     "unavailable",
 ]  # fmt: skip
