@@ -101,25 +101,27 @@ def pairs_before_after(folder: Path = PAIRS) -> str:
     return "\n".join(rows)
 
 
-NYFLOTT_RUNS = REPO_ROOT / "data" / "runs" / "reference" / "nyflott-full-docker" / "results"
+REFERENCES = REPO_ROOT / "data" / "runs" / "reference"
 
 
 def californium_reference() -> str:
-    """The Nyfløtt reference's CoAP cells per added delay: Californium as first measured
-    (``data/measured/californium_reference_before.csv``, the stall) and as the reference
-    holds it now, beside aiocoap's (``results/runs.csv``: means over runs)."""
+    """A reference's Californium cells per added delay: as first measured
+    (``data/measured/californium_reference_before.csv``: its reference, stack, the stack
+    beside it and the cells before the fix) and as the reference holds them now, beside the
+    other stack's (the reference's ``results/runs.csv``: means over runs)."""
     before = pd.read_csv(MEASURED / "californium_reference_before.csv")
-    runs = pd.read_csv(NYFLOTT_RUNS / "runs.csv")
-    now = runs[runs["style"] == "coap"].groupby(["stack", "delay_ms"])
-    cells = now.agg(runs=("rps", "size"), mean_ms=("mean_ms", "mean"), rps=("rps", "mean"))
+    first = before.iloc[0]
+    runs = pd.read_csv(REFERENCES / first["reference"] / "results" / "runs.csv")
+    cells = runs.groupby(["stack", "delay_ms"]).agg(
+        runs=("rps", "size"), mean_ms=("mean_ms", "mean"), rps=("rps", "mean")
+    )
     rows = [
         "| added delay | Californium before the fix: mean ms, req/s (runs) "
         "| Californium now | aiocoap (Python adapters) |",
         "|---|---|---|---|",
     ]
     for b in before.itertuples():
-        cal = cells.loc[("acmeair-coap-californium", b.delay_ms)]
-        aio = cells.loc[("acmeair-coap", b.delay_ms)]
+        cal, aio = cells.loc[(b.stack, b.delay_ms)], cells.loc[(b.beside, b.delay_ms)]
         rows.append(
             f"| {b.delay_ms:g} ms | {b.mean_ms:.1f}, {b.rps:.0f} ({b.runs}, {b.revision}) "
             f"| {cal.mean_ms:.1f}, {cal.rps:.0f} ({cal.runs:.0f}) "

@@ -30,7 +30,7 @@ from ipclab.paths import REPO_ROOT
 
 JAVA_PROJECTS = REPO_ROOT / "services" / "java"
 BUILD_DIR = Path(os.environ.get("IPCLAB_JAVA_BUILD_DIR", REPO_ROOT / "build" / "java"))
-MAVEN_REPO = Path(os.environ.get("IPCLAB_MAVEN_REPO", REPO_ROOT / "build" / "maven"))
+MAVEN_REPO = mavenlock.MAVEN_REPO
 JAVA_RELEASE = 17  # the pom's maven.compiler.release
 INSTALL = (
     "install a Java {release} JDK and Maven (Debian: apt-get install "

