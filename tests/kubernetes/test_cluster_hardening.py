@@ -32,7 +32,7 @@ import pytest
 
 from ipclab.kubecluster import firewall, layout, pki, sysctls
 from ipclab.kubecluster.layout import LOOPBACK, PORTS, Layout
-from tests import attacker_k8s
+from tests import attacker, attacker_k8s
 
 ETCD = (LOOPBACK, PORTS["etcd"])
 POD_KEY = "/registry/pods/default/ipclab-planted"
@@ -177,28 +177,9 @@ def test_nobody_reaches_neither_etcd_nor_the_clusters_files(files: pki.Pki) -> N
 def _neighbour() -> Iterator[tuple[str, str]]:
     """A network namespace on a veth link to this host that routes the Service and pod
     ranges through it, as a machine on the same L2 network could: (netns, host address)."""
-    tag = secrets.token_hex(3)
-    ns, host_if, ns_if = f"ipclab-nbr-{tag}", f"vnbh{tag}", f"vnbn{tag}"
-    host_ip, ns_ip = "192.168.231.1", "192.168.231.2"
-    steps = [
-        ["ip", "netns", "add", ns],
-        ["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if],
-        ["ip", "link", "set", ns_if, "netns", ns],
-        ["ip", "addr", "add", f"{host_ip}/30", "dev", host_if],
-        ["ip", "link", "set", host_if, "up"],
-        ["ip", "-n", ns, "addr", "add", f"{ns_ip}/30", "dev", ns_if],
-        ["ip", "-n", ns, "link", "set", ns_if, "up"],
-        ["ip", "-n", ns, "link", "set", "lo", "up"],
-        ["ip", "-n", ns, "route", "add", layout.SERVICE_CIDR, "via", host_ip],
-        ["ip", "-n", ns, "route", "add", layout.POD_CIDR, "via", host_ip],
-    ]
-    try:
-        for step in steps:
-            subprocess.run(step, check=True, capture_output=True)
-        yield ns, host_ip
-    finally:
-        subprocess.run(["ip", "link", "delete", host_if], capture_output=True)
-        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+    routes = (layout.SERVICE_CIDR, layout.POD_CIDR)
+    with attacker.l2_neighbour(routes=routes, subnet="192.168.231") as ns:
+        yield ns, "192.168.231.1"
 
 
 def _reaches(ns: str, ip: str, port: int) -> bool:
