@@ -155,3 +155,22 @@ def test_the_cells_are_the_studys_own_cells() -> None:
             assert len(row) == 1, (r.style, r.users, r.metric)
             got = row[[side, f"{side}_low", f"{side}_high", f"n_{side}"]].iloc[0].tolist()
             assert got == pytest.approx([r.mean, r.ci_low, r.ci_high, r.n])
+
+
+AVAILABILITY = REFERENCE / "availability-full-local"
+
+
+@pytest.mark.skipif(not AVAILABILITY.is_dir(), reason="no committed reference")
+def test_availability_cells_are_mttf_mttr_and_a_of_the_studys_summary() -> None:
+    """An availability cell's statistics are the study's own summary (cycles pooled over
+    the cell's runs, start-up failures apart); the tuned runs are a cell of their own."""
+    c = cmp.compare(AVAILABILITY, REFERENCE / "availability-full-docker")
+    own = pd.read_csv(AVAILABILITY / "results" / "summary_fault_injection.csv")
+    for r in own.itertuples():
+        cell = c.cells[c.cells["cell"] == f"fault_injection-shop-{r.style}-u{r.users}"]
+        got = cell.set_index("statistic")[["a", "a_low", "a_high"]]
+        for name in cmp.POOLED:
+            want = [getattr(r, name), getattr(r, f"{name}_lo"), getattr(r, f"{name}_hi")]
+            assert got.loc[name].tolist() == pytest.approx(want, nan_ok=True), (r.style, name)
+    assert {"outage_s"} <= set(c.cells["statistic"])
+    assert any(cell.endswith("-tuned") for cell in c.cells["cell"])

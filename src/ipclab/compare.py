@@ -100,11 +100,12 @@ def cell_of(run: Run, root: Path) -> str:
 
 def _per_run(run: Run) -> dict[str, Any]:
     kind = str(run.manifest.get("kind"))
-    if kind == "load":
-        warmup = (run.parameters.get("profile") or {}).get("warmup_s") or 0.0
+    summary = run.summary
+    if kind == "load":  # the warm-up the run left out of its summary, left out of its requests
+        profile = run.parameters.get("profile") or {}
+        warmup = summary.get("warmup_s") or profile.get("warmup_s") or 0.0
         m = run_metrics(run, warmup_s=float(warmup))
         return {s: m.get(s) for s in PER_RUN[kind]}
-    summary = run.summary
     return {s: summary.get(s) for s in PER_RUN.get(kind, ())}
 
 
