@@ -181,6 +181,7 @@ def compare_cells(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
     m = a.merge(b, on=[*keys, "statistic"], suffixes=("_a", "_b"))
     compared = pd.DataFrame([_compared(r) for _, r in m[m["statistic"].notna()].iterrows()],
                             columns=COMPARED_COLUMNS)  # fmt: skip
+    compared[["n_a", "n_b"]] = compared[["n_a", "n_b"]].astype("Int64")
     runs = {side: t.groupby(keys)["n"].max() for side, t in (("A", a), ("B", b))}
     cells = a[keys].drop_duplicates().merge(b[keys].drop_duplicates(), on=keys, how="outer",
                                             indicator="where")  # fmt: skip
