@@ -1,4 +1,5 @@
-"""The ``ipclab`` command: studies, stacks, up, down, run, reproduce, cluster (and helpers)."""
+"""The ``ipclab`` command: studies, stacks, up, down, run, reproduce, cluster, compare (and
+helpers)."""
 
 from __future__ import annotations
 
@@ -144,6 +145,39 @@ def cmd_runs(a: argparse.Namespace) -> int:
         print(table[columns].to_string(index=False, max_colwidth=90))
         print(f"{len(table)} runs")
     return 0
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from ipclab import compare
+
+    try:
+        c = compare.compare(a.a, a.b)
+    except compare.CompareError as e:
+        raise SystemExit(f"ipclab compare: {e}") from None
+    print(compare.text(c), end="")
+    if a.csv:
+        for path in compare.write_csv(c, a.csv):
+            print(f"wrote {path}")
+    if a.markdown:
+        a.markdown.write_text(compare.markdown(c))
+        print(f"wrote {a.markdown}")
+    return 0
+
+
+def _add_compare_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare", help="two run sets cell by cell: B/A with its interval, and whether they agree"
+    )
+    p.add_argument("a", type=Path, help="run folder A (e.g. a reference folder)")
+    p.add_argument("b", type=Path, help="run folder B (another reference, or a fresh run)")
+    p.add_argument(
+        "--csv",
+        type=Path,
+        metavar="FILE",
+        help="write the cells to FILE (and the claims to FILE's stem + _claims.csv)",
+    )
+    p.add_argument("--markdown", type=Path, metavar="FILE", help="write the comparison as Markdown")
+    p.set_defaults(func=cmd_compare)
 
 
 def cmd_compose(a: argparse.Namespace) -> int:
@@ -484,6 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_images)
 
     _add_cluster_parser(sub)
+    _add_compare_parser(sub)
     return parser
 
 

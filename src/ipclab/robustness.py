@@ -95,14 +95,22 @@ def ratio_of_estimates(
     return est, est * math.exp(-q * se), est * math.exp(q * se)
 
 
+def estimates_differ(ratio: tuple[float, float, float]) -> bool | None:
+    """Whether two estimates differ: their ratio's interval (:func:`ratio_of_estimates`)
+    leaves 1; None where the ratio has no interval (a side with no estimate or interval)."""
+    est, low, high = ratio
+    if not (np.isfinite(est) and np.isfinite(low) and np.isfinite(high)):
+        return None
+    return not low <= 1 <= high
+
+
 def explain(verdict_a: str, verdict_b: str, ratio: tuple[float, float, float], factor: str) -> str:
     """Why two verdicts of one claim agree or part (the module's words)."""
     if verdict_a == verdict_b:
         return AGREE
-    est, low, high = ratio
-    if not np.isfinite(est):
+    if not np.isfinite(ratio[0]):
         return NOT_MEASURED
-    if np.isfinite(low) and low <= 1 <= high:  # the estimates do not differ
+    if estimates_differ(ratio) is False:  # the estimates do not differ
         return RUNS if verdict_a in UNDECIDED or verdict_b in UNDECIDED else NOISE
     return factor
 
@@ -182,24 +190,32 @@ def agreement_markdown(
 ) -> str:
     """:func:`side_by_side`'s table as Markdown (a README's generated block), after its
     :func:`agreement_sentence`."""
-    la, lb = labels
-    lines = [
-        f"| claim | comparison | {la} a/b | {la} verdict | {lb} a/b | {lb} verdict | "
-        f"{lb}/{la} | verdicts |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for _, r in table.iterrows():
-        cells = [
-            str(r["claim_id"]), f"`{r['comparison']}`",
-            _ci(r[f"{la}_measured_ratio"], r[f"{la}_ci_low"], r[f"{la}_ci_high"]),
-            str(r[f"{la}_verdict"]),
-            _ci(r[f"{lb}_measured_ratio"], r[f"{lb}_ci_low"], r[f"{lb}_ci_high"]),
-            str(r[f"{lb}_verdict"]),
-            _ci(r[f"{lb}_over_{la}"], r["ratio_low"], r["ratio_high"]),
-            str(r["explanation"]),
-        ]  # fmt: skip
+    shown = agreement_text(table, labels)
+    lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
+    for row in shown.itertuples(index=False):
+        cells = [f"`{c}`" if i == 1 else str(c) for i, c in enumerate(row)]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join([agreement_sentence(table, title, labels, factor), "", *lines])
+
+
+def agreement_text(table: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
+    """:func:`side_by_side`'s table as text columns: claim, comparison, each side's
+    estimate [interval] and verdict, the ratio of the estimates and what explains a
+    disagreement (the README block's and ``ipclab compare``'s columns)."""
+    la, lb = labels
+
+    def est(side: str) -> list[str]:
+        return [_ci(r[f"{side}_measured_ratio"], r[f"{side}_ci_low"], r[f"{side}_ci_high"])
+                for _, r in table.iterrows()]  # fmt: skip
+
+    return pd.DataFrame({
+        "claim": table["claim_id"].astype(str), "comparison": table["comparison"].astype(str),
+        f"{la} a/b": est(la), f"{la} verdict": table[f"{la}_verdict"].astype(str),
+        f"{lb} a/b": est(lb), f"{lb} verdict": table[f"{lb}_verdict"].astype(str),
+        f"{lb}/{la}": [_ci(r[f"{lb}_over_{la}"], r["ratio_low"], r["ratio_high"])
+                       for _, r in table.iterrows()],
+        "verdicts": table["explanation"].astype(str),
+    })  # fmt: skip
 
 
 def backend_of(reference: Path) -> str | None:
@@ -211,23 +227,34 @@ def backend_of(reference: Path) -> str | None:
     return None
 
 
-def backend_pairs(reference_root: Path) -> list[Pair]:
-    """Per study with committed references on two backends, the two references' claims
-    tables (``local`` as side a when there is one)."""
+def backend_folders(reference_root: Path) -> list[tuple[tuple[str, str], Path, Path]]:
+    """Per study with committed references on two backends, the two backends (``local``
+    first when there is one) and the two reference folders."""
     by_study: dict[str, dict[str, Path]] = {}
     for meta in sorted(Path(reference_root).glob("*/results/study.json")):
         study = json.loads(meta.read_text()).get("study")
         backend = backend_of(meta.parent.parent)
         if study and backend:
-            by_study.setdefault(str(study), {}).setdefault(backend, meta.parent)
-    # the title names the two references: <study> (<reference a> and <reference b>)
-    pairs = []
-    for study, found in sorted(by_study.items()):
+            by_study.setdefault(str(study), {}).setdefault(backend, meta.parent.parent)
+    out = []
+    for _study, found in sorted(by_study.items()):
         if len(found) < 2:
             continue
         la, lb = sorted(found, key=lambda b: (b != "local", b))[:2]
-        title = f"{study} ({found[la].parent.name} and {found[lb].parent.name})"
-        pairs.append(Pair(title, (la, lb), claims_tables(found[la]), claims_tables(found[lb])))
+        out.append(((la, lb), found[la], found[lb]))
+    return out
+
+
+def backend_pairs(reference_root: Path) -> list[Pair]:
+    """Per study with committed references on two backends, the two references' claims
+    tables (:func:`backend_folders`), titled ``<study> (<reference a> and <reference b>)``
+    (``ipclab.compare.compare_claims`` sets them side by side for the report)."""
+    pairs = []
+    for (la, lb), a, b in backend_folders(reference_root):
+        study = json.loads((a / "results" / "study.json").read_text())["study"]
+        title = f"{study} ({a.name} and {b.name})"
+        pairs.append(Pair(title, (la, lb), claims_tables(a / "results"),
+                          claims_tables(b / "results")))  # fmt: skip
     return pairs
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ipclab import robustness as rb
+from ipclab.compare import compare_claims
 from ipclab.report import html as rh
 from ipclab.report.context import Counter
 
@@ -79,8 +80,9 @@ def pairs(reference_root: Path) -> list[tuple[str, pd.DataFrame, tuple[str, str]
     root = Path(reference_root)
     found = [(f.parent, f.parent.parent.name) for f in sorted(root.glob("*/results/study.json"))]
     factors = [p for d, name in found if (p := rb.factor_pairs(rb.claims_tables(d), name))]
-    out = [(p.title, rb.side_by_side(p, factor="backend"), p.labels, "backend")
-           for p in rb.backend_pairs(root)]  # fmt: skip
+    # across backends: the claims as ``ipclab compare`` sets them side by side
+    compared = [compare_claims(a, b, labels) for labels, a, b in rb.backend_folders(root)]
+    out = [(c.title, c.table, c.labels, "backend") for c in compared if c is not None]
     out += [(p.title, rb.side_by_side(p, factor="factor"), p.labels, "factor") for p in factors]
     return out + [w for d, _ in found for w in _written(d)]
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ipclab import plausibility
 from ipclab import robustness as rb
+from ipclab.compare import compare_claims
 from ipclab.experiments import load_runs
 from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
@@ -85,12 +86,14 @@ def rebuild_performance(root: Path = ROOT, figures: Path = FIGURES, backend: str
 
 def backend_agreement(local: Path, other: Path) -> tuple[pd.DataFrame, str]:
     """Every claim of two performance references' results folders side by side (the local
-    one first; the report's robustness section computes the same), and as a README block."""
-    a, b = (rb.backend_of(d.parent) or d.parent.name for d in (local, other))
+    one first), as ``ipclab compare`` and the report's robustness section set them
+    (``ipclab.compare.compare_claims``), and as a README block."""
+    compared = compare_claims(local.parent, other.parent)
+    if compared is None:
+        raise ValueError(f"{local} and {other} hold no claims tables of one study to compare")
     title = f"Shafabakhsh 2020 ({local.parent.name} and {other.parent.name})"
-    pair = rb.Pair(title, (a, b), rb.claims_tables(local), rb.claims_tables(other))
-    table = rb.side_by_side(pair)
-    return table, rb.agreement_markdown(table, title, pair.labels, "backend")
+    table = compared.table
+    return table, rb.agreement_markdown(table, title, compared.labels, "backend")
 
 
 def analyse_languages(root: Path = ROOT) -> languages.Analysis:
