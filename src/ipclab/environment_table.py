@@ -1,0 +1,79 @@
+"""The environment a committed reference's runs ran in (issue 52), summarised from their
+manifests: one row per (field, value) with the number of runs that recorded it, so a field
+whose runs differ shows every value with its count. Written as ``results/environment.csv``
+by each reference's rebuild (:func:`write_reference`)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+COLUMNS = ["field", "value", "runs"]
+#: the environment fields the table shows (the manifest's ``environment`` record)
+FIELDS = ("python", "implementation", "os", "host", "cpu_model", "cpu_cores_logical",
+          "cpu_cores_physical", "memory_bytes")  # fmt: skip
+
+
+def _record(value: Any) -> dict[str, Any]:
+    """A manifest record: a dict, or the repr of one (older manifests stored repr text)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            parsed = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return {}
+
+
+def fields(manifest: dict[str, Any]) -> dict[str, str]:
+    """The environment one run recorded, flattened to ``field -> value`` text."""
+    env = _record(manifest.get("environment"))
+    out = {f: str(env[f]) for f in FIELDS if f in env}
+    for name, version in _record(env.get("libraries")).items():
+        out[f"library {name}"] = str(version)
+    for role, rt in _record(manifest.get("runtimes")).items():
+        rec = _record(rt)
+        if rec.get("runtime"):
+            out[f"runtime {role}"] = " ".join(
+                str(rec[k]) for k in ("runtime", "version") if rec.get(k)
+            )
+    specs = _record(manifest.get("stack_spec"))
+    if "domain" in specs or "runtime" in specs:  # one stack's declaration, not keyed by name
+        specs = {str(manifest.get("stack")): specs}
+    for stack, spec in specs.items():
+        rec = _record(spec)
+        out[f"stack {stack}"] = f"runtime {rec.get('runtime') or 'python'}" + (
+            f", adapters {rec['adapters']}" if rec.get("adapters") else ""
+        )
+    return out
+
+
+def summarise(manifests: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Every (field, value) the runs recorded, with how many runs recorded it."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for m in manifests:
+        counts.update(fields(m).items())
+    rows = [{"field": f, "value": v, "runs": n} for (f, v), n in sorted(counts.items())]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def reference_table(folder: Path) -> pd.DataFrame:
+    """The table of one reference folder, from every manifest under it."""
+    paths = sorted(Path(folder).rglob("manifest.json"))
+    return summarise(json.loads(p.read_text()) for p in paths)
+
+
+def write_reference(results: Any) -> Path:
+    """Write ``results/environment.csv`` for the results' reference folder."""
+    directory = Path(results.directory)
+    out = directory / "environment.csv"
+    reference_table(directory.parent).to_csv(out, index=False)
+    return out

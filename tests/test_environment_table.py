@@ -1,0 +1,32 @@
+"""The environment table of a reference (issue 52) is built from its runs' manifests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from ipclab import environment_table
+
+ENV = {"python": "3.11.7", "cpu_model": "AMD EPYC", "os": "Linux-a",
+       "libraries": repr({"grpcio": "1.85.3"})}  # fmt: skip
+
+
+def _run(folder: Path, name: str, **env: str) -> None:
+    (folder / name).mkdir(parents=True)
+    manifest = {"stack": "s", "stack_spec": {"domain": "shop", "runtime": "go"},
+                "environment": repr({**ENV, **env})}  # fmt: skip
+    (folder / name / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_differing_field_shows_every_value_with_its_count(tmp_path: Path) -> None:
+    ref = tmp_path / "ref"
+    _run(ref, "a")
+    _run(ref, "b")
+    _run(ref, "c", os="Linux-b")
+    (ref / "results").mkdir()
+    out = environment_table.write_reference(SimpleNamespace(directory=ref / "results"))
+    rows = {(r.field, r.value): r.runs for r in __import__("pandas").read_csv(out).itertuples()}
+    assert rows[("os", "Linux-a")] == 2 and rows[("os", "Linux-b")] == 1
+    assert rows[("library grpcio", "1.85.3")] == 3
+    assert rows[("stack s", "runtime go")] == 3
