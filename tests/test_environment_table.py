@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
+
+import pandas as pd
 
 from ipclab import environment_table
+from ipclab.results import StudyResults
+from ipclab.studies.johansson import setup
 
 ENV = {"python": "3.11.7", "cpu_model": "AMD EPYC", "os": "Linux-a",
        "libraries": repr({"grpcio": "1.85.3"})}  # fmt: skip
@@ -24,9 +27,20 @@ def test_a_differing_field_shows_every_value_with_its_count(tmp_path: Path) -> N
     _run(ref, "a")
     _run(ref, "b")
     _run(ref, "c", os="Linux-b")
-    (ref / "results").mkdir()
-    out = environment_table.write_reference(SimpleNamespace(directory=ref / "results"))
-    rows = {(r.field, r.value): r.runs for r in __import__("pandas").read_csv(out).itertuples()}
+    results = StudyResults(ref / "results", "johansson", "t", figures_dir=tmp_path / "f")
+    out = environment_table.write_reference(results)
+    table = pd.read_csv(out)
+    rows = {(r.field, r.value): r.runs for r in table.itertuples()}
     assert rows[("os", "Linux-a")] == 2 and rows[("os", "Linux-b")] == 1
     assert rows[("library grpcio", "1.85.3")] == 3
     assert rows[("stack s", "runtime go")] == 3
+    published = table[table["source"] != environment_table.MEASURED]
+    assert [tuple(r) for r in published[["field", "value", "source"]].itertuples(index=False)] \
+        == setup.PUBLISHED_ENVIRONMENT  # fmt: skip
+    assert any(t["name"] == "environment" for t in results.tables)
+
+
+def test_every_study_prints_its_published_set_up() -> None:
+    for study in ("buono", "johansson", "nyflott", "shafabakhsh", "availability", "tls"):
+        assert len(environment_table.published(study)), study
+    assert environment_table.published("nosuch").empty

@@ -6,6 +6,7 @@ by each reference's rebuild (:func:`write_reference`)."""
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 from collections import Counter
 from collections.abc import Iterable
@@ -14,7 +15,12 @@ from typing import Any
 
 import pandas as pd
 
-COLUMNS = ["field", "value", "runs"]
+COLUMNS = ["source", "field", "value", "runs"]
+MEASURED = "ipclab runs (manifests)"
+TABLE = "environment"
+#: the results' study names that are parts of one study (Shafabakhsh's extensions)
+ALIASES = {"availability": "shafabakhsh", "languages": "shafabakhsh",
+           "orchestrators": "shafabakhsh", "tls": "shafabakhsh"}  # fmt: skip
 #: the environment fields the table shows (the manifest's ``environment`` record)
 FIELDS = ("python", "implementation", "os", "host", "cpu_model", "cpu_cores_logical",
           "cpu_cores_physical", "memory_bytes")  # fmt: skip
@@ -61,7 +67,8 @@ def summarise(manifests: Iterable[dict[str, Any]]) -> pd.DataFrame:
     counts: Counter[tuple[str, str]] = Counter()
     for m in manifests:
         counts.update(fields(m).items())
-    rows = [{"field": f, "value": v, "runs": n} for (f, v), n in sorted(counts.items())]
+    rows = [{"source": MEASURED, "field": f, "value": v, "runs": n}
+            for (f, v), n in sorted(counts.items())]  # fmt: skip
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -71,9 +78,35 @@ def reference_table(folder: Path) -> pd.DataFrame:
     return summarise(json.loads(p.read_text()) for p in paths)
 
 
+def published(study: str) -> pd.DataFrame:
+    """The study's own published environment (its ``setup.PUBLISHED_ENVIRONMENT``, copied
+    exactly with its source), no rows when the study prints none; ``study`` as the results
+    name it (``availability`` is Shafabakhsh's)."""
+    folder = ALIASES.get(study, study.split("_")[0])
+    try:
+        module = importlib.import_module(f"ipclab.studies.{folder}.setup")
+    except ModuleNotFoundError:
+        return pd.DataFrame(columns=COLUMNS)
+    rows = [{"source": src, "field": f, "value": v, "runs": pd.NA}
+            for f, v, src in module.PUBLISHED_ENVIRONMENT]  # fmt: skip
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def table(folder: Path, study: str) -> pd.DataFrame:
+    """The study's published environment, then what its reference's runs recorded."""
+    parts = [t for t in (published(study), reference_table(folder)) if len(t)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
+
+
+CAPTION = (
+    "Environment: the study's own published set-up (copied exactly, with its source), then "
+    "every value the reference's run manifests record (machine, OS, Python and its "
+    "libraries, each role's runtime, each stack's runtime and adapters) with the number of "
+    "runs that recorded it; a field whose runs differ has one row per value."
+)
+
+
 def write_reference(results: Any) -> Path:
-    """Write ``results/environment.csv`` for the results' reference folder."""
+    """Write ``results/environment.csv`` (in the report) for the results' reference folder."""
     directory = Path(results.directory)
-    out = directory / "environment.csv"
-    reference_table(directory.parent).to_csv(out, index=False)
-    return out
+    return results.table(table(directory.parent, results.study), TABLE, CAPTION)
