@@ -18,6 +18,20 @@ import pandas as pd
 COLUMNS = ["source", "field", "value", "runs"]
 MEASURED = "ipclab runs (manifests)"
 TABLE = "environment"
+#: a role's runtime record's keys that are not its environment
+ROLE_SKIPPED = ("role", "pid", "vm_options")
+#: the apt packages of an image whose versions the table shows (servers the studies name)
+APT_SHOWN = (
+    "nginx",
+    "nghttp2-proxy",
+    "libnghttp2-14",
+    "rabbitmq-server",
+    "postgresql",
+    "openjdk-17-jre-headless",
+    "openjdk-17-jdk-headless",
+    "nodejs",
+    "golang-go",
+)
 #: the results' study names that are parts of one study (Shafabakhsh's extensions)
 ALIASES = {"availability": "shafabakhsh", "languages": "shafabakhsh",
            "orchestrators": "shafabakhsh", "tls": "shafabakhsh"}  # fmt: skip
@@ -39,18 +53,44 @@ def _record(value: Any) -> dict[str, Any]:
     return {}
 
 
+def _runtimes(manifest: dict[str, Any]) -> dict[str, str]:
+    """Each role's runtime as the role reported it (its VM, versions, flags), per key."""
+    out = {}
+    for role, rt in _record(manifest.get("runtimes")).items():
+        rec = _record(rt)
+        if not rec.get("runtime"):
+            continue
+        for key, value in rec.items():
+            if key in ROLE_SKIPPED or isinstance(value, dict):
+                continue
+            shown = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+            out[f"runtime {role} {key}"] = shown
+    return out
+
+
+def _images(manifest: dict[str, Any]) -> dict[str, str]:
+    """Each container image a run's stack used (tag, base) and the versions of the servers
+    its apt packages hold (nginx, nghttp2, ...), and the container engine."""
+    info = _record(manifest.get("stack_info"))
+    out = {"container engine": str(info["engine"])} if info.get("engine") else {}
+    for name, image in _record(info.get("images")).items():
+        rec = _record(image)
+        out[f"image {name}"] = f"{rec.get('tag', '?')} on {rec.get('base', '?')}"
+        for pkg in rec.get("apt_packages") or []:
+            package, _, version = str(pkg).partition("=")
+            if package in APT_SHOWN:
+                out[f"image {name} {package}"] = version
+    return out
+
+
 def fields(manifest: dict[str, Any]) -> dict[str, str]:
     """The environment one run recorded, flattened to ``field -> value`` text."""
     env = _record(manifest.get("environment"))
     out = {f: str(env[f]) for f in FIELDS if f in env}
     for name, version in _record(env.get("libraries")).items():
         out[f"library {name}"] = str(version)
-    for role, rt in _record(manifest.get("runtimes")).items():
-        rec = _record(rt)
-        if rec.get("runtime"):
-            out[f"runtime {role}"] = " ".join(
-                str(rec[k]) for k in ("runtime", "version") if rec.get(k)
-            )
+    out.update(_runtimes(manifest))
+    out.update(_images(manifest))
     specs = _record(manifest.get("stack_spec"))
     if "domain" in specs or "runtime" in specs:  # one stack's declaration, not keyed by name
         specs = {str(manifest.get("stack")): specs}
