@@ -97,6 +97,17 @@ DEVIATIONS = [
     "its limit (it would size itself from the node's memory, which the thesis does not "
     "give) and a GraalVM native image (the thesis does not say which mode ran Figs. 32-35; "
     "JConsole and 'heap and metaspace' point to the JVM).",
+    "Versions (results/environment.csv lists what every run recorded, beside the thesis's "
+    "Tables 1 and 2): the JVM set runs OpenJDK 17 (HotSpot, JVM mode) in place of Java SDK "
+    "v14.0.1 on GraalVM CE 21.1.0, Quarkus 3.33.2 in place of v1.13.3.Final (Vert.x routes "
+    "in place of RESTEasy v1.13.3.Final), Jackson 2.21.2 in place of the thesis's 'Jackson "
+    "V1.13.3.Final' (its Quarkus extension), protobuf-java 4.36.2 in place of Protobuf "
+    "v1.8.1 (camel-quarkus-protobuf), and ipclab's own gzip (java.util.zip; zlib in Python) "
+    "in place of Quarkus's Gzip v2.3.2.Final; the Python set runs CPython 3.11 with "
+    "protobuf 7.36 (upb) in place of Protobuf v1.8.1 and orjson in place of Jackson; "
+    "Docker engine 20.10 in place of Docker 19.03.9 (client) and 19.03.8 (server), with no "
+    "Kind v0.10.0 or Kubernetes v1.14.0; a 2-core AMD EPYC virtual machine in place of an "
+    "Intel Core i9-9900K with 64GB, Linux in place of Windows 10 Pro.",
 ]
 
 

@@ -31,3 +31,14 @@ PUBLISHED_ENVIRONMENT: list[tuple[str, str, str]] = [
         ("Storage", "Samsung SSD 970 Evo Plus"),
     )),
 ]  # fmt: skip
+
+#: (measured field pattern, published version, components compared): a run's version that
+#: differs from the thesis's must be named, with the thesis's, in the study's deviations
+#: (tests/test_environment_deviations.py)
+VERSION_CHECKS: list[tuple[str, str, int]] = [
+    (r"^runtime \S+ quarkus$", "1.13.3", 2),  # Java Stack: Quarkus v1.13.3.Final
+    (r"^runtime \S+ jackson$", "1.13.3", 2),  # JSON Processor: Jackson V1.13.3.Final
+    (r"^runtime \S+ java_version$", "14.0.1", 1),  # Programming Language: Java SDK v14.0.1
+    (r"^library protobuf$", "1.8.1", 2),  # Protobuf v1.8.1 (camel-quarkus-protobuf)
+    (r"^container engine$", "19.03.9", 2),  # Container Platform: Docker C.19.03.9
+]
