@@ -101,3 +101,43 @@ def test_the_heap_policy_is_a_stated_deviation() -> None:
     for cid in ("B02e", "B12a", "B16a"):
         assert "heap policy" in by[cid].note and "MaxRAMPercentage=100" in by[cid].note, cid
     assert "GC log" in by["B16c"].note and "inconclusive on Python" in by["B16c"].note
+
+
+def _both_runtimes() -> pd.DataFrame:
+    """The requests of :func:`_requests` numbered within each cell, on Python (orjson) and
+    again on the JVM (Jackson), the JVM's POSTs without gzip."""
+    py = _requests().assign(runtime="python")
+    py["seq"] = py.groupby(["run", "fmt", "method"]).cumcount() + 1
+    jvm = py.assign(runtime="jvm", json_library="jackson")
+    jvm.loc[jvm["method"] == "POST", "gzip"] = False
+    return pd.concat([py, jvm], ignore_index=True)
+
+
+def test_table3_and_figs_27_28_on_each_runtime() -> None:
+    import matplotlib.pyplot as plt
+
+    from ipclab.studies.buono import figures
+
+    req = _both_runtimes()
+    t3 = experiment.table3_by_runtime(req)
+    assert set(t3["runtime"]) == {"jvm"}  # only the JVM has cells with gzip off
+    assert sorted(set(t3["requests"])) == [1]  # 3 requests a cell: only N = 1 of 1, 5, ...
+    cells = analysis.cell_table(req)
+    mem = pd.DataFrame({"json_library": ["jackson"], "structure": ["flat"], "count": [300_000],
+                        "traced": [False]})  # fmt: skip
+    c = experiment.conditions_table(t3, cells, mem)
+    assert list(c["data structure"][:2]) == ["Flat (simple)", "Nested (complex)"]
+    ran = c[c["runtime"] != ""].set_index("runtime")
+    assert ran.loc["jvm", "request count"] == "1" and ran.loc["python", "request count"] == ""
+    assert ran.loc["jvm", "request types"] == "GET, POST"
+    assert ran.loc["jvm", "data generation count"] == "650"  # the memory's are flat only
+    assert ran.loc["jvm", "runs per cell"] == "2"
+    drawn = figures.fig28(req, "jackson")
+    assert drawn is None  # the JVM's POSTs here are uncompressed: Fig. 28 has no cell
+    drawn = figures.fig28(req)
+    assert drawn is not None and drawn[1].startswith("Fig. 28 rebuilt (Python services")
+    plt.close(drawn[0])
+    gets = cells.assign(count=5, gzip=False)
+    drawn = figures.fig27(gets, "jackson")
+    assert drawn is not None and "on the JVM" in drawn[1] and "JSON (jackson)" in drawn[1]
+    plt.close(drawn[0])

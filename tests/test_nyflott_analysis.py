@@ -114,7 +114,8 @@ def test_results_and_a_rebuild_from_the_per_run_tables(
     shown = {t["name"] for t in meta["tables"] if t["in_report"] == "True"}
     assert {"table2", "table3", "hosts", "gc_extremes", "adapters"} <= shown
     tables = {t["name"] for t in meta["tables"]}
-    assert {"claims", "power", "machine_state", "per_test_case", "runs"} <= tables
+    assert {"claims", "power", "machine_state", "per_test_case", "runs", "environment",
+            "seed_items"} <= tables  # fmt: skip
     assert meta["claims"] == "claims.csv" and meta["skipped"] == []
     first = pd.read_csv(out / "runs.csv")
     claims = pd.read_csv(out / "claims.csv")

@@ -10,7 +10,8 @@ What the summary tables hold:
   gunzip + deserialisation time and the client's time per format, the difference J - P in
   ms and in % with 95 % intervals (Welch's for the difference, log-ratio for the %) beside
   25.1 % and 164.3 ms;
-* ``table3``: Table 3's request counts (1, 5, 50, 100) as the first N requests of each cell;
+* ``table3``: Table 3's request counts (1, 5, 50, 100) as the first N requests of each cell,
+  per runtime; ``table3_conditions``: the thesis's Table 3 beside the conditions run;
 * ``memory``: each memory cell's outcome (completed, OOM-killed) and peaks;
 * ``claims``: every claim's verdict for the primary JSON encoder (orjson) and, where the
   runs have it, beside it the verdict with the standard library's encoder.
@@ -42,6 +43,15 @@ STDLIB_CLAIMS = "claims_stdlib"  # the claims table with the standard library's 
 JVM_ENCODER = ENCODERS["jvm"][0]
 JVM_CLAIMS = "claims_jvm"  # the claims table of the services on the JVM
 JVM_PROFILES = ("full",)  # the profiles that run the JVM's stack too
+#: each runtime's JSON encoder whose rows the per-runtime tables and figures read
+RUNTIME_ENCODERS = {"python": PRIMARY_ENCODER, "jvm": JVM_ENCODER}
+#: the thesis's Table 3, copied exactly (section 4.4): structure, request count, request
+#: types, data generation count
+TABLE3_SOURCE = "Buono & Petrović 2021, section 4.4, Table 3 – Testing conditions"
+THESIS_TABLE3 = (
+    ("Flat (simple)", "1, 5, 50, 100", "GET, POST", "Up to to 300 000"),
+    ("Nested (complex)", "1, 5, 50, 100", "GET, POST", "Up to 650"),
+)
 DEVIATIONS = [
     "Python services (uvicorn, orjson or the standard library's json, protobuf on upb) as "
     "the primary set-up; the full profile also runs the same services on the JVM (Quarkus "
@@ -97,6 +107,17 @@ DEVIATIONS = [
     "its limit (it would size itself from the node's memory, which the thesis does not "
     "give) and a GraalVM native image (the thesis does not say which mode ran Figs. 32-35; "
     "JConsole and 'heap and metaspace' point to the JVM).",
+    "Versions (results/environment.csv lists what every run recorded, beside the thesis's "
+    "Tables 1 and 2): the JVM set runs OpenJDK 17 (HotSpot, JVM mode) in place of Java SDK "
+    "v14.0.1 on GraalVM CE 21.1.0, Quarkus 3.33.2 in place of v1.13.3.Final (Vert.x routes "
+    "in place of RESTEasy v1.13.3.Final), Jackson 2.21.2 in place of the thesis's 'Jackson "
+    "V1.13.3.Final' (its Quarkus extension), protobuf-java 4.36.2 in place of Protobuf "
+    "v1.8.1 (camel-quarkus-protobuf), and ipclab's own gzip (java.util.zip; zlib in Python) "
+    "in place of Quarkus's Gzip v2.3.2.Final; the Python set runs CPython 3.11 with "
+    "protobuf 7.36 (upb) in place of Protobuf v1.8.1 and orjson in place of Jackson; "
+    "Docker engine 20.10 in place of Docker 19.03.9 (client) and 19.03.8 (server), with no "
+    "Kind v0.10.0 or Kubernetes v1.14.0; a 2-core AMD EPYC virtual machine in place of an "
+    "Intel Core i9-9900K with 64GB, Linux in place of Windows 10 Pro.",
 ]
 
 
@@ -346,6 +367,48 @@ def table3(requests: pd.DataFrame, encoder: str = PRIMARY_ENCODER) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+def table3_by_runtime(requests: pd.DataFrame) -> pd.DataFrame:
+    """:func:`table3` for each runtime whose runs are there (Python: orjson; the JVM:
+    Jackson), one after the other with a ``runtime`` column."""
+    if requests.empty:
+        return pd.DataFrame()
+    parts = [table3(requests, encoder).assign(runtime=runtime)
+             for runtime, encoder in RUNTIME_ENCODERS.items()]  # fmt: skip
+    parts = [t for t in parts if len(t)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _counts(values: Any) -> str:
+    """Generation counts as the thesis prints them (a space between thousands)."""
+    return ", ".join(f"{int(v):,}".replace(",", " ") for v in sorted(set(values)))
+
+
+def conditions_table(t3: pd.DataFrame, cells: pd.DataFrame, mem: pd.DataFrame) -> pd.DataFrame:
+    """Table 3 (the testing conditions) as the thesis prints it, then per runtime and
+    structure what the reference ran: the request counts ``t3`` (:func:`table3_by_runtime`)
+    reads, the methods, the generation counts (the procedure's; the memory experiment's
+    apart) and the runs per cell of the procedure."""
+    rows = [{"source": TABLE3_SOURCE, "runtime": "", "data structure": s, "request count": n,
+             "request types": m, "data generation count": c, "runs per cell": ""}
+            for s, n, m, c in THESIS_TABLE3]  # fmt: skip
+    for runtime, encoder in RUNTIME_ENCODERS.items():
+        ran = cells[cells["json_library"] == encoder] if len(cells) else cells
+        for structure, g in ran.groupby("structure") if len(ran) else ():
+            reads = t3[(t3["runtime"] == runtime) & (t3["structure"] == structure)]
+            m = mem[(mem["json_library"] == encoder) & (mem["structure"] == structure)
+                    & ~mem["traced"].astype(bool)] if len(mem) else mem  # fmt: skip
+            runs = g.groupby(["method", "count", "fmt", "gzip", "cache"])["run"].nunique()
+            counts = _counts(g["count"]) + (f"; memory: {_counts(m['count'])}" if len(m) else "")
+            rows.append({"source": "ipclab (this reference)", "runtime": runtime,
+                         "data structure": structure,
+                         "request count": ", ".join(str(k) for k in sorted(set(reads["requests"]))),
+                         "request types": ", ".join(sorted(set(g["method"]))),
+                         "data generation count": counts,
+                         "runs per cell": f"{runs.min()}" if runs.min() == runs.max()
+                         else f"{runs.min()}-{runs.max()}"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def grid_table(cells: pd.DataFrame) -> pd.DataFrame:
     """Every cell of the grid that ran: its coordinates, runs and measured requests."""
     keys = ["structure", "method", "count", "fmt", "gzip", "cache", "json_library"]
@@ -384,7 +447,7 @@ def analyse(
         sizes=sizes_table(_python_rows(cells), _python_rows(mem)),
         processing=_per_runtime(processing_table, cells),
         codec=codec_table(cells) if not cells.empty else pd.DataFrame(),
-        table3=table3(req) if not req.empty else pd.DataFrame(),
+        table3=table3_by_runtime(req),
         claims=claims, encoders=encoders, claims_stdlib=std, environment=env,
         power=power,
         throughput=tp, throughput_summary=throughput.summary(tp),
@@ -477,9 +540,16 @@ def write_results(a: Analysis, results: Any) -> None:
                       "The memory cells: flat GET of 100,000 and 300,000 users, one run each "
                       "per repetition: completed or OOM-killed, peaks in MiB.")  # fmt: skip
     if len(a.table3):
+        results.table(conditions_table(a.table3, a.cells, a.memory), "table3_conditions",
+                      "Table 3 (testing conditions) as the thesis prints it, then per runtime "
+                      "(python: orjson; jvm: Jackson) and structure what this reference ran: "
+                      "the request counts of table3, the methods, the data generation counts "
+                      "(the procedure's; the memory experiment's after 'memory:') and the "
+                      "runs per cell.")  # fmt: skip
         results.table(a.table3, "table3", "Table 3's request counts as the first N requests "
-                      "of each cell (gzip off, no cache): mean response time (ms) over runs "
-                      "with its 95 % t interval.", in_report=False)  # fmt: skip
+                      "of each cell (gzip off, no cache), per runtime (python: orjson; jvm: "
+                      "Jackson): mean response time (ms) over runs with its 95 % t "
+                      "interval.")  # fmt: skip
     if len(a.cells):
         results.table(grid_table(a.cells), "grid", "The cells run (Table 3's grid): structure x "
                       "method x count x format per gzip, cache and JSON encoder, with the runs "

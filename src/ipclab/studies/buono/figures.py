@@ -4,7 +4,9 @@ what is drawn beside them is the one number it prints: the 43320KB Protobuf blob
 ``all_figures(analysis)`` returns ``name -> (figure, caption)``:
 
 * Fig. 27: response time, GET of 5 elements uncompressed, cache off and on, per format;
+  drawn for each runtime (the Python services, and the JVM's where its procedure ran);
 * Fig. 28: request processing over the request index, nested POST with gzip, no cache;
+  for each runtime, as Fig. 27;
 * Figs. 29-31: body bytes per structure and count, raw and gzip, with the reduction;
 * Figs. 32-35: the data service's memory over time for flat 100,000 and 300,000, the
   limit and any OOM kill marked;
@@ -25,10 +27,16 @@ from matplotlib.figure import Figure
 
 from ipclab.stats import t_interval
 from ipclab.studies.buono import heap
-from ipclab.studies.buono.stacks import THESIS_HEAP
+from ipclab.studies.buono.stacks import ENCODERS, THESIS_HEAP
 
+JVM = ENCODERS["jvm"][0]  # the JVM's JSON encoder (Jackson): its runs' rows
 COLORS = {"json": "#d95f02", "protobuf": "#1b9e77"}
 BLOB_KB = 43320  # the thesis's Protobuf blob at flat 300,000 (§6.1)
+#: what a figure's caption says of its runtime, by the runtime's JSON encoder
+_ON = {
+    "orjson": " (Python services: uvicorn, orjson, protobuf on upb)",
+    "jackson": " on the JVM (Quarkus in JVM mode, Jackson, protobuf-java)",
+}
 
 
 def _bars_with_ci(ax: Any, x: float, values: np.ndarray, color: str, label: str | None,
@@ -41,9 +49,10 @@ def _bars_with_ci(ax: Any, x: float, values: np.ndarray, color: str, label: str 
            linewidth=0.5, yerr=err, capsize=3)  # fmt: skip
 
 
-def fig27(cells: pd.DataFrame) -> tuple[Figure, str] | None:
+def fig27(cells: pd.DataFrame, encoder: str = "orjson") -> tuple[Figure, str] | None:
+    """Fig. 27 on the runtime whose JSON encoder is ``encoder`` (orjson: Python)."""
     sel = cells[(cells["method"] == "GET") & (cells["count"] == 5) & ~cells["gzip"]
-                & (cells["json_library"] == "orjson")]  # fmt: skip
+                & (cells["json_library"] == encoder)]  # fmt: skip
     if sel.empty:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
@@ -61,18 +70,20 @@ def fig27(cells: pd.DataFrame) -> tuple[Figure, str] | None:
     axes[0].legend(frameon=False)
     fig.tight_layout()
     caption = (
-        "Fig. 27 rebuilt: client response time of GET with 5 elements, uncompressed, cache "
-        "off and on, JSON (orjson) against Protobuf; bars are the mean over runs of each run's "
-        "mean, whiskers the 95 % t interval. The thesis: Protobuf under 2 ms (8.13 %) faster "
-        "without the cache, both the same and faster with it."
+        f"Fig. 27 rebuilt{_ON[encoder]}: client response time of GET with 5 elements, "
+        f"uncompressed, cache off and on, JSON ({encoder}) against Protobuf; bars are the "
+        "mean over runs of each run's mean, whiskers the 95 % t interval. The thesis: "
+        "Protobuf under 2 ms (8.13 %) faster without the cache, both the same and faster "
+        "with it."
     )
     return fig, caption
 
 
-def fig28(requests: pd.DataFrame) -> tuple[Figure, str] | None:
+def fig28(requests: pd.DataFrame, encoder: str = "orjson") -> tuple[Figure, str] | None:
+    """Fig. 28 on the runtime whose JSON encoder is ``encoder`` (orjson: Python)."""
     sel = requests[(requests["structure"] == "nested") & (requests["method"] == "POST")
                    & requests["gzip"] & ~requests["cache"]
-                   & (requests["json_library"] == "orjson")]  # fmt: skip
+                   & (requests["json_library"] == encoder)]  # fmt: skip
     if sel.empty:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -100,10 +111,10 @@ def fig28(requests: pd.DataFrame) -> tuple[Figure, str] | None:
     axes[1].legend(frameon=False)
     fig.tight_layout()
     caption = (
-        "Fig. 28 rebuilt: request processing of a nested POST with gzip, no cache: the data "
-        "service's gunzip + deserialisation time (Server-Timing) over the 100 requests of a "
-        "cell (left, median over runs) and its mean per count (right, 95 % t interval). The "
-        "thesis: Protobuf 25.1 % (164.3 ms) faster at its best case."
+        f"Fig. 28 rebuilt{_ON[encoder]}: request processing of a nested POST with gzip, no "
+        "cache: the data service's gunzip + deserialisation time (Server-Timing) over the "
+        "100 requests of a cell (left, median over runs) and its mean per count (right, "
+        "95 % t interval). The thesis: Protobuf 25.1 % (164.3 ms) faster at its best case."
     )
     return fig, caption
 
@@ -297,7 +308,9 @@ def all_figures(a: Any) -> dict[str, tuple[Figure, str]]:
     cells, requests, mem = _python(a.cells), _python(a.requests), _python(a.memory)
     made = {
         "buono_fig27_cache": fig27(cells) if len(cells) else None,
+        "buono_fig27_cache_jvm": fig27(a.cells, JVM) if len(a.cells) else None,
         "buono_fig28_processing": fig28(requests) if len(requests) else None,
+        "buono_fig28_processing_jvm": fig28(a.requests, JVM) if len(a.requests) else None,
         "buono_fig29_31_sizes": fig29_31(a.sizes),
         "buono_fig32_35_memory": fig32_35(mem),
         "buono_fig43_47_headers": fig43_47(a.sizes) if len(a.sizes) else None,

@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from ipclab import plausibility
+from ipclab import environment_table, plausibility, seed_items
 from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
@@ -41,6 +41,8 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES) -> Path:
     )  # fmt: skip
     experiment.write_results(a, results)
     plausibility.write_reference(results)
+    environment_table.write_reference(results)
+    seed_items.write_reference(results)
     text = results.directory.parent / "README.md"
     write_findings(text, a.claims, "results/claims.csv")
     if len(a.claims_stdlib):

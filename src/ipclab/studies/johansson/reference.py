@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ipclab import plausibility
+from ipclab import environment_table, plausibility, seed_items
 from ipclab.experiments import load_runs
 from ipclab.findings import GENERATED, fill_blocks, write_findings
 from ipclab.paths import from_repo
@@ -52,6 +52,8 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) ->
     )  # fmt: skip
     analysis.write_results(a, results)
     plausibility.write_reference(results)
+    environment_table.write_reference(results)
+    seed_items.write_reference(results)
     readme = from_repo(root) / folder / "README.md"
     if readme.exists():  # its measured tables, and what was found, from the table just written
         have = {m.group("name") for m in GENERATED.finditer(readme.read_text())}

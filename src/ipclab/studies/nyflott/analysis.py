@@ -52,12 +52,12 @@ DEVIATIONS = [
     "MongoDB): a gateway (an HTTP/1.1 reverse proxy, as the thesis's nginx1) and the auth, "
     "flight, booking and customer services with seeded data; the same eight test cases and "
     "paths; booking and customer validate every session with auth over HTTP/1.1.",
-    "Adapters: the thesis ran nginx (HTTP/1.1), nghttpx 1.12 (h2c) and Californium 1.0.6 "
-    "(CoAP). Here the python set (adapters built from ipclab's transport modules: aiohttp, "
+    "Adapters: the thesis ran nginx 1.13.7 (HTTP/1.1), nghttpx 1.12 (h2c) and Californium "
+    "1.0.6 (CoAP). Here the python set (adapters built from ipclab's transport modules: aiohttp, "
     "an h2 client and server, aiocoap) carries all three protocols and is what the thesis's "
     "tables and claims are compared with; the native set carries the three protocols beside "
-    "it: Debian's nginx (HTTP/1.1) and nghttpx (h2c), and for CoAP ipclab's own HTTP/CoAP "
-    "cross-proxy on Eclipse Californium 3.11 (californium-core, on the JVM: OpenJDK 17, "
+    "it: Debian's nginx 1.22 (HTTP/1.1) and nghttpx 1.52 (h2c), and for CoAP ipclab's own "
+    "HTTP/CoAP cross-proxy on Eclipse Californium 3.11 (californium-core, on the JVM: OpenJDK 17, "
     "services/java/californium), where the thesis used Californium 1.0.6's proxy.",
     "CoAP client: aiocoap keeps RFC 7252's NSTART = 1 (one exchange in flight) per UDP "
     "endpoint, so the egress adapter keeps a pool of endpoints per peer, one per exchange in "

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ipclab import plausibility
+from ipclab import environment_table, plausibility, seed_items
 from ipclab.experiments import load_runs
 from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
@@ -61,6 +61,8 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) ->
     )  # fmt: skip
     analysis.write_results(a, results)
     plausibility.write_reference(results)  # the profiling testbed's run too
+    environment_table.write_reference(results)
+    seed_items.write_reference(results)
     readme = from_repo(root) / folder / "README.md"
     claims_csv = results.directory / "claims.csv"
     if readme.is_file():  # its generated tables, and its findings from the claims table

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ipclab import plausibility
+from ipclab import environment_table, plausibility, seed_items
 from ipclab import robustness as rb
 from ipclab.compare import compare_claims
 from ipclab.experiments import load_runs
@@ -71,6 +71,8 @@ def rebuild_performance(root: Path = ROOT, figures: Path = FIGURES, backend: str
     a = performance.analyse(runs, think, "full")
     performance.write_results(a, runs, results)
     plausibility.write_reference(results, think_dir)
+    environment_table.write_reference(results)
+    seed_items.write_reference(results)
     blocks = performance.readme_blocks(a)
     if backend != "local" and (local := from_repo(root) / "shafabakhsh-full-local").is_dir():
         table, blocks["agreement"] = backend_agreement(local / "results", results.directory)
@@ -117,6 +119,8 @@ def rebuild_languages(root: Path = ROOT, figures: Path = FIGURES) -> Path:
     languages.write_results(a, results)
     anchor = languages.anchor("full", "local", from_repo(root))
     plausibility.write_reference(results, *([anchor.directory] if anchor else []))
+    environment_table.write_reference(results)
+    seed_items.write_reference(results)
     _readme(results, languages.readme_blocks(a))
     return results.directory
 
@@ -131,6 +135,8 @@ def rebuild_encryption(root: Path = ROOT, figures: Path = FIGURES, backend: str 
     a = encryption.analyse(load_runs(exp.directory), "full")
     encryption.write_results(a, results)
     plausibility.write_reference(results)
+    environment_table.write_reference(results)
+    seed_items.write_reference(results)
     _readme(results, encryption.readme_blocks(a))
     return results.directory
 
@@ -144,6 +150,8 @@ def rebuild_orchestrators(root: Path = ROOT, figures: Path = FIGURES) -> Path:
     a = orchestrators.analyse(from_repo(root))
     orchestrators.write_results(a, results)
     plausibility.write_reference(results)
+    environment_table.write_reference(results)
+    seed_items.write_reference(results)
     _readme(results, orchestrators.readme_blocks(a))
     return results.directory
 
@@ -157,6 +165,8 @@ def rebuild_availability(
     a = availability.analyse(runs, "full")
     availability.write_results(a, runs, results)
     plausibility.write_reference(results)
+    environment_table.write_reference(results)
+    seed_items.write_reference(results)
     readme = results.directory.parent / "README.md"
     text = readme.read_text() if readme.exists() else ""
     blocks = {  # the blocks this README has (a reference written before them has none)
