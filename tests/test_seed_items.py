@@ -42,11 +42,11 @@ def _items(study: str) -> pd.DataFrame:
 
 def _places(study: str) -> list[tuple[str, seed_items.Place]]:
     items = _items(study)
-    primary = seed_items.PRIMARY[study]
+    primary = seed_items.primary()[study]
     return [(r.item, p) for r in items.itertuples() for p in seed_items.places(r.shown, primary)]
 
 
-@pytest.mark.parametrize("study", sorted(seed_items.PRIMARY))
+@pytest.mark.parametrize("study", sorted(seed_items.primary()))
 def test_every_item_is_shown_or_says_why_not(study: str) -> None:
     items = _items(study)
     assert list(items.columns) == seed_items.COLUMNS
@@ -109,7 +109,7 @@ def _rebuilt(folder: str, tmp: Path) -> tuple[Path, dict]:
     return out, json.loads((out / "study.json").read_text())
 
 
-@pytest.mark.parametrize("study", sorted(seed_items.PRIMARY))
+@pytest.mark.parametrize("study", sorted(seed_items.primary()))
 def test_every_place_listed_is_in_the_report(study: str, tmp_path: Path) -> None:
     places = _places(study)
     report: dict[str, tuple[str, dict]] = {}

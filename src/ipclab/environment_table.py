@@ -32,9 +32,6 @@ APT_SHOWN = (
     "nodejs",
     "golang-go",
 )
-#: the results' study names that are parts of one study (Shafabakhsh's extensions)
-ALIASES = {"availability": "shafabakhsh", "languages": "shafabakhsh",
-           "orchestrators": "shafabakhsh", "tls": "shafabakhsh"}  # fmt: skip
 #: the environment fields the table shows (the manifest's ``environment`` record)
 FIELDS = ("python", "implementation", "os", "host", "cpu_model", "cpu_cores_logical",
           "cpu_cores_physical", "memory_bytes")  # fmt: skip
@@ -118,11 +115,24 @@ def reference_table(folder: Path) -> pd.DataFrame:
     return summarise(json.loads(p.read_text()) for p in paths)
 
 
+def parts() -> dict[str, str]:
+    """Each results name a study's notebooks write, to its study's name (a study's extension
+    writes results of another name), from the registry: the core names no study."""
+    from ipclab.studies import all_studies
+
+    return {nb.results: s.name for s in all_studies().values() for nb in s.notebooks}
+
+
+def study_of(results_study: str) -> str:
+    """The study a results name belongs to (an extension's results name, its study's)."""
+    return parts().get(results_study, results_study.split("_")[0])
+
+
 def published(study: str) -> pd.DataFrame:
     """The study's own published environment (its ``setup.PUBLISHED_ENVIRONMENT``, copied
     exactly with its source), no rows when the study prints none; ``study`` as the results
-    name it (``availability`` is Shafabakhsh's)."""
-    folder = ALIASES.get(study, study.split("_")[0])
+    name it (an extension's, its study's)."""
+    folder = study_of(study)
     try:
         module = importlib.import_module(f"ipclab.studies.{folder}.setup")
     except ModuleNotFoundError:

@@ -3,31 +3,26 @@
 copied into its reference's results as the ``seed_items`` table so the report shows it.
 
 ``shown`` lists the places, ``; ``-separated: ``figure:<name>`` or ``table:<name>`` of the
-reference the table is in (the study's primary reference, :data:`PRIMARY`), or
+reference the table is in (the study's primary reference, :func:`primary`: its
+``setup.SEED_REFERENCE``), or
 ``<folder>/figure:<name>`` of another reference (another runtime or backend, an extension);
 ``why_not`` says what is not shown (the whole item, or a runtime or configuration the
 places lack)."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
 
-from ipclab.environment_table import ALIASES
+from ipclab.environment_table import parts, study_of
 
 STUDIES = Path(__file__).parent / "studies"
 TABLE = "seed_items"
 COLUMNS = ["item", "caption", "shown", "why_not"]
-#: the reference whose results a study's places name by default
-PRIMARY = {
-    "buono": "buono-full-docker",
-    "johansson": "johansson-full-docker",
-    "nyflott": "nyflott-full-docker",
-    "shafabakhsh": "shafabakhsh-full-docker",
-}
 CAPTION = (
     "Every figure and table the study's seed prints (number and caption as printed) and "
     "where ipclab shows it (figure:<name> or table:<name> of this reference's results, "
@@ -55,9 +50,18 @@ def places(shown: str, primary: str) -> list[Place]:
     return out
 
 
-def study_of(results_study: str) -> str:
-    """The study a results name belongs to (``availability`` is Shafabakhsh's)."""
-    return ALIASES.get(results_study, results_study.split("_")[0])
+def primary() -> dict[str, str]:
+    """Each study that lists seed items, to the reference whose results its places name by
+    default (the study's ``setup.SEED_REFERENCE``)."""
+    out = {}
+    for study in sorted(set(parts().values())):
+        try:
+            setup = importlib.import_module(f"ipclab.studies.{study}.setup")
+        except ModuleNotFoundError:
+            continue
+        if getattr(setup, "SEED_REFERENCE", ""):
+            out[study] = setup.SEED_REFERENCE
+    return out
 
 
 def items(study: str) -> pd.DataFrame | None:
@@ -69,5 +73,6 @@ def items(study: str) -> pd.DataFrame | None:
 def write_reference(results: Any) -> Path | None:
     """The study's seed items into ``results`` (a ``StudyResults``), in the report: only in
     the study's own references (an extension's, such as ``availability``, has none)."""
-    table = items(results.study) if results.study not in ALIASES else None
+    own = parts().get(results.study, results.study) == results.study
+    table = items(results.study) if own else None
     return None if table is None else results.table(table, TABLE, CAPTION)

@@ -42,3 +42,6 @@ VERSION_CHECKS: list[tuple[str, str, int]] = [
     (r"^library protobuf$", "1.8.1", 2),  # Protobuf v1.8.1 (camel-quarkus-protobuf)
     (r"^container engine$", "19.03.9", 2),  # Container Platform: Docker C.19.03.9
 ]
+
+#: the reference whose results the places of ``seed_items.csv`` name by default
+SEED_REFERENCE = "buono-full-docker"

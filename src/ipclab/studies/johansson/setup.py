@@ -14,3 +14,6 @@ PUBLISHED_ENVIRONMENT: list[tuple[str, str, str]] = [
     ("RAM", "768 MB", SOURCE),
     ("Operation System", "Windows server 2012 R2 64-bit", SOURCE),
 ]
+
+#: the reference whose results the places of ``seed_items.csv`` name by default
+SEED_REFERENCE = "johansson-full-docker"

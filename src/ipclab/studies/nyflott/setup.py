@@ -22,3 +22,6 @@ VERSION_CHECKS: list[tuple[str, str, int]] = [
     (r"^image \S+ nghttp2-proxy$", "1.12.0", 2),
     (r"^runtime \S+ californium$", "1.0.6", 2),
 ]
+
+#: the reference whose results the places of ``seed_items.csv`` name by default
+SEED_REFERENCE = "nyflott-full-docker"

@@ -16,3 +16,6 @@ PUBLISHED_ENVIRONMENT: list[tuple[str, str, str]] = [
     ("Kubernetes Version", "1.14.8", SOURCE),
     ("Node Count", "3", SOURCE),
 ]
+
+#: the reference whose results the places of ``seed_items.csv`` name by default
+SEED_REFERENCE = "shafabakhsh-full-docker"
