@@ -116,7 +116,7 @@ def _made_before(path: Path, copy: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     files of ``copy`` as they are now."""
     manifest = json.loads((path / "manifest.json").read_text())
     for new in ("code_files", "code_packages", "writer"):
-        del manifest[new]
+        manifest.pop(new, None)
     manifest["code"] = runstore.current_code().id
     manifest["environment"]["git"] = {"revision": "c" * 40, "dirty": False}
     (path / "manifest.json").write_text(json.dumps(manifest))
@@ -240,7 +240,7 @@ def test_the_writers_kinds_are_read_from_their_calls(tmp_path: Path) -> None:
     assert runcode.writer_kinds(tmp_path) == {"ipclab.writes": {"probe", "sweep"}}
 
 
-def test_a_group_runs_load_module_and_what_it_imports_measure_it(tmp_path: Path) -> None:
+def test_a_group_runs_load_module_and_what_it_imports_measure_it() -> None:
     """A group run's users run the module its load names (Johansson's interleaving of REST
     and GraphQL requests, with the schedule it imports), not the stacks' own user modules
     alone: it is among the run's files, so an edit to it stops the reuse of those runs."""

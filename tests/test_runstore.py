@@ -61,7 +61,7 @@ def _made_before(path: Path, revision: str, dirty: bool | None = False) -> None:
     one list's id now as its ``code``, made at ``revision``."""
     manifest = json.loads((path / "manifest.json").read_text())
     for new in ("code_files", "code_packages", "writer"):
-        del manifest[new]
+        manifest.pop(new, None)
     manifest["code"] = runstore.current_code().id
     manifest["environment"]["git"] = {"revision": revision, "dirty": dirty}
     (path / "manifest.json").write_text(json.dumps(manifest))
