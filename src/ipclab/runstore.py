@@ -284,21 +284,43 @@ class Made:
     packages: Mapping[str, str]
 
 
-@functools.cache
-def _distributions() -> Mapping[str, list[str]]:
-    import importlib.metadata
-
-    return importlib.metadata.packages_distributions()
-
-
 @functools.lru_cache(maxsize=1024)
-def _version(distribution: str) -> str | None:
+def _installed(name: str) -> tuple[tuple[str, str], ...]:
+    """The installed distributions (name, version) that provide the top-level module
+    ``name``: the one of that name when there is one (found by its folder's name, no scan),
+    else those whose ``top_level.txt`` or ``RECORD`` holds it (``google``: protobuf)."""
     import importlib.metadata
 
     try:
-        return importlib.metadata.version(distribution)
+        found = [importlib.metadata.distribution(name)]
     except importlib.metadata.PackageNotFoundError:
-        return None
+        found = list(_providers().get(name, ()))
+    metadata = [d.metadata for d in found]  # parsed once each: name and version
+    return tuple(sorted({(m["Name"], m["Version"]) for m in metadata}))
+
+
+@functools.cache
+def _providers() -> Mapping[str, tuple[Any, ...]]:
+    """Top-level module -> the installed distributions holding it, read as plain text from
+    their ``top_level.txt`` or the first part of each ``RECORD`` path (no metadata parsed:
+    ``importlib.metadata.packages_distributions`` takes half a second here)."""
+    import importlib.metadata
+
+    out: dict[str, list[Any]] = {}
+    for dist in importlib.metadata.distributions():
+        listed = dist.read_text("top_level.txt")
+        if listed is not None:
+            tops = {line.strip() for line in listed.splitlines()}
+        else:
+            record = dist.read_text("RECORD") or ""
+            tops = {
+                line.split(",", 1)[0].split("/", 1)[0].removesuffix(".py")
+                for line in record.splitlines()
+            }
+        for top in tops:
+            if top.isidentifier():
+                out.setdefault(top, []).append(dist)
+    return {top: tuple(dists) for top, dists in out.items()}
 
 
 def package_versions(names: Iterable[str]) -> dict[str, str]:
@@ -308,10 +330,7 @@ def package_versions(names: Iterable[str]) -> dict[str, str]:
     for name in names:
         if name in sys.stdlib_module_names or name == "__future__":
             continue
-        for distribution in _distributions().get(name, ()):
-            version = _version(distribution)
-            if version is not None:
-                out[distribution] = version
+        out.update(dict(_installed(name)))
     return dict(sorted(out.items()))
 
 
