@@ -184,19 +184,24 @@ def test_a_jvm_run_with_other_flags_is_measured_again(tmp_path: Path) -> None:
     path.mkdir()
     old = memory.cell_options(cell, "docker")
     old.extra_env["IPCLAB_JVM_OPTIONS"] = "-XX:+ExitOnOutOfMemoryError"  # the old runs'
-    manifest = {
-        "status": "complete", "kind": "memory", "backend": "docker",
-        "code": runstore.current_code().id,
-        "stack_spec": BY_RUNTIME["jvm"].declaration(),
-        "parameters": {"cell": cell.parameters(), "repetition": 1, "limit_mb": LIMIT_MB,
-                       "options": old.as_dict()},
-    }  # fmt: skip
-    (path / "manifest.json").write_text(json.dumps(manifest))
+    spec = BY_RUNTIME["jvm"]
+
+    def made(options: dict[str, object]) -> None:  # as memory.run_cell records a run
+        parameters = {"cell": cell.parameters(), "repetition": 1, "limit_mb": LIMIT_MB,
+                      "options": options}  # fmt: skip
+        manifest = {
+            "status": "complete", "kind": "memory", "backend": "docker", "stack": spec.name,
+            "stack_spec": spec.declaration(), "parameters": parameters,
+            **runstore.keyed("memory", parameters, writer=memory.__name__, stack=spec.name,
+                             stack_spec=spec.declaration(), backend="docker"),
+        }  # fmt: skip
+        (path / "manifest.json").write_text(json.dumps(manifest))
+
+    made(old.as_dict())
     (path / "summary.json").write_text("{}")
     assert memory.pending(memory.Plan(counts=(100_000,), formats=("json",), runtimes=("jvm",),
                                       jvm_heaps=("default",)), tmp_path) == [(1, cell)]  # fmt: skip
-    manifest["parameters"]["options"] = memory.cell_options(cell, "docker").as_dict()
-    (path / "manifest.json").write_text(json.dumps(manifest))
+    made(memory.cell_options(cell, "docker").as_dict())
     plan = memory.Plan(counts=(100_000,), formats=("json",), runtimes=("jvm",),
                        jvm_heaps=("default",))  # fmt: skip
     assert memory.pending(plan, tmp_path) == []

@@ -18,6 +18,7 @@ from ipclab.paths import REPO_ROOT
 from ipclab.stacks import resolve
 from ipclab.studies import all_studies
 from ipclab.studies.shafabakhsh import performance
+from tests.test_runcode import tree_copy
 
 REFERENCE = REPO_ROOT / "data" / "runs" / "reference"
 SERVICE = "services/transports/rest.py"
@@ -25,19 +26,13 @@ SERVICE = "services/transports/rest.py"
 FROM_THE_SOURCE = {"complexity.csv", "claims_code.csv"}
 
 
-def _changed_code(root: Path) -> runstore.Code:
-    """The measuring code with one line of a service changed (a copy; the tree is untouched)."""
-    for path in runstore.measuring_paths():
-        src = REPO_ROOT / path
-        dst = root / path
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
-        elif src.is_file():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(src, dst)
-    service = root / SERVICE
+def _changed_code(root: Path) -> Path:
+    """The files a run can be measured by with one line of a service changed (a copy; the
+    tree is untouched)."""
+    copy = tree_copy(root)
+    service = copy / SERVICE
     service.write_text(service.read_text().replace("POOL_PER_HOST", "POOL_PER_HOST ", 1))
-    return runstore.code_in(root, runstore.measuring_paths())
+    return copy
 
 
 def _no_figure(fig: object, name: str, directory: object = None, **_: object) -> list[Path]:
@@ -57,8 +52,11 @@ def _stamp_as_made_now(run_dir: Path, stack: str) -> None:
     today records them), so that whether it is reused shows what the code decides."""
     path = run_dir / "manifest.json"
     manifest = json.loads(path.read_text())
-    manifest["code"] = runstore.current_code().id
     manifest["stack_spec"] = resolve(stack).declaration()
+    manifest.update(runstore.keyed(
+        manifest["kind"], manifest["parameters"], writer="ipclab.load.runner", stack=stack,
+        stack_spec=manifest["stack_spec"], backend=manifest["backend"],
+    ))  # fmt: skip
     path.write_text(json.dumps(manifest))
 
 
@@ -101,9 +99,12 @@ def test_a_changed_line_of_a_service_stops_reuse_and_the_references_rebuild_iden
     _stamp_as_made_now(perf.directory / made_now.key, made_now.stack)
     assert made_now not in perf.pending()  # made by the current code: it stands in
 
-    changed = _changed_code(tmp_path / "code")
-    assert SERVICE in changed.changed_since(runstore.current_code())
-    monkeypatch.setattr(runstore, "current_code", lambda *a, **k: changed)
+    copy = _changed_code(tmp_path / "code")
+    monkeypatch.setattr(runstore, "tree", lambda: copy)
+    changed = runstore.code_in(copy, runstore.measuring_paths())
+    monkeypatch.setattr(runstore, "current_code", lambda *a, **k: changed)  # runs made before
+    made = json.loads((perf.directory / made_now.key / "manifest.json").read_text())
+    assert SERVICE in runstore.code_now(made).changed_since(runstore.own_code(made))
     # one line of a service changed: the run no longer stands in for a new measurement...
     assert perf.pending() == perf.cells()
     # ...and every committed run is still read as evidence of its own making

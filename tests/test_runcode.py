@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import shutil
 import sys
 import tokenize
@@ -92,14 +93,36 @@ def test_an_edit_to_one_backend_or_one_studys_runner_stops_the_reuse_of_its_runs
     assert kube.pending() == kube.cells()  # its own backend's: measured again
     assert (1, cell) not in memory.pending(plan, tmp_path / "memory")  # a docker run
 
+    old = tmp_path / "old-memory"  # a run made before runs recorded their own files
+    _memory_run(old, cell)
+    _made_before(old / f"{cell.key}-r1", copy, monkeypatch)
+    assert (1, cell) not in memory.pending(plan, old)  # its own files as at its revision
+    assert "src/ipclab/studies/buono/memory.py" not in runstore.measuring_paths()
+
     edit(copy / "src/ipclab/studies/buono/memory.py")
     assert (1, cell) in memory.pending(plan, tmp_path / "memory")  # Buono's memory runs
+    assert (1, cell) in memory.pending(plan, old)  # the one list missed it; its files do not
     assert local.pending() == []  # a load run: memory.py does not measure it
     made = read_run(tmp_path / "memory" / f"{cell.key}-r1").manifest
     assert made["writer"] == memory.__name__
     assert "src/ipclab/studies/buono/memory.py" in made["code_files"]
     # still runs of the same experiment, read as evidence of their own making
     assert local.pending(current_only=False) == [] and kube.pending(current_only=False) == []
+
+
+def _made_before(path: Path, copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run at ``path`` as runs made before they recorded their own files have it (the one
+    list's id now as its ``code``, made at a clean revision), that revision holding the
+    files of ``copy`` as they are now."""
+    manifest = json.loads((path / "manifest.json").read_text())
+    for new in ("code_files", "code_packages", "writer"):
+        manifest.pop(new, None)
+    manifest["code"] = runstore.current_code().id
+    manifest["environment"]["git"] = {"revision": "c" * 40, "dirty": False}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    writers = runcode.writers_of(manifest["kind"])
+    then = dict(runstore.code_now(manifest, writers).files)
+    monkeypatch.setattr(runstore, "files_at", lambda rev: then if rev == "c" * 40 else None)
 
 
 def _modules_calling_run_writer() -> set[str]:
@@ -215,3 +238,53 @@ def test_the_writers_kinds_are_read_from_their_calls(tmp_path: Path) -> None:
     )
     ast.parse(module.read_text())
     assert runcode.writer_kinds(tmp_path) == {"ipclab.writes": {"probe", "sweep"}}
+
+
+def test_a_group_runs_load_module_and_what_it_imports_measure_it() -> None:
+    """A group run's users run the module its load names (Johansson's interleaving of REST
+    and GraphQL requests, with the schedule it imports), not the stacks' own user modules
+    alone: it is among the run's files, so an edit to it stops the reuse of those runs."""
+    from ipclab.load.group import GroupLoad
+    from ipclab.studies.johansson.experiment import STACKS, USERS_MODULE
+
+    load = GroupLoad(USERS_MODULE, requests=10)
+    spec = {name: resolve(name).declaration() for name in STACKS}
+    made = runstore.keyed(
+        "load", {"group": {"stacks": list(STACKS), **load.as_dict()}},
+        writer="ipclab.load.group", stack="+".join(STACKS), stack_spec=spec, backend="local",
+    )  # fmt: skip
+    for module in ("users_interleaved.py", "schedule.py", "users_rest.py", "users_graphql.py"):
+        assert f"src/ipclab/studies/johansson/{module}" in made["code_files"], module
+    alone = runstore.keyed("load", {}, writer="ipclab.load.group", stack="+".join(STACKS),
+                           stack_spec=spec, backend="local")  # fmt: skip
+    assert "src/ipclab/studies/johansson/users_interleaved.py" not in alone["code_files"]
+
+
+def test_packages_outside_the_harness_are_keyed_by_their_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The standard library and third-party packages are not followed into: a run records
+    the versions of the installed packages its files import (``code_packages``) and its
+    key holds them, so another Locust stops its reuse; a run made before runs recorded them
+    is judged by its files."""
+    e = Experiment("e", ["shop-rest"], [1], duration_s=30, root=tmp_path / "runs")
+    _load_run(e)
+    path = e.directory / e.cells()[0].key
+    made = read_run(path).manifest
+    packages = made["code_packages"]
+    assert {"locust", "gevent"} <= set(packages), packages
+    assert not {"ipclab", "json", "os"} & set(packages)
+    assert not any(f.startswith(("/usr/lib/python", "site-packages")) for f in made["code_files"])
+    assert e.pending() == []
+    versions = runstore.package_versions
+    monkeypatch.setattr(
+        runstore, "package_versions",
+        lambda names: {**versions(names), "locust": "0.0.0"},
+    )  # fmt: skip
+    assert e.pending() == e.cells()  # another Locust: measured again
+    del made["code_packages"]
+    made["key"] = runstore.run_key(
+        "load", made["parameters"], made["stack_spec"], "local", made["code"]
+    )
+    (path / "manifest.json").write_text(json.dumps(made))
+    assert e.pending() == []  # made before runs recorded packages: its files decide

@@ -1,19 +1,18 @@
 """Runs are keyed by what made them: a finished run is reused only when the same
-parameters, stack declarations, backend and measuring files made it (a run made before runs
-recorded their own files: the one list of measuring code); a committed reference says, in
-words, whether its runs' own measuring files changed since."""
+parameters, stack declarations, backend, measuring files and packages' versions made it (a
+run made before runs recorded their own files: only when shown made by the same files); a
+committed reference says, in words, whether its runs' own measuring files changed since."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from ipclab import provenance, runstore
+from ipclab import provenance, runcode, runstore
 from ipclab.experiments import Experiment
 from ipclab.paths import REPO_ROOT
 from ipclab.runs import RunWriter, read_run
@@ -21,14 +20,6 @@ from ipclab.stacks import resolve
 from tests.test_runcode import tree_copy
 
 SERVICE = "services/transports/rest.py"
-
-
-def _measuring_code_copy(root: Path) -> Path:
-    """One service file of the repository, copied where a test may change it (no git
-    there: the code is every file under the measuring paths)."""
-    (root / SERVICE).parent.mkdir(parents=True)
-    shutil.copy(REPO_ROOT / SERVICE, root / SERVICE)
-    return root
 
 
 def _finished_run(e: Experiment) -> None:
@@ -65,26 +56,47 @@ def test_a_changed_line_of_a_service_means_its_old_runs_are_made_again(
     assert e.pending(current_only=False) == []  # still a run of the same experiment
 
 
-def test_a_run_made_before_runs_recorded_their_files_is_judged_by_the_one_list(
+def _made_before(path: Path, revision: str, dirty: bool | None = False) -> None:
+    """The run at ``path`` as runs made before they recorded their own files have it: the
+    one list's id now as its ``code``, made at ``revision``."""
+    manifest = json.loads((path / "manifest.json").read_text())
+    for new in ("code_files", "code_packages", "writer"):
+        manifest.pop(new, None)
+    manifest["code"] = runstore.current_code().id
+    manifest["environment"]["git"] = {"revision": revision, "dirty": dirty}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_run_made_before_runs_recorded_their_files_is_reused_only_when_shown_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Backward compatible: a manifest with a ``code`` and no ``code_files`` (issue 29 to 49)
-    is reused while the one list of measuring code (``MEASURING_CODE`` and the user modules)
-    has that id."""
-    code = _measuring_code_copy(tmp_path / "repo")
-    monkeypatch.setattr(runstore, "current_code", lambda: runstore.code_in(code))
+    """Backward compatible, never more lenient: a manifest with a ``code`` and no
+    ``code_files`` (issues 29 to 49) is reused only while the one list of measuring code
+    has that id *and* its own files, derived now, are those of the clean revision it
+    names; an uncommitted tree or an unknown revision shows nothing."""
+    copy = tree_copy(tmp_path / "repo")
+    monkeypatch.setattr(runstore, "tree", lambda: copy)
+    writers = runcode.writers_of("load")  # an old run's writers: those of its kind
+    at = {"r" * 40: runstore.code_now(_legacy("shop-rest", "local", ""), writers).files}
+    monkeypatch.setattr(runstore, "files_at", lambda revision: at.get(revision))
     e = Experiment("e", ["shop-rest"], [1], duration_s=30, root=tmp_path / "runs")
     _finished_run(e)
-    path = e.directory / e.cells()[0].key / "manifest.json"
-    manifest = json.loads(path.read_text())
-    for new in ("code_files", "writer"):
-        del manifest[new]
-    manifest["code"] = runstore.code_in(code).id
-    path.write_text(json.dumps(manifest))
-    assert e.pending() == []
-    _edit(code / SERVICE)
+    path = e.directory / e.cells()[0].key
+    _made_before(path, "r" * 40)
+    assert e.pending() == []  # the one list's id, and its own files as at its revision
+    for revision, dirty in (("r" * 40, True), ("r" * 40, None), ("u" * 40, False)):
+        _made_before(path, revision, dirty)
+        assert e.pending() == e.cells(), (revision, dirty)  # nothing shown: made again
+        assert e.pending(current_only=False) == []  # still read as a run of it
+    _made_before(path, "r" * 40)
+    _edit(copy / SERVICE)
     assert e.pending() == e.cells()
     assert e.pending(current_only=False) == []
+    manifest = read_run(path).manifest
+    manifest["code"] = "0" * 16  # another one list: made by other code, as judged then
+    (copy / SERVICE).write_text((REPO_ROOT / SERVICE).read_text())
+    assert runstore.old_run_current({**manifest, "code": runstore.current_code().id})
+    assert not runstore.old_run_current(manifest)
 
 
 def test_the_user_modules_and_their_studys_modules_they_import_are_measuring_code() -> None:

@@ -6,7 +6,7 @@ harness: a run that recorded them (``code_files``) by their blob ids against the
 a run would be measured by now; a run made before, by ``git diff --name-only`` between the
 revision its manifest names and the working tree, kept to the files such a run is
 measured by (derived now, with the modules that write runs of its kind as its writer,
-``runcode.writer_kinds``). A revision this repository does not hold leaves its runs
+``runcode.writers_of``). A revision this repository does not hold leaves its runs
 unknown. :func:`provenance_text` says it as "made by code at revision X (n runs); since
 then the measuring code of m of these runs changed in a.py (k runs), ..." or "no measuring
 file of these runs changed since".
@@ -53,11 +53,6 @@ def _diff(revision: str) -> frozenset[str] | None:
     return None if out is None else frozenset(n for n in out.decode().split("\0") if n)
 
 
-@functools.cache
-def _writers_of(kind: str) -> tuple[str, ...]:
-    return tuple(sorted(m for m, kinds in runcode.writer_kinds().items() if kind in kinds))
-
-
 def changed_files(manifest: Mapping[str, Any]) -> list[str] | None:
     """The run's own measuring files that changed since it was made (None: not known)."""
     own = runstore.own_code(manifest)
@@ -67,7 +62,7 @@ def changed_files(manifest: Mapping[str, Any]) -> list[str] | None:
     diff = _diff(str(revision)) if revision else None
     if diff is None:
         return None
-    now = runstore.code_now(manifest, writers=_writers_of(str(manifest.get("kind"))))
+    now = runstore.code_now(manifest, writers=runcode.writers_of(str(manifest.get("kind"))))
     return sorted(diff & set(now.files))
 
 

@@ -44,6 +44,7 @@ import json
 import os
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -196,9 +197,13 @@ def _under(name: str, prefixes: Iterable[str]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def _closure(tree: _Tree, roots: Iterable[str], cut: Callable[[str], bool]) -> set[Path]:
+def _closure(
+    tree: _Tree, roots: Iterable[str], cut: Callable[[str], bool], outside: set[str]
+) -> set[Path]:
     """The files of ``roots`` and of every module they import, transitively (with parent
-    packages), except the modules ``cut`` says not to enter (roots themselves included)."""
+    packages), except the modules ``cut`` says not to enter (roots themselves included);
+    the top-level names imported that are not the harness's nor the studies' (the standard
+    library's and third-party packages') are added to ``outside``."""
     named = set(roots)
     todo = [p for r in named for p in _with_parents(r)]
     seen: set[str] = set()
@@ -209,6 +214,8 @@ def _closure(tree: _Tree, roots: Iterable[str], cut: Callable[[str], bool]) -> s
             continue
         seen.add(name)
         path = tree.file(name)
+        if path is None and "." not in name and not tree.bases(name):
+            outside.add(name)
         if path is None or (cut(name) and name not in named):
             continue
         files.add(path)
@@ -323,6 +330,17 @@ def _foreign(tree: _Tree, modules: Iterable[str]) -> list[tuple[str, Path]]:
     return out
 
 
+@dataclass(frozen=True)
+class Derived:
+    """What shapes a run: its files (sorted paths from the root; an out-of-tree file by its
+    absolute path) and the top-level names its Python files import from outside the harness
+    and the studies (the standard library's and third-party packages': their versions, not
+    their files, are what a run records of them, ``runstore.package_versions``)."""
+
+    files: tuple[str, ...]
+    outside: frozenset[str]
+
+
 def measuring_files(
     *,
     writers: Sequence[str],
@@ -333,21 +351,54 @@ def measuring_files(
 ) -> list[str]:
     """The files that shape a run written by the modules ``writers``, of the stacks named
     ``stacks`` declared as ``stack_spec``, on ``backend``, in the checkout at ``root``
-    (by default the repository): sorted paths from the root. Kept while the Python files
-    it read stay as they were."""
+    (by default the repository): sorted paths from the root (:func:`derive`)."""
+    derived = derive(
+        writers=writers, stacks=stacks, stack_spec=stack_spec, backend=backend, root=root
+    )
+    return list(derived.files)
+
+
+def derive(
+    *,
+    writers: Sequence[str],
+    stacks: Sequence[str],
+    stack_spec: Any,
+    backend: str | None,
+    root: Path | None = None,
+) -> Derived:
+    """What shapes a run written by the modules ``writers`` (its writer and the modules its
+    parameters name, :func:`parameter_modules`), of the stacks named ``stacks`` declared as
+    ``stack_spec``, on ``backend``, in the checkout at ``root`` (by default the
+    repository). Kept while the Python files it read stay as they were."""
     root = Path(root or REPO_ROOT)
     users = users_modules(stacks)
     key = (tuple(writers), tuple(users), json.dumps(stack_spec, sort_keys=True, default=str),
            backend, root)  # fmt: skip
     kept = _derived.get(key)
     if kept is not None and all(_stamp(p) == s for p, s in kept[1]):
-        return list(kept[0])
-    files, read = _derive([*users, *writers], stack_spec, backend, root)
-    _derived[key] = (files, tuple((p, _stamp(p)) for p in read))
-    return list(files)
+        return kept[0]
+    derived, read = _derive([*users, *writers], stack_spec, backend, root)
+    _derived[key] = (derived, tuple((p, _stamp(p)) for p in read))
+    return derived
 
 
-_derived: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[tuple[Path, Any], ...]]] = {}
+_derived: dict[tuple[Any, ...], tuple[Derived, tuple[tuple[Path, Any], ...]]] = {}
+
+
+def parameter_modules(parameters: Mapping[str, Any] | None) -> list[str]:
+    """The modules a run's parameters name as what its users run, beside its stacks' own
+    user modules: a group run's load (``ipclab.load.group``: ``group.users``, Johansson's
+    interleaving of REST and GraphQL requests)."""
+    group = (parameters or {}).get("group")
+    users = group.get("users") if isinstance(group, Mapping) else None
+    return [users] if isinstance(users, str) and users else []
+
+
+@functools.cache
+def writers_of(kind: str, root: Path | None = None) -> tuple[str, ...]:
+    """The modules that write runs of ``kind`` (:func:`writer_kinds`): the writers of a run
+    made before runs recorded theirs."""
+    return tuple(sorted(m for m, kinds in writer_kinds(root).items() if kind in kinds))
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -360,9 +411,9 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 def _derive(
     modules: Sequence[str], stack_spec: Any, backend: str | None, root: Path
-) -> tuple[tuple[str, ...], set[Path]]:
-    """:func:`measuring_files` (``modules``: the user modules and the writers), and the
-    Python files whose imports it read."""
+) -> tuple[Derived, set[Path]]:
+    """:func:`derive` (``modules``: the user modules and the writers), and the Python files
+    whose imports it read."""
     load = ".".join(Path(LOAD).parts[1:])  # ipclab.load
     roots = [load, *(f"{load}.{p.stem}" for p in sorted((root / LOAD).glob("[!_]*.py")))]
     files = list(BACKEND_FILES.get(backend or "", ()))
@@ -373,10 +424,12 @@ def _derive(
     roots += modules
     tree = _Tree(root, _foreign(_Tree(root), roots))
     own, others = backend_modules(backend)
-    found = _closure(tree, roots, lambda name: _under(name, others))
+    outside: set[str] = set()
+    found = _closure(tree, roots, lambda name: _under(name, others), outside)
     if own:
-        found |= _closure(tree, [own], lambda name: False)
-    return tuple(sorted({tree.label(p) for p in found} | tree.listed(files))), found
+        found |= _closure(tree, [own], lambda name: False, outside)
+    paths = tuple(sorted({tree.label(p) for p in found} | tree.listed(files)))
+    return Derived(paths, frozenset(outside)), found
 
 
 @functools.cache

@@ -2,22 +2,27 @@
 
 A run's **key** is what produced it: its kind and parameters, the declaration of its
 stacks, the backend, and the **code** that shaped it: the files that measure *this* run
-(``ipclab.runcode.measuring_files``: derived from the imports of the module that wrote it,
-the load generator, its backend's module, its stacks' services and Locust user module),
-each with its git blob id. Every run records them in its manifest (``writer``,
-``code_files``: path -> the blob id's first ``SHORT`` digits, ``code``: their hash, ``key``).
-A finished run is reused only when the key of the planned run, recomputed from the tree as
-it is now, equals the recorded one (:func:`reusable`, the one check every experiment runner
-calls), so after a change to a service ``make reproduce`` measures its runs again instead of
-putting runs of the old code into new figures, while an edit to another backend, another
-study's runner or to analysis code (statistics, tables, the report) leaves them reusable.
+(``ipclab.runcode.derive``: from the imports of the module that wrote it, the modules its
+parameters name (a group's load), the load generator, its backend's module, its stacks'
+services and Locust user module), each with its git blob id, and the versions of the
+installed packages those files import from outside the harness (the standard library
+excluded). Every run records them in its manifest (``writer``, ``code_files``: path -> the
+blob id's first ``SHORT`` digits, ``code``: their hash, ``code_packages``: distribution ->
+version, ``key``), where ``runs.find_runs(root, key=...)`` and ``ipclab runs --where
+key=...`` find it. A finished run is reused only when the key of the planned run, recomputed
+from the tree as it is now, equals the recorded one (:func:`reusable`, the one check every
+experiment runner calls), so after a change to a service ``make reproduce`` measures its
+runs again instead of putting runs of the old code into new figures, while an edit to
+another backend, another study's runner or to analysis code (statistics, tables, the report)
+leaves them reusable.
 
-Runs made before runs recorded their own files are judged as they were then: a recorded
-``code`` is the id of one list of files for every run (``MEASURING_CODE`` and the user
-modules, :func:`measuring_paths`), compared with that list's id now; a run with none has
-its code computed from the git revision its manifest names (``git ls-tree``). A committed
-reference says, in words, whether its runs' own measuring files changed since it was made
-(:func:`provenance`, :func:`provenance_text`).
+Runs made before runs recorded their own files (their ``code`` is the id of one list of
+files for every run, ``MEASURING_CODE`` and the user modules, :func:`measuring_paths`; the
+oldest have none) are reused only when shown made by the same files
+(:func:`old_run_current`): that list's id still holds, and their own files, derived now,
+are unchanged since the clean git revision their manifest names; otherwise they are read as
+evidence of their making and not reused. A committed reference says, in words, whether its
+runs' own measuring files changed since it was made (``ipclab.provenance``).
 """
 
 from __future__ import annotations
@@ -201,20 +206,24 @@ def run_key(
     stack_spec: Any,
     backend: str | None,
     code: str,
+    packages: Mapping[str, str] | None = None,
 ) -> str:
-    """The key of a run: a hash of everything that produced it."""
+    """The key of a run: a hash of everything that produced it (``packages``: the versions
+    of the packages outside the harness its files import, when the run records them)."""
     what = {
         "kind": kind,
         "parameters": parameters,
         "stack_spec": stack_spec,
         "backend": backend,
         "code": code,
+        **({"packages": packages} if packages is not None else {}),
     }
     text = json.dumps(_canonical(what), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 KEYED = "code_files"  # the manifest field of a run that records its own measuring files
+PACKAGES = "code_packages"  # ... and the versions of the packages outside the harness
 
 
 def tree() -> Path:
@@ -248,20 +257,81 @@ def measuring_code(
     stack: str | None,
     stack_spec: Any,
     backend: str | None,
+    parameters: Mapping[str, Any] | None = None,
     root: Path | None = None,
-) -> Code:
+) -> Made:
     """The files that measure a run written by ``writers`` of ``stack`` (a group's ``a+b``)
-    declared as ``stack_spec`` on ``backend``, as the checkout ``root`` (by default
-    :func:`tree`) has them (``ipclab.runcode.measuring_files``), and their id."""
+    declared as ``stack_spec`` on ``backend`` with ``parameters``, as the checkout ``root``
+    (by default :func:`tree`) has them (``ipclab.runcode.derive``), their id, and the
+    versions of the packages outside the harness they import."""
     root = Path(root) if root is not None else tree()
-    paths = runcode.measuring_files(
-        writers=writers,
+    derived = runcode.derive(
+        writers=[*writers, *runcode.parameter_modules(parameters)],
         stacks=[s for s in str(stack or "").split("+") if s],
         stack_spec=stack_spec,
         backend=backend,
         root=root,
     )
-    return _code(blobs(paths, root))
+    return Made(_code(blobs(derived.files, root)), package_versions(derived.outside))
+
+
+@dataclass(frozen=True)
+class Made:
+    """What shapes a run: its measuring files (``code``) and the versions of the installed
+    packages they import that are neither the harness's nor the standard library's."""
+
+    code: Code
+    packages: Mapping[str, str]
+
+
+@functools.lru_cache(maxsize=1024)
+def _installed(name: str) -> tuple[tuple[str, str], ...]:
+    """The installed distributions (name, version) that provide the top-level module
+    ``name``: the one of that name when there is one (found by its folder's name, no scan),
+    else those whose ``top_level.txt`` or ``RECORD`` holds it (``google``: protobuf)."""
+    import importlib.metadata
+
+    try:
+        found = [importlib.metadata.distribution(name)]
+    except importlib.metadata.PackageNotFoundError:
+        found = list(_providers().get(name, ()))
+    metadata = [d.metadata for d in found]  # parsed once each: name and version
+    return tuple(sorted({(m["Name"], m["Version"]) for m in metadata}))
+
+
+@functools.cache
+def _providers() -> Mapping[str, tuple[Any, ...]]:
+    """Top-level module -> the installed distributions holding it, read as plain text from
+    their ``top_level.txt`` or the first part of each ``RECORD`` path (no metadata parsed:
+    ``importlib.metadata.packages_distributions`` takes half a second here)."""
+    import importlib.metadata
+
+    out: dict[str, list[Any]] = {}
+    for dist in importlib.metadata.distributions():
+        listed = dist.read_text("top_level.txt")
+        if listed is not None:
+            tops = {line.strip() for line in listed.splitlines()}
+        else:
+            record = dist.read_text("RECORD") or ""
+            tops = {
+                line.split(",", 1)[0].split("/", 1)[0].removesuffix(".py")
+                for line in record.splitlines()
+            }
+        for top in tops:
+            if top.isidentifier():
+                out.setdefault(top, []).append(dist)
+    return {top: tuple(dists) for top, dists in out.items()}
+
+
+def package_versions(names: Iterable[str]) -> dict[str, str]:
+    """The installed distributions that provide the top-level modules ``names`` (the
+    standard library's and those not installed are left out), with their versions."""
+    out = {}
+    for name in names:
+        if name in sys.stdlib_module_names or name == "__future__":
+            continue
+        out.update(dict(_installed(name)))
+    return dict(sorted(out.items()))
 
 
 def caller_module(depth: int = 2) -> str | None:
@@ -285,30 +355,51 @@ def keyed(
     backend: str | None,
 ) -> dict[str, Any]:
     """What a new run's manifest records of its making: the module that writes it, its own
-    measuring files with their blob ids, their id (``code``) and the run's key."""
-    code = measuring_code(
-        writers=[writer] if writer else [], stack=stack, stack_spec=stack_spec, backend=backend
-    )
+    measuring files with their blob ids, their id (``code``), the versions of the packages
+    outside the harness they import (``code_packages``) and the run's key."""
+    made = measuring_code(
+        writers=[writer] if writer else [], stack=stack, stack_spec=stack_spec,
+        backend=backend, parameters=parameters,
+    )  # fmt: skip
     return {
         "writer": writer,
-        "code": code.id,
-        KEYED: dict(sorted(code.files.items())),
-        "key": run_key(kind, parameters, stack_spec, backend, code.id),
+        "code": made.code.id,
+        KEYED: dict(sorted(made.code.files.items())),
+        PACKAGES: dict(made.packages),
+        "key": run_key(kind, parameters, stack_spec, backend, made.code.id, made.packages),
     }
+
+
+def made_now(
+    manifest: Mapping[str, Any],
+    *,
+    backend: str | None = None,
+    stack_spec: Any = None,
+    writers: Sequence[str] | None = None,
+) -> Made:
+    """What would shape the run ``manifest`` records if it were made now: its kind's,
+    stacks' and parameters' files as the tree has them, written by its recorded writer (or
+    ``writers``), on its backend and from its declarations (or ``backend``, ``stack_spec``:
+    the planned run's)."""
+    writer = manifest.get("writer")
+    return measuring_code(
+        writers=writers if writers is not None else [writer] if writer else [],
+        stack=manifest.get("stack"),
+        stack_spec=stack_spec if stack_spec is not None else manifest.get("stack_spec"),
+        backend=backend if backend is not None else manifest.get("backend"),
+        parameters=manifest.get("parameters") or {},
+    )
 
 
 def planned_key(manifest: Mapping[str, Any], *, backend: str | None, stack_spec: Any) -> str:
     """The key a run like the one ``manifest`` records (its kind, parameters, writer and
-    stacks) would have now, planned on ``backend`` from stacks declared as ``stack_spec``."""
-    writer = manifest.get("writer")
-    code = measuring_code(
-        writers=[writer] if writer else [],
-        stack=manifest.get("stack"),
-        stack_spec=stack_spec,
-        backend=backend,
-    )
+    stacks) would have now, planned on ``backend`` from stacks declared as ``stack_spec``
+    (with the packages' versions now when the run recorded its own)."""
+    made = made_now(manifest, backend=backend, stack_spec=stack_spec)
+    packages = made.packages if PACKAGES in manifest else None
     parameters = manifest.get("parameters") or {}
-    return run_key(str(manifest.get("kind")), parameters, stack_spec, backend, code.id)
+    kind = str(manifest.get("kind"))
+    return run_key(kind, parameters, stack_spec, backend, made.code.id, packages)
 
 
 def reusable(
@@ -321,12 +412,12 @@ def reusable(
     current_only: bool = True,
 ) -> bool:
     """A finished run (its manifest) may stand in for a new one: it completed, on
-    ``backend``, ``same_parameters`` accepts its parameters, and its key equals the key of
-    the planned run (:func:`planned_key`: its parameters, the stacks declared as
-    ``stack_spec``, ``backend`` and the measuring files of such a run as they are now), from
-    the same declarations. A run made before runs recorded their own files is judged as
-    then: the same declarations, and its ``code`` equal to the one list's id now (``code``,
-    by default :func:`current_code`).
+    ``backend``, ``same_parameters`` accepts its parameters, from the same declarations, and
+    its key equals the key of the planned run (:func:`planned_key`: its parameters, the
+    stacks declared as ``stack_spec``, ``backend``, the measuring files of such a run as they
+    are now and the versions of the packages they import). A run made before runs recorded
+    their own files only when it is shown made by the same files (:func:`old_run_current`;
+    ``code``: the one list's code now, by default :func:`current_code`).
     ``current_only=False`` asks only whether it is a run of the same experiment (backend and
     parameters), whatever code and declarations made it: a committed reference is evidence of
     its own making, read and rebuilt as it is (``ipclab.provenance`` says what changed)."""
@@ -342,7 +433,7 @@ def reusable(
         return False
     if KEYED in manifest:
         return manifest.get("key") == planned_key(manifest, backend=backend, stack_spec=stack_spec)
-    return manifest.get("code") == (code or current_code()).id
+    return old_run_current(manifest, code)
 
 
 def own_code(manifest: Mapping[str, Any]) -> Code | None:
@@ -356,23 +447,48 @@ def own_code(manifest: Mapping[str, Any]) -> Code | None:
 def code_now(manifest: Mapping[str, Any], writers: Sequence[str] | None = None) -> Code:
     """The measuring files of the run ``manifest`` records as the tree has them now (its
     recorded writer, or ``writers``)."""
-    writer = manifest.get("writer")
-    return measuring_code(
-        writers=writers if writers is not None else [writer] if writer else [],
-        stack=manifest.get("stack"),
-        stack_spec=manifest.get("stack_spec"),
-        backend=manifest.get("backend"),
-    )
+    return made_now(manifest, writers=writers).code
 
 
 def is_current(manifest: Mapping[str, Any]) -> bool:
-    """The code that made the run is the code that would make it now: its own files
-    unchanged (a run that recorded them), or the one list's id now (a run made before)."""
+    """The code that made the run is the code that would make it now: its own files and
+    the packages' versions it recorded unchanged (a run that recorded them), or, for a run
+    made before, :func:`old_run_current`."""
     own = own_code(manifest)
-    if own is not None:
-        return own.id == code_now(manifest).id
-    code, _ = recorded_code(manifest)
-    return code is not None and code == current_code().id
+    if own is None:
+        return old_run_current(manifest)
+    now = made_now(manifest)
+    recorded = manifest.get(PACKAGES)
+    return own.id == now.code.id and (recorded is None or recorded == dict(now.packages))
+
+
+def old_run_current(manifest: Mapping[str, Any], code: Code | None = None) -> bool:
+    """A run made before runs recorded their own files (issues 29 to 49) was made by the
+    code it would be made by now only when both hold: the one list's id it records (or, with
+    none, its revision's) is the one list's id now (``code``, by default
+    :func:`current_code`; as it was judged when it was made), and its own files, derived now
+    with the modules that write runs of its kind as its writers, are unchanged since the git
+    revision it names, made from a tree without uncommitted changes. A tree with
+    uncommitted changes, or a revision this repository does not hold, shows nothing: such a
+    run is read as evidence of its making, not reused."""
+    recorded, _ = recorded_code(manifest)
+    if recorded is None or recorded != (code or current_code()).id:
+        return False
+    git = (manifest.get("environment") or {}).get("git") or {}
+    if not git.get("revision") or git.get("dirty") is not False:
+        return False
+    then = files_at(str(git["revision"]))
+    if then is None:
+        return False
+    now = code_now(manifest, writers=runcode.writers_of(str(manifest.get("kind"))))
+    return all(then.get(path, "")[:SHORT] == blob for path, blob in now.files.items())
+
+
+def files_at(revision: str) -> Mapping[str, str] | None:
+    """Every file a run can be measured by at git ``revision`` (path -> blob id; None: not
+    a revision of this repository)."""
+    code = code_at(revision, runcode.TOP_FOLDERS)
+    return None if code is None else code.files
 
 
 def recorded_code(manifest: Mapping[str, Any]) -> tuple[str | None, str]:
