@@ -955,7 +955,7 @@ def build_recipe(recipe: ImageRecipe, base: str) -> str:
         labels = {LABEL_HASH: context_hash, "ipclab.image": recipe.kind}
         tag = recipe.image
         image_id = _build(ctx, tag, _base_id(base), labels, "Dockerfile", recipe.network)
-        _pin_build(tag, image_id, context_hash, base)
+        _pin_build(tag, image_id, context_hash, base, **(recipe.record() if recipe.record else {}))
     return tag
 
 

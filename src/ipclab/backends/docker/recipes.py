@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ipclab.paths import REPO_ROOT
 
@@ -47,6 +48,8 @@ class ImageRecipe:
     inputs: Callable[[], str] | None = None  # a digest of what ``prepare`` adds
     runtime: str = ""  # the ``Runtime.name`` whose roles run it ("" for infrastructure)
     label: str = ""  # its ``ipclab.image`` label and build folder; by default the folder's name
+    # more to record with each build in the manifest (e.g. the toolchain's versions)
+    record: Callable[[], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.base not in BASES:
