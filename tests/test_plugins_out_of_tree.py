@@ -80,7 +80,7 @@ def test_an_installed_package_s_plugins_join_every_listing(installed: dict[str, 
             "print(json.dumps([BACKENDS, infrastructure.names(), sorted(all_studies())]))",
         )
     )
-    assert found[0] == ["local", "docker", "swarm", "fake", "kubernetes"]  # by their order
+    assert found[0] == ["local", "docker", "swarm", "kubernetes", "fake"]  # by their order
     assert found[1] == ["fakekv", "postgres", "rabbitmq"]
     assert "fakestudy" in found[2]
     # the options it does not honour are refused, naming the backends that do

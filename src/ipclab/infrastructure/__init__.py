@@ -28,10 +28,7 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ipclab.backends.docker.recipes import ImageRecipe
+from typing import Any
 
 ENTRY_POINTS = "ipclab.infrastructure"  # the entry-point group of installed plugins
 
@@ -60,10 +57,11 @@ class Infrastructure:
     name: str = ""
     component: str = ""
     backends: tuple[str, ...] = ()
-    # the image its compose service runs: built, pinned and checked by ``images.py``, its
-    # pinned id handed to compose in ``recipe.env``; None: it brings none (an image from
-    # elsewhere, or no container)
-    recipe: ImageRecipe | None = None
+    # the image its compose service runs, an ``ImageRecipe`` (ipclab.backends.docker.recipes,
+    # not imported here: a local run's code is not the docker backend's): built, pinned and
+    # checked by ``images.py``, its pinned id handed to compose in ``recipe.env``; None: it
+    # brings none (an image from elsewhere, or no container)
+    recipe: Any = None
     # the variable that gives the services its URL (``IPCLAB_AMQP_URL``), and whether the
     # gateway gets it too (the broker carries the gateway's calls; the database is the
     # services' alone)
