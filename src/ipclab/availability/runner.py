@@ -697,8 +697,8 @@ def run_outage(
 ) -> Path:
     common = common or Common()
     options = options or StackOptions()
-    extra = infrastructure.fault_components(stack.spec.infrastructure)
-    if plan.role not in (*stack.spec.roles, *extra):
+    faulted = infrastructure.fault_components(stack.spec.infrastructure)
+    if plan.role not in (*stack.spec.roles, *faulted):
         raise ValueError(f"{plan.role!r} is not a component of {stack.spec.name}")
     params = _parameters(
         stack,
