@@ -224,9 +224,9 @@ def test_a_compound_duration_needs_every_unit() -> None:
         (("--call-timeout", "0"), "positive"),
         (("--call-timeout", "-1"), "positive"),
         (("--think-time", "2", "--think-time-max", "1"), "below --think-time"),
-        (("--cpus", "1"), "docker and swarm backends only"),
+        (("--cpus", "1"), "docker, swarm and kubernetes backends only"),
         (("--delay-ms", "5"), "docker and swarm backends only"),
-        (("--memory", "256"), "docker and swarm backends only"),
+        (("--memory", "256"), "docker, swarm and kubernetes backends only"),
         (("--fault", "broker@3"), "not a component"),
     ],
 )

@@ -209,13 +209,13 @@ def test_ensure_images_rebuilds_a_tag_that_now_names_another_image(
         return tag
 
     monkeypatch.setattr(images, "build_services_image", build)
-    assert images.ensure_images(base="local", broker=False) == {"services": old}
+    assert images.ensure_images(base="local") == {"services": old}
     assert built == [images.LOCAL_BASE]
-    assert images.ensure_images(base="local", broker=False) == {"services": old}
+    assert images.ensure_images(base="local") == {"services": old}
     assert built == [images.LOCAL_BASE]  # pinned and current: not built again
     engine[images.SERVICES_IMAGE] = new
     with pytest.raises(ImageError, match="now names"):  # a stack started without building
-        images.pinned_images("python", broker=False)
+        images.pinned_images("python")
 
 
 def test_a_container_that_reads_an_image_is_this_harness_s_to_sweep(

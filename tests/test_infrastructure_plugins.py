@@ -98,12 +98,34 @@ def test_swarm_refuses_a_database_and_reproduce_says_why(monkeypatch: pytest.Mon
     assert why_not(johansson, "docker") == "no engine"
 
 
-def test_every_plugin_image_is_one_the_docker_backend_builds() -> None:
-    from ipclab.backends.docker.images import INFRASTRUCTURE_IMAGES, ensure_images
+def test_every_plugin_brings_its_image_and_the_docker_backend_hands_it_to_compose() -> None:
+    """An infrastructure's image is its plugin's recipe: the builder builds it with no list
+    of its own, and its pinned id reaches compose in the recipe's variable, which the
+    plugin's compose service names."""
+    from ipclab.backends.docker import images
+    from ipclab.backends.docker.compose import common_services, image_variables
 
-    for plugin in infrastructure.all_infrastructure().values():
-        assert plugin.image in INFRASTRUCTURE_IMAGES
-        assert plugin.image in ensure_images.__code__.co_varnames  # a keyword it takes
+    plugins = infrastructure.all_infrastructure().values()
+    recipes = images.infrastructure_recipes(infrastructure.names())
+    assert {r.name for r in recipes} == {"broker", "database"} == {p.image for p in plugins}
+    for plugin in plugins:
+        assert plugin.recipe is not None and plugin.recipe.dockerfile.is_file()
+        service = common_services()[plugin.component]
+        assert f"${{{plugin.recipe.env}:-{plugin.recipe.tag}}}" == service["image"]
+    spec = resolve("shop-amqp")
+    assert image_variables(spec, {"services": "s", "broker": "sha256:b"}) == {
+        "IPCLAB_BROKER_IMAGE": "sha256:b",
+        "IPCLAB_POSTGRES_IMAGE": "",
+    }
+
+
+def test_each_plugin_says_what_the_services_and_the_faults_know_of_it() -> None:
+    rabbit, pg = infrastructure.get("rabbitmq"), infrastructure.get("postgres")
+    assert rabbit.role_env("amqp://x", gateway=True) == {"IPCLAB_AMQP_URL": "amqp://x"}
+    assert pg.role_env("postgresql://y", gateway=True) == {}  # the services' alone
+    assert pg.role_env("postgresql://y", gateway=False) == {"IPCLAB_DATABASE_URL": "postgresql://y"}
+    assert infrastructure.fault_components(("rabbitmq", "postgres")) == ["broker"]
+    assert infrastructure.restarted_as_fault() == {"broker"}
 
 
 class _Instance:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ipclab.backends import BACKENDS, StackOptions, get_backend
+from ipclab.backends import BACKENDS, StackOptions, all_backends, get_backend
 from ipclab.stacks import UnknownStack, all_stacks, resolve
 from ipclab.studies import UnknownStudy, all_studies
 
@@ -53,21 +53,38 @@ def non_negative(text: str) -> float:
 
 
 def _check_stack_options(a: argparse.Namespace) -> None:
-    """Options a backend cannot honour are refused, not silently ignored."""
-    if a.backend == "local":
-        given = [
-            flag
-            for flag, value in (
-                ("--cpus", getattr(a, "cpus", None)),
-                ("--memory", getattr(a, "memory", None)),
-                ("--delay-ms", getattr(a, "delay_ms", 0.0) or None),
-            )
-            if value is not None
-        ]
-        if given:
-            raise ValueError(
-                f"{', '.join(given)}: docker and swarm backends only (--backend docker|swarm)"
-            )
+    """Options a backend cannot honour are refused, not silently ignored (each backend's
+    plugin says which it honours: ``BackendPlugin.supports``)."""
+    given = [
+        option
+        for option, value in (
+            ("cpus", getattr(a, "cpus", None)),
+            ("memory", getattr(a, "memory", None)),
+            ("delay-ms", getattr(a, "delay_ms", 0.0) or None),
+            ("pin", getattr(a, "pin", None)),
+            ("tls", getattr(a, "tls", False) or None),
+            ("detach", getattr(a, "detach", False) or None),
+        )
+        if value is not None
+    ]
+    _refuse_unsupported(a.backend, given)
+
+
+def _refuse_unsupported(backend: str, options: list[str]) -> None:
+    """A ValueError naming the ``options`` (flags) the ``backend`` does not honour."""
+    plugins = all_backends()
+    refused = [o for o in options if not plugins[backend].supports(o)]
+    if not refused:
+        return
+    honour = [name for name, p in plugins.items() if all(p.supports(o) for o in refused)]
+    where = (
+        f"{' and '.join([', '.join(honour[:-1]), honour[-1]] if len(honour) > 1 else honour)} "
+        f"backend{'s' if len(honour) > 1 else ''} only"
+        if honour
+        else "no backend honours them together"
+    )
+    flags = ", ".join(f"--{o}" for o in refused)
+    raise ValueError(f"{flags}: {where} (not the {backend} backend)")
 
 
 def _stack_options(a: argparse.Namespace) -> StackOptions:
@@ -198,17 +215,13 @@ def cmd_compose(a: argparse.Namespace) -> int:
 def cmd_up(a: argparse.Namespace) -> int:
     spec = resolve(a.stack)
     backend = get_backend(a.backend)
-    if a.detach and a.backend == "local":
-        from ipclab.backends.local import save_state, state_file
-
-        if state_file(spec.name).exists():
-            print(f"{spec.name} is already up (ipclab down {spec.name} first)", file=sys.stderr)
-            return 1
-    stack = backend.start(spec, _stack_options(a), detached=a.detach)
+    try:
+        stack = backend.start(spec, _stack_options(a), detached=a.detach)
+    except FileExistsError as e:  # a stack of that name is up already
+        print(e, file=sys.stderr)
+        return 1
     print(stack.gateway_url, flush=True)
     if a.detach:
-        if a.backend == "local":
-            save_state(stack)  # type: ignore[arg-type]
         print(
             f"{spec.name} is up in the background; stop it with: ipclab down {spec.name}"
             + (f" --backend {a.backend}" if a.backend != "local" else "")
@@ -227,18 +240,7 @@ def cmd_up(a: argparse.Namespace) -> int:
 
 def cmd_down(a: argparse.Namespace) -> int:
     spec = resolve(a.stack)
-    if a.backend in ("docker", "swarm"):
-        from ipclab.backends.docker.swarm import down as docker_down  # leaves ipclab's swarm
-
-        stopped = docker_down(spec.name)
-    elif a.backend == "kubernetes":
-        from ipclab.backends.kubernetes import cluster, ownership
-
-        stopped = ownership.down(cluster.connect().core, spec.name)
-    else:
-        from ipclab.backends.local import down
-
-        stopped = down(spec.name)
+    stopped = all_backends()[a.backend].down(spec.name)  # the backend plugin's own
     print(f"{spec.name} stopped" if stopped else f"{spec.name} was not up")
     return 0
 
@@ -294,8 +296,7 @@ def _pin(text: str | None, backend: str) -> tuple[str | None, str | None]:
     """``--pin STACK:LOAD`` -> the two CPU lists, checked: both exist here, none shared."""
     if text is None:
         return None, None
-    if backend != "local":
-        raise ValueError("--pin: local backend only (containers: --cpus)")
+    _refuse_unsupported(backend, ["pin"])
     from ipclab.procs import format_cpus, parse_cpus
 
     stack, sep, load = text.partition(":")

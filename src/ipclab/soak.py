@@ -21,7 +21,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import psutil
 
+from ipclab import infrastructure
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.backends.described import describe_stack
 from ipclab.load.runner import Fault, LoadProfile, run_on, run_parameters
@@ -82,26 +83,33 @@ def fault_targets(spec: StackSpec, components: Sequence[str] = ()) -> list[str]:
     """What the faults hit, in turn: the given components, or every service and then the
     broker. The gateway is left alone by default: it is the process whose descriptors and
     connections show whether the stack cleans up after a fault, so it must live throughout."""
+    extra = infrastructure.fault_components(spec.infrastructure)  # the broker
     if components:
-        known = (*spec.roles, "broker") if spec.needs_broker else spec.roles
+        known = (*spec.roles, *extra)
         bad = [c for c in components if c not in known]
         if bad:
             raise ValueError(f"not components of {spec.name}: {', '.join(bad)}")
         return list(components)
-    return [*spec.services, *(["broker"] if spec.needs_broker else [])]
+    return [*spec.services, *extra]
 
 
-def fault_plan(targets: Sequence[str], plan: SoakPlan) -> list[Fault]:
+def fault_plan(
+    targets: Sequence[str], plan: SoakPlan, restarted: Collection[str] | None = None
+) -> list[Fault]:
     """A fault at every ``fault_period_s`` (not in the last ``settle_s + onset_s``, whose
     outcome could not be seen), the targets in turn: a service is killed and started again
-    ``downtime_s`` later; the broker is restarted (stopped and started, its queues lost)."""
+    ``downtime_s`` later; a component in ``restarted`` (by default, the infrastructure
+    whose plugin says its restart is a fault: the broker) is restarted instead (stopped and
+    started, its queues lost)."""
     faults: list[Fault] = []
     if plan.fault_period_s <= 0:
         return faults
+    if restarted is None:  # the components whose fault is a restart (the broker's plugin)
+        restarted = infrastructure.restarted_as_fault()
     n = 1
     while n * plan.fault_period_s < plan.duration_s - plan.onset_s - plan.settle_s:
         at, role = n * plan.fault_period_s, targets[(n - 1) % len(targets)]
-        if role == "broker":
+        if role in restarted:
             faults.append(Fault(at, role, "restart"))
         else:
             faults += [Fault(at, role, "kill"), Fault(at + plan.downtime_s, role, "restart")]
@@ -305,17 +313,24 @@ def fault_outcomes(
 
 
 def fault_times(
-    planned: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]], t_load: float
+    planned: Sequence[Mapping[str, Any]],
+    events: Sequence[Mapping[str, Any]],
+    t_load: float,
+    restarted: Collection[str] | None = None,
 ) -> list[tuple[float, str, str]]:
     """The faults that were injected, ``(t, component, action)``, timed when each began:
     the load's start plus its planned ``at_s`` (the load runner acts within 50 ms of it).
     The runner's event is written once the action is done, and restarting a broker takes
     seconds (its pages fail from the start); a planned fault with no event was never
-    injected (the run ended first). A service's restart after its kill is no fault."""
+    injected (the run ended first). A service's restart after its kill is no fault; the
+    restart of a component in ``restarted`` is (by default, the infrastructure whose plugin
+    says so: ``Infrastructure.restart_is_fault``)."""
+    if restarted is None:
+        restarted = infrastructure.restarted_as_fault()
     out = []
     for f in planned:
         action, role, at = str(f["action"]), str(f["role"]), t_load + float(f["at_s"])
-        if action != "kill" and role != "broker":
+        if action != "kill" and role not in restarted:
             continue
         if any(e["event"] == action and e.get("role") == role and e["t"] >= at for e in events):
             out.append((at, role, action))

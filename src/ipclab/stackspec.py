@@ -227,15 +227,16 @@ class StackSpec:
         self,
         role: str,
         addresses: Mapping[str, str],
-        amqp_url: str = "",
+        reach: Mapping[str, str] | None = None,
         options: Mapping[str, str] | None = None,
-        database_url: str = "",
     ) -> dict[str, str]:
         """The environment of ``role``: what it is, where its peers are, and the knobs.
 
         ``addresses``: role -> ``host:port`` as its peers reach it (the services' for a
         stack without adapters, where only the gateway learns them; every role's for a stack
-        with adapters, where every role learns every address); ``options``: the run's knobs
+        with adapters, where every role learns every address); ``reach``: what the role
+        learns of the stack's infrastructure (``ipclab.infrastructure.role_env``: each
+        plugin's URL in its variable, e.g. ``IPCLAB_AMQP_URL``); ``options``: the run's knobs
         (``StackOptions.env()``), under the stack's fixed ``settings``.
         """
         if role not in self.roles:
@@ -251,10 +252,7 @@ class StackSpec:
             "IPCLAB_SERVICES": ",".join(self.services),
             "IPCLAB_GATEWAY": self.gateway,
         }
-        if amqp_url:
-            env["IPCLAB_AMQP_URL"] = amqp_url
-        if database_url and role != self.gateway:
-            env["IPCLAB_DATABASE_URL"] = database_url
+        env.update(reach or {})
         if self.adapters:
             missing = [r for r in self.roles if r not in addresses]
             if missing:

@@ -11,6 +11,7 @@ import pytest
 
 from ipclab.backends.docker import images
 from ipclab.backends.docker.backend import PROJECT_LABEL, client
+from ipclab.infrastructure.rabbitmq import IMAGE as BROKER
 
 
 def run_in(image: str, *cmd: str) -> str:
@@ -68,7 +69,7 @@ def test_stacks_get_pinned_ids_and_a_run_records_each_images_debian_packages(
     docker_images: dict[str, str],
 ) -> None:
     expected = {"services": {"iptables", "nginx", "nghttp2-proxy"}, "broker": {"iptables"}}
-    for role, tag in (("services", images.SERVICES_IMAGE), ("broker", images.BROKER_IMAGE)):
+    for role, tag in (("services", images.SERVICES_IMAGE), ("broker", BROKER.image)):
         image_id = docker_images[role]
         assert image_id.startswith("sha256:") and image_id == images.pinned(tag)
         record = images.image_record(image_id)  # what stack_info.images holds

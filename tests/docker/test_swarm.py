@@ -16,12 +16,7 @@ import pytest
 
 from ipclab.availability.tracker import CycleStatus
 from ipclab.backends import StackOptions
-from ipclab.backends.docker.compose import (
-    BROKER_USERS_TARGET,
-    BrokerLogin,
-    common_services,
-    interpolate,
-)
+from ipclab.backends.docker.compose import common_services, interpolate
 from ipclab.backends.docker.ownership import client
 from ipclab.backends.docker.swarm import (
     SwarmBackend,
@@ -31,6 +26,7 @@ from ipclab.backends.docker.swarm import (
     swarm_leftovers,
     swarm_state,
 )
+from ipclab.infrastructure.rabbitmq import BROKER_USERS_TARGET, BrokerLogin
 from ipclab.runs import read_run
 from ipclab.stacks import all_stacks, resolve
 
@@ -132,7 +128,7 @@ def test_the_swarm_stack_file_carries_common_yml_for_every_service_of_every_stac
     checked = 0
     for name, spec in all_stacks().items():
         try:
-            doc = stack_document(spec, variables, 8123, broker=login)
+            doc = stack_document(spec, variables, 8123, logins={"rabbitmq": login})
         except ValueError:  # sidecars, load hosts, a database, no image: swarm refuses
             continue
         assert doc["networks"]["default"]["attachable"] is False

@@ -31,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from ipclab import infrastructure
 from ipclab.availability.classify import classify_run
 from ipclab.availability.estimators import availability_summary
 from ipclab.availability.faults import Fault, fault_schedule
@@ -490,12 +491,11 @@ def ramp_check(run_dir: Path, ramp: dict[str, Any]) -> dict[str, Any]:
 
 
 def wait_dead(stack: RunningStack, role: str, timeout: float = 15.0) -> None:
-    """Wait until a killed component's process has exited (local backend), so that its
-    restart does not race the dying process for its port or node name."""
-    if role == "broker":
-        proc = getattr(getattr(stack, "broker", None), "process", None)
-    else:
-        proc = getattr(stack, "procs", {}).get(role)
+    """Wait until a killed component's process has exited (local backend: ``process_of``,
+    a role's or its infrastructure's), so that its restart does not race the dying process
+    for its port or node name."""
+    process_of = getattr(stack, "process_of", None)
+    proc = process_of(role) if process_of is not None else None
     if proc is None or not hasattr(proc, "poll"):
         return
     deadline = time.monotonic() + timeout
@@ -506,8 +506,10 @@ def wait_dead(stack: RunningStack, role: str, timeout: float = 15.0) -> None:
 def restart_all(stack: RunningStack, mon: Monitor) -> float:
     """Stop every component (the gateway first), then start them again (the broker first,
     the gateway last), as the thesis restarted the whole cluster. Nothing old can answer
-    after the first ``restart`` mark; returns its time."""
-    roles = (["broker"] if stack.spec.needs_broker else []) + list(stack.spec.services)
+    after the first ``restart`` mark; returns its time. The infrastructure that takes
+    faults (``Infrastructure.faults``: the broker) is stopped and started with them."""
+    spec = stack.spec
+    roles = infrastructure.fault_components(spec.infrastructure) + list(spec.services)
     roles.append(stack.spec.gateway)
     for role in reversed(roles):
         mon.writer.event("stop_component", role=role)
@@ -529,7 +531,8 @@ def restart_all(stack: RunningStack, mon: Monitor) -> float:
 class FaultInjection:
     """Method 2: ``cycles`` faults with exponential gaps of up time (``min_gap_s`` +
     Exp(``mean_gap_s``)) on ``components`` (None: every service and the gateway, plus the
-    broker when ``include_broker``); restart after detection or after ``downtime_s``."""
+    infrastructure that takes faults, the broker, when ``include_broker``); restart after
+    detection or after ``downtime_s``."""
 
     users: int = 50
     cycles: int = 10
@@ -546,8 +549,8 @@ class FaultInjection:
         if self.components is not None:
             return list(self.components)
         out = list(spec.roles)
-        if spec.needs_broker and self.include_broker:
-            out.append("broker")
+        if self.include_broker:
+            out += infrastructure.fault_components(spec.infrastructure)
         return out
 
 
@@ -694,7 +697,8 @@ def run_outage(
 ) -> Path:
     common = common or Common()
     options = options or StackOptions()
-    if plan.role not in stack.spec.roles and plan.role != "broker":
+    faulted = infrastructure.fault_components(stack.spec.infrastructure)
+    if plan.role not in (*stack.spec.roles, *faulted):
         raise ValueError(f"{plan.role!r} is not a component of {stack.spec.name}")
     params = _parameters(
         stack,

@@ -4,19 +4,26 @@
 The registry is filled by looking, as the studies' is: every module of this package that
 declares ``BACKEND = BackendPlugin(...)`` is a backend (``local.py``), and a subpackage
 declares its own in its ``__init__`` (``docker/``: ``docker`` and ``swarm``, as
-``PLUGINS``). A new backend is one such module; ``get_backend`` and ``BACKENDS``
-(the ``--backend`` choices, in the plugins' ``order``) follow from it. Modules are found
-with ``pkgutil`` and imported by name, so this package names none of them.
+``PLUGINS``). A new backend is one such module, or, kept outside this package, an entry
+point of the group ``ipclab.backends`` whose object is its ``BackendPlugin``
+(``[project.entry-points."ipclab.backends"] name = "pkg.module:BACKEND"``);
+``get_backend`` and ``BACKENDS`` (the ``--backend`` choices, in the plugins' ``order``)
+follow from it, and ``ipclab down`` and the stack options ask the plugin (``down``,
+``supports``). Modules are found with ``pkgutil`` and imported by name, so this package
+names none of them.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import pkgutil
 from typing import Any
 
 from ipclab.backends.base import Backend, BackendPlugin, RunningStack, StackOptions
+
+ENTRY_POINTS = "ipclab.backends"  # the entry-point group of installed backends
 
 
 @functools.cache
@@ -24,12 +31,18 @@ def all_backends() -> dict[str, BackendPlugin]:
     """Every backend a module (or subpackage) of this package declares, by name, in their
     ``order``. Only this package's modules and its subpackages' ``__init__`` are read (a
     subpackage declares its backends there, made by "module:name" on first use), so
-    listing the backends imports no engine client nor pandas."""
+    listing the backends imports no engine client nor pandas; then the installed packages'
+    entry points (group ``ipclab.backends``), each a ``BackendPlugin`` of its name."""
     found: list[BackendPlugin] = []
     for info in pkgutil.iter_modules(__path__, prefix=f"{__name__}."):
         module = importlib.import_module(info.name)
         declared = (getattr(module, "BACKEND", None), *getattr(module, "PLUGINS", ()))
         found += [p for p in declared if isinstance(p, BackendPlugin)]
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        plugin = ep.load()
+        if not isinstance(plugin, BackendPlugin) or plugin.name != ep.name:
+            raise TypeError(f"entry point {ep.name} = {ep.value}: no BackendPlugin {ep.name!r}")
+        found.append(plugin)
     names = [p.name for p in found]
     if len(set(names)) != len(names):
         raise ValueError(f"a backend is declared twice: {sorted(names)}")

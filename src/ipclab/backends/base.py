@@ -154,12 +154,20 @@ class Backend(Protocol):
         ...
 
 
+# the stack options a backend may or may not honour (``BackendPlugin.supports``), by the
+# name of the ``ipclab`` flag that sets each: what a backend that does not honour one
+# refuses rather than ignores
+OPTIONS = ("cpus", "memory", "delay-ms", "pin", "tls", "detach")
+
+
 @dataclass(frozen=True)
 class BackendPlugin:
     """A backend as its module or package declares it (``BACKEND = BackendPlugin(...)``, or
-    several as ``PLUGINS``), found by the registry in ``ipclab.backends``: its name
+    several as ``PLUGINS``; an installed package: an entry point of the group
+    ``ipclab.backends``), found by the registry in ``ipclab.backends``: its name
     (``--backend``), how to make one, its place in the list of choices (``order``: the
-    default, ``local``, first) and why this machine cannot run it."""
+    default, ``local``, first), why this machine cannot run it, how ``ipclab down`` stops a
+    stack it left running (``down``) and which stack options it honours (``supports``)."""
 
     name: str
     # the backend's class (or any callable making one), or its "module:name", imported only
@@ -169,17 +177,46 @@ class BackendPlugin:
     description: str = ""
     # why this machine cannot run stacks on it (docker: no client, no engine); None: it can
     missing: Callable[[], str | None] | None = None
+    # ``ipclab down STACK``: stop what ``ipclab up --detach`` left of the stack (a callable
+    # taking the stack's name, or its "module:name"); truthy when something was up
+    stop_detached: Callable[[str], Any] | str | None = None
+    # the options of OPTIONS it honours (each flag's name)
+    options: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = set(self.options) - set(OPTIONS)
+        if unknown:
+            raise ValueError(f"backend {self.name}: unknown options {sorted(unknown)}")
+        object.__setattr__(self, "options", frozenset(self.options))
 
     def unavailable(self) -> str | None:
         return self.missing() if self.missing is not None else None
 
+    def supports(self, option: str) -> bool:
+        """Whether stacks on it honour ``option`` (a flag of OPTIONS, e.g. ``cpus``)."""
+        if option not in OPTIONS:
+            raise ValueError(f"unknown stack option {option!r}; known: {', '.join(OPTIONS)}")
+        return option in self.options
+
     def backend(self) -> Backend:
         """A new backend of this kind."""
-        make = self.make
-        if isinstance(make, str):
-            module, _, attr = make.partition(":")
-            make = getattr(importlib.import_module(module), attr)
-        return make()
+        return _loaded(self.make)()
+
+    def down(self, stack: str) -> bool:
+        """Stop what ``ipclab up --detach`` left of ``stack`` on this backend; False when
+        nothing was up."""
+        if self.stop_detached is None:
+            raise ValueError(f"the {self.name} backend leaves no stack running: nothing to stop")
+        return bool(_loaded(self.stop_detached)(stack))
+
+
+def _loaded(target: Callable[..., Any] | str) -> Callable[..., Any]:
+    """A callable, or the one a "module:name" names (imported now)."""
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        loaded: Callable[..., Any] = getattr(importlib.import_module(module), attr)
+        return loaded
+    return target
 
 
 class LoadHostError(RuntimeError):

@@ -5,12 +5,12 @@ has its own node name, AMQP port, distribution port, epmd port, data and log dir
 and Erlang cookie (HOME points into the node's directory).
 
 Its only AMQP user is ``ipclab`` with a password generated for each node (32 hex digits,
-``secrets``), as the docker backends' broker (``compose.BrokerLogin``): ``rabbitmq.conf``
-names it as the default user, so ``guest`` is never created (RabbitMQ makes its default
-user on an empty database only, which every start of the node has). The password is in
-``url`` (the services' ``IPCLAB_AMQP_URL``, the harness's clients) and in the node's
-``rabbitmq.conf`` (0600, in the node's directory under the stack's 0700 workdir); never in
-a state file, a manifest or a command line. It lasts as long as the node object: a
+``secrets``), as the docker backends' broker (``infrastructure.rabbitmq.BrokerLogin``):
+``rabbitmq.conf`` names it as the default user, so ``guest`` is never created (RabbitMQ
+makes its default user on an empty database only, which every start of the node has). The
+password is in ``url`` (the services' ``IPCLAB_AMQP_URL``, the harness's clients) and in the
+node's ``rabbitmq.conf`` (0600, in the node's directory under the stack's 0700 workdir);
+never in a state file, a manifest or a command line. It lasts as long as the node object: a
 restart of the node (the availability experiments) keeps it, so the services' URL holds.
 """
 
@@ -35,7 +35,7 @@ from ipclab.procs import free_ports, port_open, spawn, stop_group, tail
 
 SERVER_CANDIDATES = ("/usr/lib/rabbitmq/bin/rabbitmq-server", "rabbitmq-server")
 START_TIMEOUT_S = 60.0
-USER = "ipclab"  # the node's only AMQP user (as compose.BROKER_USER)
+USER = "ipclab"  # the node's only AMQP user (as infrastructure.rabbitmq.BROKER_USER)
 CORE_PLUGINS = REPO_ROOT / "compose" / "broker" / "core_plugins.py"
 
 

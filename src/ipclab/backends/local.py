@@ -111,9 +111,12 @@ class LocalStack(RunningStack):
             self.spec.role_env(
                 role,
                 {r: f"127.0.0.1:{self.ports[r]}" for r in self.spec.roles},
-                self._url(BROKER),
+                infrastructure.role_env(
+                    self.spec.infrastructure,
+                    {name: self._url(name) for name in self.infra},
+                    role == self.spec.gateway,
+                ),
                 self.options.env(),
-                self._url(DATABASE),
             ),
             IPCLAB_HOST="127.0.0.1",
             IPCLAB_PORT=str(self.ports[role]),
@@ -253,6 +256,12 @@ class LocalStack(RunningStack):
         self._spawn(role)
         self._pin()
 
+    def process_of(self, component: str) -> subprocess.Popen[bytes] | None:
+        """The main process of a component: a role's, or its infrastructure's instance's."""
+        if plugin := self._plugin_of(component):
+            return getattr(self.infra.get(plugin.name), "process", None)
+        return self.procs.get(component)
+
     def _plugin_of(self, component: str) -> Infrastructure | None:
         """The infrastructure whose component is ``component`` (``broker``), if any."""
         return next((p for p in self._plugins() if p.component == component), None)
@@ -336,6 +345,11 @@ class LocalBackend:
         logs_dir: Path | None = None,
         detached: bool = False,
     ) -> LocalStack:
+        """Start ``spec``'s processes; ``detached``: they outlive this process, and the
+        stack's state file (``state_file``) tells ``down`` what to stop (a stack already
+        up detached is refused)."""
+        if detached and state_file(spec.name).exists():
+            raise FileExistsError(f"{spec.name} is already up (ipclab down {spec.name} first)")
         orphans.sweep()  # what a killed harness left (epmd, workdirs), saying so
         for plugin in infrastructure.of(spec.infrastructure):  # and of its instances
             plugin.sweep_local()
@@ -346,10 +360,23 @@ class LocalBackend:
         if not detached:
             _LIVE.add(stack)
         stack.start()
+        if detached:  # what ``down`` stops it by
+            try:
+                save_state(stack)
+            except BaseException:
+                stack.stop()
+                raise
         return stack
 
 
-BACKEND = BackendPlugin("local", LocalBackend, order=0, description="processes on this machine")
+BACKEND = BackendPlugin(
+    "local",
+    LocalBackend,
+    order=0,
+    description="processes on this machine",
+    stop_detached=f"{__name__}:down",
+    options=frozenset({"pin", "tls", "detach"}),
+)
 
 
 # --- `ipclab up --detach` / `ipclab down` --------------------------------------------------

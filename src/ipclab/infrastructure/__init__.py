@@ -3,24 +3,34 @@ found by looking as the studies, fronts and transports are.
 
 A module ``ipclab/infrastructure/<name>.py`` defines ``PLUGIN``, an :class:`Infrastructure`
 named ``<name>``: what a stack's ``infrastructure`` and a notebook's ``needs`` say
-(``rabbitmq``, ``postgres``). The plugin says on which backends it can be hosted and why this
-machine cannot host it on one (``unavailable``, what ``ipclab reproduce`` skips a notebook
-for); the local backend starts it as a private process through it, the docker backend asks
-it for its compose service, its files and its image. A new kind of infrastructure is one
-module here. The names are the modules' (``names()``, read without importing them), so the
-declarations (``ipclab.stackspec``) check a stack's names against this registry while the
-plugins, which import backend code, sit above them.
+(``rabbitmq``, ``postgres``). An installed package adds one with no edit here: an entry
+point in the group ``ipclab.infrastructure`` named ``<name>`` whose object is the plugin
+(``[project.entry-points."ipclab.infrastructure"] name = "pkg.module:PLUGIN"``).
+
+The plugin brings everything the harness needs to know of it: on which backends it can be
+hosted and why this machine cannot host it on one (``unavailable``, what ``ipclab
+reproduce`` skips a notebook for); the variable through which the services learn its URL
+(``url_env``); the local backend's private process; the docker backends' compose service,
+the files and login it writes (``write_files``, ``by_hand``) and its image (``recipe``, an
+``ImageRecipe`` the image builder builds and pins like any other); and what the
+availability experiments need (``faults``: whether faults hit it, ``restart_is_fault``).
+The names are the modules' and entry points' (``names()``, read without importing them), so
+the declarations (``ipclab.stackspec``) check a stack's names against this registry while
+the plugins, which import backend code, sit above them.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+ENTRY_POINTS = "ipclab.infrastructure"  # the entry-point group of installed plugins
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,37 @@ class Infrastructure:
     name: str = ""
     component: str = ""
     backends: tuple[str, ...] = ()
-    image: str = ""  # the docker image its compose service runs (``images.py`` builds it)
+    # the image its compose service runs, an ``ImageRecipe`` (ipclab.backends.docker.recipes,
+    # not imported here: a local run's code is not the docker backend's): built, pinned and
+    # checked by ``images.py``, its pinned id handed to compose in ``recipe.env``; None: it
+    # brings none (an image from elsewhere, or no container)
+    recipe: Any = None
+    # the variable that gives the services its URL (``IPCLAB_AMQP_URL``), and whether the
+    # gateway gets it too (the broker carries the gateway's calls; the database is the
+    # services' alone)
+    url_env: str = ""
+    gateway_reaches: bool = True
+    # the gateway's calls to the services go through it (a broker): what a measured network
+    # delay's round trips from the gateway go to (its first ``service_ports``)
+    carries_calls: bool = False
+    # availability (``ipclab.availability``, ``ipclab.soak``): whether faults hit it as
+    # they hit a service (its component is a target), and whether its restart, a stop and
+    # a start, is itself a fault of the system (the broker's queues are lost) rather than
+    # the recovery from a kill
+    faults: bool = False
+    restart_is_fault: bool = False
+
+    @property
+    def image(self) -> str:
+        """The key of its image in a stack's images (``recipe.name``), "" without one."""
+        return self.recipe.name if self.recipe is not None else ""
+
+    def role_env(self, url: str, gateway: bool) -> dict[str, str]:
+        """What a role's environment gets of it: its URL in ``url_env`` (not the gateway's
+        unless ``gateway_reaches``)."""
+        if not url or not self.url_env or (gateway and not self.gateway_reaches):
+            return {}
+        return {self.url_env: url}
 
     def unavailable(self, backend: str) -> str | None:
         """Why this machine cannot host it on ``backend`` (None when it can). The default:
@@ -126,22 +166,39 @@ class Infrastructure:
         raise NotImplementedError(f"{self.name}: no service ports declared")
 
 
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    """The installed packages' plugins (group ``ipclab.infrastructure``), by name."""
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)}
+
+
 def names() -> tuple[str, ...]:
-    """Every infrastructure plugin's name, from the modules' names (nothing imported)."""
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)))
+    """Every infrastructure plugin's name, from the modules' and the entry points' names
+    (nothing imported)."""
+    found = {m.name for m in pkgutil.iter_modules(__path__)} | set(_entry_points())
+    return tuple(sorted(found))
 
 
 @functools.cache
 def all_infrastructure() -> dict[str, Infrastructure]:
-    """Every plugin, by name (each module imported by name, so this package names none)."""
+    """Every plugin, by name: this package's modules (each imported by name, so this package
+    names none) and the installed packages' entry points; a name given twice is refused."""
     out: dict[str, Infrastructure] = {}
-    for name in names():
+    built_in = {m.name for m in pkgutil.iter_modules(__path__)}
+    installed = _entry_points()
+    if twice := built_in & set(installed):
+        raise ValueError(f"infrastructure declared twice (a module and an entry point): {twice}")
+    for name in sorted(built_in):
         module = importlib.import_module(f"{__name__}.{name}")
-        plugin = getattr(module, "PLUGIN", None)
-        if not isinstance(plugin, Infrastructure) or plugin.name != name:
-            raise TypeError(f"{module.__name__} defines no PLUGIN named {name!r}")
-        out[name] = plugin
-    return out
+        out[name] = _checked(getattr(module, "PLUGIN", None), name, module.__name__)
+    for name, ep in sorted(installed.items()):
+        out[name] = _checked(ep.load(), name, ep.value)
+    return dict(sorted(out.items()))
+
+
+def _checked(plugin: Any, name: str, where: str) -> Infrastructure:
+    if not isinstance(plugin, Infrastructure) or plugin.name != name:
+        raise TypeError(f"{where} defines no PLUGIN named {name!r}")
+    return plugin
 
 
 def get(name: str) -> Infrastructure:
@@ -154,3 +211,30 @@ def get(name: str) -> Infrastructure:
 def of(infrastructure: tuple[str, ...]) -> list[Infrastructure]:
     """The plugins a stack declares (``StackSpec.infrastructure``), in its order."""
     return [get(n) for n in infrastructure]
+
+
+def role_env(
+    infrastructure: tuple[str, ...], urls: dict[str, str], gateway: bool
+) -> dict[str, str]:
+    """What a role's environment gets of a stack's infrastructure (``urls``: name -> the
+    URL it is reached at), each plugin's ``role_env``."""
+    out: dict[str, str] = {}
+    for plugin in of(infrastructure):
+        out.update(plugin.role_env(urls.get(plugin.name, ""), gateway))
+    return out
+
+
+def fault_components(infrastructure: tuple[str, ...]) -> list[str]:
+    """The components of a stack's infrastructure that faults hit (``faults``)."""
+    return [p.component for p in of(infrastructure) if p.faults]
+
+
+def restarted_as_fault() -> frozenset[str]:
+    """The components of every plugin whose restart is itself a fault (``restart_is_fault``:
+    the broker), whichever stack: what a run's recorded faults are read with."""
+    return frozenset(p.component for p in all_infrastructure().values() if p.restart_is_fault)
+
+
+def of_component(infrastructure: tuple[str, ...], component: str) -> Infrastructure | None:
+    """The plugin of a stack's infrastructure whose component is ``component``, if any."""
+    return next((p for p in of(infrastructure) if p.component == component), None)

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.backends import postgres as cluster_module
-from ipclab.backends.docker.compose import DELAY_CAPABILITIES, extends
+from ipclab.backends.docker.compose import COMPOSE_DIR, DELAY_CAPABILITIES, extends
+from ipclab.backends.docker.recipes import ImageRecipe
 from ipclab.backends.postgres import SETTINGS, PostgresCluster, scram_sha_256, sweep_stale
 from ipclab.infrastructure import Infrastructure, LocalSite
 
@@ -32,6 +33,12 @@ PORT = 5432
 FILES_TARGET = "/run/ipclab"  # where the container reads the files the harness writes
 DATA_TARGET = "/var/lib/ipclab-postgres"  # the volume: the cluster's data directory's parent
 VOLUME = "database-data"
+# Debian's postgresql package on the Python base (Debian bookworm either way); the default
+# network at build: apt-get installs it
+IMAGE = ImageRecipe(
+    "database", "ipclab-postgres:latest", "IPCLAB_POSTGRES_IMAGE",
+    COMPOSE_DIR / "postgres" / "Dockerfile",
+)  # fmt: skip
 USER, ADMIN, DATABASE = "ipclab", "ipclab_admin", "ipclab"
 # the local cluster's settings, but listening on the container's addresses (the project
 # network) with no unix socket
@@ -114,7 +121,9 @@ class Postgres(Infrastructure):
     name = "postgres"
     component = "database"
     backends = ("local", "docker")  # swarm: a bind mount of its files reaches one node only
-    image = "database"
+    recipe = IMAGE
+    url_env = "IPCLAB_DATABASE_URL"
+    gateway_reaches = False  # the services' data; the gateway only calls them
 
     def unavailable(self, backend: str) -> str | None:
         if backend != "local":  # the database image is built at the stack's start

@@ -20,6 +20,7 @@ from typing import Any
 
 import psutil
 
+from ipclab import infrastructure
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.backends.base import LoadHost
 from ipclab.backends.described import describe_stack
@@ -449,7 +450,7 @@ def run(
     """
     spec = resolve(stack_name)
     options = options or StackOptions()
-    components = (*spec.roles, "broker") if spec.needs_broker else spec.roles
+    components = (*spec.roles, *infrastructure.fault_components(spec.infrastructure))
     for f in faults:
         if f.role not in components:
             raise ValueError(

@@ -9,7 +9,9 @@ Each notebook of a study names the object that implements the study protocol for
 (``Notebook.part``, see ``ipclab.protocol``); :func:`part` hands it out, built with the
 results folder's name and the title declared here. Folders named in ``IPCLAB_STUDIES_PATH``
 (separated like ``PATH``) are searched for study packages too: a study kept outside the
-repository (one folder: its declaration, analysis and notebook) joins every listing.
+repository (one folder: its declaration, analysis and notebook) joins every listing. An
+installed package joins them the same way through an entry point of the group
+``ipclab.studies`` whose object is its ``Study`` (``name = "pkg:STUDY"``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import importlib.metadata
 import os
 import pkgutil
 from dataclasses import dataclass
@@ -31,6 +34,7 @@ from ipclab.stackspec import StackSpec
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 STUDIES_PATH = "IPCLAB_STUDIES_PATH"  # more folders holding study packages
+ENTRY_POINTS = "ipclab.studies"  # the entry-point group of installed studies
 
 # the folders of IPCLAB_STUDIES_PATH join this package's: their packages import as
 # ``ipclab.studies.<name>`` (in the notebooks' kernels and the load generator's processes
@@ -103,7 +107,8 @@ def _located(study: Study, package: str, folder: Path) -> Study:
 @functools.cache
 def all_studies() -> dict[str, Study]:
     """Every study package under ``ipclab/studies/`` (and the folders of
-    ``IPCLAB_STUDIES_PATH``), in name order."""
+    ``IPCLAB_STUDIES_PATH``) and every installed study (entry points of ``ENTRY_POINTS``),
+    in name order."""
     out: dict[str, Study] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if not info.ispkg:
@@ -114,7 +119,14 @@ def all_studies() -> dict[str, Study]:
             raise TypeError(f"{module.__name__} defines no STUDY = Study(...)")
         folder = Path(module.__file__ or "").parent
         out[study.name] = _located(study, module.__name__, folder)
-    return out
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        study = ep.load()
+        if not isinstance(study, Study) or study.name != ep.name or study.name in out:
+            raise TypeError(f"entry point {ep.name} = {ep.value}: no new Study {ep.name!r}")
+        module = importlib.import_module(ep.module)  # its package: what ".x" parts are in
+        folder = Path(module.__file__ or "").parent
+        out[study.name] = _located(study, module.__package__ or module.__name__, folder)
+    return dict(sorted(out.items()))
 
 
 class UnknownStudy(ValueError):

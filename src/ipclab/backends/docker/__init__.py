@@ -27,6 +27,8 @@ PLUGINS = (
         order=1,
         description="a compose project",
         missing=docker_missing,
+        stop_detached=f"{__name__}.swarm:down",  # the projects, and a swarm ipclab made
+        options=frozenset({"cpus", "memory", "delay-ms", "tls", "detach"}),
     ),
     BackendPlugin(
         "swarm",
@@ -34,5 +36,7 @@ PLUGINS = (
         order=2,
         description="docker stack deploy",
         missing=docker_missing,
+        stop_detached=f"{__name__}.swarm:down",
+        options=frozenset({"cpus", "memory", "delay-ms", "detach"}),
     ),
 )

@@ -38,7 +38,7 @@ from typing import Any
 from ipclab import infrastructure, orphans
 from ipclab.backends.base import LoadHost, RunningStack, StackOptions
 from ipclab.backends.docker import dockerguard, netem, offloads
-from ipclab.backends.docker.compose import COMPOSE_DIR, write_compose
+from ipclab.backends.docker.compose import COMPOSE_DIR, image_variables, write_compose
 from ipclab.backends.docker.ownership import (
     COMPOSE_PROJECT_LABEL,
     DETACHED,
@@ -56,7 +56,6 @@ from ipclab.tls import make as make_tls
 
 COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
 CONTAINER_PORT = 8000
-BROKER = "broker"
 
 
 class DockerUnavailable(RuntimeError):
@@ -235,15 +234,13 @@ class DockerBackend:
         from ipclab.backends.docker import images
 
         runtime = spec.runtime.name
-        # each infrastructure image (images.INFRASTRUCTURE_IMAGES) when a plugin the stack
-        # declares runs on it, and only then
-        wanted = {p.image for p in infrastructure.of(spec.infrastructure)}
-        infra = {kind: kind in wanted for kind in images.INFRASTRUCTURE_IMAGES}
+        # the image of each infrastructure plugin the stack declares (its ``recipe``)
+        infra = images.infrastructure_recipes(spec.infrastructure)
         # image ids, pinned when built (images.pinned): a tag moved since is rebuilt or refused
         if self.build:
-            imgs = images.ensure_images(base=self.base, runtime=runtime, **infra)
+            imgs = images.ensure_images(base=self.base, runtime=runtime, infrastructure=infra)
         else:
-            imgs = images.pinned_images(runtime, **infra)
+            imgs = images.pinned_images(runtime, infra)
         if spec.adapter_runtime is not None:  # the native adapters' own image (Californium)
             imgs["adapters"] = (
                 images.ensure_java_image() if self.build else images.pinned(images.JAVA_IMAGE)
@@ -332,8 +329,7 @@ class DockerStack(RunningStack):
             "IPCLAB_HARNESS": DETACHED if detached else orphans.this_harness(),
             "IPCLAB_IMAGE": imgs["services"],
             "IPCLAB_ADAPTER_IMAGE": imgs.get("adapters", ""),
-            "IPCLAB_BROKER_IMAGE": imgs.get("broker", ""),
-            "IPCLAB_POSTGRES_IMAGE": imgs.get("database", ""),
+            **image_variables(spec, imgs),
             "IPCLAB_ENV_FILE": str(env_file),
             "IPCLAB_GATEWAY_PORT": str(self.port),
             "IPCLAB_CPUS": f"{options.cpus:g}" if options.cpus else "0",
@@ -628,11 +624,13 @@ class DockerStack(RunningStack):
         TCP and UDP from the gateway to its peers (the services' hosts, or the broker) and,
         for a stack with a load host, from the load host to the gateway (``load_host``)."""
         gateway = self._container(self.spec.gateway)
-        targets = (
-            [f"{BROKER}:5672"]
-            if self.spec.needs_broker
-            else [f"{s}:{CONTAINER_PORT}" for s in self.spec.services]
-        )
+        # the infrastructure that carries the gateway's calls (the broker), else the services
+        carriers = [
+            f"{p.component}:{p.service_ports()[0]}"
+            for p in infrastructure.of(self.spec.infrastructure)
+            if p.carries_calls
+        ]
+        targets = carriers or [f"{s}:{CONTAINER_PORT}" for s in self.spec.services]
         out = netem.measure(gateway, targets, self.delay_ms, self.delay_method)
         if self.spec.load_host:
             target = [f"{self.spec.gateway}:{CONTAINER_PORT}"]

@@ -1,7 +1,8 @@
-"""Container images for the docker backend: a local base, the services image, the broker image.
+"""Container images for the docker backend: a local base, the services image and the images
+the recipes declare (``recipes.py``: the runtimes' and each infrastructure plugin's).
 
     python -m ipclab.backends.docker.images base  # Debian bookworm via debootstrap + docker import
-    python -m ipclab.backends.docker.images build  # services + broker images (--go: + the Go image)
+    python -m ipclab.backends.docker.images build  # services + infrastructure (--go: + Go's)
     python -m ipclab.backends.docker.images status  # what exists; does it match the tree
     python -m ipclab.backends.docker.images lock  # rewrite services/requirements.lock
 
@@ -14,10 +15,12 @@ The services image's Python dependencies are the committed lock's wheels
 versions the host runs, so local and docker backends use the same libraries), downloaded *on
 the host*, checked against the lock there and installed offline in the image with
 ``--require-hashes``, so the build never depends on the container's network or certificates.
-The broker image is the official RabbitMQ image, or Debian's rabbitmq-server on the local
-base where no registry answers. The database image (``ipclab-postgres``) is Debian's
-postgresql package on the Python base (the local base, or python:3.11-slim), for the stacks
-that declare PostgreSQL (``compose/postgres/``).
+Every other image is a recipe (``recipes.ImageRecipe``), built, pinned and checked alike
+here: the runtimes' (``recipes.RUNTIME_RECIPES``) and each infrastructure plugin's
+(``Infrastructure.recipe``): the broker image is the official RabbitMQ image, or Debian's
+rabbitmq-server on the local base where no registry answers (``compose/broker/``); the
+database image (``ipclab-postgres``) is Debian's postgresql package on the Python base
+(``compose/postgres/``). This module names none of them.
 
 Supply chain (issue 28 item 8, docs/docker.md): every image is built FROM its base's id;
 each records its Debian packages (``APT_RECORD``); each build is pinned by image id in
@@ -44,18 +47,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipclab.backends.docker.recipes import (
+    GO,
+    GO_SOURCES,
+    JAVA,
+    RUNTIME_RECIPES,
+    ImageRecipe,
+    RecipeError,
+)
 from ipclab.paths import REPO_ROOT
 
 LOCAL_BASE = os.environ.get("IPCLAB_LOCAL_BASE", "ipclab-base:bookworm")
 OFFICIAL_PYTHON = "python:3.11-slim"
 OFFICIAL_RABBITMQ = "rabbitmq:3"
 SERVICES_IMAGE = os.environ.get("IPCLAB_IMAGE", "ipclab-services:latest")
-GO_IMAGE = os.environ.get("IPCLAB_GO_IMAGE", "ipclab-services-go:latest")
+GO_IMAGE = GO.image
 # the native CoAP adapters' (Californium) containers: the services image, a JRE, the jars
-JAVA_IMAGE = os.environ.get("IPCLAB_JAVA_IMAGE", "ipclab-services-java:latest")
-BROKER_IMAGE = os.environ.get("IPCLAB_BROKER_IMAGE", "ipclab-broker:latest")
-# PostgreSQL from Debian's package on the Python base (Debian bookworm either way)
-POSTGRES_IMAGE = os.environ.get("IPCLAB_POSTGRES_IMAGE", "ipclab-postgres:latest")
+JAVA_IMAGE = JAVA.image
 DEBIAN_MIRROR = os.environ.get("IPCLAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # nginx and nghttp2-proxy (nghttpx): the native protocol adapters (services/adapters/native.py)
 BASE_PACKAGES = (
@@ -481,8 +489,8 @@ def download_wheels(lock_path: Path, dest: Path) -> dict[str, Path]:
 # --------------------------------------------------------------------------- contexts
 
 
-# The Go module is not part of the Python services (its binary goes into the Go image).
-GO_SOURCES = REPO_ROOT / "services" / "go"
+# The Go module (GO_SOURCES) is not part of the Python services (its binary goes into the
+# Go image).
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
@@ -504,7 +512,10 @@ def _tree_hash(paths: Iterable[Path], extra: str = "") -> str:
         for f in files:
             if "__pycache__" in f.parts or f.suffix == ".pyc" or GO_SOURCES in f.parents:
                 continue
-            h.update(str(f.relative_to(REPO_ROOT)).encode())
+            # a file of the repository by its path there; of a plugin kept outside it (its
+            # recipe's folder), by its path in that folder
+            top = REPO_ROOT if f.is_relative_to(REPO_ROOT) else root.parent
+            h.update(str(f.relative_to(top)).encode())
             h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -527,39 +538,27 @@ def services_context_hash(base: str) -> str:
     )
 
 
-def _compose_context_hash(folder: str, base: str) -> str:
-    """An infrastructure image's: its ``compose/<folder>`` files and its base (by id)."""
-    return _tree_hash([REPO_ROOT / "compose" / folder], extra=f"{base}@{_image_id(base) or ''}")
-
-
-def broker_context_hash(base: str) -> str:
-    return _compose_context_hash("broker", base)
-
-
-def postgres_context_hash(base: str) -> str:
-    return _compose_context_hash("postgres", base)
-
-
-def go_context_hash(services_id: str) -> str:
-    """The Go image's: the services image it is built on (by id), the Go sources and build
-    flags (``gobuild.sources_hash``) and its Dockerfile."""
-    from ipclab import gobuild
-
-    dockerfile = (GO_SOURCES / "Dockerfile").read_text()
-    text = f"{services_id}\n{gobuild.sources_hash()}\n{dockerfile}"
+def recipe_context_hash(recipe: ImageRecipe, base: str) -> str:
+    """A recipe's image's (``recipes.ImageRecipe``), built FROM the tag ``base``: its folder's
+    files and the base (by id); or, for a context ``prepare`` makes, the base's id, the
+    digest of what ``prepare`` adds (``inputs``) and its Dockerfile."""
+    if recipe.prepare is None or recipe.inputs is None:
+        folder = recipe.dockerfile.parent
+        return _tree_hash([folder], extra=f"{base}@{_image_id(base) or ''}")
+    text = f"{_image_id(base) or ''}\n{recipe.inputs()}\n{recipe.dockerfile.read_text()}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def prepare_go_context(dest: Path | None = None) -> Path:
-    """The Go image's context: its Dockerfile and the static binary built on the host."""
-    from ipclab import gobuild
-
+def prepare_recipe_context(recipe: ImageRecipe) -> Path:
+    """A recipe's build context: its Dockerfile's folder as it is, or a fresh folder with
+    the Dockerfile and what ``prepare`` builds on the host."""
+    if recipe.prepare is None:
+        return recipe.dockerfile.parent
+    dest = _fresh_context(BUILD_DIR / recipe.kind, recipe.dockerfile)
     try:
-        binary = gobuild.go_binary()
-    except gobuild.ToolchainMissing as e:
-        raise ImageError(f"cannot build {GO_IMAGE}: {e}") from None
-    dest = _fresh_context(dest or BUILD_DIR / "services-go", GO_SOURCES / "Dockerfile")
-    shutil.copy2(binary, dest / gobuild.BINARY)
+        recipe.prepare(dest)
+    except RecipeError as e:
+        raise ImageError(f"cannot build {recipe.image}: {e}") from None
     return dest
 
 
@@ -568,41 +567,6 @@ def _fresh_context(dest: Path, dockerfile: Path) -> Path:
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     shutil.copy2(dockerfile, dest / "Dockerfile")
-    return dest
-
-
-JAVA_SOURCES = REPO_ROOT / "services" / "java"
-
-
-JAVA_PROJECTS = ("californium", "payload")  # what the Java image holds, built on the host
-
-
-def java_context_hash(services_id: str) -> str:
-    """The Java image's: the services image it is built on (by id), the sources of each of
-    its projects (``javabuild.sources_hash``: the Californium adapters, the payload
-    services), the payload services' launcher and its Dockerfile."""
-    from ipclab import javabuild
-
-    dockerfile = (JAVA_SOURCES / "Dockerfile").read_text()
-    sources = [javabuild.sources_hash(JAVA_SOURCES / p) for p in JAVA_PROJECTS]
-    text = "\n".join([services_id, *sources, javabuild.LAUNCHER_TEXT, dockerfile])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def prepare_java_context(dest: Path | None = None) -> Path:
-    """The Java image's context: its Dockerfile, the Californium adapters' jars and the
-    payload services' Quarkus application with its launcher, built on the host."""
-    from ipclab import javabuild
-
-    try:
-        jars = javabuild.classpath()
-        launcher = javabuild.payload_launcher()
-    except javabuild.ToolchainMissing as e:
-        raise ImageError(f"cannot build {JAVA_IMAGE}: {e}") from None
-    dest = _fresh_context(dest or BUILD_DIR / "services-java", JAVA_SOURCES / "Dockerfile")
-    shutil.copytree(jars, dest / "californium")
-    shutil.copytree(launcher.parent / "quarkus-app", dest / "payload" / "quarkus-app")
-    shutil.copy2(launcher, dest / "payload" / launcher.name)
     return dest
 
 
@@ -982,160 +946,137 @@ def build_services_image(
     return tag
 
 
-def build_go_image(services: str = SERVICES_IMAGE, tag: str = GO_IMAGE) -> str:
-    """The Go roles' image on top of the services image ``services`` (by its id, so a tag
-    moved meanwhile changes nothing), with no network: everything comes from the host."""
+def build_recipe(recipe: ImageRecipe, base: str) -> str:
+    """A recipe's image (``recipes.ImageRecipe``) FROM the tag ``base`` (by its id, so a tag
+    moved meanwhile changes nothing), pinned (``MANIFEST``) with its Debian packages."""
     with _build_lock():
-        ctx = prepare_go_context()
-        base_id = _base_id(services)
-        context_hash = go_context_hash(base_id)
-        labels = {LABEL_HASH: context_hash, "ipclab.image": "services-go"}
-        image_id = _build(ctx, tag, base_id, labels, "Dockerfile", network_mode="none")
-        _pin_build(tag, image_id, context_hash, services)
+        ctx = prepare_recipe_context(recipe)
+        context_hash = recipe_context_hash(recipe, base)
+        labels = {LABEL_HASH: context_hash, "ipclab.image": recipe.kind}
+        tag = recipe.image
+        image_id = _build(ctx, tag, _base_id(base), labels, "Dockerfile", recipe.network)
+        _pin_build(tag, image_id, context_hash, base, **(recipe.record() if recipe.record else {}))
     return tag
 
 
-def build_java_image(services: str = SERVICES_IMAGE, tag: str = JAVA_IMAGE) -> str:
-    """The Californium adapters' image on the services image ``services`` (by id): Debian's
-    JRE installed (the default network: apt-get) and the jars built on the host."""
+def ensure_recipe(recipe: ImageRecipe, base: str) -> str:
+    """A recipe's image's id, built first when missing, stale or not the recorded build."""
     with _build_lock():
-        ctx = prepare_java_context()
-        base_id = _base_id(services)
-        context_hash = java_context_hash(base_id)
-        labels = {LABEL_HASH: context_hash, "ipclab.image": "services-java"}
-        image_id = _build(ctx, tag, base_id, labels, "Dockerfile")
-        _pin_build(tag, image_id, context_hash, services)
-    return tag
+        if recipe.base == "services":
+            pinned(SERVICES_IMAGE)  # built on the services image the harness recorded
+        why = _stale(recipe.image, recipe_context_hash(recipe, base))
+        if why:
+            log(f"{recipe.image}: {why}")
+            build_recipe(recipe, base)
+        return pinned(recipe.image)
 
 
 def ensure_java_image() -> str:
-    """The Java image's id, built first when missing or stale (on the current services
-    image, which ``ensure_images`` made)."""
-    with _build_lock():
-        why = _stale(JAVA_IMAGE, java_context_hash(pinned(SERVICES_IMAGE)))
-        if why:
-            log(f"{JAVA_IMAGE}: {why}")
-            build_java_image(SERVICES_IMAGE)
-        return pinned(JAVA_IMAGE)
+    """The Java image's id (the native adapters'), built first when missing or stale (on
+    the current services image, which ``ensure_images`` made)."""
+    return ensure_recipe(JAVA, SERVICES_IMAGE)
 
 
-def _build_compose_image(folder: str, base: str, tag: str) -> str:
-    """The image of ``compose/<folder>``'s Dockerfile on ``base``."""
-    with _build_lock():
-        context_hash = _compose_context_hash(folder, base)
-        labels = {LABEL_HASH: context_hash, "ipclab.image": folder}
-        image_id = _build(REPO_ROOT / "compose" / folder, tag, _base_id(base), labels, "Dockerfile")
-        _pin_build(tag, image_id, context_hash, base)
-    return tag
+def _from(recipe: ImageRecipe, bases: Bases) -> str:
+    """The tag a recipe's image is built FROM."""
+    return SERVICES_IMAGE if recipe.base == "services" else str(getattr(bases, recipe.base))
 
 
-def build_broker_image(base: str, tag: str = BROKER_IMAGE) -> str:
-    return _build_compose_image("broker", base, tag)
-
-
-def build_postgres_image(base: str, tag: str = POSTGRES_IMAGE) -> str:
-    """Debian's postgresql on ``base`` (the default network: apt-get installs it)."""
-    return _build_compose_image("postgres", base, tag)
-
-
-RUNTIME_IMAGES = {"python": SERVICES_IMAGE, "go": GO_IMAGE, "jvm": JAVA_IMAGE}
-# an infrastructure plugin's ``image`` -> the tag built for it (``ensure_images``' keywords)
-INFRASTRUCTURE_IMAGES = {"broker": BROKER_IMAGE, "database": POSTGRES_IMAGE}
+def runtime_recipe(runtime: str) -> ImageRecipe | None:
+    """The recipe of the image the roles of a ``runtime`` (``Runtime.name``) run; None for
+    ``python``, whose roles run the services image itself."""
+    if runtime == "python":
+        return None
+    for recipe in RUNTIME_RECIPES:
+        if recipe.runtime == runtime:
+            return recipe
+    known = ", ".join(["python", *(r.runtime for r in RUNTIME_RECIPES)])
+    raise ImageError(f"no image for the {runtime} runtime; known: {known}")
 
 
 def runtime_image(runtime: str) -> str:
     """The tag of the image the roles of a ``runtime`` (``Runtime.name``) run."""
-    if runtime not in RUNTIME_IMAGES:
-        raise ImageError(f"no image for the {runtime} runtime; known: {', '.join(RUNTIME_IMAGES)}")
-    return RUNTIME_IMAGES[runtime]
+    recipe = runtime_recipe(runtime)
+    return SERVICES_IMAGE if recipe is None else recipe.image
+
+
+def infrastructure_recipes(names: Iterable[str]) -> tuple[ImageRecipe, ...]:
+    """The image recipes of the infrastructure plugins ``names`` (a stack's
+    ``infrastructure``), those that bring one."""
+    from ipclab import infrastructure
+
+    return tuple(p.recipe for p in infrastructure.of(tuple(names)) if p.recipe is not None)
 
 
 def build_images(
-    base: str = "auto", broker: bool = True, go: bool = False, database: bool = False
+    base: str = "auto",
+    runtimes: Iterable[str] = (),
+    infrastructure: Iterable[ImageRecipe] = (),
 ) -> dict[str, str]:
-    """Build the services image (and the broker image, the Go image, the database image);
-    returns role -> the pinned image id (``go``: the Go roles' image)."""
+    """Build the services image, the images of ``runtimes`` (``go``, ...) and the
+    ``infrastructure`` recipes' images; returns each one's key -> its pinned id."""
     with _build_lock():
         bases = resolve_bases(base)
         out = {"services": pinned(build_services_image(bases.python))}
-        if go:
-            out["go"] = pinned(build_go_image(SERVICES_IMAGE))
-        if broker:
-            out["broker"] = pinned(build_broker_image(bases.rabbitmq))
-        if database:
-            out["database"] = pinned(build_postgres_image(bases.python))
+        for runtime in runtimes:
+            recipe = runtime_recipe(runtime)
+            if recipe is not None:
+                out[recipe.name] = pinned(build_recipe(recipe, SERVICES_IMAGE))
+        for recipe in infrastructure:
+            out[recipe.name] = pinned(build_recipe(recipe, _from(recipe, bases)))
     return out
 
 
 def ensure_images(
-    base: str = "auto", broker: bool = True, runtime: str = "python", database: bool = False
+    base: str = "auto", runtime: str = "python", infrastructure: Iterable[ImageRecipe] = ()
 ) -> dict[str, str]:
     """Build only what is missing, stale (its context hash differs from the working tree) or
     no longer the recorded build (the tag now names another image, or no build is recorded).
 
     Returns image *ids*, what a stack runs: ``services``, the image the roles of ``runtime``
     run (for ``go`` the Go image, for ``jvm`` the Java image, each built on the services
-    image), and ``broker`` and ``database`` when asked for."""
-    runtime_image(runtime)
+    image), and each ``infrastructure`` recipe's under its name (``broker``, ``database``)."""
+    recipe = runtime_recipe(runtime)
+    infrastructure = tuple(infrastructure)
     with _build_lock():
-        if not (base == "auto" and _fresh_enough(broker, database)):
+        if not (base == "auto" and _fresh_enough(infrastructure)):
             bases = resolve_bases(base)
             why = _stale(SERVICES_IMAGE, services_context_hash(bases.python))
             if why:
                 log(f"{SERVICES_IMAGE}: {why}")
                 build_services_image(bases.python)
-            if broker:
-                why = _stale(BROKER_IMAGE, broker_context_hash(bases.rabbitmq))
-                if why:
-                    log(f"{BROKER_IMAGE}: {why}")
-                    build_broker_image(bases.rabbitmq)
-            if database:
-                why = _stale(POSTGRES_IMAGE, postgres_context_hash(bases.python))
-                if why:
-                    log(f"{POSTGRES_IMAGE}: {why}")
-                    build_postgres_image(bases.python)
-        if runtime == "go":
-            why = _stale(GO_IMAGE, go_context_hash(pinned(SERVICES_IMAGE)))
-            if why:
-                log(f"{GO_IMAGE}: {why}")
-                build_go_image(SERVICES_IMAGE)
-        if runtime == "jvm":
-            ensure_java_image()
-        return pinned_images(runtime, broker, database)
+            for extra in infrastructure:
+                ensure_recipe(extra, _from(extra, bases))
+        if recipe is not None:
+            ensure_recipe(recipe, SERVICES_IMAGE)
+        return pinned_images(runtime, infrastructure)
 
 
 def pinned_images(
-    runtime: str = "python", broker: bool = True, database: bool = False
+    runtime: str = "python", infrastructure: Iterable[ImageRecipe] = ()
 ) -> dict[str, str]:
     """The ids a stack of ``runtime`` runs, without building: ``ImageError`` when a tag is not
     the build the harness recorded (see ``pinned``)."""
     out = {"services": pinned(runtime_image(runtime))}
-    if broker:
-        out["broker"] = pinned(BROKER_IMAGE)
-    if database:
-        out["database"] = pinned(POSTGRES_IMAGE)
+    out.update({recipe.name: pinned(recipe.image) for recipe in infrastructure})
     return out
 
 
-def _fresh_enough(broker: bool, database: bool = False) -> bool:
+def _fresh_enough(infrastructure: Iterable[ImageRecipe] = ()) -> bool:
     """With base=auto: are the existing images the pinned, up-to-date builds for one of the
     possible bases?"""
-    for python_base, rabbit_base in (
-        (LOCAL_BASE, LOCAL_BASE),
-        (OFFICIAL_PYTHON, OFFICIAL_RABBITMQ),
-    ):
-        if not image_exists(python_base):
+    for bases in (Bases(LOCAL_BASE, LOCAL_BASE), Bases(OFFICIAL_PYTHON, OFFICIAL_RABBITMQ)):
+        if not image_exists(bases.python):
             continue
-        if python_base == LOCAL_BASE:
+        if bases.python == LOCAL_BASE:
             try:
                 pinned(LOCAL_BASE)
             except ImageError:
                 continue  # unrecorded or moved: resolve_bases decides
-        ok = _stale(SERVICES_IMAGE, services_context_hash(python_base)) is None
-        if broker:
-            ok = ok and _stale(BROKER_IMAGE, broker_context_hash(rabbit_base)) is None
-        if database:
-            ok = ok and _stale(POSTGRES_IMAGE, postgres_context_hash(python_base)) is None
+        ok = _stale(SERVICES_IMAGE, services_context_hash(bases.python)) is None
+        for recipe in infrastructure:
+            base = _from(recipe, bases)
+            ok = ok and _stale(recipe.image, recipe_context_hash(recipe, base)) is None
         if ok:
             return True
     return False
@@ -1144,14 +1085,14 @@ def _fresh_enough(broker: bool, database: bool = False) -> bool:
 def status() -> dict[str, Any]:
     out: dict[str, Any] = {}
     manifest = read_manifest()
+    every = infrastructure_recipes(_plugin_names())
+    recipes = (*RUNTIME_RECIPES, *every)
     for name in (
         LOCAL_BASE,
         OFFICIAL_PYTHON,
         OFFICIAL_RABBITMQ,
         SERVICES_IMAGE,
-        GO_IMAGE,
-        BROKER_IMAGE,
-        POSTGRES_IMAGE,
+        *(r.image for r in recipes),
     ):
         image_id = _image_id(name)
         out[name] = {
@@ -1163,14 +1104,37 @@ def status() -> dict[str, Any]:
             out[name]["pinned"] = manifest[name].get("id")
             out[name]["pin_holds"] = manifest[name].get("id") == image_id
             out[name]["apt_packages"] = len(manifest[name].get("apt_packages", []))
-    out["up_to_date"] = _fresh_enough(broker=True)
-    services_id = _image_id(SERVICES_IMAGE) or ""
-    out["go_up_to_date"] = _stale(GO_IMAGE, go_context_hash(services_id)) is None
+    # the services image and each infrastructure image built so far (recorded), current
+    out["up_to_date"] = _fresh_enough([r for r in every if r.image in manifest])
+    for recipe in RUNTIME_RECIPES:
+        fresh = _stale(recipe.image, recipe_context_hash(recipe, SERVICES_IMAGE)) is None
+        out[f"{recipe.runtime}_up_to_date"] = fresh
     out["lock"] = {"path": str(LOCK), "wheels": len(read_lock()), "drift": lock_drift()}
     return out
 
 
+def _plugin_names() -> tuple[str, ...]:
+    from ipclab import infrastructure
+
+    return infrastructure.names()
+
+
 # --------------------------------------------------------------------------- CLI
+
+
+def _build_command(args: argparse.Namespace) -> dict[str, str]:
+    """``build``: the services image, the runtimes' and the infrastructure's asked for."""
+    names = _plugin_names() if args.infrastructure is None else args.infrastructure.split(",")
+    infra = infrastructure_recipes(n.strip() for n in names if n.strip())
+    runtimes = [*args.runtime, *(["go"] if args.go else [])]
+    if not args.if_needed:
+        return build_images(base=args.base, runtimes=runtimes, infrastructure=infra)
+    made = ensure_images(base=args.base, infrastructure=infra)
+    for runtime in runtimes:
+        recipe = runtime_recipe(runtime)
+        if recipe is not None:
+            made[recipe.name] = ensure_images(base=args.base, runtime=runtime)["services"]
+    return made
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1180,16 +1144,27 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--tag", default=LOCAL_BASE)
     b.add_argument("--mirror", default=DEBIAN_MIRROR)
     b.add_argument("--force", action="store_true", help="rebuild even if it exists")
-    bl = sub.add_parser("build", help="build the services and broker images")
+    bl = sub.add_parser("build", help="build the services and infrastructure images")
     bl.add_argument(
         "--base",
         default="auto",
         help="auto (default), official (python:3.11-slim, rabbitmq:3), local (debootstrap "
         "base, built if missing), or an image name (name@sha256:... pins one)",
     )
-    bl.add_argument("--no-broker", action="store_true")
-    bl.add_argument("--postgres", action="store_true", help="also the database image")
-    bl.add_argument("--go", action="store_true", help="also the Go roles' image (needs go)")
+    bl.add_argument(
+        "--infrastructure",
+        metavar="NAMES",
+        help="the infrastructure plugins whose images to build, comma-separated ('' none; "
+        "default: every plugin that brings an image)",
+    )
+    bl.add_argument(
+        "--runtime",
+        action="append",
+        default=[],
+        choices=[r.runtime for r in RUNTIME_RECIPES],
+        help="also the image of this runtime's roles (built on the host's toolchain)",
+    )
+    bl.add_argument("--go", action="store_true", help="as --runtime go")
     bl.add_argument("--if-needed", action="store_true", help="skip images already up to date")
     sub.add_parser("status", help="which images exist and whether they are up to date")
     sub.add_parser(
@@ -1205,18 +1180,7 @@ def main(argv: list[str] | None = None) -> int:
                     build_base_image(args.tag, args.mirror)
             print(args.tag)
         elif args.cmd == "build":
-            broker = not args.no_broker
-            if args.if_needed:
-                made = ensure_images(base=args.base, broker=broker, database=args.postgres)
-                if args.go:
-                    made["go"] = ensure_images(base=args.base, broker=False, runtime="go")[
-                        "services"
-                    ]
-            else:
-                made = build_images(
-                    base=args.base, broker=broker, go=args.go, database=args.postgres
-                )
-            for role, image in made.items():
+            for role, image in _build_command(args).items():
                 print(f"{role}\t{image}")
         elif args.cmd == "lock":
             print(write_lock())

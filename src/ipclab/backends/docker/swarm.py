@@ -2,9 +2,10 @@
 
 The stack file is the stack's compose document (``compose_document``) with
 ``compose/common.yml`` resolved into it (``compose.resolved_services``), so image, limits,
-labels, logging, dropped capabilities and the broker's login are compose's, in the
-version-3 form ``docker stack deploy`` reads: limits under ``deploy.resources``, a restart
-policy, the broker's users file as a swarm config, and, when nodes carry the label
+labels, logging, dropped capabilities and each infrastructure plugin's login are compose's,
+in the version-3 form ``docker stack deploy`` reads: limits under ``deploy.resources``, a
+restart policy, the files a plugin's service reads as swarm configs (the broker's users
+file: ``Infrastructure.swarm_configs``), and, when nodes carry the label
 ``ipclab.role=<role>``, a placement constraint that puts each role (broker included) on its
 node; unlabelled, the swarm places tasks anywhere. Everything else is the docker backend's:
 the same images, ownership labels, sampling, logs, network delay (exec'd into each task's
@@ -50,14 +51,12 @@ from ipclab.backends.docker.backend import (
 )
 from ipclab.backends.docker.compose import (
     COMPOSE_DIR,
-    BrokerLogin,
     compose_document,
     interpolate,
     resolved_services,
     write_logins,
 )
 from ipclab.backends.docker.ownership import PROJECT_LABEL, STACK_NAMESPACE, remove_project
-from ipclab.stacks import BROKER as BROKER_PLUGIN
 from ipclab.stacks import StackSpec
 
 STACK_LABEL = STACK_NAMESPACE
@@ -191,7 +190,6 @@ def stack_document(
     port: int,
     net_admin: bool = False,
     placed: set[str] | None = None,
-    broker: BrokerLogin | None = None,
     logins: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``docker stack deploy`` file of ``spec``: its compose document
@@ -199,7 +197,7 @@ def stack_document(
     from ``variables`` (the environment the docker backend gives compose), then put in the
     version-3 form: limits under ``deploy.resources``, the swarm's restart policy, endpoint
     mode and placement, the gateway published in host mode, a non-attachable overlay.
-    ``broker``/``logins``: as ``compose_document``'s; a plugin turns the files its service
+    ``logins``: as ``compose_document``'s; a plugin turns the files its service
     reads into swarm configs (``Infrastructure.swarm_configs``), which reach any node."""
     if spec.adapters:
         raise ValueError(
@@ -215,7 +213,7 @@ def stack_document(
     for plugin in plugins:
         if why := plugin.unavailable("swarm"):
             raise ValueError(f"{spec.name}: {why}; use the docker (compose) or local backend")
-    given = {**({BROKER_PLUGIN: broker} if broker is not None else {}), **(logins or {})}
+    given = dict(logins or {})
     compose = compose_document(spec, net_admin, logins=given)  # refuses what compose refuses
     placed = placed or set()
     services: dict[str, Any] = {}

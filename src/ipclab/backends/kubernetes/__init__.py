@@ -16,10 +16,19 @@ def kubernetes_missing() -> str | None:
     return cluster.unavailable()
 
 
+def down(stack: str) -> list[str]:
+    """``ipclab down``: delete the detached namespaces of ``stack``."""
+    from ipclab.backends.kubernetes import cluster, ownership
+
+    return ownership.down(cluster.connect().core, stack)
+
+
 BACKEND = BackendPlugin(
     "kubernetes",
     f"{__name__}.stack:KubernetesBackend",
     order=3,
     description="Deployments and Services on a cluster",
     missing=kubernetes_missing,
+    stop_detached=down,
+    options=frozenset({"cpus", "memory", "tls", "detach"}),
 )

@@ -34,6 +34,7 @@ from ipclab.backends.base import RunningStack, StackOptions
 from ipclab.backends.docker.compose import (
     CONTAINER_PORT,
     compose_document,
+    image_variables,
     resolved_services,
     write_logins,
 )
@@ -111,18 +112,17 @@ def _cluster_images(
     cluster, or named in the user's registry."""
     from ipclab.backends.docker import images
 
-    wanted = {p.image for p in infrastructure.of(spec.infrastructure)}
-    infra = {kind: kind in wanted for kind in images.INFRASTRUCTURE_IMAGES}
-    ids = (images.ensure_images if build else images.pinned_images)(
-        runtime=spec.runtime.name, **infra
-    )
+    infra = images.infrastructure_recipes(spec.infrastructure)
+    if build:
+        ids = images.ensure_images(runtime=spec.runtime.name, infrastructure=infra)
+    else:
+        ids = images.pinned_images(spec.runtime.name, infra)
     if spec.adapter_runtime is not None:
         ids["adapters"] = images.ensure_java_image() if build else images.pinned(images.JAVA_IMAGE)
     names = {
         "services": images.runtime_image(spec.runtime.name),
-        "broker": images.BROKER_IMAGE,
-        "database": images.POSTGRES_IMAGE,
         "adapters": images.JAVA_IMAGE,
+        **{recipe.name: recipe.image for recipe in infra},
     }
     refs = {
         image_id: f"{names[kind].rsplit(':', 1)[0]}:{image_id.removeprefix('sha256:')[:12]}"
@@ -183,8 +183,7 @@ class KubernetesStack(RunningStack):
             "IPCLAB_ENV_FILE": str(env_file),
             "IPCLAB_IMAGE": self.ids["services"],
             "IPCLAB_ADAPTER_IMAGE": self.ids.get("adapters", ""),
-            "IPCLAB_BROKER_IMAGE": self.ids.get("broker", ""),
-            "IPCLAB_POSTGRES_IMAGE": self.ids.get("database", ""),
+            **image_variables(self.spec, self.ids),
             "IPCLAB_CPUS": f"{self.options.cpus:g}" if self.options.cpus else "0",
             "IPCLAB_MEM_LIMIT": f"{self.options.memory_mb}m" if self.options.memory_mb else "0",
         }

@@ -1,0 +1,129 @@
+"""Image recipes: what the docker backends build besides the services image, one
+declaration each (``images.py`` builds, pins and checks them all alike).
+
+A recipe names its image (``name``: the key of a build's result, ``broker``, ``go``), the
+tag it is built as and the variable that overrides that tag and hands the pinned id to the
+compose file (``env``), its Dockerfile and what it is built ``FROM``: a ``python`` or
+``rabbitmq`` base (``images.resolve_bases``), or the ``services`` image (by id). Its build
+context is the Dockerfile's folder as it is, or, with ``prepare``, a fresh folder holding the
+Dockerfile to which ``prepare`` adds what is built on the host (a binary, jars); then
+``inputs`` is a digest of those things (their sources and build flags), part of the image's
+context hash with the base's id and the Dockerfile, so a change in them makes it stale.
+
+Where the recipes are declared: an infrastructure plugin's image is its ``recipe``
+(``ipclab.infrastructure``: the broker's in ``rabbitmq.py``, the database's in
+``postgres.py``); the images a runtime's roles run are ``RUNTIME_RECIPES`` here (``runtime``
+set: the ``Runtime.name`` whose roles run it). A new services image (another language's
+roles) is one more ``ImageRecipe`` in that tuple.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ipclab.paths import REPO_ROOT
+
+BASES = ("python", "rabbitmq", "services")  # what a recipe can be built FROM
+
+
+class RecipeError(RuntimeError):
+    """A recipe's host-side build failed (a missing toolchain): its image cannot be made."""
+
+
+@dataclass(frozen=True)
+class ImageRecipe:
+    name: str  # the image's key: a build's result (``ensure_images``), a stack's ``images``
+    tag: str  # the tag it is built as, unless ``env`` names another
+    env: str  # the variable that overrides ``tag`` and gives compose the pinned id
+    dockerfile: Path  # its Dockerfile; the folder is its build context unless ``prepare``
+    base: str = "python"  # FROM: one of BASES
+    network: str | None = None  # the build's network: None the default, "none" offline
+    # adds what is built on the host to a fresh context (which holds the Dockerfile)
+    prepare: Callable[[Path], None] | None = None
+    inputs: Callable[[], str] | None = None  # a digest of what ``prepare`` adds
+    runtime: str = ""  # the ``Runtime.name`` whose roles run it ("" for infrastructure)
+    label: str = ""  # its ``ipclab.image`` label and build folder; by default the folder's name
+    # more to record with each build in the manifest (e.g. the toolchain's versions)
+    record: Callable[[], dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.base not in BASES:
+            raise ValueError(f"image {self.name}: base {self.base!r} is not one of {BASES}")
+        if (self.prepare is None) != (self.inputs is None):
+            raise ValueError(f"image {self.name}: give prepare and inputs together, or neither")
+
+    @property
+    def image(self) -> str:
+        """The tag it is built as: ``env``'s value, else ``tag``."""
+        return os.environ.get(self.env) or self.tag
+
+    @property
+    def kind(self) -> str:
+        return self.label or self.dockerfile.parent.name
+
+
+# --------------------------------------------------------------------------- the runtimes'
+
+GO_SOURCES = REPO_ROOT / "services" / "go"
+JAVA_SOURCES = REPO_ROOT / "services" / "java"
+JAVA_PROJECTS = ("californium", "payload")  # what the Java image holds, built on the host
+
+
+def _go_binary(dest: Path) -> None:
+    """The static Go binary, built on the host."""
+    from ipclab import gobuild
+
+    try:
+        binary = gobuild.go_binary()
+    except gobuild.ToolchainMissing as e:
+        raise RecipeError(str(e)) from None
+    shutil.copy2(binary, dest / gobuild.BINARY)
+
+
+def _go_inputs() -> str:
+    from ipclab import gobuild
+
+    return gobuild.sources_hash()
+
+
+def _java_build(dest: Path) -> None:
+    """The Californium adapters' jars and the payload services' Quarkus application with
+    its launcher, built on the host."""
+    from ipclab import javabuild
+
+    try:
+        jars = javabuild.classpath()
+        launcher = javabuild.payload_launcher()
+    except javabuild.ToolchainMissing as e:
+        raise RecipeError(str(e)) from None
+    shutil.copytree(jars, dest / "californium")
+    shutil.copytree(launcher.parent / "quarkus-app", dest / "payload" / "quarkus-app")
+    shutil.copy2(launcher, dest / "payload" / launcher.name)
+
+
+def _java_inputs() -> str:
+    from ipclab import javabuild
+
+    sources = [javabuild.sources_hash(JAVA_SOURCES / p) for p in JAVA_PROJECTS]
+    return "\n".join([*sources, javabuild.LAUNCHER_TEXT])
+
+
+GO = ImageRecipe(
+    "go", "ipclab-services-go:latest", "IPCLAB_GO_IMAGE", GO_SOURCES / "Dockerfile",
+    base="services", network="none", prepare=_go_binary, inputs=_go_inputs, runtime="go",
+    label="services-go",
+)  # fmt: skip
+# the JVM roles' image and the native CoAP adapters' (Californium): a JRE (apt-get, so the
+# default network) and the jars
+JAVA = ImageRecipe(
+    "jvm", "ipclab-services-java:latest", "IPCLAB_JAVA_IMAGE", JAVA_SOURCES / "Dockerfile",
+    base="services", prepare=_java_build, inputs=_java_inputs, runtime="jvm",
+    label="services-java",
+)  # fmt: skip
+
+RUNTIME_RECIPES: tuple[ImageRecipe, ...] = (GO, JAVA)
