@@ -19,6 +19,12 @@ per-second history.
 
     python bench/probe_restart.py run OUT [--users 300] [--spawn-rate 30] [--after 60]
     python bench/probe_restart.py summary OUT
+    python bench/probe_restart.py newcomer [--users 300] [--cpu-ms 2] [--seconds 30]
+
+``newcomer`` needs no stack: one uvicorn server of the services' own (``serve_http``, uvloop)
+whose every answer takes ``--cpu-ms`` of CPU, ``--users`` closed-loop keep-alive clients (as
+Locust's users) in a process of their own, and two traced probes with a 30 s timeout
+(keep-alive and fresh): the users' median and the probes' side by side, in one sitting.
 
 Each traced probe asks for ``/product/1?customer_id=1`` every 0.2 s (the Monitor: every
 0.1 s), 30 requests a second in all beside Locust's hundreds. A diagnostic: one run, no
@@ -34,6 +40,7 @@ import contextlib
 import csv
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -68,7 +75,10 @@ class Traced:
 
         def at(key: str) -> Any:
             async def cb(_s: Any, ctx: Any, _p: Any) -> None:
-                ctx.trace_request_ctx[key] = time.perf_counter()
+                # the first connection attempt's start, the last one's end (aiohttp retries
+                # once when a reused connection turns out closed)
+                if key != "c0" or key not in ctx.trace_request_ctx:
+                    ctx.trace_request_ctx[key] = time.perf_counter()
 
             return cb
 
@@ -247,6 +257,85 @@ def summary(out: Path) -> dict[str, Any]:
     return res
 
 
+async def _server(port: int, cpu_s: float) -> None:
+    from ipclab_services.asgi import serve_http
+
+    async def app(scope: Any, _receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        t = time.perf_counter()
+        while time.perf_counter() - t < cpu_s:  # the page's work, on the loop
+            pass
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": b'{"product":1}'})
+
+    await serve_http(app, "127.0.0.1", port)
+
+
+async def _users(url: str, n: int, seconds: float) -> dict[str, float]:
+    lat: list[float] = []
+
+    async def user(s: aiohttp.ClientSession) -> None:
+        while True:
+            t = time.perf_counter()
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with s.get(url) as r:
+                    await r.read()
+                lat.append(time.perf_counter() - t)
+
+    conn = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=60)) as s:
+        tasks = [asyncio.create_task(user(s)) for _ in range(n)]
+        await asyncio.sleep(seconds)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    lat.sort()
+    x = len(lat) / seconds
+    return {"rps": x, "p50_ms": lat[len(lat) // 2] * 1000, "p95_ms": lat[int(len(lat) * 0.95)]
+            * 1000, "little_ms": n / x * 1000 if x else float("nan")}  # fmt: skip
+
+
+def newcomer(out: Path, users: int, cpu_ms: float, seconds: float) -> dict[str, Any]:
+    """Closed-loop users on kept connections against probes' requests, on one saturated
+    server (no stack): each side's latency in one sitting."""
+    out.mkdir(parents=True, exist_ok=True)
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, __file__]
+    server = subprocess.Popen([*cmd, "serve", str(port), str(cpu_ms / 1000)])
+    try:
+        time.sleep(2.0)
+        load = subprocess.Popen([*cmd, "users", url + PAGE, str(users), str(seconds)],
+                                stdout=subprocess.PIPE, text=True)  # fmt: skip
+        time.sleep(min(5.0, seconds / 4))
+        probes = [
+            subprocess.Popen(
+                [*cmd, "probe", url, str(out / f"{n}.csv"), ka, "30", str(seconds / 2)]
+            )
+            for n, ka in (("kept", "1"), ("fresh", "0"))
+        ]
+        res: dict[str, Any] = {"users": json.loads(load.communicate(timeout=seconds + 60)[0])}
+        for p in probes:
+            p.wait(60)
+    finally:
+        server.terminate()
+        server.wait(10)
+    for name in ("kept", "fresh"):
+        d = pd.read_csv(out / f"{name}.csv", keep_default_na=False)
+        res[name] = {
+            "n": len(d),
+            "ok": int(d["ok"].astype(str).eq("True").sum()),
+            "p50_ms": float(d["end_ms"].median()),
+            "new": int((d["conn"] == "new").sum()),
+        }
+    print(json.dumps(res))
+    return res
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -259,6 +348,17 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--steady", type=float, default=20.0)
     r.add_argument("--after", type=float, default=60.0)
     sub.add_parser("summary").add_argument("out", type=Path)
+    nc = sub.add_parser("newcomer")
+    nc.add_argument("--out", type=Path, default=Path("newcomer"))
+    nc.add_argument("--users", type=int, default=300)
+    nc.add_argument("--cpu-ms", type=float, default=2.0)
+    nc.add_argument("--seconds", type=float, default=30.0)
+    sv = sub.add_parser("serve")
+    sv.add_argument("port", type=int)
+    sv.add_argument("cpu_s", type=float)
+    us = sub.add_parser("users")
+    for a in ("url", "n", "seconds"):
+        us.add_argument(a)
     pr = sub.add_parser("probe")  # one traced probe in a process of its own
     for a in ("url", "csv", "keepalive", "timeout", "duration"):
         pr.add_argument(a)
@@ -268,6 +368,14 @@ def main(argv: list[str] | None = None) -> None:
         summary(a.out)
     elif a.cmd == "summary":
         summary(a.out)
+    elif a.cmd == "newcomer":
+        newcomer(a.out, a.users, a.cpu_ms, a.seconds)
+    elif a.cmd == "serve":
+        import uvloop
+
+        uvloop.run(_server(a.port, a.cpu_s))
+    elif a.cmd == "users":
+        print(json.dumps(asyncio.run(_users(a.url, int(a.n), float(a.seconds)))))
     else:
         tp = Traced(a.url, Path(a.csv), a.keepalive == "1", float(a.timeout), 0.2)
         signal.signal(signal.SIGTERM, lambda *_: tp.halt.set())
