@@ -387,8 +387,8 @@ _derived: dict[tuple[Any, ...], tuple[Derived, tuple[tuple[Path, Any], ...]]] = 
 
 def parameter_modules(parameters: Mapping[str, Any] | None) -> list[str]:
     """The modules a run's parameters name as what its users run, beside its stacks' own
-    user modules: a group run's load (``ipclab.load.group``: ``group.users``, Johansson's
-    interleaving of REST and GraphQL requests)."""
+    user modules: a group run's load (``ipclab.load.group``: ``group.users``, a study's
+    interleaving of two APIs' requests, say)."""
     group = (parameters or {}).get("group")
     users = group.get("users") if isinstance(group, Mapping) else None
     return [users] if isinstance(users, str) and users else []
