@@ -222,3 +222,22 @@ def test_the_command_builds_the_site_of_the_references_alone(tmp_path: Path) -> 
     assert (site / "claims.html").is_file() and len(list((site / "runs").glob("*.html"))) >= 5
     assert f'id="{ANSWER_ID}"' in (site / "index.html").read_text()
     assert main(["--results", str(tmp_path / "none"), "--site", str(tmp_path / "other")]) == 2
+
+
+def test_tls_is_one_pair_plain_vs_tls_on_the_first_page(page: tuple[Page, str]) -> None:
+    """The TLS reference's claims judged on its plain and its TLS runs are one row of the
+    agreement chart, and its table is what the study's code computes from those runs."""
+    from ipclab.report.answer import agreement_rows
+    from ipclab.studies.shafabakhsh import encryption
+
+    results = REFERENCES / "shafabakhsh-tls-full-local" / "results"
+    if not results.is_dir():
+        pytest.skip("no committed TLS reference")
+    rows = [label for label, _ in agreement_rows(REFERENCES) if "tls" in label.lower()]
+    assert rows == ["shafabakhsh-tls-full-local: tls: plain vs tls"], rows
+    committed = pd.read_csv(results / f"{encryption.AGREEMENT}.csv")
+    computed = encryption.agreement(pd.read_csv(results / "runs.csv"))
+    assert list(committed["claim_id"]) == list(computed["claim_id"])
+    assert list(committed["explanation"]) == list(computed["explanation"])
+    chart = page[1].split('id="agreement-chart"', 1)[1].split("</svg>", 1)[0]
+    assert chart.count("plain vs tls: ") == 1

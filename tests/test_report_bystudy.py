@@ -60,6 +60,9 @@ def test_a_claim_whose_cells_match_other_runs_than_it_counted_gets_no_list() -> 
     assert len(runs) == len(set(runs["path"])) <= int(row["n_a"]) + int(row["n_b"])
     row["n_a"] = int(row["n_a"]) + 1  # one run more than the names give: no list
     assert claimruns.claim_runs(folder, row) is None
+    none = row.copy()
+    none[["comparison", "n_a", "n_b"]] = ["rps: grpc@7 > rest@7", 0, 0]
+    assert claimruns.claim_runs(folder, none) is None  # no runs either side: nothing listed
 
 
 def _part(label: str, meta: dict[str, object]) -> Part:

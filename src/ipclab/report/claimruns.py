@@ -67,8 +67,8 @@ def claim_runs(folder: Path, claim: pd.Series) -> pd.DataFrame | None:
     when its cells cannot be matched to exactly the runs it counted."""
     found = cells(claim.get("comparison"))
     want = (_count(claim.get("n_a")), _count(claim.get("n_b")))
-    if len(found) != 2 or None in want:
-        return None
+    if len(found) != 2 or None in want or min(w or 0 for w in want) < 1:
+        return None  # not two cells, or a side with no runs: nothing to single out
     runs = reference_runs(Path(folder))
     base = repo_relative(from_repo(folder))
     run_words = [words(str(p), str(base)) for p in runs["path"]]
