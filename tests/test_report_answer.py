@@ -17,6 +17,7 @@ from ipclab.paths import REPO_ROOT
 from ipclab.report import html as rh
 from ipclab.report.answer import ANSWER_ID, REVERSED, verdict_counts
 from ipclab.report.document import render_body
+from ipclab.studies import all_studies
 
 REFERENCES = REPO_ROOT / "data" / "runs" / "reference"
 
@@ -194,14 +195,22 @@ def test_the_main_body_is_at_most_40_pages_and_the_appendices_hold_the_rest(
     assert "Reference results (committed)" in rest and "Provenance:" in rest
     assert "Claims in full" in rest and "Detail: " in rest
     assert "1. Shafabakhsh 2020 (full profile, local)" in rest  # this run, beside the reference
-    assert "R1. Reference:" in body and "Provenance:" not in body
+    assert "R1. Reference:" in rest and "Provenance:" not in body
+    # one short section per study, its references grouped under it (not one per reference)
+    assert "R1. Reference:" not in body and "Study 1 of 4." in body and "Study 4 of 4." in body
+    for study in all_studies().values():
+        assert study.title in body, study.title
 
 
 def test_the_pdf_opens_on_the_answer(printed: tuple[Path, str], page: tuple[Page, str]) -> None:
-    first = " ".join(printed[1].split("\f")[0].split())
+    pages = printed[1].split("\f")
+    first = " ".join(pages[0].split())
     assert first.startswith("IPCLAB The answer") and "What matters most" in first
     findings = [t for h, t in page[0].links if h.startswith("#claim-")]
     assert all(" ".join(t.split()) in first for t in findings[:3]), findings[:3]
+    # the page after the answer is the first study's section, not an empty page
+    second = " ".join(pages[1].split())
+    assert len(second) > 400 and "Study 1 of 4." in second, second[:200]
 
 
 def test_the_command_builds_the_site_of_the_references_alone(tmp_path: Path) -> None:
@@ -213,3 +222,22 @@ def test_the_command_builds_the_site_of_the_references_alone(tmp_path: Path) -> 
     assert (site / "claims.html").is_file() and len(list((site / "runs").glob("*.html"))) >= 5
     assert f'id="{ANSWER_ID}"' in (site / "index.html").read_text()
     assert main(["--results", str(tmp_path / "none"), "--site", str(tmp_path / "other")]) == 2
+
+
+def test_tls_is_one_pair_plain_vs_tls_on_the_first_page(page: tuple[Page, str]) -> None:
+    """The TLS reference's claims judged on its plain and its TLS runs are one row of the
+    agreement chart, and its table is what the study's code computes from those runs."""
+    from ipclab.report.answer import agreement_rows
+    from ipclab.studies.shafabakhsh import encryption
+
+    results = REFERENCES / "shafabakhsh-tls-full-local" / "results"
+    if not results.is_dir():
+        pytest.skip("no committed TLS reference")
+    rows = [label for label, _ in agreement_rows(REFERENCES) if "tls" in label.lower()]
+    assert rows == ["shafabakhsh-tls-full-local: tls: plain vs tls"], rows
+    committed = pd.read_csv(results / f"{encryption.AGREEMENT}.csv")
+    computed = encryption.agreement(pd.read_csv(results / "runs.csv"))
+    assert list(committed["claim_id"]) == list(computed["claim_id"])
+    assert list(committed["explanation"]) == list(computed["explanation"])
+    chart = page[1].split('id="agreement-chart"', 1)[1].split("</svg>", 1)[0]
+    assert chart.count("plain vs tls: ") == 1

@@ -120,7 +120,9 @@ def test_the_site_is_self_contained_and_every_link_resolves(site: Path) -> None:
     dom = Dom(text)
     assert not unresolved(dom, site)
     images = [link for tag, link in dom.links if tag == "img"]
-    assert len(images) == 2 and all(i.endswith(".svg") for i in images)  # one per study
+    # per study its figure twice: a headline of its main-body section, and in its full
+    # section in the appendices
+    assert len(images) == 4 and all(i.endswith(".svg") for i in images)
     assert all((site / unquote(i)).read_text().lstrip().startswith("<?xml") for i in images)
     csvs = [link for tag, link in dom.links if tag == "a" and link.endswith(".csv")]
     assert len(csvs) == 2 * 3  # per study: two tables in the report and its claims

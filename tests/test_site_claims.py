@@ -11,11 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
+import pandas as pd
 import pytest
 
-from ipclab import catalogue, runindex
+from ipclab import catalogue
 from ipclab.paths import REPO_ROOT
-from ipclab.report import build_site, pdf
+from ipclab.report import build_site, claimruns, pdf
 from ipclab.report.answer import ANSWER_ID
 from ipclab.report.claimspage import CLAIMS_PAGE
 from tests.test_report_answer import references
@@ -51,32 +52,55 @@ def _rows(dom_text: str) -> list[dict[str, str]]:
     return out
 
 
-def test_a_claim_followed_from_the_first_page_to_its_figures_and_runs(
-    browser: tuple[str, Path, bool],
-) -> None:
-    site = browser[1] / "site"
-    index = chromium(browser, "", "--dump-dom")
-    answer = index.split(f'id="{ANSWER_ID}"', 1)[1].split("</section>", 1)[0]
-    first = re.search(r'href="#(claim-[^"]+)"', answer)
-    assert first, "the first page links no claim"
-    anchor = first.group(1)
-    assert f'id="{anchor}"' in index, f"{anchor}: no such row in the report"
-    claims_dom = chromium(browser, "", "--dump-dom", page=CLAIMS_PAGE)
-    row = next(r for r in _rows(claims_dom) if r["data-claim"] == anchor)
-    # its figures: the heading exists in the report, and an SVG of the site follows it
-    fig = row["figure"].split("#", 1)[1]
+FINDING = re.compile(
+    r'<li class="finding[^"]*"><a href="#(claim-[^"]+)">.*?</a>.*?'
+    r'<a class="figure" href="#([^"]+)">.*?<a class="runs" href="([^"]+)">.*?\((\S+)\)</span></li>',
+    re.S,
+)
+
+
+def _figure_after(index: str, fig: str, site: Path) -> None:
+    """The heading ``fig`` is in the report and an SVG of the site follows it."""
     after = index.split(f'id="{fig}"', 1)[1].split("<h2", 1)[0]
     img = re.search(r'<img src="([^"]+)"', after)
     assert img and img.group(1).endswith(".svg"), fig
     assert (site / unquote(img.group(1))).read_text().lstrip().startswith("<?xml")
-    # its runs: the page lists exactly the ipclab runs rows of the claim's reference
-    runs = chromium(browser, "", "--dump-dom", page=row["runs"])
-    reference = Path(row["runs"]).stem
-    paths = re.findall(r"<tr><td[^>]*>(data/runs/reference/[^<]+)</td>", runs)
-    want = runindex.index([REPO_ROOT / "data/runs/reference" / reference])
-    assert paths and len(paths) == len(want)
+
+
+def test_a_claim_followed_from_the_first_page_to_its_figures_and_runs(
+    browser: tuple[str, Path, bool],
+) -> None:
+    """Issue 53, must show 3: from the first page, a finding's claim row, its figure and
+    the runs that decide it (exactly the runs its claims row counted, in its two cells)."""
+    site = browser[1] / "site"
+    index = chromium(browser, "", "--dump-dom")
+    answer = index.split(f'id="{ANSWER_ID}"', 1)[1].split("</section>", 1)[0]
+    findings = FINDING.findall(answer)
+    assert findings, "the first page links no claim with its figure and runs"
+    own = [f for f in findings if "#claim-" in f[2]]
+    assert own, "no finding of the first page links to a list of its own runs"
+    anchor, fig, runs_href, reference = own[0]
+    assert f'id="{anchor}"' in index, f"{anchor}: no such row in the report"
+    _figure_after(index, fig, site)
+    page, claim = runs_href.split("#")
+    runs = chromium(browser, "", "--dump-dom", page=page)
+    assert Path(page).stem == reference and "Provenance: " in runs  # in words
+    listed = runs.split(f'id="{claim}"', 1)[1].split("</section>", 1)[0]
+    paths = re.findall(r"<td[^>]*>(data/runs/reference/[^<]+)</td>", listed)
+    row = pd.read_csv(REPO_ROOT / "data/runs/reference" / reference / "results" / "claims.csv")
+    row = row.set_index("claim_id").loc[claim.removeprefix("claim-")]
+    (ga, la), (gb, lb) = claimruns.cells(row["comparison"])
+    base = f"data/runs/reference/{reference}"
+    side_a = [p for p in paths if claimruns.in_cell(claimruns.words(p, base), ga, la)]
+    side_b = [p for p in paths if claimruns.in_cell(claimruns.words(p, base), gb, lb)]
+    assert (len(side_a), len(side_b)) == (int(row["n_a"]), int(row["n_b"])), paths
+    assert set(side_a) | set(side_b) == set(paths)
     assert all((REPO_ROOT / p / "manifest.json").is_file() for p in paths)
-    assert "Provenance: " in runs  # in words (ipclab.provenance)
+    # the claims page names the same evidence for it
+    claims_dom = chromium(browser, "", "--dump-dom", page=CLAIMS_PAGE)
+    mine = next(r for r in _rows(claims_dom) if r["data-claim"] == anchor)
+    assert mine["runs"] == runs_href and mine["figure"].startswith("index.html#")
+    _figure_after(index, mine["figure"].split("#", 1)[1], site)
 
 
 def test_the_claims_page_filters_by_runtime_and_backend(browser: tuple[str, Path, bool]) -> None:
@@ -92,7 +116,8 @@ def test_the_claims_page_filters_by_runtime_and_backend(browser: tuple[str, Path
         for n, d in described.items()
         if "jvm" in d["runtimes"].split(", ") and "docker" in d["backends"].split(", ")
     }
-    assert {r["runs"].removeprefix("runs/").removesuffix(".html") for r in shown} <= want
+    assert {r["runs"].split("#")[0].removeprefix("runs/").removesuffix(".html")
+            for r in shown} <= want  # fmt: skip
     assert f"{len(shown)} of {len(rows)} claims shown" in dom
 
 

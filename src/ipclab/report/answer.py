@@ -52,17 +52,45 @@ TOP = 5  # findings per study
 @dataclass(frozen=True)
 class Entry:
     """One claims table on the first page: its title, study, section anchor, claims and
-    short label (the results folder's name)."""
+    short label (the results folder's name); ``folder``: a committed reference's folder
+    (its runs), ``figures``: whether its section has figures, ``study_anchor``: its study's
+    section in the main body."""
 
     title: str
     study: str
     anchor: str
     claims: pd.DataFrame
     label: str = ""
+    folder: Path | None = None
+    figures: bool = True
+    study_anchor: str = ""
 
     @property
     def short(self) -> str:
         return self.label or self.title
+
+
+def runs_anchor(folder: Path) -> str:
+    """The id of a reference's runs in the PDF (its entry in the appendix of references)."""
+    return f"runs-{folder.name}"
+
+
+def evidence_links(e: Entry, claim_id: object, site: bool) -> str:
+    """A claim's figure and runs: its results' figures, and on the site the runs that decide
+    it (``runs/<reference>.html#claim-<id>``, the whole list when they cannot be singled
+    out), in the PDF its reference's runs in the appendix."""
+    from ipclab.report.claimruns import claim_runs
+
+    fig = f"#{e.anchor}-figures" if e.figures else f"#{e.anchor}"
+    out = f'<a class="figure" href="{rh.esc(fig)}">figure</a>'
+    if e.folder is None:
+        return out
+    href = f"#{runs_anchor(e.folder)}"
+    if site:
+        rows = e.claims[e.claims["claim_id"].astype(str) == str(claim_id)]
+        one = len(rows) and claim_runs(e.folder, rows.iloc[0]) is not None
+        href = f"runs/{e.folder.name}.html" + (f"#claim-{claim_id}" if one else "")
+    return f'{out} · <a class="runs" href="{rh.esc(href)}">runs</a>'
 
 
 def claim_anchor(section: str, claim_id: object) -> str:
@@ -189,21 +217,29 @@ def agreement_rows(reference_root: Path | None) -> list[tuple[str, dict[str, int
             for title, t, (la, lb), factor in pairs(reference_root) if not t.empty]  # fmt: skip
 
 
-def _findings_html(entries: Sequence[Entry]) -> str:
-    out = []
-    for study in dict.fromkeys(e.study for e in entries):
-        items: list[tuple[Entry, pd.Series]] = []
-        seen: set[str] = set()
-        for e in [e for e in entries if e.study == study]:
-            for _, r in key_findings(e.claims).iterrows():
-                if str(r["claim_id"]) in seen:
-                    continue
+def study_findings(entries: Sequence[Entry], top: int = TOP) -> list[tuple[Entry, pd.Series]]:
+    """The findings that matter most across a study's claims tables: reversals, then the
+    largest decided effects, a claim id once, at most ``top``."""
+    items: list[tuple[Entry, pd.Series]] = []
+    seen: set[str] = set()
+    for e in entries:
+        for _, r in key_findings(e.claims, top).iterrows():
+            if str(r["claim_id"]) not in seen:
                 seen.add(str(r["claim_id"]))
                 items.append((e, r))
-        items = sorted(items, key=lambda x: (not is_reversed(x[1]), -_log_size(x[1])))[:TOP]
-        name = next(e.title for e in entries if e.study == study).split(" (")[0]
+    return sorted(items, key=lambda x: (not is_reversed(x[1]), -_log_size(x[1])))[:top]
+
+
+def _findings_html(entries: Sequence[Entry], site: bool) -> str:
+    out = []
+    for study in dict.fromkeys(e.study for e in entries):
+        mine = [e for e in entries if e.study == study]
+        items = study_findings(mine)
+        name = rh.esc(study.split(" (")[0])
+        if mine[0].study_anchor:
+            name = f'<a href="#{rh.esc(mine[0].study_anchor)}">{name}</a>'
         if not items:
-            out.append(f'<div class="study-findings"><h3>{rh.esc(name)}</h3><p class="quiet">'
+            out.append(f'<div class="study-findings"><h3>{name}</h3><p class="quiet">'
                        "No test decided either way: see its claims for what more runs "
                        "would take.</p></div>")  # fmt: skip
             continue
@@ -211,16 +247,21 @@ def _findings_html(entries: Sequence[Entry]) -> str:
             f'<li class="finding v-{"rev" if is_reversed(r) else rh.esc(r["verdict"])[:3]}">'
             f'<a href="#{rh.esc(claim_anchor(e.anchor, r["claim_id"]))}">'
             f"{rh.breakable(finding_text(r))}</a>"
+            f' <span class="evidence">{evidence_links(e, r["claim_id"], site)}</span>'
             f' <span class="quiet">({rh.esc(e.short)})</span></li>'
             for e, r in items
         )
-        out.append(f'<div class="study-findings"><h3>{rh.esc(name)}</h3>'
+        out.append(f'<div class="study-findings"><h3>{name}</h3>'
                    f'<ul class="key-findings">{lis}</ul></div>')  # fmt: skip
     return "".join(out)
 
 
-def answer_section(entries: Sequence[Entry], reference_root: Path | None) -> str:
-    """The first page: the verdict chart, the findings that matter most, the agreement."""
+def answer_section(
+    entries: Sequence[Entry], reference_root: Path | None, site: bool = False, status: str = ""
+) -> str:
+    """The first page: the verdict chart, the findings that matter most (each linking to
+    its claim row, figure and runs; ``site``: the site's run pages), the agreement;
+    ``status``: the notebooks that did not run, when some did not."""
     shown = [e for e in entries if "verdict" in e.claims]
     rows = [(e.short, verdict_counts(e.claims)) for e in shown]
     sentences = "".join(
@@ -235,9 +276,11 @@ def answer_section(entries: Sequence[Entry], reference_root: Path | None) -> str
            "facts fixed by construction apart, docs/statistics.md section 5).</p>",
            bar_chart(rows, CATEGORIES, COLORS, "verdict-chart"),
            f'<ul class="counts quiet">{sentences}</ul>',
+           status,
            "<h2>What matters most</h2><p>Per study, the reversals and the largest decided "
-           "effects (ratio a/b with its 95% interval); each links to its claim.</p>",
-           _findings_html(shown)]  # fmt: skip
+           "effects (ratio a/b with its 95% interval); each links to its claim, its figure "
+           "and the runs that decide it.</p>",
+           _findings_html(shown, site)]  # fmt: skip
     agreement = agreement_rows(reference_root)
     if agreement:
         out += ["<h2>Does the verdict depend on how it was measured?</h2><p>The same claims "

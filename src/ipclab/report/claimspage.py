@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ipclab import catalogue, runindex
+from ipclab import catalogue
 from ipclab.findings import _reversed as is_reversed
+from ipclab.report import claimruns
 from ipclab.report import html as rh
 from ipclab.report.answer import REVERSED, claim_anchor
 
@@ -54,9 +55,11 @@ def nav(here: str, prefix: str = "") -> str:
     return f'<nav class="site">{items}</nav>'
 
 
-def runs_page(folder: Path) -> str:
-    """A reference's runs as ``ipclab runs`` lists them (its body)."""
-    table = runindex.index([folder])
+def runs_page(folder: Path, claims: pd.DataFrame | None = None) -> str:
+    """A reference's runs as ``ipclab runs`` lists them (its body), then, per set of cells
+    its claims compare, the runs that decide those claims (each claim's anchor
+    ``claim-<id>``; :mod:`ipclab.report.claimruns`)."""
+    table = claimruns.reference_runs(folder)
     shown = table[[c for c in RUN_COLUMNS if c in table.columns]]
     cap = rh.caption("Table", 1, f"The {len(table)} runs of {folder.name}, as ipclab runs "
                      "lists them: where, what, when, and whether the code that made each is "
@@ -68,10 +71,49 @@ def runs_page(folder: Path) -> str:
             f'<p>{rh.esc(catalogue.describe(folder)["title"])}: '
             f"{rh.esc(machine_and_date(results))}.</p>"
             f'<p class="provenance">Provenance: {rh.esc(made_by(results))}.</p>'
-            + rh.frame_table(shown, cap).replace("<table ", '<table id="runs" ', 1))  # fmt: skip
+            + rh.frame_table(shown, cap).replace("<table ", '<table id="runs" ', 1)
+            + _per_claim(folder, claims))  # fmt: skip
+
+
+PER_CLAIM_COLUMNS = ("path", "status", "started_at", "current_code", "rps", "mean_ms")
+
+
+def _per_claim(folder: Path, claims: pd.DataFrame | None) -> str:
+    """Per set of cells, the runs that decide its claims, each claim's anchor on it."""
+    if claims is None or "claim_id" not in claims:
+        return ""
+    groups: dict[tuple[str, ...], tuple[list[str], pd.DataFrame]] = {}
+    for cid, runs in claimruns.decided_by(folder, claims).items():
+        key = tuple(runs["path"].astype(str))
+        groups.setdefault(key, ([], runs))[0].append(cid)
+    if not groups:
+        return ""
+    out = ['<h2 id="per-claim">Runs per claim</h2><p>The runs that decide each claim: its '
+           "two cells matched to the runs above by name, exactly the runs the claim counted "
+           "per side. A claim not listed here is decided by runs this match cannot single "
+           "out: the table above holds them.</p>"]  # fmt: skip
+    by_id = claims.set_index(claims["claim_id"].astype(str))
+    for ids, runs in groups.values():
+        anchors = "".join(f'<span id="claim-{rh.esc(i)}"></span>' for i in ids)
+        cmp = ", ".join(f"{i} ({by_id.loc[i, 'comparison']})" for i in ids[:6])
+        more = f" and {len(ids) - 6} more" if len(ids) > 6 else ""
+        shown = runs[[c for c in PER_CLAIM_COLUMNS if c in runs.columns]]
+        cap = f'<span class="label">{len(runs)} runs</span> decide {rh.esc(cmp)}{more}.'
+        out.append(f'<section class="claim-runs">{anchors}{rh.frame_table(shown, cap)}</section>')
+    return "\n".join(out)
+
+
+def runs_href(folder: Path | None, claim_id: object, decided: dict[str, pd.DataFrame]) -> str:
+    """The site's link to the runs of a claim: its own list when its runs are matched
+    (``runs/<reference>.html#claim-<id>``), else the reference's run list."""
+    if folder is None:
+        return ""
+    page = f"runs/{folder.name}.html"
+    return f"{page}#claim-{claim_id}" if str(claim_id) in decided else page
 
 
 def _row(s: Source, r: pd.Series, runtime: str, backend: str, runs: str) -> str:
+    """One claim's row; ``runs``: the link to its runs (empty: none on the site)."""
     verdict = REVERSED if is_reversed(r) else str(r.get("verdict"))
     est = rh.fmt_ci(r.get("measured_ratio"), r.get("ci_low"), r.get("ci_high"))
     cid = str(r["claim_id"])
@@ -96,8 +138,11 @@ def claims_page(sources: Sequence[Source], run_pages: dict[Path, str]) -> str:
     for s in sources:
         info = catalogue.describe(s.folder) if s.folder is not None else {}
         runtime, backend = str(info.get("runtimes", "")), str(info.get("backends", ""))
-        runs = run_pages.get(s.folder, "") if s.folder is not None else ""
-        rows += [_row(s, r, runtime, backend, runs) for _, r in s.claims.iterrows()]
+        listed = s.folder is not None and s.folder in run_pages
+        decided = claimruns.decided_by(s.folder, s.claims) if listed and s.folder else {}
+        rows += [_row(s, r, runtime, backend,
+                      runs_href(s.folder, r["claim_id"], decided) if listed else "")
+                 for _, r in s.claims.iterrows()]  # fmt: skip
     head = "".join(f"<th>{h}</th>" for h in ("study", "results", "claim", "comparison",
                                              "a/b [95% CI]", "verdict", "runtime", "backend",
                                              "evidence"))  # fmt: skip

@@ -1,7 +1,8 @@
-"""The whole report as one HTML document: the title page, the committed references, each
-study's section, all claims, and how the report was made. The PDF is printed from it; the
-site is the same body with its figures copied beside it, screen styles and the claims filter
-(:mod:`ipclab.report.site`)."""
+"""The whole report as one HTML document: the answer, one section per study
+(:mod:`ipclab.report.bystudy`), then the appendices: the committed references' provenance,
+each results folder's section, all claims, and how the report was made. The PDF is printed
+from it; the site is the same body with its figures copied beside it, screen styles and the
+claims filter (:mod:`ipclab.report.site`)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from typing import Any
 
 import pandas as pd
 
+from ipclab.report import html as rh
 from ipclab.report.answer import Entry, answer_section
+from ipclab.report.bystudy import Part, entries_of, main_sections
 from ipclab.report.context import Counter, SiteFiles
 from ipclab.report.designcheck import design_section
 from ipclab.report.files import read_csv
-from ipclab.report.overview import environment_html, made_section, summary_section, title_page
+from ipclab.report.overview import environment_html, made_section, summary_section
 from ipclab.report.pdf import APPENDICES_HEADING
-from ipclab.report.reference import reference_overview, reference_studies
+from ipclab.report.reference import reference_overview, reference_parts
 from ipclab.report.robustness import robustness_section
-from ipclab.report.runlog import not_run_by_results, profile_backend
+from ipclab.report.runlog import not_run_by_results, not_run_items, profile_backend
 from ipclab.report.study import section_id, study_section
 from ipclab.report.style import CSS
 from ipclab.results import read_results
@@ -42,19 +45,28 @@ def _references(references: Mapping[str, Path] | None, n: Counter) -> list[tuple
     return out
 
 
-def _reference_parts(refs: Sequence[Reference], n: Counter) -> tuple[list[str], list[Entry]]:
-    """The references' sections for the main body (their overview, with the provenance of
-    each, and the robustness tables are left for the appendices) and their first-page
-    entries."""
+def _part(d: Path, meta: dict[str, Any], claims: pd.DataFrame | None, anchor: str,
+          label: str, folder: Path | None) -> Part:  # fmt: skip
+    title = str(meta.get("title") or meta.get("study") or d.name)
+    entry = Entry(title, str(meta.get("study") or d.name), anchor,
+                  claims if claims is not None else pd.DataFrame(), label, folder,
+                  bool(meta.get("figures")))  # fmt: skip
+    return Part(entry, d, meta)
+
+
+def _reference_parts(refs: Sequence[Reference], n: Counter) -> list[Part]:
+    """The references' parts of the main body's study sections; their provenance,
+    robustness, design check and full sections are left for the appendices."""
     if not refs:
-        return [], []
+        return []
+    root = refs[0][0].parents[1]  # <root>/<reference>/results
     n.later(lambda: reference_overview(refs))
-    n.later(lambda: robustness_section(refs[0][0].parents[1], n))  # <root>/<reference>/results
-    n.later(lambda: design_section(refs[0][0].parents[1], n))
-    entries = [Entry(str(m.get("title") or d.name), str(m.get("study") or d.name),
-                     section_id("R", i), c, d.parent.name)
-               for i, (d, m, c) in enumerate(refs, 1) if c is not None]  # fmt: skip
-    return reference_studies(refs, n), entries
+    n.later(lambda: robustness_section(root, n))
+    n.later(lambda: design_section(root, n))
+    for section in reference_parts(refs, n):
+        n.later(section)
+    return [_part(d, m, c, section_id("R", i), d.parent.name, d.parent)
+            for i, (d, m, c) in enumerate(refs, 1)]  # fmt: skip
 
 
 def render_body(
@@ -65,8 +77,9 @@ def render_body(
     site: SiteFiles | None = None,
 ) -> str:
     """The report's ``<body>``: the main body (the answer, then one section per study: the
-    committed references' when there are any, else this run's) and the appendices
-    (provenance, robustness, this run's sections beside the references, each study's detail,
+    committed references' grouped under it when there are any, else this run's) and the
+    appendices (provenance, robustness, each results folder's full section with its
+    figures, tables and every test, this run's beside the references, each study's detail,
     all claims, how it was made); with ``site``, figures and tables are copied there and
     linked, not inlined."""
     from ipclab.environment import describe_environment
@@ -80,32 +93,25 @@ def render_body(
     named = _references(references, n)
     refs = [r for _, r in named]
     ref_claims = {name: c for name, (_, _, c) in named}
-    sections, entries = _reference_parts(refs, n)
-    studies = [(f"Reference: {m.get('title') or d.name}", c, section_id("R", i))
-               for i, (d, m, c) in enumerate(refs, 1)]  # fmt: skip
+    parts = _reference_parts(refs, n)
     frames = []
-    fresh: list[Entry] = []
     for i, (d, meta) in enumerate(zip(dirs, metas, strict=True), 1):
         title = str(meta.get("title") or meta.get("study") or d.name)
         claims = _claims(d, meta, f"claims of {title}", n)
         not_run = by_results.get(d.name, [])
         reference = ref_claims.get(d.name)
-        section = partial(study_section, i, d, meta, claims, not_run, n, reference=reference)
-        if refs:  # the references are the main body's evidence; this run is set beside them
-            n.later(section)
-        else:
-            sections.append(section())
-        studies.append((title, claims, section_id("", i)))
+        # the full section in the appendices; in the main body, its study's section
+        n.later(partial(study_section, i, d, meta, claims, not_run, n, reference=reference))
+        if not refs:  # the references are the main body's evidence; this run is beside them
+            parts.append(_part(d, meta, claims, section_id("", i), d.name, None))
         if claims is not None:
-            study = str(meta.get("study") or d.name)
-            fresh.append(Entry(title, study, section_id("", i), claims, d.name))
             frames.append(claims.assign(study=title))
     all_claims = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     profile, backend = profile_backend(run_log, metas)
     root = refs[0][0].parents[1] if refs else None
+    sections, studies = main_sections(parts, n)
     return "\n".join([
-        answer_section(entries or fresh, root),
-        title_page(studies, env, profile, backend, run_log, built_at[:10], environment=False),
+        answer_section(entries_of(studies), root, site is not None, _status(run_log)),
         *sections,
         f'<h1 class="study-title appendices" id="{APPENDICES_ID}">{APPENDICES_HEADING}</h1>',
         *n.appendices(),
@@ -113,6 +119,13 @@ def render_body(
         made_section(run_log, n.problems, built_at, environment_html(env, profile, backend,
                                                                      built_at[:10])),
     ])  # fmt: skip
+
+
+def _status(run_log: dict[str, Any] | None) -> str:
+    """The notebooks that were skipped or failed, for the first page."""
+    missing = not_run_items(run_log)
+    items = "".join(f"<li>{rh.esc(m)}</li>" for m in missing)
+    return f'<ul class="skipped">{items}</ul>' if missing else ""
 
 
 def document(body: str, css: str, script: str = "") -> str:

@@ -4,7 +4,8 @@ on which machine and when, and which code made its runs; then each reference's s
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pandas as pd
 
 from ipclab import plausibility, provenance
 from ipclab.report import html as rh
+from ipclab.report.answer import runs_anchor
 from ipclab.report.context import Counter
 from ipclab.report.study import study_section, tally_text
 
@@ -73,7 +75,8 @@ def reference_overview(pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame 
         title = str(meta.get("title") or d.name)
         tally_txt = tally_text(claims) if claims is not None else "no claims table"
         out.append(
-            f"<li><b>{rh.esc(title)}</b>: {rh.esc(tally_txt)}. "
+            f'<li id="{rh.esc(runs_anchor(d.parent))}"><b>{rh.esc(title)}</b>: '
+            f"{rh.esc(tally_txt)}. "
             f"{rh.esc(plausibility_text(d))}. "
             f'<span class="quiet">{rh.esc(machine_and_date(d))}. '
             f"Provenance: {rh.esc(made_by(d))}.</span></li>"
@@ -82,15 +85,23 @@ def reference_overview(pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame 
     return "\n".join(out)
 
 
+def reference_parts(
+    pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame | None]], n: Counter
+) -> list[Callable[[], str]]:
+    """Each reference's study section (``R1``, ``R2``, ...), to render when its turn comes
+    (in the appendices, numbered in page order)."""
+    return [
+        partial(study_section, i, d, {**meta, "title": f"Reference: {meta.get('title') or d.name}"},
+                claims, [], n, prefix="R")
+        for i, (d, meta, claims) in enumerate(pairs, 1)
+    ]  # fmt: skip
+
+
 def reference_studies(
     pairs: Sequence[tuple[Path, dict[str, Any], pd.DataFrame | None]], n: Counter
 ) -> list[str]:
-    """Each reference's study section (``R1``, ``R2``, ...)."""
-    return [
-        study_section(i, d, {**meta, "title": f"Reference: {meta.get('title') or d.name}"},
-                      claims, [], n, prefix="R")
-        for i, (d, meta, claims) in enumerate(pairs, 1)
-    ]  # fmt: skip
+    """Each reference's study section (``R1``, ``R2``, ...), rendered now."""
+    return [part() for part in reference_parts(pairs, n)]
 
 
 def reference_section(

@@ -29,7 +29,7 @@ def _shown(table: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
     def verdict(side: str) -> pd.Series:  # a verdict resting on a flagged cell says so
         v = table[f"{side}_verdict"].astype(str)
         flag = table.get(f"{side}_plausibility", pd.Series("", index=table.index))
-        flagged = flag.fillna("").astype(str).str.startswith("flagged")
+        flagged = flag.astype(str).where(flag.notna(), "").str.startswith("flagged")
         return v.where(~flagged, v + " (cell flagged by the plausibility check)")
 
     out = pd.DataFrame({"claim": table["claim_id"], "comparison": table["comparison"]})

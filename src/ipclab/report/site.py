@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from ipclab.report.bystudy import registry
 from ipclab.report.claimspage import (
     CLAIMS_PAGE,
     CLAIMS_TABLE_ID,
@@ -143,13 +144,15 @@ def _sources(results_dirs: Sequence[Path], references: Mapping[str, Path] | None
     out = []
     named = [(Path(ref), "R", i, Path(ref)) for i, ref in enumerate((references or {}).values(), 1)]
     named += [(Path(d), "", i, None) for i, d in enumerate(results_dirs, 1)]
+    owners = {name: title for _, title, names in registry() for name in names}  # its study
     for d, prefix, i, ref in named:
         meta = read_results(d)
         claims = resolve(d, str(meta.get("claims") or "")) if meta.get("claims") else None
         if claims is None:
             continue
         label = d.parent.name if ref is not None else d.name
-        study = str(meta.get("title") or meta.get("study") or d.name).split(" (")[0]
+        study = owners.get(label) or str(meta.get("title") or meta.get("study") or d.name)
+        study = study.split(" (")[0]
         folder = ref.parent if ref is not None else None
         out.append(Source(study, label, section_id(prefix, i), pd.read_csv(claims), folder))
     return out
@@ -162,7 +165,8 @@ def _write_pages(site_dir: Path, sources: Sequence[Source]) -> None:
         if s.folder is not None and s.folder not in run_pages:
             href = f"runs/{s.folder.name}.html"
             (site_dir / "runs").mkdir(exist_ok=True)
-            (site_dir / href).write_text(document(runs_page(s.folder), CSS + SITE_CSS), "utf-8")
+            page = document(runs_page(s.folder, s.claims), CSS + SITE_CSS)
+            (site_dir / href).write_text(page, "utf-8")
             run_pages[s.folder] = href
     script = filter_script(CLAIMS_TABLE_ID, FILTER_KEYS, ("runtime", "backend")) + SORT_SCRIPT
     page = document(claims_page(sources, run_pages), CSS + SITE_CSS, script.replace(

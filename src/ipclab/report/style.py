@@ -33,6 +33,9 @@ ul.counts { columns: 2; column-gap: 6mm; font-size: 7pt; margin: 0 0 2mm 0; }
 ul.key-findings { font-size: 7.5pt; margin: 0 0 1mm 0; }
 ul.key-findings a { color: inherit; text-decoration: none; }
 li.v-rev { color: #8a1c1c; }
+ul.key-findings .evidence a, table.study-tests td a { color: #1f4e8c; text-decoration: none; }
+ul.key-findings .evidence { font-size: 0.9em; }
+table.folders, table.study-tests { width: 100%; }
 .title-page .kicker { font-size: 10pt; letter-spacing: 0.2em; text-transform: uppercase;
                       color: #555; margin: 6mm 0 1mm 0; }
 .title-page h1.title { font-size: 22pt; line-height: 1.2; margin-bottom: 3mm; }

@@ -147,6 +147,27 @@ def claims_table(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+AGREEMENT = "tls_agreement"  # results/tls_agreement.csv: the report's plain vs TLS pair
+
+
+def agreement(table: pd.DataFrame) -> pd.DataFrame:
+    """The thesis's load-matrix claims (its performance family, as notebook 01 judges them)
+    judged on the plain runs and on the TLS runs apart, side by side
+    (:func:`ipclab.robustness.side_by_side`, factor ``tls``): whether a verdict depends on
+    TLS (docs/statistics.md section 8)."""
+    from ipclab import robustness as rb
+    from ipclab.studies.shafabakhsh import published
+
+    sides = [
+        claims_mod.evaluate_claims(
+            table[table["variant"] == variant], published.claims(scope="performance"),
+            scope="performance", think_time_s=0.0, family="performance",
+        )
+        for variant in VARIANTS
+    ]  # fmt: skip
+    return rb.side_by_side(rb.Pair("TLS", ("plain", "tls"), *sides), factor="tls")
+
+
 @dataclass
 class Analysis:
     profile: str
@@ -154,6 +175,7 @@ class Analysis:
     ratios: pd.DataFrame
     claims: pd.DataFrame
     machine: pd.DataFrame
+    agreement: pd.DataFrame | None = None
 
 
 def analyse(runs: list[Run], profile_name: str) -> Analysis:
@@ -169,6 +191,7 @@ def analyse(runs: list[Run], profile_name: str) -> Analysis:
         ratios=ratio_table(table),
         claims=judged,
         machine=stats.machine_check(table, by=("variant", "style", "users")),
+        agreement=agreement(table) if len(table) else None,
     )
 
 
@@ -219,6 +242,15 @@ def write_results(a: Analysis, results: StudyResults) -> None:
         "ms per request (slowest over fastest: cost_ratio), other processes' CPU and steal.",
     )
     results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
+    if a.agreement is not None:
+        results.table(
+            a.agreement,
+            AGREEMENT,
+            "The thesis's load-matrix claims judged on the plain runs and on the TLS runs "
+            "apart: each side's estimate and verdict, TLS / plain of the estimates and what "
+            "explains a disagreement (docs/statistics.md section 8).",
+            in_report=False,
+        )
     results.claims_table(a.claims)
     results.figure(
         ratio_figure(a.ratios),
