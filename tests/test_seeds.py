@@ -18,9 +18,11 @@ CI_RUN = REPO_ROOT / ".ci" / "run"
 
 def test_ci_points_the_seed_text_tests_at_the_texts_beside_the_clone() -> None:
     text = CI_RUN.read_text()
-    exported = re.search(r"^export (.*)$", text.split("make test")[0].split("== system")[0], re.M)
-    assert exported is not None
-    assert {"CI=true", "IPCLAB_SEEDS=../shared/seeds"} <= set(exported.group(1).split())
+    before_installing = text.split("== system")[0]
+    exported = {
+        w for line in re.findall(r"^export (.*)$", before_installing, re.M) for w in line.split()
+    }
+    assert {"CI=true", "IPCLAB_SEEDS=../shared/seeds"} <= exported
     # checked before anything is installed: a missing folder fails at once, not at the tests
     assert text.index('compgen -G "$IPCLAB_SEEDS/*.txt"') < text.index("system-deps.sh")
 
