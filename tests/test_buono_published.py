@@ -15,12 +15,10 @@ import pytest
 from ipclab.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, published_consistent
 from ipclab.claims import test_key as family_key
 from ipclab.studies.buono import analysis, published
-from tests.test_published import SEEDS, _quote_in, _tokens
+from tests import seeds
+from tests.seeds import seed_text
+from tests.test_published import _quote_in, _tokens
 
-THESIS = SEEDS / "004_8bd2ed9805fa0c03.txt"
-SEED_MISSING = pytest.mark.skipif(
-    not THESIS.exists(), reason="set IPCLAB_SEEDS to the folder of the study texts"
-)
 # section, printed -> value, unit: the results the thesis prints (abstract and section 6.1)
 PRINTED = {
     ("Abstract", "25.1%"): (25.1, "%"),
@@ -220,9 +218,8 @@ def test_styles() -> None:
         published.parse_style("json-flat")
 
 
-@SEED_MISSING
 def test_every_quote_and_number_is_in_the_thesis() -> None:
-    raw = THESIS.read_text()
+    raw = seed_text(seeds.BUONO_THESIS)
     text = _normalise(raw)
     res = published.load_results()
     for q in res["quote"]:

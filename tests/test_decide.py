@@ -4,6 +4,7 @@ written before anything runs."""
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,13 @@ from ipclab.paths import REPO_ROOT
 from ipclab.planner import describe
 
 REFERENCE = REPO_ROOT / "data" / "runs" / "reference"
+
+
+@cache
+def sources(study: str) -> tuple[decide.Source, ...]:
+    """A study's sources over the committed references, found once for this module: finding
+    them analyses each reference (Nyfløtt's about 40 s), and no test here changes one."""
+    return tuple(decide.sources(REFERENCE, [study]))
 
 
 def test_reference_names_give_profile_and_backend() -> None:
@@ -27,7 +35,7 @@ def test_reference_names_give_profile_and_backend() -> None:
 
 @pytest.mark.parametrize("study", ["shafabakhsh", "johansson", "nyflott", "buono"])
 def test_every_undecided_test_becomes_a_need_its_part_can_make(study: str) -> None:
-    found = decide.sources(REFERENCE, [study])
+    found = sources(study)
     assert found, study
     for source in found:
         for need in source.needs:
@@ -40,7 +48,7 @@ def test_every_undecided_test_becomes_a_need_its_part_can_make(study: str) -> No
 
 
 def test_the_plan_is_written_before_it_runs(tmp_path: Path) -> None:
-    found = decide.sources(REFERENCE, ["johansson"])
+    found = sources("johansson")
     plan = decide.make_plan(found, 24.0)
     order = decide.write_plan(plan, tmp_path / "plan.json")
     assert decide.read_plan(tmp_path / "plan.json") == order
@@ -52,7 +60,7 @@ def test_an_added_run_is_made_with_the_load_its_reference_recorded() -> None:
     after 2.5 min: a planned run joins it under the recorded load (``as_recorded``)."""
     from ipclab.experiments import as_recorded
 
-    (source,) = decide.sources(REFERENCE, ["nyflott"])
+    (source,) = sources("nyflott")
     for e in source.plan:
         assert (e.duration_s, e.warmup_s) == (750, 150)  # the profile's
         recorded = as_recorded(e)

@@ -11,9 +11,10 @@ import pytest
 
 from ipclab.claims import published_consistent
 from ipclab.studies.johansson import published
-from tests.test_published import SEEDS, _quote_in, _tokens
+from tests import seeds
+from tests.seeds import seed_text
+from tests.test_published import _quote_in, _tokens
 
-THESIS = SEEDS / "002_89458ba75ab59302.txt"
 PRINTED = {  # thesis sections 7.1-7.3: (test, style) -> (min, max, mean) in ms
     (1, "rest"): (58.53, 151.08, 78.94),
     (1, "graphql"): (119.86, 177.72, 142.92),
@@ -139,9 +140,8 @@ def test_j15_recommendation_is_not_a_performance_test() -> None:
     assert "be a good idea to use" in j15[0].quote and "J15b" in j15[0].note
 
 
-@pytest.mark.skipif(not THESIS.exists(), reason="set IPCLAB_SEEDS to the folder of the study texts")
 def test_every_quote_and_number_is_in_the_thesis() -> None:
-    text = THESIS.read_text()
+    text = seed_text(seeds.JOHANSSON_THESIS)
     tokens = _tokens(text)
     for c in published.claims():
         assert _quote_in(c.quote, tokens), c.claim_id

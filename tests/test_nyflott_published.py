@@ -13,7 +13,9 @@ import pytest
 from ipclab.published import Claim
 from ipclab.studies.nyflott import published as pub
 from ipclab.studies.nyflott import verdicts
-from tests.test_published import SEEDS, _quote_in, _tokens
+from tests import seeds
+from tests.seeds import seed_text
+from tests.test_published import _quote_in, _tokens
 
 
 def test_table_2_exact_and_complete() -> None:
@@ -64,7 +66,6 @@ def test_bad_rows_are_named(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- claims
 
-SEED = SEEDS / "000_6c33e0cd135f3d04.txt"
 SECTIONS = {"4.3.1": "52-53", "4.3.2": ("53-56", "56"), "4.3.3": "56-57", "4.4": "57-58",
             "4.4.2": "60-61", "4.5.1": "61-62", "5.1": "65-68",
             "Abstract": "v"}  # fmt: skip
@@ -167,9 +168,8 @@ def test_claims_flag_what_the_tables_contradict() -> None:
     assert ambiguous == {"N02", "N16", "N26"}
 
 
-@pytest.mark.skipif(not SEED.exists(), reason="set IPCLAB_SEEDS to the folder of the study texts")
 def test_every_claim_quote_is_in_the_thesis() -> None:
-    text = SEED.read_text()
+    text = seed_text(seeds.NYFLOTT_THESIS)
     flat = " ".join(text.split())
     tokens = _tokens(text)
     for c in pub.claims():

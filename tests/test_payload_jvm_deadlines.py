@@ -96,23 +96,47 @@ GET = b"GET /json/flat?count=5 HTTP/1.1\r\nHost: edge\r\n\r\n"
 POST_HEAD = b"POST /json/flat HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\n"
 
 
+# One connection per case; a case waits on the server's clocks (the trickle's bytes a second
+# apart, the idle timeout's 75 s), so every case runs at once.
+CASES: dict[str, list[tuple[float, bytes]]] = {
+    "nothing": [],
+    "half a head": [(0.0, b"GET /json/flat?count=5 HTTP/1.1\r\nHost: edge\r\n")],
+    # one byte a second: the deadline counts from the first byte, not between bytes
+    "a head trickled": [(0.0, b"G")] + [(1.0, bytes([b])) for b in b"ET /jso"],
+    # the head at once, then the next request's first byte and nothing more
+    "a next request begun": [(0.0, GET), (1.0, b"G")],
+    "idle after an answer": [(0.0, GET)],
+}
+
+
+def _slow_body(address: tuple[str, int]) -> bytes:
+    """The head at once, then a body over 8 s: what the edge answers."""
+    body = b'{"records": []}'
+    steps = [(0.0, POST_HEAD + b"Content-Length: %d\r\n\r\n" % len(body))]
+    steps += [(8.0 / len(body), bytes([b])) for b in body]
+    with socket.create_connection(address) as s:
+        for pause, data in steps:
+            time.sleep(pause)
+            s.sendall(data)
+        s.settimeout(20)
+        return s.recv(65536)
+
+
+@pytest.fixture(scope="module")
+def closed(edge: tuple[str, int]) -> tuple[dict[str, tuple[float, bytes]], bytes]:
+    """Each case's (seconds until the edge closed, what it answered), and the slowly sent
+    body's answer: all on connections of their own at once (the cores idle meanwhile)."""
+    with ThreadPoolExecutor(len(CASES) + 1) as pool:
+        slow = pool.submit(_slow_body, edge)
+        futures = {name: pool.submit(_closed_after, edge, steps) for name, steps in CASES.items()}
+        return {name: f.result() for name, f in futures.items()}, slow.result()
+
+
 @pytest.mark.slow
 def test_the_quarkus_edge_closes_half_sent_and_idle_connections_as_the_other_servers(
-    edge: tuple[str, int],
+    closed: tuple[dict[str, tuple[float, bytes]], bytes],
 ) -> None:
-    trickle = [(0.0, b"G")] + [(1.0, b) for b in (b"E", b"T", b" ", b"/", b"j", b"s", b"o")]
-    cases = {
-        "nothing": [],
-        "half a head": [(0.0, b"GET /json/flat?count=5 HTTP/1.1\r\nHost: edge\r\n")],
-        # one byte a second: the deadline counts from the first byte, not between bytes
-        "a head trickled": trickle,
-        # the head at once, then the next request's first byte and nothing more
-        "a next request begun": [(0.0, GET), (1.0, b"G")],
-        "idle after an answer": [(0.0, GET)],
-    }
-    with ThreadPoolExecutor(len(cases)) as pool:
-        futures = {name: pool.submit(_closed_after, edge, steps) for name, steps in cases.items()}
-        results = {name: f.result() for name, f in futures.items()}
+    results = closed[0]
     head = limits.HEADER_TIMEOUT_S
     for name in ("nothing", "half a head"):
         waited, got = results[name]
@@ -129,17 +153,11 @@ def test_the_quarkus_edge_closes_half_sent_and_idle_connections_as_the_other_ser
 
 
 @pytest.mark.slow
-def test_a_body_sent_slowly_within_the_read_timeout_is_answered(edge: tuple[str, int]) -> None:
+def test_a_body_sent_slowly_within_the_read_timeout_is_answered(
+    closed: tuple[dict[str, tuple[float, bytes]], bytes],
+) -> None:
     """The head at once, then a body over 8 s (past the head timeout, within the read
     timeout): the request is read whole and answered, the connection kept."""
-    body = b'{"records": []}'
-    steps = [(0.0, POST_HEAD + b"Content-Length: %d\r\n\r\n" % len(body))]
-    steps += [(8.0 / len(body), bytes([b])) for b in body]
-    with socket.create_connection(edge) as s:
-        for pause, data in steps:
-            time.sleep(pause)
-            s.sendall(data)
-        s.settimeout(20)
-        answer = s.recv(65536)
+    answer = closed[1]
     assert answer.startswith(b"HTTP/1.1 "), answer[:80]
     assert not answer.startswith(b"HTTP/1.1 408"), answer[:80]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -10,12 +9,9 @@ from pathlib import Path
 import pytest
 
 from ipclab.studies.shafabakhsh import published
+from tests import seeds
+from tests.seeds import seed_text
 
-# The studies' full texts are not part of the repository; point IPCLAB_SEEDS at a folder
-# holding them to check every quote against its source.
-SEEDS = Path(os.environ.get("IPCLAB_SEEDS", "/nonexistent"))
-THESIS = SEEDS / "001_74ebe5483f33938c.txt"
-PAPER = SEEDS / "003_9ffb55fb381c6ec4.txt"
 REQ = "requests per 180 s"
 
 
@@ -188,12 +184,9 @@ def _quote_in(quote: str, tokens: list[str], window: int = 40) -> bool:
     return False
 
 
-@pytest.mark.skipif(
-    not (THESIS.exists() and PAPER.exists()),
-    reason="set IPCLAB_SEEDS to the folder of the study texts",
-)
 def test_every_quote_is_in_its_document() -> None:
-    texts = {"thesis": _tokens(THESIS.read_text()), "paper": _tokens(PAPER.read_text())}
+    thesis, paper = seed_text(seeds.SHAFABAKHSH_THESIS), seed_text(seeds.SHAFABAKHSH_PAPER)
+    texts = {"thesis": _tokens(thesis), "paper": _tokens(paper)}
     for c in published.claims():
         assert _quote_in(c.quote, texts[c.document]), c.claim_id
     assert not _quote_in(

@@ -8,6 +8,7 @@ from ipclab.claims import VERDICTS
 from ipclab.experiments import load_runs
 from ipclab.paths import from_repo
 from ipclab.studies.shafabakhsh import performance as shafabakhsh
+from tests import reference_analyses
 
 REFERENCE = from_repo("data/runs/reference")
 
@@ -19,11 +20,13 @@ def test_shafabakhsh_full_reference_is_complete_and_analyses() -> None:
         perf_exp.pending(current_only=False) == [] and think_exp.pending(current_only=False) == []
     )
     p = shafabakhsh.profile("full")
-    perf, think = load_runs(perf_exp.directory), load_runs(think_exp.directory)
+    assert {perf_exp.directory.parent, think_exp.directory.parent} == {REFERENCE}
+    perf = list(reference_analyses.runs(perf_exp.directory.name))
+    think = list(reference_analyses.runs(think_exp.directory.name))
     # every cell's profile repetitions, and the planned ones (ipclab plan, issue 27) beyond
     assert len(perf) >= 3 * len(p.users) * p.repetitions
     assert len(think) == 3 * len(p.sensitivity_users) * p.sensitivity_repetitions
-    a = shafabakhsh.analyse(perf, think, "full")
+    a = reference_analyses.shafabakhsh("local")  # of these runs (tests/reference_analyses.py)
     assert (a.cells.groupby(["style", "users"])["n"].min() >= p.repetitions).all()
     _one_run_per_repetition(perf)
     # Little's law N = X(R + Z) on every run, think-time runs included (Z = 1.5 s)
@@ -40,12 +43,13 @@ def test_shafabakhsh_docker_reference_is_complete_and_analyses() -> None:
     repetition, the local reference's order, and every claim judged."""
     perf_exp = shafabakhsh.experiments("full", "docker", REFERENCE)[0]
     assert perf_exp.pending(current_only=False) == []
-    perf = load_runs(perf_exp.directory)
+    assert perf_exp.directory.parent == REFERENCE
+    perf = list(reference_analyses.runs(perf_exp.directory.name))
     p = shafabakhsh.profile("full")
     assert len(perf) == 3 * len(p.users) * p.repetitions
     assert {r.manifest["backend"] for r in perf} == {"docker"}
     _one_run_per_repetition(perf)
-    a = shafabakhsh.analyse(perf, [], "full")
+    a = reference_analyses.shafabakhsh("docker")  # of these runs
     assert a.claims["verdict"].isin(VERDICTS).all()
     assert (a.runs["failures"] == 0).all()
 
@@ -76,7 +80,6 @@ def test_johansson_full_reference_is_complete_and_analyses() -> None:
 def test_shafabakhsh_go_reference_is_complete_and_analyses() -> None:
     from ipclab.claims import VERDICTS
     from ipclab.studies.shafabakhsh import languages
-    from ipclab.studies.shafabakhsh import reference as shafabakhsh_reference
 
     go, anchor = (
         languages.experiment("full", "local", REFERENCE),
@@ -86,7 +89,7 @@ def test_shafabakhsh_go_reference_is_complete_and_analyses() -> None:
     # the reference covers every run of the notebook's full profile (made by its own code)
     assert go.pending(current_only=False) == [] and anchor.pending(current_only=False) == []
     p = languages.profile("full")
-    a = shafabakhsh_reference.analyse_languages(REFERENCE)
+    a = reference_analyses.shafabakhsh_languages()  # shafabakhsh_reference.analyse_languages
     # Go: the profile's runs; Python: the matrix's, with its planned repetitions (issue 27)
     sizes = a.runs.groupby("language").size()
     assert sizes["go"] == 3 * len(p.users) * p.repetitions

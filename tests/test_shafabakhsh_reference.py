@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ipclab.experiments import load_runs
 from ipclab.paths import from_repo
 from ipclab.studies.shafabakhsh import languages, performance, reference
+from tests import reference_analyses
 
 REFERENCE = from_repo("data/runs/reference")
 
@@ -55,14 +55,12 @@ def _block(path: Path, name: str) -> str:
 def test_the_committed_readmes_say_what_the_committed_runs_give() -> None:
     """Every generated block of the two performance READMEs is what the rebuilder writes
     from the committed runs (so "3 of 9 cells" against a table of 6 cannot come back)."""
-    a = reference.analyse_languages()
+    a = reference_analyses.shafabakhsh_languages()  # reference.analyse_languages()
     go = REFERENCE / "shafabakhsh-go-full-local" / "README.md"
     for name, text in languages.readme_blocks(a).items():
         assert _block(go, name) == text.rstrip(), name
     assert re.search(r"\b\d of 9 cells are within", _block(go, "sittings"))  # its count
-    runs = load_runs(REFERENCE / "shafabakhsh-full-local")
-    think = load_runs(REFERENCE / "shafabakhsh-think-full-local")
-    p = performance.analyse(runs, think, "full")
+    p = reference_analyses.shafabakhsh("local")  # the local and think-time runs' analysis
     py = REFERENCE / "shafabakhsh-full-local" / "README.md"
     for name, text in performance.readme_blocks(p).items():
         assert _block(py, name) == text.rstrip(), name
@@ -76,7 +74,7 @@ def test_the_docker_readme_says_what_its_runs_and_both_claims_tables_give() -> N
     """The docker reference's generated blocks, the agreement with the local reference's
     claims among them, are what the rebuilder writes from the committed files."""
     folder = REFERENCE / "shafabakhsh-full-docker"
-    p = performance.analyse(load_runs(folder), [], "full")
+    p = reference_analyses.shafabakhsh("docker")
     table, agreement = reference.backend_agreement(
         REFERENCE / "shafabakhsh-full-local" / "results", folder / "results"
     )
