@@ -26,8 +26,9 @@ from tests.conftest import LEFT_OUT
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 # One gateway per server implementation: every Python gateway is the same uvicorn front
-# (asgi.serve_http), every Go one the same net/http server (limits.go's newServer).
-GATEWAYS = ("shop-rest", "shop-rest-go")
+# (asgi.serve_http), every Go one the same net/http server (limits.go's newServer), every
+# Node.js one the same node:http server (limits.js's newServer).
+GATEWAYS = ("shop-rest", "shop-rest-go", "shop-rest-node")
 HALF_SENT = 300  # connections per gateway that send half a request and then nothing
 GRACE_S = 2.0  # on a shared 2-core machine, a timer may fire this late
 PAGE_DEADLINE_S = 2.0  # the gateway's own call deadline (StackOptions.call_timeout_s)
@@ -52,7 +53,7 @@ def test_go_and_python_limits_are_the_same_values() -> None:
 
 @pytest.fixture(scope="module")
 def gateways() -> Iterator[dict[str, LocalStack]]:
-    """Both gateways up (a Go stack is left out, named, without a Go toolchain)."""
+    """Every gateway up (a Go or Node.js stack is left out, named, without its toolchain)."""
     backend = get_backend("local")
     started: dict[str, LocalStack] = {}
     try:

@@ -74,6 +74,7 @@ BACKEND_FILES: Mapping[str, tuple[str, ...]] = {
 RUNTIME_SOURCES: Mapping[str, tuple[str, ...]] = {
     "go": ("services/go",),
     "jvm": ("services/java/payload", "services/java/Dockerfile"),
+    "node": ("services/node", "services/proto/shop.proto"),
 }
 JAVA_PROJECTS = "services/java"  # a native adapter's build: services/java/<its name>
 COMPOSE = "compose"  # an infrastructure's image and files: compose/<component or name>

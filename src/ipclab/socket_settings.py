@@ -366,6 +366,88 @@ GO_ROWS: tuple[SocketSetting, ...] = (
     ),
 )
 
+NODE_KEEPALIVE = Probes(15, 75, 9)  # setKeepAlive(true, 15000): the first probe's delay only
+NODE_HTTP = "node:http (Node.js 20)"
+
+NODE_ROWS: tuple[SocketSetting, ...] = (
+    SocketSetting(
+        runtime="Node.js",
+        component="HTTP/1.1 server: gateway and REST services (shop-*-node)",
+        side=SERVER,
+        library=NODE_HTTP + " `http.createServer`",
+        nodelay=True,
+        nodelay_by="`noDelay: true` (Node's default, stated)",
+        keepalive=NODE_KEEPALIVE,
+        keepalive_by="`keepAlive: true`, `keepAliveInitialDelay` 15 s (as Go's first probe); "
+        "the interval and count are the kernel's",
+        pool="one connection per client, no limit, backlog 4096",
+        idle=f"{_S} (`keepAliveTimeout` = `IDLE_TIMEOUT_MS`, limits.js)",
+        where="services/node/lib/limits.js",
+        live=(Live("shop-rest-node", "gateway"), Live("shop-rest-node", "product-info")),
+    ),
+    SocketSetting(
+        runtime="Node.js",
+        component="REST client: gateway to services",
+        side=CLIENT,
+        library=NODE_HTTP + " `http.Agent`",
+        nodelay=True,
+        nodelay_by="`noDelay: true` on the Agent (Node's http client sets it too)",
+        keepalive=NODE_KEEPALIVE,
+        keepalive_by="`keepAlive: true`, `keepAliveMsecs` 15 s",
+        pool=f"keep-alive pool: `maxSockets` and `maxFreeSockets` {POOL_PER_HOST} per service "
+        "(`POOL_PER_HOST`, rest.py's), LIFO",
+        idle=f"{POOL_IDLE_S:g} s (the Agent's `timeout` = `POOL_IDLE_MS`, rest.py's `POOL_IDLE_S`)",
+        where="services/node/lib/rest.js",
+        live=(Live("shop-rest-node", "gateway", "product-info"),),
+    ),
+    SocketSetting(
+        runtime="Node.js",
+        component="gRPC server: services (shop-grpc-node)",
+        side=SERVER,
+        library="@grpc/grpc-js 1.14 on node:http2",
+        nodelay=True,
+        nodelay_by="node:http2's, on every session's socket",
+        keepalive=None,
+        keepalive_by="grpc-js sets none; HTTP/2 PINGs after 2 h idle (its server default)",
+        pool="one HTTP/2 connection per client, streams unlimited (grpc-js's default)",
+        idle="none",
+        where="services/node/lib/grpc.js",
+        live=(Live("shop-grpc-node", "product-info"),),
+    ),
+    SocketSetting(
+        runtime="Node.js",
+        component="gRPC client: gateway to services",
+        side=CLIENT,
+        library="@grpc/grpc-js 1.14 channel",
+        nodelay=True,
+        nodelay_by="node:http2's",
+        keepalive=None,
+        keepalive_by="grpc-js sets none, nor keep-alive PINGs (its default)",
+        pool="one client, so one channel and one HTTP/2 connection, per service",
+        idle="30 min idle (grpc-js's `grpc.client_idle_timeout_ms` default)",
+        where="services/node/lib/grpc.js",
+        live=(Live("shop-grpc-node", "gateway", "product-info"),),
+    ),
+    SocketSetting(
+        runtime="Node.js",
+        component="AMQP client: gateway and services to the broker",
+        side=CLIENT,
+        library="amqplib 2.3",
+        nodelay=True,
+        nodelay_by="`noDelay: true` in the socket options (`SOCKET`)",
+        keepalive=NODE_KEEPALIVE,
+        keepalive_by="`keepAlive: true`, `keepAliveDelay` 15 s; AMQP heartbeat: the broker's "
+        "60 s (amqplib asks for none)",
+        pool=f"one connection per process; services prefetch {PREFETCH}",
+        idle="none (heartbeats)",
+        where="services/node/lib/amqp.js",
+        live=(
+            Live("shop-amqp-node", "gateway", "broker"),
+            Live("shop-amqp-node", "cart", "broker"),
+        ),
+    ),
+)
+
 JVM_ROWS: tuple[SocketSetting, ...] = (
     SocketSetting(
         runtime="JVM",
@@ -519,7 +601,9 @@ OTHER_ROWS: tuple[SocketSetting, ...] = (
     ),
 )
 
-SETTINGS: tuple[SocketSetting, ...] = PYTHON + GO_ROWS + JVM_ROWS + NATIVE_ROWS + OTHER_ROWS
+SETTINGS: tuple[SocketSetting, ...] = (
+    PYTHON + GO_ROWS + NODE_ROWS + JVM_ROWS + NATIVE_ROWS + OTHER_ROWS
+)
 
 
 def live_stacks() -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from ipclab import gobuild, infrastructure, javabuild
+from ipclab import gobuild, infrastructure, javabuild, nodebuild
 
 BROKER = "rabbitmq"  # infrastructure names a stack can declare: the plugins' of
 DATABASE = "postgres"  # ipclab.infrastructure, one module each
@@ -51,6 +51,8 @@ class Runtime:
     # the command of its containers when it is not the image's own (an image several
     # runtimes share: the Java image holds the Californium adapters and the payload services)
     docker_command: tuple[str, ...] = ()
+    # what its runs record of the software it runs (the manifest's ``stack_spec``), if any
+    versions: Callable[[], Mapping[str, str]] | None = None
 
     def command(self) -> list[str]:
         """The command line that starts a role on the local backend."""
@@ -84,7 +86,17 @@ JVM = Runtime(
     missing=javabuild.toolchain_missing,
     docker_command=(f"/opt/ipclab/java/payload/{javabuild.LAUNCHER}",),
 )
-RUNTIMES = {r.name: r for r in (PYTHON, GO, JVM)}
+#: services/node/Dockerfile: the services image plus node and the ``npm ci`` build
+NODE = Runtime(
+    "node",
+    "",
+    "ipclab-services-node",
+    build=nodebuild.launcher,
+    fixture=True,
+    missing=nodebuild.toolchain_missing,
+    versions=nodebuild.versions,
+)
+RUNTIMES = {r.name: r for r in (PYTHON, GO, JVM, NODE)}
 TLS_TRANSPORTS = ("rest", "grpc", "amqp", "h2c")  # the transports with TLS (--tls)
 TLS_DOMAINS = ("shop",)  # the domains whose roles all take it
 
@@ -203,6 +215,7 @@ class StackSpec:
             "infrastructure": list(self.infrastructure),
             "settings": dict(self.settings),
             "runtime": self.runtime.name,
+            **({"versions": dict(self.runtime.versions())} if self.runtime.versions else {}),
             **({"adapters": self.adapters, "hosts": self.hosts()} if self.adapters else {}),
             **({"load_host": True} if self.load_host else {}),
         }

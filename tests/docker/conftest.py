@@ -87,15 +87,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(scope="session")
 def docker_images() -> dict[str, str]:
-    """The services, Go and broker images, built (from the local base where no registry answers)
-    if missing or stale."""
+    """The services, Go, Node.js and broker images, built (from the local base where no
+    registry answers) if missing or stale."""
     from ipclab.backends.docker import images
     from ipclab.infrastructure.rabbitmq import IMAGE as BROKER
 
     t0 = time.monotonic()
     out = images.ensure_images(base="auto", infrastructure=[BROKER])
-    if "go" in RUNTIMES:  # the Go roles' image, on the services image
-        out["go"] = images.ensure_images(base="auto", runtime="go")["services"]
+    for runtime in RUNTIMES:  # the Go and Node.js roles' images, on the services image
+        if runtime != "python":
+            out[runtime] = images.ensure_images(base="auto", runtime=runtime)["services"]
     print(f"images ready in {time.monotonic() - t0:.1f}s: {out}", file=sys.stderr)
     return out
 

@@ -111,3 +111,21 @@ def test_go_image_runs_the_hosts_static_binary_unprivileged(docker_images: dict[
     assert uid == "10001"
     assert digest.split()[0] == images._sha256(gobuild.go_binary())  # the local backend's
     assert fixture.startswith("/tmp/")
+
+
+def test_node_image_runs_the_hosts_build_and_node_unprivileged(
+    docker_images: dict[str, str],
+) -> None:
+    """The Node.js image holds the very build the local backend runs (``npm ci`` from the lock
+    on the host) and the host's node; nothing is installed in it."""
+    from ipclab import nodebuild
+
+    if "node" not in docker_images:
+        pytest.skip(f"no Node.js image: {nodebuild.toolchain_missing()}")
+    built = nodebuild.build()
+    lock = "/opt/ipclab/node/app/node_modules/.package-lock.json"
+    out = run_in(docker_images["node"], "sh", "-c", f"id -u; node --version; sha256sum {lock}")
+    uid, version, digest = out.splitlines()
+    assert uid == "10001"
+    assert version == f"v{nodebuild.node_version()}"
+    assert digest.split()[0] == images._sha256(built / "app/node_modules/.package-lock.json")

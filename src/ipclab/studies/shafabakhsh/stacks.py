@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ipclab_services.domains.shop import SERVICES as SHOP_SERVICES
 
-from ipclab.stackspec import BROKER, GO, StackSpec
+from ipclab.stackspec import BROKER, GO, NODE, StackSpec
 
 _SHOP = {
     "domain": "shop",
@@ -76,4 +76,30 @@ AMQP_GO = StackSpec(
 )
 IN_GO = (REST_GO, GRPC_GO, AMQP_GO)
 
-STACKS = (*COMPARED, REST_SEQUENTIAL, *IN_GO)
+# The same shop in Node.js, the thesis's own runtime (services/node, issue 50): same data (the
+# fixture), same contract; `npm ci` from the committed lock, on both backends (docs/node.md).
+REST_NODE = StackSpec(
+    "shop-rest-node",
+    transport="rest",
+    runtime=NODE,
+    description="as shop-rest, in Node.js: node:http server and keep-alive Agent",
+    **_SHOP,
+)
+GRPC_NODE = StackSpec(
+    "shop-grpc-node",
+    transport="grpc",
+    runtime=NODE,
+    description="as shop-grpc, in Node.js: @grpc/grpc-js reading the same shop.proto",
+    **_SHOP,
+)
+AMQP_NODE = StackSpec(
+    "shop-amqp-node",
+    transport="amqp",
+    infrastructure=(BROKER,),
+    runtime=NODE,
+    description="as shop-amqp, in Node.js: amqplib, the same queues, acks, prefetch, reply queue",
+    **_SHOP,
+)
+IN_NODE = (REST_NODE, GRPC_NODE, AMQP_NODE)
+
+STACKS = (*COMPARED, REST_SEQUENTIAL, *IN_GO, *IN_NODE)
