@@ -85,8 +85,13 @@ async function serveAMQP(fixture, service, url) {
           if (msg === null) return; // the broker cancelled the consumer
           const reply = handle(fixture, service, msg.content);
           const { replyTo, correlationId } = msg.properties;
-          if (replyTo) ch.sendToQueue(replyTo, Buffer.from(reply), { correlationId, deliveryMode: 1 });
-          ch.ack(msg);
+          try {
+            if (replyTo) ch.sendToQueue(replyTo, Buffer.from(reply), { correlationId, deliveryMode: 1 });
+            ch.ack(msg);
+          } catch (e) {
+            // the channel closed with its connection: the broker requeues the request
+            console.error(`amqp ${service}: ${e.message}`);
+          }
         },
         { noAck: false },
       );

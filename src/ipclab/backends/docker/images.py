@@ -489,8 +489,9 @@ def download_wheels(lock_path: Path, dest: Path) -> dict[str, Path]:
 # --------------------------------------------------------------------------- contexts
 
 
-# The Go module (GO_SOURCES) is not part of the Python services (its binary goes into the
-# Go image).
+# The runtimes' sources (the Go module, the Node.js project) are not part of the Python
+# services (their builds go into their own images): the services image's hash leaves them out.
+NOT_IN_SERVICES_IMAGE = (GO_SOURCES, REPO_ROOT / "services" / "node")
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
@@ -498,8 +499,7 @@ def _copy_tree(src: Path, dst: Path) -> None:
 
     def ignored(directory: str, names: list[str]) -> set[str]:
         skip = set(ignore(directory, names))
-        if Path(directory) == GO_SOURCES.parent:
-            skip.add(GO_SOURCES.name)
+        skip.update(p.name for p in NOT_IN_SERVICES_IMAGE if p.parent == Path(directory))
         return skip
 
     shutil.copytree(src, dst, ignore=ignored)
@@ -510,7 +510,9 @@ def _tree_hash(paths: Iterable[Path], extra: str = "") -> str:
     for root in paths:
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         for f in files:
-            if "__pycache__" in f.parts or f.suffix == ".pyc" or GO_SOURCES in f.parents:
+            if "__pycache__" in f.parts or f.suffix == ".pyc":
+                continue
+            if any(p in f.parents for p in NOT_IN_SERVICES_IMAGE):
                 continue
             # a file of the repository by its path there; of a plugin kept outside it (its
             # recipe's folder), by its path in that folder

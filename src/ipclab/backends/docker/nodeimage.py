@@ -5,8 +5,10 @@ Go image carries the Go binary built on the host (``services/node/Dockerfile``).
 
     python -m ipclab.backends.docker.nodeimage  # build it if missing or stale; print its id
 
-Kept apart from :mod:`ipclab.backends.docker.images`, which names it once (``NODE_IMAGE``,
-``RUNTIME_IMAGES``) and calls :func:`ensure_node_image` for a stack of the ``node`` runtime.
+Kept apart from :mod:`ipclab.backends.docker.images`, which names it (``NODE_IMAGE``,
+``RUNTIME_IMAGES``), keeps ``services/node`` out of the services image
+(``NOT_IN_SERVICES_IMAGE``, as the Go sources) and calls :func:`ensure_node_image` for a stack
+of the ``node`` runtime.
 """
 
 from __future__ import annotations
