@@ -366,7 +366,9 @@ GO_ROWS: tuple[SocketSetting, ...] = (
     ),
 )
 
-NODE_KEEPALIVE = Probes(15, 75, 9)  # setKeepAlive(true, 15000): the first probe's delay only
+NODE_KEEPALIVE = Probes(
+    15, 1, 10
+)  # setKeepAlive(true, 15000): libuv sets 1 s and 10 probes after it
 NODE_HTTP = "node:http (Node.js 20)"
 
 NODE_ROWS: tuple[SocketSetting, ...] = (
@@ -379,7 +381,7 @@ NODE_ROWS: tuple[SocketSetting, ...] = (
         nodelay_by="`noDelay: true` (Node's default, stated)",
         keepalive=NODE_KEEPALIVE,
         keepalive_by="`keepAlive: true`, `keepAliveInitialDelay` 15 s (as Go's first probe); "
-        "the interval and count are the kernel's",
+        "libuv sets 1 s between probes and 10 probes",
         pool="one connection per client, no limit, backlog 4096",
         idle=f"{_S} (`keepAliveTimeout` = `IDLE_TIMEOUT_MS`, limits.js)",
         where="services/node/lib/limits.js",
@@ -393,7 +395,8 @@ NODE_ROWS: tuple[SocketSetting, ...] = (
         nodelay=True,
         nodelay_by="`noDelay: true` on the Agent (Node's http client sets it too)",
         keepalive=NODE_KEEPALIVE,
-        keepalive_by="`keepAlive: true`, `keepAliveMsecs` 15 s",
+        keepalive_by="`keepAlive: true`, `keepAliveInitialDelay` and `keepAliveMsecs` 15 s; "
+        "libuv's 1 s and 10 probes",
         pool=f"keep-alive pool: `maxSockets` and `maxFreeSockets` {POOL_PER_HOST} per service "
         "(`POOL_PER_HOST`, rest.py's), LIFO",
         idle=f"{POOL_IDLE_S:g} s (the Agent's `timeout` = `POOL_IDLE_MS`, rest.py's `POOL_IDLE_S`)",
@@ -436,8 +439,8 @@ NODE_ROWS: tuple[SocketSetting, ...] = (
         nodelay=True,
         nodelay_by="`noDelay: true` in the socket options (`SOCKET`)",
         keepalive=NODE_KEEPALIVE,
-        keepalive_by="`keepAlive: true`, `keepAliveDelay` 15 s; AMQP heartbeat: the broker's "
-        "60 s (amqplib asks for none)",
+        keepalive_by="`keepAlive: true`, `keepAliveDelay` 15 s (libuv's 1 s and 10 probes); AMQP "
+        "heartbeat: the broker's 60 s (amqplib asks for none)",
         pool=f"one connection per process; services prefetch {PREFETCH}",
         idle="none (heartbeats)",
         where="services/node/lib/amqp.js",
