@@ -43,16 +43,16 @@ def test_the_recipes_keep_the_context_hashes_the_images_were_built_with(no_engin
 def test_a_new_services_image_is_one_recipe_and_its_runtime_finds_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    node = ImageRecipe(
-        "node", "ipclab-services-node:latest", "IPCLAB_NODE_IMAGE",
+    zig = ImageRecipe(
+        "zig", "ipclab-services-zig:latest", "IPCLAB_ZIG_IMAGE",
         REPO_ROOT / "services" / "Dockerfile", base="services", prepare=lambda dest: None,
-        inputs=lambda: "sources", runtime="node", label="services-node",
+        inputs=lambda: "sources", runtime="zig", label="services-zig",
     )  # fmt: skip
-    monkeypatch.setattr(images, "RUNTIME_RECIPES", (*recipes.RUNTIME_RECIPES, node))
-    assert images.runtime_recipe("node") is node
-    assert images.runtime_image("node") == "ipclab-services-node:latest"
-    monkeypatch.setenv("IPCLAB_NODE_IMAGE", "mine:1")
-    assert images.runtime_image("node") == "mine:1"  # its variable overrides the tag
+    monkeypatch.setattr(images, "RUNTIME_RECIPES", (*recipes.RUNTIME_RECIPES, zig))
+    assert images.runtime_recipe("zig") is zig
+    assert images.runtime_image("zig") == "ipclab-services-zig:latest"
+    monkeypatch.setenv("IPCLAB_ZIG_IMAGE", "mine:1")
+    assert images.runtime_image("zig") == "mine:1"  # its variable overrides the tag
     assert images.runtime_recipe("python") is None
     with pytest.raises(images.ImageError, match="no image for the cobol runtime; known: python"):
         images.runtime_recipe("cobol")
@@ -81,3 +81,28 @@ def test_a_recipe_is_checked_when_declared() -> None:
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_the_node_image_is_a_runtime_recipe_with_the_hash_it_was_built_with(
+    no_engine: None,
+) -> None:
+    """The Node.js image (issue 50) is one recipe: its key, tag, label, offline build and its
+    context hash as before recipes (services id, sources, node's bytes, Dockerfile); and
+    ``services/node`` stays out of the services image's hash, as ``services/go`` does."""
+    import shutil
+
+    from ipclab import nodebuild
+    from ipclab.backends.docker.recipes import NODE
+
+    assert images.runtime_recipe("node") is NODE
+    assert (NODE.image, NODE.kind, NODE.network, NODE.base) == (
+        "ipclab-services-node:latest", "services-node", "none", "services",
+    )  # fmt: skip
+    assert NODE.dockerfile.parent == nodebuild.NODE_PROJECT
+    assert nodebuild.NODE_PROJECT in images.NOT_IN_SERVICES_IMAGE
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on PATH")
+    digest = hashlib.sha256(Path(node).resolve().read_bytes()).hexdigest()
+    old = f"{BASE_ID}\n{nodebuild.sources_hash()}\n{digest}\n{NODE.dockerfile.read_text()}"
+    assert images.recipe_context_hash(NODE, "ipclab-services:latest") == _sha(old)

@@ -8,7 +8,9 @@ the recipes declare (``recipes.py``: the runtimes' and each infrastructure plugi
 
 One image (``ipclab-services``) serves every role of every Python stack; the role comes
 from the environment at run time. The Go stacks' roles run ``ipclab-services-go``: the
-services image plus the static Go binary built on the host (``services/go/Dockerfile``).
+services image plus the static Go binary built on the host (``services/go/Dockerfile``); the
+Node.js stacks' roles run ``ipclab-services-node``: the services image plus the host's node and
+its ``npm ci`` build (``services/node/Dockerfile``).
 
 The services image's Python dependencies are the committed lock's wheels
 (``services/requirements.lock``: every file by version and sha256, generated from the
@@ -51,6 +53,7 @@ from ipclab.backends.docker.recipes import (
     GO,
     GO_SOURCES,
     JAVA,
+    NODE_SOURCES,
     RUNTIME_RECIPES,
     ImageRecipe,
     RecipeError,
@@ -491,7 +494,7 @@ def download_wheels(lock_path: Path, dest: Path) -> dict[str, Path]:
 
 # The runtimes' sources (the Go module, the Node.js project) are not part of the Python
 # services (their builds go into their own images): the services image's hash leaves them out.
-NOT_IN_SERVICES_IMAGE = (GO_SOURCES, REPO_ROOT / "services" / "node")
+NOT_IN_SERVICES_IMAGE = (GO_SOURCES, NODE_SOURCES)
 
 
 def _copy_tree(src: Path, dst: Path) -> None:

@@ -19,6 +19,7 @@ roles) is one more ``ImageRecipe`` in that tuple.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from collections.abc import Callable
@@ -70,6 +71,7 @@ class ImageRecipe:
 # --------------------------------------------------------------------------- the runtimes'
 
 GO_SOURCES = REPO_ROOT / "services" / "go"
+NODE_SOURCES = REPO_ROOT / "services" / "node"  # ipclab.nodebuild.NODE_PROJECT
 JAVA_SOURCES = REPO_ROOT / "services" / "java"
 JAVA_PROJECTS = ("californium", "payload")  # what the Java image holds, built on the host
 
@@ -113,6 +115,44 @@ def _java_inputs() -> str:
     return "\n".join([*sources, javabuild.LAUNCHER_TEXT])
 
 
+def _node_binary() -> Path | None:
+    """The host's ``node`` (what the Node.js image carries), its real file."""
+    node = shutil.which("node")
+    return None if node is None else Path(node).resolve()
+
+
+def _node_build(dest: Path) -> None:
+    """The host's ``node`` and the build ``ipclab.nodebuild`` made on the host (the sources,
+    shop.proto and the ``node_modules`` ``npm ci`` installed from the committed lock)."""
+    from ipclab import nodebuild
+
+    node = _node_binary()
+    if node is None:
+        raise RecipeError("no node on PATH")
+    try:
+        built = nodebuild.build()
+    except nodebuild.ToolchainMissing as e:
+        raise RecipeError(str(e)) from None
+    shutil.copy2(node, dest / "node")
+    shutil.copytree(built, dest / "build", symlinks=True)
+
+
+def _node_inputs() -> str:
+    """The build's sources and lock (``nodebuild.sources_hash``) and the node binary's bytes
+    (none without one: ``prepare`` then says so)."""
+    from ipclab import nodebuild
+
+    node = _node_binary()
+    digest = "" if node is None else hashlib.sha256(node.read_bytes()).hexdigest()
+    return f"{nodebuild.sources_hash()}\n{digest}"
+
+
+def _node_record() -> dict[str, Any]:
+    from ipclab import nodebuild
+
+    return {"versions": nodebuild.versions()}
+
+
 GO = ImageRecipe(
     "go", "ipclab-services-go:latest", "IPCLAB_GO_IMAGE", GO_SOURCES / "Dockerfile",
     base="services", network="none", prepare=_go_binary, inputs=_go_inputs, runtime="go",
@@ -126,4 +166,11 @@ JAVA = ImageRecipe(
     label="services-java",
 )  # fmt: skip
 
-RUNTIME_RECIPES: tuple[ImageRecipe, ...] = (GO, JAVA)
+# the Node.js roles' image: the host's node and npm ci's build, with no network at all
+NODE = ImageRecipe(
+    "node", "ipclab-services-node:latest", "IPCLAB_NODE_IMAGE", NODE_SOURCES / "Dockerfile",
+    base="services", network="none", prepare=_node_build, inputs=_node_inputs, runtime="node",
+    label="services-node", record=_node_record,
+)  # fmt: skip
+
+RUNTIME_RECIPES: tuple[ImageRecipe, ...] = (GO, JAVA, NODE)
