@@ -120,7 +120,7 @@ def parts() -> dict[str, str]:
     writes results of another name), from the registry: the core names no study."""
     from ipclab.studies import all_studies
 
-    return {nb.results: s.name for s in all_studies().values() for nb in s.notebooks}
+    return {name: s.name for s in all_studies().values() for name in s.results_names()}
 
 
 def study_of(results_study: str) -> str:

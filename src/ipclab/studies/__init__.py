@@ -77,6 +77,13 @@ class Study:
     stacks: tuple[StackSpec, ...]
     notebooks: tuple[Notebook, ...]
     package: str = ""  # the study's package, set by the registry
+    # results names the study writes outside its notebooks (a reference rebuilt by the
+    # study's own pipeline), so that their tables are known as this study's
+    extensions: tuple[str, ...] = ()
+
+    def results_names(self) -> tuple[str, ...]:
+        """Every results name the study writes: its notebooks', then its extensions'."""
+        return (*(nb.results for nb in self.notebooks), *self.extensions)
 
     def part(self, results: str | None = None) -> Any:
         """The protocol object (an ``ipclab.protocol.StudyPart``; not imported here, as

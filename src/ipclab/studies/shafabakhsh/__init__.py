@@ -12,6 +12,7 @@ STUDY = Study(
     name="shafabakhsh",
     title="Shafabakhsh 2020: REST vs gRPC vs RabbitMQ",
     stacks=STACKS,
+    extensions=("orchestrators",),  # orchestrators.py's reference (no notebook of its own)
     notebooks=(
         Notebook(
             "01_shafabakhsh_performance.ipynb",
