@@ -110,6 +110,9 @@ def test_results_and_a_rebuild_from_the_per_run_tables(
     assert {"nyflott_table2", "nyflott_table3", "nyflott_fig10", "nyflott_fig11_14",
             "nyflott_fig11_14_per_request", "nyflott_fig20_23", "nyflott_fig15",
             "nyflott_fig16", "nyflott_fig19", "nyflott_adapters"} <= names  # fmt: skip
+    # every adapter set measured gets its own Figs. 10-15 and 20-23 (issue 52)
+    assert {"nyflott_fig10_native", "nyflott_fig15_native", "nyflott_fig11_14_native",
+            "nyflott_fig20_23_per_request_native"} <= names  # fmt: skip
     assert all(Path(f["png"]).is_file() for f in meta["figures"])
     shown = {t["name"] for t in meta["tables"] if t["in_report"] == "True"}
     assert {"table2", "table3", "hosts", "gc_extremes", "adapters"} <= shown

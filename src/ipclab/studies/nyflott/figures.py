@@ -3,8 +3,8 @@
 The thesis prints numbers only in Tables 2 and 3: :func:`table2_figure` and
 :func:`table3_figure` draw them beside the measured cells (every adapter set, 95% t
 intervals). Figs. 10-23 print none, so they show measured values only and say so in their
-titles; they draw the python adapter set (the one compared with the thesis), the native set
-being in :func:`adapters_figure` and the tables:
+titles; each is drawn once per adapter set measured (the python set under the plain name, the
+native set under ``<name>_native``), and :func:`adapters_figure` sets the two side by side:
 
 * Fig. 10: response time per test case, 9 series (protocol x delay), mean and SD;
 * Figs. 11-14: bytes and packets sent and received per service host; Figs. 20-23: the
@@ -172,13 +172,13 @@ def table3_figure(t3: pd.DataFrame) -> Figure:
 # --------------------------------------------------------------------------- Figs. 10-15
 
 
-def fig10(cases: pd.DataFrame) -> Figure:
-    c = cases[cases["adapters"] == PRIMARY]
+def fig10(cases: pd.DataFrame, adapters: str = PRIMARY) -> Figure:
+    c = cases[cases["adapters"] == adapters]
     order = [t for t in tables.TEST_CASES if t in set(c["test_case"])]
     fig, ax = plt.subplots(figsize=(13, 4.5))
     _clustered(ax, c, order, "test_case", "mean_ms", err="sd_ms")
     ax.set_ylabel("response time (ms): mean, whiskers SD (stopped at 0)")
-    ax.set_title(f"Fig. 10: response time per test case, python adapters ({MEASURED_ONLY} "
+    ax.set_title(f"Fig. 10: response time per test case, {adapters} adapters ({MEASURED_ONLY} "
                  "per test case)")  # fmt: skip
     ax.tick_params(axis="x", labelsize=8)
     _legend_below(fig, ax, ncol=9)
@@ -186,8 +186,8 @@ def fig10(cases: pd.DataFrame) -> Figure:
 
 
 def _host_panels(cells: pd.DataFrame, hosts: Sequence[str], per_request: bool,
-                 gateway: bool) -> Figure:  # fmt: skip
-    c = cells[(cells["adapters"] == PRIMARY) & cells["host"].isin(hosts)]
+                 gateway: bool, adapters: str = PRIMARY) -> Figure:  # fmt: skip
+    c = cells[(cells["adapters"] == adapters) & cells["host"].isin(hosts)]
     fig, axes = plt.subplots(2, 2, figsize=(12 if not gateway else 9, 7.5))
     for ax, (counter, (f_svc, f_gw, what)) in zip(axes.flat, COUNTER_TITLES.items(), strict=True):
         col = f"{counter}_per_request" if per_request else counter
@@ -200,18 +200,18 @@ def _host_panels(cells: pd.DataFrame, hosts: Sequence[str], per_request: bool,
         unit = "bytes" if "bytes" in counter else "packets"
         ax.set_ylabel(f"{unit} per request" if per_request else unit)
     where = "the gateway host" if gateway else "each service host"
-    fig.suptitle(f"{where.capitalize()}, python adapters ({MEASURED_ONLY}); whiskers: 95% "
+    fig.suptitle(f"{where.capitalize()}, {adapters} adapters ({MEASURED_ONLY}); whiskers: 95% "
                  "interval over runs", fontsize=10)  # fmt: skip
     _legend_below(fig, axes[0][0], ncol=9 if not gateway else 5)
     return fig
 
 
-def fig15(cells: pd.DataFrame) -> Figure:
-    c = cells[(cells["adapters"] == PRIMARY) & cells["host"].isin(THESIS_HOSTS)]
+def fig15(cells: pd.DataFrame, adapters: str = PRIMARY) -> Figure:
+    c = cells[(cells["adapters"] == adapters) & cells["host"].isin(THESIS_HOSTS)]
     fig, ax = plt.subplots(figsize=(12, 4.3))
     _clustered(ax, c, THESIS_HOSTS, "host", "cpu_mean", err="cpu_sd")
     ax.set_ylabel("CPU % (100 = one core): mean, whiskers SD")
-    ax.set_title(f"Fig. 15: CPU per host, the roles of a host summed, python adapters "
+    ax.set_title(f"Fig. 15: CPU per host, the roles of a host summed, {adapters} adapters "
                  f"({MEASURED_ONLY}; load generator left out)")  # fmt: skip
     _legend_below(fig, ax, ncol=9)
     return fig
@@ -220,13 +220,13 @@ def fig15(cells: pd.DataFrame) -> Figure:
 # --------------------------------------------------------------------------- Figs. 16, 19
 
 
-def _coap_zero(runs: pd.DataFrame) -> pd.DataFrame:
-    r = runs[(runs["adapters"] == PRIMARY) & (runs["style"] == "coap")]
+def _coap_zero(runs: pd.DataFrame, adapters: str = PRIMARY) -> pd.DataFrame:
+    r = runs[(runs["adapters"] == adapters) & (runs["style"] == "coap")]
     return r[r["delay_ms"].astype(float) == 0.0]
 
 
-def fig16(slow: pd.DataFrame, runs: pd.DataFrame) -> Figure | None:
-    zero = _coap_zero(runs)
+def fig16(slow: pd.DataFrame, runs: pd.DataFrame, adapters: str = PRIMARY) -> Figure | None:
+    zero = _coap_zero(runs, adapters)
     if zero.empty:
         return None
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw={"width_ratios": [2.2, 1]})
@@ -242,11 +242,11 @@ def fig16(slow: pd.DataFrame, runs: pd.DataFrame) -> Figure | None:
     a.set_ylim(lo, hi)
     a.set_xlabel("s since the measured window began")
     a.set_ylabel("response time (ms)")
-    a.set_title(f"Fig. 16: CoAP at 0 ms, requests with {lo:g} < RT < {hi:g} ms ({MEASURED_ONLY})",
-                fontsize=10)  # fmt: skip
+    a.set_title(f"Fig. 16: CoAP at 0 ms, {adapters} adapters, requests with {lo:g} < RT < "
+                f"{hi:g} ms ({MEASURED_ONLY})", fontsize=10)  # fmt: skip
     a.legend(frameon=False, fontsize=7)
     a.grid(alpha=0.3)
-    rows = runs[runs["adapters"] == PRIMARY]
+    rows = runs[runs["adapters"] == adapters]
     series = _series(rows)
     delays = sorted({d for _, d in series})
     for i, (style, delay) in enumerate(series):
@@ -354,6 +354,58 @@ def adapters_figure(effect: pd.DataFrame) -> Figure:
     return fig
 
 
+ADAPTER_SETS = ("python", "native")
+ADAPTER_NAMES = {
+    "python": "python adapters",
+    "native": "native adapters (nginx, nghttpx, Californium: the thesis's set)",
+}
+
+
+def _per_adapter_figures(a: Any, adapters: str, net: bool) -> dict[str, tuple[Figure, str]]:
+    """Figs. 10-15 and 20-23 for one adapter set; the python set keeps the plain names, every
+    other set's names end in ``_<set>``."""
+    out: dict[str, tuple[Figure, str]] = {}
+    tag_set = "" if adapters == PRIMARY else f"_{adapters}"
+    who = ADAPTER_NAMES.get(adapters, f"{adapters} adapters")
+    if len(a.cases) and (a.cases["adapters"] == adapters).any():
+        out[f"nyflott_fig10{tag_set}"] = (fig10(a.cases, adapters), (
+            f"Fig. 10 rebuilt: response time per test case, 9 series (protocol x delay), "
+            f"{who}; bars: mean over runs of each run's mean, whiskers: the mean "
+            "within-run SD (the thesis's error bars; the lower one stops at 0 where the SD "
+            "exceeds the mean). The thesis prints no per-test-case "
+            "numbers."))  # fmt: skip
+    hosts_ok = len(a.hosts) and (a.hosts["adapters"] == adapters).any()
+    if hosts_ok and net:
+        for per_request in (False, True):
+            tag = "_per_request" if per_request else ""
+            what = "per request" if per_request else "run totals over the measured window"
+            out[f"nyflott_fig11_14{tag}{tag_set}"] = (_host_panels(
+                a.hosts, SERVICE_HOSTS, per_request, False, adapters), (
+                f"Figs. 11-14 rebuilt: bytes and packets sent and received by each service "
+                f"host (the service and its ingress adapter), {what}, {who}, mean "
+                "over runs with 95% t intervals. Measured only (the thesis prints no "
+                "numbers)."))  # fmt: skip
+            out[f"nyflott_fig20_23{tag}{tag_set}"] = (_host_panels(
+                a.hosts, ("gateway",), per_request, True, adapters), (
+                f"Figs. 20-23 rebuilt: the gateway host (gateway and egress adapter; the "
+                f"thesis's nginx1), {what}, {who}, mean over runs with 95% t "
+                "intervals. Measured only."))  # fmt: skip
+    if hosts_ok and a.hosts.loc[a.hosts["adapters"] == adapters, "cpu_mean"].notna().any():
+        out[f"nyflott_fig15{tag_set}"] = (fig15(a.hosts, adapters), (
+            f"Fig. 15 rebuilt: CPU per host (its roles summed; 100 = one core), {who}; "
+            "bars: mean over runs, whiskers: the mean within-run SD of the 1 Hz "
+            "samples (the thesis's error bars). The load generator's host is in the hosts "
+            "table. Measured only."))  # fmt: skip
+    f16 = fig16(a.slow, a.runs, adapters) if len(a.runs) else None
+    if f16 is not None:
+        coap = "aiocoap" if adapters == PRIMARY else "Californium"
+        out[f"nyflott_fig16{tag_set}"] = (f16, (
+            f"Fig. 16 rebuilt: CoAP at 0 ms ({who}: {coap}), every request with a response "
+            "time in (80, 200) ms against its time in the measured window, per repetition; "
+            "right: such requests per 1000 in every cell. Measured only."))  # fmt: skip
+    return out
+
+
 def all_figures(a: Any) -> dict[str, tuple[Figure, str]]:
     """Every figure the analysis has data for, with its caption."""
     out: dict[str, tuple[Figure, str]] = {}
@@ -369,41 +421,10 @@ def all_figures(a: Any) -> dict[str, tuple[Figure, str]]:
             "Table 3 beside the thesis's: bytes, packets and bytes per packet per request "
             "(sent and received, summed over the gateway and the four service hosts); bars "
             "measured with 95% t intervals, black lines the thesis's values."))  # fmt: skip
-    if len(a.cases) and (a.cases["adapters"] == PRIMARY).any():
-        out["nyflott_fig10"] = (fig10(a.cases), (
-            "Fig. 10 rebuilt: response time per test case, 9 series (protocol x delay), "
-            "python adapters; bars: mean over runs of each run's mean, whiskers: the mean "
-            "within-run SD (the thesis's error bars; the lower one stops at 0 where the SD "
-            "exceeds the mean). The thesis prints no per-test-case "
-            "numbers."))  # fmt: skip
-    hosts_ok = len(a.hosts) and (a.hosts["adapters"] == PRIMARY).any()
-    if hosts_ok and net:
-        for per_request in (False, True):
-            tag = "_per_request" if per_request else ""
-            what = "per request" if per_request else "run totals over the measured window"
-            out[f"nyflott_fig11_14{tag}"] = (_host_panels(a.hosts, SERVICE_HOSTS, per_request,
-                                                          False), (
-                f"Figs. 11-14 rebuilt: bytes and packets sent and received by each service "
-                f"host (the service and its ingress adapter), {what}, python adapters, mean "
-                "over runs with 95% t intervals. Measured only (the thesis prints no "
-                "numbers)."))  # fmt: skip
-            out[f"nyflott_fig20_23{tag}"] = (_host_panels(a.hosts, ("gateway",), per_request,
-                                                          True), (
-                f"Figs. 20-23 rebuilt: the gateway host (gateway and egress adapter; the "
-                f"thesis's nginx1), {what}, python adapters, mean over runs with 95% t "
-                "intervals. Measured only."))  # fmt: skip
-    if hosts_ok and a.hosts["cpu_mean"].notna().any():
-        out["nyflott_fig15"] = (fig15(a.hosts), (
-            "Fig. 15 rebuilt: CPU per host (its roles summed; 100 = one core), python "
-            "adapters; bars: mean over runs, whiskers: the mean within-run SD of the 1 Hz "
-            "samples (the thesis's error bars). The load generator's host is in the hosts "
-            "table. Measured only."))  # fmt: skip
-    f16 = fig16(a.slow, a.runs) if len(a.runs) else None
-    if f16 is not None:
-        out["nyflott_fig16"] = (f16, (
-            "Fig. 16 rebuilt: CoAP at 0 ms (python adapters), every request with a response "
-            "time in (80, 200) ms against its time in the measured window, per repetition; "
-            "right: such requests per 1000 in every cell. Measured only."))  # fmt: skip
+    for adapters in ADAPTER_SETS:
+        runs = a.runs[a.runs["adapters"] == adapters] if len(a.runs) else a.runs
+        has_net = bool(len(runs) and runs["bytes_per_request"].notna().any())
+        out.update(_per_adapter_figures(a, adapters, has_net))
     f19 = fig19(a.gc_runs, a.extremes, a.gc_events, a.runs, a.gc) if len(a.gc) else None
     if f19 is not None:
         out["nyflott_fig19"] = (f19, (
