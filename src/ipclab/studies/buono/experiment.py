@@ -36,7 +36,7 @@ from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats import log_ratio_interval, t_interval
 from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.buono import analysis, heap, memory, procedure, throughput
-from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS
+from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS, THESIS_HEAP
 
 PRIMARY_ENCODER = "orjson"
 STDLIB_CLAIMS = "claims_stdlib"  # the claims table with the standard library's encoder
@@ -225,6 +225,8 @@ class Analysis:
     # Python (orjson) beside the JVM's (empty without JVM runs)
     claims_jvm: pd.DataFrame = field(default_factory=pd.DataFrame)
     runtimes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # ``sizes`` on the JVM's runs (its memory runs with the heap its claims are judged on)
+    sizes_jvm: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _welch_difference(
@@ -409,6 +411,30 @@ def conditions_table(t3: pd.DataFrame, cells: pd.DataFrame, mem: pd.DataFrame) -
     return pd.DataFrame(rows)
 
 
+def _write_evolution(results: Any) -> None:
+    """The schema-evolution checks (Table 4 and Figs. 24-26 and 42 run, not argued): facts of
+    protoc and the protobuf runtime, the same in every reference (no measurement)."""
+    from dataclasses import asdict
+
+    from ipclab.studies.buono import evolution
+
+    rows = pd.DataFrame([asdict(o) for o in evolution.outcomes()])
+    results.table(rows, "evolution", "Table 4's rules and Figs. 24-26 and 42 run: v1/v2 of "
+                  "a message written by one and read by the other, protoc on reserved tags "
+                  "and names, and the JSON mapping on a reused name (safe: the data keeps its "
+                  "meaning, is refused or dropped; False: misread). Facts of protoc and the "
+                  "protobuf runtime, no measurement.")  # fmt: skip
+    ints = pd.DataFrame(
+        [
+            {"writer": r.writer, "value": r.value, "wire": r.wire.hex(),
+             **{f"read_as_{k}": v for k, v in r.read.items()}}
+            for r in evolution.int_reads()
+        ]
+    )  # fmt: skip
+    results.table(ints, "evolution_ints", "Table 4's compatible integer types, value by value: "
+                  "what each reader type reads from the writer's bytes.")  # fmt: skip
+
+
 def grid_table(cells: pd.DataFrame) -> pd.DataFrame:
     """Every cell of the grid that ran: its coordinates, runs and measured requests."""
     keys = ["structure", "method", "count", "fmt", "gzip", "cache", "json_library"]
@@ -451,7 +477,7 @@ def analyse(
         claims=claims, encoders=encoders, claims_stdlib=std, environment=env,
         power=power,
         throughput=tp, throughput_summary=throughput.summary(tp),
-        claims_jvm=jvm, runtimes=runtimes,
+        claims_jvm=jvm, runtimes=runtimes, sizes_jvm=_jvm_sizes(cells, mem),
     )  # fmt: skip
 
 
@@ -466,6 +492,17 @@ def _per_runtime(
     if (cells["json_library"] == JVM_ENCODER).any():
         parts.append(table(cells, JVM_ENCODER).assign(runtime="jvm"))
     return pd.concat(parts, ignore_index=True)
+
+
+def _jvm_sizes(cells: pd.DataFrame, mem: pd.DataFrame) -> pd.DataFrame:
+    """Body bytes as the JVM sent them: its procedure's cells and its memory runs with the
+    heap its claims are judged on (empty without JVM runs)."""
+    if "runtime" not in cells.columns or not (cells["runtime"] == "jvm").any():
+        return pd.DataFrame()
+    m = mem[mem["runtime"] == "jvm"] if "runtime" in mem.columns else mem.iloc[0:0]
+    if "heap" in m.columns:
+        m = m[m["heap"] == THESIS_HEAP]
+    return sizes_table(cells[cells["runtime"] == "jvm"], m)
 
 
 def _python_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -524,6 +561,11 @@ def write_results(a: Analysis, results: Any) -> None:
         results.table(a.sizes, "sizes", "Body bytes as sent (GET, no cache), JSON against "
                       "Protobuf, and the reduction (J - P) / J, beside the thesis's case. "
                       "Bytes are the same in every run (the data is seeded).")  # fmt: skip
+    if len(a.sizes_jvm):
+        results.table(a.sizes_jvm, "sizes_jvm", "The JVM's body bytes as sent (Jackson and "
+                      "protobuf-java; GET, no cache; flat 100,000 and 300,000 from its memory "
+                      f"runs with the heap at the limit, {THESIS_HEAP}), JSON against Protobuf, "
+                      "and the reduction (J - P) / J.")  # fmt: skip
     if len(a.processing):
         results.table(a.processing, "processing", "Fig. 28's cells (nested POST, gzip, no "
                       "cache): the data service's time (gunzip + deserialisation: server_ms; "
@@ -580,6 +622,7 @@ def write_results(a: Analysis, results: Any) -> None:
         results.table(a.power, "power", "Runs per cell each test with a published ratio needs "
                       "for 80 % power at its own family's strictest Holm level "
                       "(docs/statistics.md section 7).")  # fmt: skip
+    _write_evolution(results)
     for name, (fig, caption) in figures.all_figures(a).items():
         results.figure(fig, name, caption)
         plt.close(fig)

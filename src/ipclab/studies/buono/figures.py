@@ -37,6 +37,11 @@ _ON = {
     "orjson": " (Python services: uvicorn, orjson, protobuf on upb)",
     "jackson": " on the JVM (Quarkus in JVM mode, Jackson, protobuf-java)",
 }
+#: the same, by runtime, for the figures drawn per runtime from sizes and memory
+RUNTIME_NAMES = {
+    "python": "Python services (uvicorn, orjson, protobuf on upb)",
+    "jvm": f"on the JVM (Quarkus in JVM mode, Jackson, protobuf-java; heap {THESIS_HEAP})",
+}
 
 
 def _bars_with_ci(ax: Any, x: float, values: np.ndarray, color: str, label: str | None,
@@ -119,7 +124,7 @@ def fig28(requests: pd.DataFrame, encoder: str = "orjson") -> tuple[Figure, str]
     return fig, caption
 
 
-def fig29_31(sizes: pd.DataFrame) -> tuple[Figure, str] | None:
+def fig29_31(sizes: pd.DataFrame, runtime: str = "python") -> tuple[Figure, str] | None:
     if sizes.empty:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -153,7 +158,8 @@ def fig29_31(sizes: pd.DataFrame) -> tuple[Figure, str] | None:
     axes[0].set_ylabel("bytes")
     fig.tight_layout()
     caption = (
-        "Figs. 29-31 rebuilt: the answer's body as sent (GET), JSON against Protobuf, raw and "
+        f"Figs. 29-31 rebuilt, {RUNTIME_NAMES[runtime]}: the answer's body as sent (GET), JSON "
+        "against Protobuf, raw and "
         "gzip (hatched), per structure and count; above each pair the reduction (J - P) / J. "
         "The thesis: 25.80 % (flat, worst) to 72.28 % (nested, best), 58.2 % for flat 5 with "
         "gzip, and a 43320KB Protobuf blob at flat 300,000 (the star)."
@@ -161,7 +167,7 @@ def fig29_31(sizes: pd.DataFrame) -> tuple[Figure, str] | None:
     return fig, caption
 
 
-def fig32_35(mem: pd.DataFrame) -> tuple[Figure, str] | None:
+def fig32_35(mem: pd.DataFrame, runtime: str = "python") -> tuple[Figure, str] | None:
     mem = mem[~mem["traced"]] if "traced" in mem.columns else mem
     if mem.empty:
         return None
@@ -195,7 +201,8 @@ def fig32_35(mem: pd.DataFrame) -> tuple[Figure, str] | None:
     axes[0][0].set_ylabel("memory (MiB)")
     fig.tight_layout()
     caption = (
-        "Figs. 32-35 rebuilt: the data service's memory (the cgroup's usage, which the limit "
+        f"Figs. 32-35 rebuilt, {RUNTIME_NAMES[runtime]}: the data service's memory (the "
+        "cgroup's usage, which the limit "
         "counts, in a container; resident memory on local processes) sampled at 20 Hz while "
         "it builds and serialises flat 100,000 and 300,000 users, the first repetition of "
         "each format. The thesis: both complete at 100,000; at 300,000 JSON was killed by "
@@ -209,7 +216,7 @@ def fig32_35(mem: pd.DataFrame) -> tuple[Figure, str] | None:
     return fig, caption
 
 
-def fig43_47(sizes: pd.DataFrame) -> tuple[Figure, str] | None:
+def fig43_47(sizes: pd.DataFrame, runtime: str = "python") -> tuple[Figure, str] | None:
     wanted = [("flat", 100_000), ("flat", 300_000), ("nested", 5), ("nested", 325), ("nested", 650)]
     s = sizes[~sizes["gzip"]].set_index(["structure", "count"])
     present = [w for w in wanted if w in s.index]
@@ -236,7 +243,8 @@ def fig43_47(sizes: pd.DataFrame) -> tuple[Figure, str] | None:
     axes[0][0].set_ylabel("KiB (body; header stacked in black)")
     fig.tight_layout()
     caption = (
-        "Figs. 43-47 rebuilt: the answer's header and body bytes (GET, raw) per cell; headers "
+        f"Figs. 43-47 rebuilt, {RUNTIME_NAMES[runtime]}: the answer's header and body bytes "
+        "(GET, raw) per cell; headers "
         "are a few hundred bytes, bodies dominate at every count shown."
     )
     return fig, caption
@@ -298,6 +306,14 @@ def jvm_heap(mem: pd.DataFrame) -> tuple[Figure, str] | None:
     return fig, caption
 
 
+def _jvm_judged(mem: pd.DataFrame) -> pd.DataFrame:
+    """The JVM's memory runs with the heap its claims are judged on (empty without any)."""
+    if mem.empty or "runtime" not in mem.columns:
+        return mem.iloc[0:0]
+    sel = mem[mem["runtime"] == "jvm"]
+    return sel[sel["heap"] == THESIS_HEAP] if "heap" in sel.columns else sel
+
+
 def _python(df: pd.DataFrame) -> pd.DataFrame:
     """The Python services' rows (the thesis's figures are drawn for the primary set-up;
     the JVM's runs are in the tables, beside them)."""
@@ -306,14 +322,19 @@ def _python(df: pd.DataFrame) -> pd.DataFrame:
 
 def all_figures(a: Any) -> dict[str, tuple[Figure, str]]:
     cells, requests, mem = _python(a.cells), _python(a.requests), _python(a.memory)
+    jvm_sizes = getattr(a, "sizes_jvm", pd.DataFrame())
+    jvm_mem = _jvm_judged(a.memory)
     made = {
         "buono_fig27_cache": fig27(cells) if len(cells) else None,
         "buono_fig27_cache_jvm": fig27(a.cells, JVM) if len(a.cells) else None,
         "buono_fig28_processing": fig28(requests) if len(requests) else None,
         "buono_fig28_processing_jvm": fig28(a.requests, JVM) if len(a.requests) else None,
         "buono_fig29_31_sizes": fig29_31(a.sizes),
+        "buono_fig29_31_sizes_jvm": fig29_31(jvm_sizes, "jvm") if len(jvm_sizes) else None,
         "buono_fig32_35_memory": fig32_35(mem),
+        "buono_fig32_35_memory_jvm": fig32_35(jvm_mem, "jvm") if len(jvm_mem) else None,
         "buono_fig43_47_headers": fig43_47(a.sizes) if len(a.sizes) else None,
+        "buono_fig43_47_headers_jvm": fig43_47(jvm_sizes, "jvm") if len(jvm_sizes) else None,
         "buono_jvm_heap": jvm_heap(a.memory),
     }
     return {k: v for k, v in made.items() if v is not None}
