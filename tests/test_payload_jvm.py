@@ -34,7 +34,6 @@ from ipclab.studies.buono.stacks import LIMIT_MB, PAYLOAD_JVM, THESIS_HEAP, jvm_
 from tests.test_payload_service import MALFORMED, _bomb
 
 PROTO = REPO_ROOT / "services" / "proto"
-JAVA_PROTO = REPO_ROOT / "services" / "java" / "payload" / "src" / "main" / "proto"
 SEED = 42  # StackOptions' default, the data seed of every stack
 
 
@@ -43,9 +42,12 @@ def _code(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if not line.startswith("//")]
 
 
-def test_the_java_build_compiles_the_thesiss_proto_files_but_one_java_name() -> None:
-    assert _code(JAVA_PROTO / "payments.proto") == _code(PROTO / "payments.proto")
-    python, java = _code(PROTO / "users.proto"), _code(JAVA_PROTO / "users.proto")
+def test_the_java_build_compiles_the_thesiss_proto_files_but_one_java_name(tmp_path: Path) -> None:
+    # one source: the Java build writes services/proto's files into its build directory
+    assert not list((REPO_ROOT / "services" / "java").rglob("*.proto"))
+    javabuild.write_protos("payload", tmp_path)
+    assert _code(tmp_path / "proto" / "payments.proto") == _code(PROTO / "payments.proto")
+    python, java = _code(PROTO / "users.proto"), _code(tmp_path / "proto" / "users.proto")
     differ = [(a, b) for a, b in zip(python, java, strict=True) if a != b]
     assert differ == [
         (
@@ -53,6 +55,8 @@ def test_the_java_build_compiles_the_thesiss_proto_files_but_one_java_name() -> 
             'option java_outer_classname = "UsersProtos";',
         )
     ]
+    # and an edit to a .proto file rebuilds the project
+    assert "users.proto" in javabuild.PROTO_SOURCES["payload"]
 
 
 needs_java = pytest.mark.skipif(

@@ -68,12 +68,42 @@ def toolchain_missing() -> str | None:
     return None
 
 
+#: the .proto files a project compiles, from the one source every runtime reads
+#: (``services/proto``), by project
+PROTO_SOURCES = {"payload": ("users.proto", "payments.proto")}
+PROTO_DIR = REPO_ROOT / "services" / "proto"
+#: the one line the Java build changes: the thesis's printed java_outer_classname is dotted,
+#: which is no Java class name (protoc would write a class that does not compile); the wire
+#: bytes and the JSON mapping do not depend on it
+_DOTTED_OUTER = re.compile(r'^(option java_outer_classname = ")[\w.]*\.(\w+)(";)$', re.M)
+
+
+def java_proto(text: str) -> str:
+    """A ``services/proto`` file as the Java build compiles it: a dotted
+    ``java_outer_classname`` reduced to its last name, nothing else changed."""
+    return _DOTTED_OUTER.sub(r"\1\2\3", text)
+
+
+def write_protos(name: str, build_dir: Path) -> None:
+    """The project's .proto files into ``<build_dir>/proto`` (the pom's protoSourceRoot),
+    made from ``services/proto`` by :func:`java_proto`; no copy is kept in the project."""
+    files = PROTO_SOURCES.get(name, ())
+    if not files:
+        return
+    dest = build_dir / "proto"
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        (dest / f).write_text(java_proto((PROTO_DIR / f).read_text()))
+
+
 def sources_hash(project: Path) -> str:
     h = hashlib.sha256()
     for path in sorted(project.rglob("*")):
         rel = path.relative_to(project)
         if path.is_file() and rel.parts[0] in ("src", "pom.xml"):
             h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    for f in PROTO_SOURCES.get(project.name, ()):
+        h.update(f"proto/{f}".encode() + b"\0" + (PROTO_DIR / f).read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
@@ -99,6 +129,7 @@ def _built(name: str, product: str, marker: str) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     mavenlock.prepare(MAVEN_REPO)  # LockMismatch: nothing unlocked or altered is built on
     print(f"building the Java roles: mvn package {project} -> {out}", file=sys.stderr, flush=True)
+    write_protos(name, tmp)
     done = _maven(project, tmp)
     if done.returncode != 0 or not (tmp / product).is_dir():
         shutil.rmtree(tmp, ignore_errors=True)
@@ -146,3 +177,22 @@ def payload_launcher() -> Path:
         tmp.chmod(0o755)
         tmp.replace(script)
     return script
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ipclab.javabuild protos [BUILD_DIR]``: the .proto files of every project
+    into its build directory (default ``services/java/<project>/target``), for a ``mvn
+    package`` by hand."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] != "protos" or len(args) > 2:
+        print("usage: python -m ipclab.javabuild protos [BUILD_DIR]", file=sys.stderr)
+        return 2
+    for name in PROTO_SOURCES:
+        out = Path(args[1]) if len(args) == 2 else JAVA_PROJECTS / name / "target"
+        write_protos(name, out)
+        print(out / "proto")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

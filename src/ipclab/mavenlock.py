@@ -205,7 +205,10 @@ def generate(out: Path = LOCK, projects: Iterable[str] = PROJECTS) -> int:
     java = REPO_ROOT / "services" / "java"
     with tempfile.TemporaryDirectory(prefix="ipclab-mavenlock-") as tmp:
         repo = Path(tmp) / "repo"
+        from ipclab.javabuild import write_protos
+
         for project in projects:
+            write_protos(project, Path(tmp) / project)
             argv = [
                 "mvn", "-B", "-q", "-C", f"-Dmaven.repo.local={repo}",
                 "-f", str(java / project / "pom.xml"), f"-DbuildDirectory={Path(tmp) / project}",
