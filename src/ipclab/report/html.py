@@ -446,7 +446,7 @@ def kv_table(items: Sequence[tuple[str, object]], cls: str = "kv") -> str:
     return f'<table class="{cls}"><tbody>{rows}</tbody></table>'
 
 
-def _inline_md(text: str) -> str:
+def inline_md(text: str) -> str:
     out = esc(text)
     out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
@@ -459,13 +459,13 @@ def markdown_lines_html(lines: Sequence[str]) -> str:
     items: list[str] = []
     for ln in [*lines, ""]:
         if ln.startswith("- "):
-            items.append(f"<li>{_inline_md(ln[2:])}</li>")
+            items.append(f"<li>{inline_md(ln[2:])}</li>")
             continue
         if items:
             parts.append(f'<ul class="findings">{"".join(items)}</ul>')
             items = []
         if ln.strip():
-            parts.append(f'<p class="findings">{_inline_md(ln)}</p>')
+            parts.append(f'<p class="findings">{inline_md(ln)}</p>')
     return "".join(parts)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from ipclab.claims import FACT, RULES, VERDICTS
+from ipclab.claims import FACT, KINDS_SECTION, VERDICTS, kinds_table
 from ipclab.report import html as rh
 from ipclab.report.context import Counter
 from ipclab.report.runlog import fmt_seconds, not_run_items, notebooks
@@ -174,8 +174,26 @@ def made_section(
     if problems:
         out += ["<h2>Missing from the results</h2>", bullets(problems, "Missing: ")]
     out.append(f'<p class="quiet">Report HTML built {rh.esc(built_at)}.</p>')
-    out.append(
-        f'<h2>How verdicts are computed</h2><div class="rules">{rh.rst_to_html(RULES or "")}</div>'
-    )
+    out.append(f'<h2>How verdicts are computed</h2><div class="rules">{_rules_html()}</div>')
     out.append("</section>")
     return "\n".join(out)
+
+
+def _rules_html() -> str:
+    """docs/statistics.md's table of sentence kinds, quoted as written (the document is the
+    rule, and the report restates nothing of it), with where the rest of the rules are."""
+    rows = kinds_table()
+    intro = (
+        "Every verdict is computed from runs by the rules of <code>docs/statistics.md</code> "
+        "(the unit of replication, intervals, tests and the family for Holm's adjustment, "
+        "counting, availability, repetitions, agreement, plausibility); its table of kinds "
+        f"({rh.esc(KINDS_SECTION.lstrip('# '))}) as written:"
+    )
+    if not rows:
+        return f"<p>{intro} <i>(docs/statistics.md not found)</i></p>"
+    head = "".join(f"<th>{rh.inline_md(c)}</th>" for c in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f'<td class="txt">{rh.inline_md(c)}</td>' for c in r) + "</tr>"
+        for r in rows[1:]
+    )
+    return f"<p>{intro}</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
