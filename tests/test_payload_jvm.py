@@ -24,7 +24,7 @@ import pytest
 from ipclab_services.domains.payload import codec, data
 from ipclab_services.domains.payload.http import zlib_gzip
 
-from ipclab import javabuild
+from ipclab import javabuild, javaprotos
 from ipclab.backends import StackOptions, get_backend
 from ipclab.backends.base import RunningStack
 from ipclab.backends.local import StackStartError
@@ -45,7 +45,7 @@ def _code(path: Path) -> list[str]:
 def test_the_java_build_compiles_the_thesiss_proto_files_but_one_java_name(tmp_path: Path) -> None:
     # one source: the Java build writes services/proto's files into its build directory
     assert not list((REPO_ROOT / "services" / "java").rglob("*.proto"))
-    javabuild.write_protos("payload", tmp_path)
+    javaprotos.write_protos("payload", tmp_path)
     assert _code(tmp_path / "proto" / "payments.proto") == _code(PROTO / "payments.proto")
     python, java = _code(PROTO / "users.proto"), _code(tmp_path / "proto" / "users.proto")
     differ = [(a, b) for a, b in zip(python, java, strict=True) if a != b]
@@ -56,7 +56,7 @@ def test_the_java_build_compiles_the_thesiss_proto_files_but_one_java_name(tmp_p
         )
     ]
     # and an edit to a .proto file rebuilds the project
-    assert "users.proto" in javabuild.PROTO_SOURCES["payload"]
+    assert "users.proto" in javaprotos.PROTO_SOURCES["payload"]
 
 
 needs_java = pytest.mark.skipif(

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from ipclab import mavenlock
+from ipclab.javaprotos import PROTO_DIR, PROTO_SOURCES, write_protos
 from ipclab.paths import REPO_ROOT
 
 JAVA_PROJECTS = REPO_ROOT / "services" / "java"
@@ -66,34 +67,6 @@ def toolchain_missing() -> str | None:
     if release is None or release < JAVA_RELEASE:
         return f"the java at {java} is release {release}, older than {JAVA_RELEASE}: {install}"
     return None
-
-
-#: the .proto files a project compiles, from the one source every runtime reads
-#: (``services/proto``), by project
-PROTO_SOURCES = {"payload": ("users.proto", "payments.proto")}
-PROTO_DIR = REPO_ROOT / "services" / "proto"
-#: the one line the Java build changes: the thesis's printed java_outer_classname is dotted,
-#: which is no Java class name (protoc would write a class that does not compile); the wire
-#: bytes and the JSON mapping do not depend on it
-_DOTTED_OUTER = re.compile(r'^(option java_outer_classname = ")[\w.]*\.(\w+)(";)$', re.M)
-
-
-def java_proto(text: str) -> str:
-    """A ``services/proto`` file as the Java build compiles it: a dotted
-    ``java_outer_classname`` reduced to its last name, nothing else changed."""
-    return _DOTTED_OUTER.sub(r"\1\2\3", text)
-
-
-def write_protos(name: str, build_dir: Path) -> None:
-    """The project's .proto files into ``<build_dir>/proto`` (the pom's protoSourceRoot),
-    made from ``services/proto`` by :func:`java_proto`; no copy is kept in the project."""
-    files = PROTO_SOURCES.get(name, ())
-    if not files:
-        return
-    dest = build_dir / "proto"
-    dest.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        (dest / f).write_text(java_proto((PROTO_DIR / f).read_text()))
 
 
 def sources_hash(project: Path) -> str:

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ipclab.javaprotos import write_protos
 from ipclab.paths import REPO_ROOT
 
 LOCK = REPO_ROOT / "services" / "java" / "maven.lock"
@@ -205,8 +206,6 @@ def generate(out: Path = LOCK, projects: Iterable[str] = PROJECTS) -> int:
     java = REPO_ROOT / "services" / "java"
     with tempfile.TemporaryDirectory(prefix="ipclab-mavenlock-") as tmp:
         repo = Path(tmp) / "repo"
-        from ipclab.javabuild import write_protos
-
         for project in projects:
             write_protos(project, Path(tmp) / project)
             argv = [
