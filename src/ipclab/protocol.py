@@ -23,8 +23,8 @@ A new study need implement none of that by hand: a :class:`DeclaredPart` declare
 experiments (``declare``: name -> one :class:`~ipclab.experiments.Experiment` each) and
 ``analyse`` returns a core :class:`Analysis` (the claims, tables with their captions,
 figures, deviations the runs showed, README blocks and notebook views); the core runs,
-loads, describes, extends and writes it. ``examples/h2study`` is such a study, kept outside
-the repository's package (docs/adding-a-study.md).
+loads, describes, extends and writes it (docs/adding-a-study.md walks through a study so
+made, kept outside the repository's package).
 """
 
 from __future__ import annotations
