@@ -8,7 +8,10 @@ rebuild of its committed references; ``published.py``: its published-data loader
 Also counted: the lines under ``src/ipclab`` outside ``studies/`` that name a study (the
 core names none, ``tests/test_layout.py``; a nonzero count is per-study code elsewhere).
 
-    python bench/study_lines.py [--extra DIR ...] [--csv OUT]
+    python bench/study_lines.py [--src SRC] [--extra DIR ...] [--csv OUT]
+
+``--src``: another tree's ``src/ipclab`` (e.g. ``git archive main src | tar -x -C /tmp/m``
+and ``--src /tmp/m/src/ipclab``: the counts before a change).
 """
 
 from __future__ import annotations
@@ -42,11 +45,11 @@ def count(folder: Path) -> dict[str, int]:
     return row
 
 
-def elsewhere(names: list[str]) -> int:
+def elsewhere(names: list[str], src: Path = SRC) -> int:
     """Lines under ``src/ipclab`` outside ``studies/`` naming one of ``names``."""
     hits = 0
-    for p in SRC.rglob("*.py"):
-        if "studies" in p.relative_to(SRC).parts[:1]:
+    for p in src.rglob("*.py"):
+        if "studies" in p.relative_to(src).parts[:1]:
             continue
         hits += sum(1 for line in p.read_text().splitlines() if any(n in line for n in names))
     return hits
@@ -56,14 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--extra", type=Path, action="append", default=[], help="a study folder")
     ap.add_argument("--csv", type=Path, help="write the table here too")
+    ap.add_argument("--src", type=Path, default=SRC, help="the src/ipclab to count")
     args = ap.parse_args(argv)
-    folders = sorted(p for p in (SRC / "studies").iterdir() if (p / "__init__.py").is_file())
+    folders = sorted(p for p in (args.src / "studies").iterdir() if (p / "__init__.py").is_file())
     rows = [{"study": f.name, **count(f)} for f in [*folders, *args.extra]]
     writer = csv.DictWriter(sys.stdout, FIELDS)
     writer.writeheader()
     writer.writerows(rows)
     print(f"# lines naming a study under src/ipclab outside studies/: "
-          f"{elsewhere([f.name for f in folders])}")  # fmt: skip
+          f"{elsewhere([f.name for f in folders], args.src)}")  # fmt: skip
     if args.csv:
         with args.csv.open("w", newline="") as fh:
             out = csv.DictWriter(fh, FIELDS)
