@@ -122,3 +122,29 @@ def test_the_core_extends_the_experiment_a_cell_id_names(
     One("r", "t").extend(plan, [("r:shop-rest@1", 2)], print)
     assert made == [("a", "shop-rest@1", 2)]
     assert protocol.StudyPart.write is not DeclaredPart.write
+
+
+def test_several_declared_experiments_run_interleaved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    order: list[tuple[str, int]] = []
+
+    def run_cell(self: Experiment, cell: object, label: str, progress: object) -> str:
+        order.append((self.name, cell.repetition))  # type: ignore[attr-defined]
+        return f"{self.name}-{cell.repetition}"  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(Experiment, "run_cell", run_cell)
+
+    class Three(_Part):
+        def declare(self, params: Parameters) -> Plan:
+            return {
+                n: Experiment(n, ("shop-rest",), (1,), repetitions=3, root=params.runs_root)
+                for n in ("a", "b")
+            }
+
+    part = Three("r", "t")
+    runs = part.run(part.experiments(part.parameters(runs_root=tmp_path)))
+    assert runs == {"a": ["a-1", "a-2", "a-3"], "b": ["b-1", "b-2", "b-3"]}
+    assert sorted(order) == [(n, r) for n in "ab" for r in (1, 2, 3)]
+    # each repetition of both before the next, in one shuffled order
+    assert [rep for _, rep in order] == [1, 1, 2, 2, 3, 3] and order != sorted(order)

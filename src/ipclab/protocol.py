@@ -269,6 +269,7 @@ class DeclaredPart(StudyPart):
     ``DEVIATIONS``: the deviations from the original setup the part declares."""
 
     DEVIATIONS: ClassVar[Sequence[str]] = ()
+    ORDER_SEED: ClassVar[int] = 2017  # the order several experiments' cells run in
 
     @abstractmethod
     def declare(self, params: Parameters) -> Plan:
@@ -296,7 +297,21 @@ class DeclaredPart(StudyPart):
         return [*self.DEVIATIONS, *shown]
 
     def run(self, plan: Plan) -> dict[str, list[Run]]:
-        return {name: e.run() for name, e in plan.items()}
+        """Every cell of every experiment (finished ones reused). Several experiments run
+        interleaved (``ipclab.experiments.run_interleaved``: their cells in one order
+        shuffled by ``ORDER_SEED``, so no experiment runs all at one time of the session),
+        unless one of them lends one stack to its cells (``share_stacks``)."""
+        from ipclab.experiments import interleaved, run_interleaved
+
+        experiments = list(plan.values())
+        if len(experiments) == 1 or any(e.share_stacks for e in experiments):
+            return {name: e.run() for name, e in plan.items()}
+        made = run_interleaved(experiments, self.ORDER_SEED)
+        name_of = {id(e): name for name, e in plan.items()}
+        out: dict[str, list[Run]] = {name: [] for name in plan}
+        for (e, _), r in zip(interleaved(experiments, self.ORDER_SEED), made, strict=True):
+            out[name_of[id(e)]].append(r)
+        return out
 
     def load(self, plan: Plan) -> dict[str, list[Run]]:
         from ipclab.experiments import load_runs
