@@ -15,7 +15,16 @@ A study's notebook drives one :class:`StudyPart` through its stages, one call ea
 The registry (``ipclab.studies``) builds each part from its study's declaration
 (``Notebook.part``): the results folder's name and the title come from there, never from
 the notebook. A study implements a part as a thin adapter over its own functions; this
-module names no study.
+module names no study. The core writes the results folder (``write``: a new
+:class:`~ipclab.results.StudyResults` the part's ``fill`` fills) and adds the planner's runs
+(``extend``: each to the experiment ``extended`` names).
+
+A new study need implement none of that by hand: a :class:`DeclaredPart` declares its named
+experiments (``declare``: name -> one :class:`~ipclab.experiments.Experiment` each) and
+``analyse`` returns a core :class:`Analysis` (the claims, tables with their captions,
+figures, deviations the runs showed, README blocks and notebook views); the core runs,
+loads, describes, extends and writes it (docs/adding-a-study.md walks through a study so
+made, kept outside the repository's package).
 """
 
 from __future__ import annotations
@@ -27,9 +36,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import pandas as pd
+
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ipclab.experiments import Experiment
     from ipclab.planner import Need
     from ipclab.results import StudyResults
+    from ipclab.runs import Run
 
 # the stages a notebook calls, in order (``parameters`` makes the first argument)
 STAGES = ("parameters", "experiments", "describe", "deviations", "run", "analyse", "write")
@@ -130,9 +145,17 @@ class StudyPart(ABC):
     def analyse(self, runs: Any, params: Parameters) -> Any:
         """Every table of the part from its runs: an object with ``claims``."""
 
-    @abstractmethod
     def write(self, analysis: Any, params: Parameters) -> StudyResults:
-        """Tables, figures and claims into the declared results folder."""
+        """Tables, figures and claims into the declared results folder: a new one that
+        :meth:`fill` fills."""
+        results = self.new_results(params)
+        self.fill(analysis, results)
+        return results
+
+    def fill(self, analysis: Any, results: StudyResults) -> None:
+        """Write ``analysis``'s tables, figures and claims into ``results`` (what
+        :meth:`write` calls; a part overrides this or ``write``)."""
+        raise NotImplementedError(f"{self.results}: no writer of its results")
 
     def views(self, analysis: Any) -> Mapping[str, Any]:
         """Named displays the notebook shows beyond the analysis's own tables (texts and
@@ -150,12 +173,162 @@ class StudyPart(ABC):
         none by default (a part the planner does not extend)."""
         return []
 
+    def extended(self, plan: Any) -> Experiment | Mapping[str, Experiment]:
+        """The experiment the planner adds runs to (cell ids ``<results>:<stack>@<users>``),
+        or several by name (cell ids ``<results>:<name>:<stack>@<users>``)."""
+        raise NotImplementedError(f"{self.results}: the planner cannot add runs here")
+
     def extend(
         self, plan: Any, runs: Sequence[tuple[str, int]], progress: Callable[[str], None]
     ) -> None:
         """Make the planned ``runs`` (cell id from :meth:`needs`, repetition number), in
-        that order, each a run of the plan's experiment (finished ones reused)."""
-        raise NotImplementedError(f"{self.results}: the planner cannot add runs here")
+        that order, each a run of the experiment :meth:`extended` names (finished ones
+        reused)."""
+        from ipclab.experiments import extend_cell
+
+        target = self.extended(plan)
+        for cell, repetition in runs:
+            rest = cell.removeprefix(f"{self.results}:")
+            if isinstance(target, Mapping):
+                name, _, rest = rest.partition(":")
+                extend_cell(target[name], rest, repetition, progress)
+            else:
+                extend_cell(target, rest, repetition, progress)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of the results folder: ``<name>.csv`` with its caption (the report shows it
+    unless ``in_report`` is False)."""
+
+    name: str
+    frame: pd.DataFrame
+    caption: str
+    in_report: bool = True
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A figure of the results folder: ``<name>.png`` (and its vector twin) with its caption."""
+
+    name: str
+    figure: Figure
+    caption: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What a :class:`DeclaredPart`'s ``analyse`` returns, all the core needs to write it:
+    the claims with their verdicts (``ipclab.claims.evaluate_claims``' table), the tables
+    and figures with their captions, the deviations the runs showed (beside the declared
+    ones), the README blocks of a reference folder (name -> Markdown) and what the notebook
+    shows beyond the tables (``views``)."""
+
+    claims: pd.DataFrame
+    tables: tuple[Table, ...] = ()
+    figures: tuple[Plot, ...] = ()
+    deviations: tuple[str, ...] = ()
+    readme: Mapping[str, str] = field(default_factory=dict)
+    views: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        """A table's frame by its name."""
+        for t in self.tables:
+            if t.name == name:
+                return t.frame
+        raise KeyError(f"no table {name!r}; tables: {', '.join(t.name for t in self.tables)}")
+
+    def write(self, results: StudyResults) -> None:
+        """Tables, figures and claims into ``results``; in a reference folder (a README
+        beside the results) its README's generated blocks and findings too."""
+        from ipclab.findings import fill_blocks, write_findings
+
+        for t in self.tables:
+            results.table(t.frame, t.name, t.caption, t.in_report)
+        for f in self.figures:
+            results.figure(f.figure, f.name, f.caption)
+        results.claims_table(self.claims)
+        readme = results.directory.parent / "README.md"
+        if readme.is_file():
+            if self.readme:
+                fill_blocks(readme, self.readme)
+            label = f"{results.directory.name}/{results.claims}"
+            if len(self.claims) and f"<!-- findings: {label} -->" in readme.read_text():
+                # read back from its CSV, as the README test reads it
+                write_findings(readme, pd.read_csv(results.directory / "claims.csv"), label)
+
+
+# a declared part's plan and runs: experiment name -> the experiment, -> its runs
+Plan = Mapping[str, "Experiment"]
+Runs = Mapping[str, list["Run"]]
+
+
+class DeclaredPart(StudyPart):
+    """A part that declares its named experiments and returns a core :class:`Analysis`;
+    the core does the rest (run, load, describe, deviations, write, extend, views).
+    ``DEVIATIONS``: the deviations from the original setup the part declares."""
+
+    DEVIATIONS: ClassVar[Sequence[str]] = ()
+    ORDER_SEED: ClassVar[int] = 2017  # the order several experiments' cells run in
+
+    @abstractmethod
+    def declare(self, params: Parameters) -> Plan:
+        """Every experiment of the part by name, built, none run."""
+
+    @abstractmethod
+    def analyse(self, runs: Runs, params: Parameters) -> Analysis:
+        """The claims, tables and figures from the runs of each named experiment."""
+
+    def experiments(self, params: Parameters) -> Plan:
+        plan = dict(self.declare(params))
+        if not plan:
+            raise ValueError(f"{self.results}: declares no experiment")
+        return plan
+
+    def describe(self, plan: Plan) -> str:
+        return "\n".join(
+            f"{name}: {len(e.cells())} runs of {e.duration_s:g} s in {e.directory} "
+            f"({', '.join(e.stacks)} at {', '.join(map(str, e.users))} users)"
+            for name, e in plan.items()
+        )
+
+    def deviations(self, params: Parameters, analysis: Any = None) -> Sequence[str]:
+        shown = analysis.deviations if isinstance(analysis, Analysis) else ()
+        return [*self.DEVIATIONS, *shown]
+
+    def run(self, plan: Plan) -> dict[str, list[Run]]:
+        """Every cell of every experiment (finished ones reused). Several experiments run
+        interleaved (``ipclab.experiments.run_interleaved``: their cells in one order
+        shuffled by ``ORDER_SEED``, so no experiment runs all at one time of the session),
+        unless one of them lends one stack to its cells (``share_stacks``)."""
+        from ipclab.experiments import interleaved, run_interleaved
+
+        experiments = list(plan.values())
+        if len(experiments) == 1 or any(e.share_stacks for e in experiments):
+            return {name: e.run() for name, e in plan.items()}
+        made = run_interleaved(experiments, self.ORDER_SEED)
+        name_of = {id(e): name for name, e in plan.items()}
+        out: dict[str, list[Run]] = {name: [] for name in plan}
+        for (e, _), r in zip(interleaved(experiments, self.ORDER_SEED), made, strict=True):
+            out[name_of[id(e)]].append(r)
+        return out
+
+    def load(self, plan: Plan) -> dict[str, list[Run]]:
+        from ipclab.experiments import load_runs
+
+        return {name: load_runs(e.directory) for name, e in plan.items()}
+
+    def write(self, analysis: Analysis, params: Parameters) -> StudyResults:
+        results = self.new_results(params)
+        results.deviations = list(self.deviations(params, analysis))
+        analysis.write(results)
+        return results
+
+    def extended(self, plan: Plan) -> Plan:
+        return plan
+
+    def views(self, analysis: Analysis) -> Mapping[str, Any]:
+        return analysis.views
 
 
 class Analysed:

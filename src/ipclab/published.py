@@ -1,9 +1,16 @@
 """Reading published numbers and claims from ``data/published/`` (described in its README).
 
 Each study keeps its own CSV files there and its own loaders in its folder; this module
-holds what they share: validated CSV reading (:class:`PublishedDataError` names the file,
-the row and the problem) and the claims format (:class:`Claim`, one row per testable
-comparison, with a machine-readable test spec).
+holds what they share, public for a study kept outside the repository too: validated CSV
+reading (:func:`read_table`, :func:`check_choice`, :func:`parse_numbers`; a
+:class:`PublishedDataError` from :func:`row_error` names the file, the row and the problem),
+the claims format (:class:`Claim`, one row per testable comparison, with a machine-readable
+test spec; :func:`claims` reads a claims CSV, :func:`claim` declares one in code with the
+CSV's defaults for every field not given).
+
+A claim's ``document`` is the ``thesis`` or the ``paper`` it is quoted from, or
+``hypothesis``: a study's own statement, from no publication (no page; its quote is the
+hypothesis as the study states it).
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from ipclab.paths import PUBLISHED_DIR
 
 DATA_DIR = PUBLISHED_DIR
 
-DOCUMENTS = ("thesis", "paper")
+DOCUMENTS = ("thesis", "paper", "hypothesis")
+HYPOTHESIS = "hypothesis"  # a study's own claim, not a published one
 SCOPES = ("performance", "availability", "complexity", "serialisation")
 TESTS = ("direction", "ratio", "equal", "differ", "interaction", "compare", "value")
 # a value claim's stated unit -> its metric's unit (the metric name's suffix) -> the factor
@@ -35,7 +43,9 @@ class PublishedDataError(ValueError):
     """A published-data CSV is missing, malformed or inconsistent."""
 
 
-def _read(path: Path, columns: Sequence[str]) -> pd.DataFrame:
+def read_table(path: Path, columns: Sequence[str]) -> pd.DataFrame:
+    """A published-data CSV, every cell a string (empty ones ""), with ``columns`` at least
+    and one row at least; else a :class:`PublishedDataError` naming the file."""
     if not path.exists():
         raise PublishedDataError(f"{path}: file not found")
     try:
@@ -50,12 +60,13 @@ def _read(path: Path, columns: Sequence[str]) -> pd.DataFrame:
     return df
 
 
-def _fail(path: Path, i: int, msg: str) -> PublishedDataError:
+def row_error(path: Path, i: int, msg: str) -> PublishedDataError:
+    """The error of data row ``i`` (0-based) of ``path``, naming its line in the file."""
     # i is the 0-based data row; +2 gives the line number in the file (header is line 1)
     return PublishedDataError(f"{path}, line {i + 2}: {msg}")
 
 
-def _num(
+def parse_numbers(
     df: pd.DataFrame,
     path: Path,
     col: str,
@@ -64,39 +75,46 @@ def _num(
     required: bool = True,
     positive: bool = False,
 ) -> pd.Series:
+    """Column ``col`` of ``df`` as numbers of ``kind`` (int: Int64, float: Float64), empty
+    cells None unless ``required``; a bad cell raises :func:`row_error`."""
     out = []
     for i, raw in enumerate(df[col]):
         s = raw.strip()
         if s == "":
             if required:
-                raise _fail(path, i, f"{col} is empty")
+                raise row_error(path, i, f"{col} is empty")
             out.append(None)
             continue
         try:
             v = kind(s)
         except ValueError:
-            raise _fail(path, i, f"{col}={raw!r} is not {kind.__name__}") from None
+            raise row_error(path, i, f"{col}={raw!r} is not {kind.__name__}") from None
         if positive and v <= 0:
-            raise _fail(path, i, f"{col}={raw!r} must be positive")
+            raise row_error(path, i, f"{col}={raw!r} must be positive")
         out.append(v)
     dtype = "Int64" if kind is int else "Float64"
     return pd.Series(out, index=df.index, dtype=dtype)
 
 
-def _choice(
+def check_choice(
     df: pd.DataFrame, path: Path, col: str, allowed: Sequence[str], *, required: bool = True
 ) -> None:
+    """Every cell of ``col`` is one of ``allowed`` (or empty, unless ``required``)."""
     for i, v in enumerate(df[col]):
         if v == "" and not required:
             continue
         if v not in allowed:
-            raise _fail(path, i, f"{col}={v!r} not one of {', '.join(allowed)}")
+            raise row_error(path, i, f"{col}={v!r} not one of {', '.join(allowed)}")
 
 
 def _pages(df: pd.DataFrame, path: Path) -> None:
-    for i, v in enumerate(df["page"].astype(str)):
+    for i, (v, doc) in enumerate(zip(df["page"].astype(str), df["document"], strict=True)):
+        if doc == HYPOTHESIS:
+            if v:
+                raise row_error(path, i, f"a hypothesis has no page (page={v!r})")
+            continue
         if not _PAGE.match(v):
-            raise _fail(
+            raise row_error(
                 path,
                 i,
                 f"page={v!r} is not a page (35, or v in a front matter) or a range like 35-36",
@@ -184,6 +202,8 @@ class Claim:
 
     @property
     def source(self) -> str:
+        if self.document == HYPOTHESIS:
+            return "the study's own hypothesis (no publication)"
         return f"{self.document} §{self.section}, p. {self.page}"
 
     @property
@@ -239,9 +259,9 @@ def _users(path: Path, i: int, col: str, raw: str) -> tuple[int, ...]:
     try:
         vals = tuple(int(x) for x in raw.split(";"))
     except ValueError:
-        raise _fail(path, i, f"{col}={raw!r} is not a load or loads separated by ';'") from None
+        raise row_error(path, i, f"{col}={raw!r} is not a load or loads separated by ';'") from None
     if any(v < 0 for v in vals):  # 0 is a load too, e.g. "no added delay"
-        raise _fail(path, i, f"{col}={raw!r} must not be negative")
+        raise row_error(path, i, f"{col}={raw!r} must not be negative")
     return vals
 
 
@@ -251,7 +271,7 @@ def _opt_float(path: Path, i: int, col: str, raw: str) -> float | None:
     try:
         return float(raw)
     except ValueError:
-        raise _fail(path, i, f"{col}={raw!r} is not a number") from None
+        raise row_error(path, i, f"{col}={raw!r} is not a number") from None
 
 
 def _opt_int(path: Path, i: int, col: str, raw: str) -> int | None:
@@ -260,7 +280,7 @@ def _opt_int(path: Path, i: int, col: str, raw: str) -> int | None:
     try:
         return int(raw)
     except ValueError:
-        raise _fail(path, i, f"{col}={raw!r} is not an integer") from None
+        raise row_error(path, i, f"{col}={raw!r} is not an integer") from None
 
 
 def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
@@ -298,36 +318,36 @@ def _claim(path: Path, i: int, r: dict[str, str]) -> Claim:
 def _check_claim(path: Path, i: int, c: Claim) -> None:
     """A row's claim is whole and its test, relation, cells and band fit together."""
     if not c.claim_id.startswith(c.statement_id):
-        raise _fail(path, i, f"claim_id {c.claim_id!r} does not start with {c.statement_id!r}")
+        raise row_error(path, i, f"claim_id {c.claim_id!r} does not start with {c.statement_id!r}")
     if not c.quote.strip():
-        raise _fail(path, i, "quote is empty")
+        raise row_error(path, i, "quote is empty")
     if not c.metric:
-        raise _fail(path, i, "metric is empty")
+        raise row_error(path, i, "metric is empty")
     if c.test != "value" and not c.b_style:
-        raise _fail(path, i, f"a {c.test} claim needs b_style")
+        raise row_error(path, i, f"a {c.test} claim needs b_style")
     if c.test == "interaction":
         if c.from_users is None or c.to_users is None:
-            raise _fail(path, i, "an interaction needs from_users and to_users")
+            raise row_error(path, i, "an interaction needs from_users and to_users")
         if c.relation not in ("<", ">"):
-            raise _fail(path, i, "an interaction's relation must be < or >")
+            raise row_error(path, i, "an interaction's relation must be < or >")
     elif c.test == "value":
         if not c.a_users or c.b_style or c.b_users or c.relation != "=":
-            raise _fail(path, i, "a value claim names a_style and a_users only, relation '='")
+            raise row_error(path, i, "a value claim names a_style and a_users only, relation '='")
         if c.published_number is None:
-            raise _fail(
+            raise row_error(
                 path, i, f"a value claim needs a number in published_value and a unit of "
                 f"{c.metric!r} in published_unit (one of {sorted({u for u, _ in UNIT_FACTORS})})",
             )  # fmt: skip
     elif c.test == "compare":
         if c.relation not in ("<", ">"):
-            raise _fail(path, i, "a compare claim's relation must be < or >")
+            raise row_error(path, i, "a compare claim's relation must be < or >")
     else:
         if (
             c.scope != "complexity"
             and c.metric != "outage_failure_fraction"
             and (not c.a_users or not c.b_users)
         ):
-            raise _fail(path, i, f"a {c.test} claim needs a_users and b_users")
+            raise row_error(path, i, f"a {c.test} claim needs a_users and b_users")
         allowed = {
             "direction": ("<", ">"),
             "ratio": ("<", ">"),
@@ -335,32 +355,32 @@ def _check_claim(path: Path, i: int, c: Claim) -> None:
             "differ": ("!=",),
         }[c.test]
         if c.relation not in allowed:
-            raise _fail(path, i, f"relation {c.relation!r} does not fit test {c.test!r}")
+            raise row_error(path, i, f"relation {c.relation!r} does not fit test {c.test!r}")
     given = c.band_low is not None or c.band_high is not None
     if given and c.test not in ("ratio", "equal", "differ", "value"):
-        raise _fail(path, i, f"a {c.test} claim has no band")
+        raise row_error(path, i, f"a {c.test} claim has no band")
     if (c.test == "ratio" or given) and (
         c.band_low is None or c.band_high is None or not 0 < c.band_low < c.band_high
     ):
-        raise _fail(path, i, f"a {c.test} claim's band needs 0 < band_low < band_high")
+        raise row_error(path, i, f"a {c.test} claim's band needs 0 < band_low < band_high")
     if given and c.magnitude:
-        raise _fail(path, i, f"magnitude {c.magnitude!r} has its standard band "
+        raise row_error(path, i, f"magnitude {c.magnitude!r} has its standard band "
                     "(docs/statistics.md section 4): leave band_low/band_high empty")  # fmt: skip
     if given and not c.published_value.strip():
-        raise _fail(
+        raise row_error(
             path, i, "a claim's own band needs the number its sentence states "
             "(published_value); without one, leave the band empty (standard band)",
         )  # fmt: skip
     approx = approximate_number(c.quote, c.published_value) if given else None
     if approx:
-        raise _fail(
+        raise row_error(
             path, i, f"{approx!r} is an approximate number: 'about N' takes the standard "
             "equivalence band (docs/statistics.md section 4); leave band_low/band_high empty",
         )  # fmt: skip
     if c.magnitude and c.test not in ("direction", "differ"):
-        raise _fail(path, i, f"magnitude {c.magnitude!r} applies to direction or differ only")
+        raise row_error(path, i, f"magnitude {c.magnitude!r} applies to direction or differ only")
     if c.magnitude == "slight" and c.test != "direction":
-        raise _fail(path, i, "'slight' is a size of a direction (test = direction)")
+        raise row_error(path, i, "'slight' is a size of a direction (test = direction)")
 
 
 #: the words that give a number as approximate ("about 20 seconds"; docs/statistics.md
@@ -385,22 +405,22 @@ MAGNITUDES = ("", "slight", "considerable")
 
 
 def _raw_claims(p: Path, styles: Sequence[str]) -> pd.DataFrame:
-    df = _read(p, CLAIM_COLUMNS)
+    df = read_table(p, CLAIM_COLUMNS)
     for optional in ("magnitude", "b_metric"):  # optional columns
         if optional not in df.columns:
             df[optional] = ""
-    _choice(df, p, "magnitude", MAGNITUDES)
-    _choice(df, p, "document", DOCUMENTS)
-    _choice(df, p, "scope", SCOPES)
-    _choice(df, p, "test", TESTS)
-    _choice(df, p, "relation", RELATIONS)
-    _choice(df, p, "a_style", styles)
-    _choice(df, p, "b_style", styles, required=False)  # a value claim has none
+    check_choice(df, p, "magnitude", MAGNITUDES)
+    check_choice(df, p, "document", DOCUMENTS)
+    check_choice(df, p, "scope", SCOPES)
+    check_choice(df, p, "test", TESTS)
+    check_choice(df, p, "relation", RELATIONS)
+    check_choice(df, p, "a_style", styles)
+    check_choice(df, p, "b_style", styles, required=False)  # a value claim has none
     _pages(df, p)
     dup = df["claim_id"].duplicated()
     if dup.any():
         i = int(dup.to_numpy().nonzero()[0][0])
-        raise _fail(p, i, f"duplicate claim_id {df['claim_id'].iloc[i]!r}")
+        raise row_error(p, i, f"duplicate claim_id {df['claim_id'].iloc[i]!r}")
     for i, r in enumerate(df.to_dict("records")):
         _claim(p, i, r)
     return df.loc[:, [*CLAIM_COLUMNS, "magnitude", "b_metric"]].copy()
@@ -429,3 +449,35 @@ def claims(
         wanted = (scope,) if isinstance(scope, str) else tuple(scope)
         out = [c for c in out if c.scope in wanted]
     return out
+
+
+def claim(styles: Sequence[str] = (), **fields: object) -> Claim:
+    """One claim declared in code, checked as a claims CSV's row is: every field not given
+    takes the CSV's default (an empty cell), loads may be given as tuples, e.g.
+    ``claim(claim_id="H1", statement_id="H1", document="hypothesis", quote=...,
+    scope="performance", metric="mean_ms", test="direction", relation="<", a_style="h2c",
+    a_users=(10,), b_style="rest", b_users=(10,))``; ``styles``: the styles it may name
+    (all, when empty)."""
+    known = (*CLAIM_COLUMNS, "magnitude", "b_metric")
+    unknown = sorted(set(fields) - set(known))
+    if unknown:
+        raise TypeError(f"claim(): unknown field(s) {', '.join(unknown)}")
+
+    def cell(v: object) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, tuple | list):
+            return ";".join(map(str, v))
+        return str(v)
+
+    row = {col: cell(fields.get(col)) for col in known}
+    where = Path(f"<claim {row['claim_id'] or '?'}>")
+    frame = pd.DataFrame([row])
+    for col, allowed in (("document", DOCUMENTS), ("scope", SCOPES), ("test", TESTS),
+                         ("relation", RELATIONS), ("magnitude", MAGNITUDES)):  # fmt: skip
+        check_choice(frame, where, col, allowed, required=col != "magnitude")
+    if styles:
+        check_choice(frame, where, "a_style", styles)
+        check_choice(frame, where, "b_style", styles, required=False)
+    _pages(frame, where)
+    return _claim(where, 0, row)

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ipclab.experiments import extend_cell, load_runs
+from ipclab.experiments import Experiment, load_runs
 from ipclab.planner import Need
 from ipclab.protocol import Parameters, StudyPart
 from ipclab.results import StudyResults
@@ -35,10 +35,8 @@ class Protobuf(StudyPart):
     def analyse(self, runs: experiment.Runs, params: Parameters) -> experiment.Analysis:
         return experiment.analyse(*runs)
 
-    def write(self, analysis: experiment.Analysis, params: Parameters) -> StudyResults:
-        results = self.new_results(params)
+    def fill(self, analysis: experiment.Analysis, results: StudyResults) -> None:
         experiment.write_results(analysis, results)
-        return results
 
     def load(self, plan: experiment.Experiments) -> experiment.Runs:
         return experiment.load(plan)
@@ -48,14 +46,8 @@ class Protobuf(StudyPart):
         group = "+".join(plan.procedure.stacks)
         return planning.needs(analysis, load_runs(plan.procedure.directory), self.results, group)
 
-    def extend(
-        self,
-        plan: experiment.Experiments,
-        runs: Sequence[tuple[str, int]],
-        progress: Callable[[str], None],
-    ) -> None:
-        for cell, repetition in runs:
-            extend_cell(plan.procedure, cell.removeprefix(f"{self.results}:"), repetition, progress)
+    def extended(self, plan: experiment.Experiments) -> Experiment:
+        return plan.procedure
 
     def views(self, analysis: experiment.Analysis) -> Mapping[str, Any]:
         return {

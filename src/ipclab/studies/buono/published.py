@@ -42,7 +42,15 @@ from ipclab_services.domains.payload import codec
 from ipclab_services.proto import payments_pb2, users_pb2
 
 from ipclab import published as core
-from ipclab.published import DATA_DIR, DOCUMENTS, Claim, PublishedDataError, _choice, _fail, _read
+from ipclab.published import (
+    DATA_DIR,
+    DOCUMENTS,
+    Claim,
+    PublishedDataError,
+    check_choice,
+    read_table,
+    row_error,
+)
 
 RESULTS_CSV = DATA_DIR / "buono2021_results.csv"
 GRID_CSV = DATA_DIR / "buono2021_grid.csv"
@@ -180,27 +188,27 @@ def _count(p: Path, i: int, raw: str) -> int | None:
     try:
         v = int(raw)
     except ValueError:
-        raise _fail(p, i, f"count={raw!r} is not an integer") from None
+        raise row_error(p, i, f"count={raw!r} is not an integer") from None
     if v <= 0:
-        raise _fail(p, i, f"count={raw!r} must be positive")
+        raise row_error(p, i, f"count={raw!r} must be positive")
     return v
 
 
 def _pages(df: pd.DataFrame, p: Path) -> None:
     for i, v in enumerate(df["page"]):
         if not re.fullmatch(r"\d+(-\d+)?", v):
-            raise _fail(p, i, f"page={v!r} is not a page or a page range like 36-37")
+            raise row_error(p, i, f"page={v!r} is not a page or a page range like 36-37")
 
 
 def load_results(path: str | Path | None = None) -> pd.DataFrame:
     """One row per printed number: ``value`` (float), ``count`` (Int64, empty where the
     thesis gives none), ``flags`` as a tuple; the rest as printed."""
     p = Path(path) if path is not None else RESULTS_CSV
-    df = _read(p, RESULT_COLUMNS)
-    _choice(df, p, "document", DOCUMENTS)
-    _choice(df, p, "quantity", QUANTITIES)
+    df = read_table(p, RESULT_COLUMNS)
+    check_choice(df, p, "document", DOCUMENTS)
+    check_choice(df, p, "quantity", QUANTITIES)
     for col, allowed in _COORDS.items():
-        _choice(df, p, col, allowed)
+        check_choice(df, p, col, allowed)
     _pages(df, p)
     out = df.loc[:, list(RESULT_COLUMNS)].copy()
     values, counts, flags = [], [], []
@@ -208,19 +216,19 @@ def load_results(path: str | Path | None = None) -> pd.DataFrame:
         f = tuple(x for x in r["flags"].split(";") if x)
         bad = [x for x in f if x not in FLAGS]
         if bad:
-            raise _fail(p, i, f"flags {bad} not among {', '.join(FLAGS)}")
+            raise row_error(p, i, f"flags {bad} not among {', '.join(FLAGS)}")
         flags.append(f)
         counts.append(_count(p, i, r["count"]))
         try:
             v = float(r["value"])
         except ValueError:
-            raise _fail(p, i, f"value={r['value']!r} is not a number") from None
+            raise row_error(p, i, f"value={r['value']!r} is not a number") from None
         digits = _digits(r["printed"])
         want = r["value"].rstrip("0").rstrip(".") if "." in r["value"] else r["value"]
         if not r["printed"] or want not in digits:
-            raise _fail(p, i, f"value {r['value']!r} is not what is printed ({r['printed']!r})")
+            raise row_error(p, i, f"value {r['value']!r} is not what is printed ({r['printed']!r})")
         if r["printed"] not in r["quote"] and r["printed"] not in _WORDS:
-            raise _fail(p, i, f"printed {r['printed']!r} is not in its quote")
+            raise row_error(p, i, f"printed {r['printed']!r} is not in its quote")
         values.append(v)
     out["value"] = pd.Series(values, index=df.index, dtype=float)
     out["count"] = pd.Series(counts, index=df.index, dtype="Int64")
@@ -232,9 +240,9 @@ def load_grid(path: str | Path | None = None) -> pd.DataFrame:
     """The reported cells: one row per figure, cell and format; ``count`` Int64 (empty
     where not printed nor inferred), ``measures`` and ``inferred`` as tuples."""
     p = Path(path) if path is not None else GRID_CSV
-    df = _read(p, GRID_COLUMNS)
+    df = read_table(p, GRID_COLUMNS)
     for col, allowed in _COORDS.items():
-        _choice(df, p, col, allowed)
+        check_choice(df, p, col, allowed)
     _pages(df, p)
     out = df.loc[:, list(GRID_COLUMNS)].copy()
     counts, measures, inferred = [], [], []
@@ -242,21 +250,23 @@ def load_grid(path: str | Path | None = None) -> pd.DataFrame:
         counts.append(_count(p, i, r["count"]))
         m = tuple(x for x in r["measures"].split(";") if x)
         if not m or any(x not in GRID_MEASURES for x in m):
-            raise _fail(p, i, f"measures={r['measures']!r} not among {', '.join(GRID_MEASURES)}")
+            raise row_error(
+                p, i, f"measures={r['measures']!r} not among {', '.join(GRID_MEASURES)}"
+            )
         measures.append(m)
         inf = tuple(x for x in r["inferred"].split(";") if x)
         if any(x not in ("structure", "method", "count", "gzip", "cache") for x in inf):
-            raise _fail(p, i, f"inferred={r['inferred']!r} names no grid coordinate")
+            raise row_error(p, i, f"inferred={r['inferred']!r} names no grid coordinate")
         inferred.append(inf)
         if r["format"] == "":
-            raise _fail(p, i, "a reported cell needs its format")
+            raise row_error(p, i, "a reported cell needs its format")
     out["count"] = pd.Series(counts, index=df.index, dtype="Int64")
     out["measures"] = measures
     out["inferred"] = inferred
     key = ["figure", "structure", "method", "count", "gzip", "cache", "format"]
     dup = out.astype({"count": str}).duplicated(key)
     if dup.any():
-        raise _fail(p, int(np.flatnonzero(dup.to_numpy())[0]), "duplicate cell")
+        raise row_error(p, int(np.flatnonzero(dup.to_numpy())[0]), "duplicate cell")
     return out
 
 
@@ -264,7 +274,7 @@ def _check_metrics(p: Path) -> None:
     df = pd.read_csv(p, dtype=str, keep_default_na=False)
     for i, m in enumerate(df["metric"]):
         if m not in METRICS:
-            raise _fail(p, i, f"metric={m!r} not one of {', '.join(METRICS)}")
+            raise row_error(p, i, f"metric={m!r} not one of {', '.join(METRICS)}")
 
 
 def load_claims(path: str | Path | None = None) -> pd.DataFrame:

@@ -4,14 +4,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab.experiments import extend_cell, load_runs
+from ipclab.experiments import Experiment, load_runs
 from ipclab.planner import Need
 from ipclab.protocol import Parameters, StudyPart
 from ipclab.results import StudyResults
@@ -56,10 +56,8 @@ class Graphql(StudyPart):
     def analyse(self, runs: Runs, params: Parameters) -> analysis.Analysis:
         return analysis.analyse(runs.runs, params.profile, runs.serialisation)
 
-    def write(self, analysis_: analysis.Analysis, params: Parameters) -> StudyResults:
-        results = self.new_results(params)
+    def fill(self, analysis_: analysis.Analysis, results: StudyResults) -> None:
         analysis.write_results(analysis_, results)
-        return results
 
     def load(self, plan: Plan) -> Runs:
         """The experiments' runs on disk; the serialisation processes' rounds as the
@@ -75,13 +73,8 @@ class Graphql(StudyPart):
         group = "+".join(thesis.stacks)
         return verdicts.needs(analysis_.thesis, analysis_.claims, hours, self.results, group)
 
-    def extend(
-        self, plan: Plan, runs: Sequence[tuple[str, int]], progress: Callable[[str], None]
-    ) -> None:
-        for cell, repetition in runs:
-            extend_cell(
-                plan.experiments.thesis, cell.removeprefix(f"{self.results}:"), repetition, progress
-            )
+    def extended(self, plan: Plan) -> Experiment:
+        return plan.experiments.thesis
 
     def views(self, analysis_: analysis.Analysis) -> Mapping[str, Any]:
         return {

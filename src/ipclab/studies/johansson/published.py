@@ -24,7 +24,15 @@ import numpy as np
 import pandas as pd
 
 from ipclab import published as core
-from ipclab.published import DATA_DIR, DOCUMENTS, Claim, PublishedDataError, _choice, _fail, _read
+from ipclab.published import (
+    DATA_DIR,
+    DOCUMENTS,
+    Claim,
+    PublishedDataError,
+    check_choice,
+    read_table,
+    row_error,
+)
 
 RESULTS_CSV = DATA_DIR / "johansson2017_results.csv"
 CLAIMS_CSV = DATA_DIR / "johansson2017_claims.csv"
@@ -58,45 +66,49 @@ def load_results(path: str | Path | None = None) -> pd.DataFrame:
     where ``flags`` says ``missing``), ``test`` (int), ``rows_per_table`` (Int64, empty for
     test 1), ``flags`` as a tuple; the rest as printed."""
     p = Path(path) if path is not None else RESULTS_CSV
-    df = _read(p, RESULT_COLUMNS)
-    _choice(df, p, "document", DOCUMENTS)
-    _choice(df, p, "quantity", QUANTITIES)
-    _choice(df, p, "interface", tuple(INTERFACE_STYLE))
+    df = read_table(p, RESULT_COLUMNS)
+    check_choice(df, p, "document", DOCUMENTS)
+    check_choice(df, p, "quantity", QUANTITIES)
+    check_choice(df, p, "interface", tuple(INTERFACE_STYLE))
     out = df.loc[:, list(RESULT_COLUMNS)].copy()
     values, tests, rows, flags = [], [], [], []
     for i, r in enumerate(df.to_dict("records")):
         if INTERFACE_STYLE[r["interface"]] != r["style"]:
-            raise _fail(p, i, f"interface {r['interface']!r} does not map to style {r['style']!r}")
+            raise row_error(
+                p, i, f"interface {r['interface']!r} does not map to style {r['style']!r}"
+            )
         f = tuple(x for x in r["flags"].split(";") if x)
         bad = [x for x in f if x not in FLAGS]
         if bad:
-            raise _fail(p, i, f"flags {bad} not among {', '.join(FLAGS)}")
+            raise row_error(p, i, f"flags {bad} not among {', '.join(FLAGS)}")
         flags.append(f)
         try:
             tests.append(int(r["test"]))
             rows.append(int(r["rows_per_table"]) if r["rows_per_table"] else None)
         except ValueError:
-            raise _fail(p, i, "test and rows_per_table must be integers") from None
+            raise row_error(p, i, "test and rows_per_table must be integers") from None
         if r["value"] == "":
             if "missing" not in f:
-                raise _fail(p, i, "value is empty but flags do not say missing")
+                raise row_error(p, i, "value is empty but flags do not say missing")
             values.append(np.nan)
             continue
         try:
             values.append(float(r["value"]))
         except ValueError:
-            raise _fail(p, i, f"value={r['value']!r} is not a number") from None
+            raise row_error(p, i, f"value={r['value']!r} is not a number") from None
         if not r["printed"] or r["value"].rstrip("0").rstrip(".") not in r["printed"].replace(
             " ", ""
         ).replace("asecond", "1"):
-            raise _fail(p, i, f"value {r['value']!r} is not what is printed ({r['printed']!r})")
+            raise row_error(p, i, f"value {r['value']!r} is not what is printed ({r['printed']!r})")
     out["value"] = pd.Series(values, index=df.index, dtype=float)
     out["test"] = pd.Series(tests, index=df.index, dtype=int)
     out["rows_per_table"] = pd.Series(rows, index=df.index, dtype="Int64")
     out["flags"] = flags
     key = out[out["style"] != ""].duplicated(["test", "style", "quantity"])
     if key.any():
-        raise _fail(p, int(np.flatnonzero(key.to_numpy())[0]), "duplicate (test, style, quantity)")
+        raise row_error(
+            p, int(np.flatnonzero(key.to_numpy())[0]), "duplicate (test, style, quantity)"
+        )
     return out
 
 

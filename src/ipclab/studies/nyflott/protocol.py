@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from ipclab import claims as claims_mod
-from ipclab.experiments import Experiment, extend_cell, load_runs, run_interleaved
+from ipclab.experiments import Experiment, load_runs, run_interleaved
 from ipclab.planner import Need
 from ipclab.protocol import Parameters, StudyPart
 from ipclab.results import StudyResults
@@ -63,10 +63,8 @@ class Protocols(StudyPart):
             runs, cached=kept if kept.is_dir() else None, profiling=base / "profiling"
         )
 
-    def write(self, analysis_: analysis.Analysis, params: Parameters) -> StudyResults:
-        results = self.new_results(params)
+    def fill(self, analysis_: analysis.Analysis, results: StudyResults) -> None:
         analysis.write_results(analysis_, results)
-        return results
 
     def load(self, plan: list[Experiment]) -> list[Run]:
         return [r for e in plan for r in load_runs(e.directory)]
@@ -78,16 +76,8 @@ class Protocols(StudyPart):
         primary = rows[rows["adapters"] == analysis.PRIMARY] if len(rows) else rows
         return verdicts.needs(primary, analysis_.claims, hours, self.results)
 
-    def extend(
-        self,
-        plan: list[Experiment],
-        runs: Sequence[tuple[str, int]],
-        progress: Callable[[str], None],
-    ) -> None:
-        by_name = {e.name: e for e in plan}
-        for cell, repetition in runs:
-            name, _, rest = cell.removeprefix(f"{self.results}:").partition(":")
-            extend_cell(by_name[name], rest, repetition, progress)
+    def extended(self, plan: list[Experiment]) -> dict[str, Experiment]:
+        return {e.name: e for e in plan}
 
     def views(self, analysis_: analysis.Analysis) -> Mapping[str, Any]:
         return {

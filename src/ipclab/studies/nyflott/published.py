@@ -30,10 +30,10 @@ from ipclab.published import (
     DOCUMENTS,
     Claim,
     PublishedDataError,
-    _choice,
-    _fail,
-    _num,
-    _read,
+    check_choice,
+    parse_numbers,
+    read_table,
+    row_error,
 )
 
 REQUESTS_CSV = DATA_DIR / "nyflott2017_requests.csv"
@@ -55,23 +55,25 @@ _KEYS = ("document", "table", "page", "protocol", "style", "delay_ms")
 
 def _table(p: Path, numbers: dict[str, type]) -> pd.DataFrame:
     cols = (*_KEYS, *numbers, "note")
-    df = _read(p, cols)
-    _choice(df, p, "document", DOCUMENTS)
-    _choice(df, p, "style", STYLES)
+    df = read_table(p, cols)
+    check_choice(df, p, "document", DOCUMENTS)
+    check_choice(df, p, "style", STYLES)
     for i, (proto, style) in enumerate(zip(df["protocol"], df["style"], strict=True)):
         if PROTOCOL_STYLE.get(proto) != style:
-            raise _fail(p, i, f"protocol {proto!r} does not map to style {style!r}")
+            raise row_error(p, i, f"protocol {proto!r} does not map to style {style!r}")
     out = df.loc[:, list(cols)].copy()
-    out["page"] = _num(df, p, "page", int, positive=True)
-    out["delay_ms"] = _num(df, p, "delay_ms", int)
+    out["page"] = parse_numbers(df, p, "page", int, positive=True)
+    out["delay_ms"] = parse_numbers(df, p, "delay_ms", int)
     for i, d in enumerate(out["delay_ms"]):
         if d not in DELAYS_MS:
-            raise _fail(p, i, f"delay_ms={d} not one of {DELAYS_MS}")
+            raise row_error(p, i, f"delay_ms={d} not one of {DELAYS_MS}")
     for col, kind in numbers.items():
-        out[col] = _num(df, p, col, kind, positive=True)
+        out[col] = parse_numbers(df, p, col, kind, positive=True)
     dup = out.duplicated(["document", "style", "delay_ms"])
     if dup.any():
-        raise _fail(p, int(dup.to_numpy().nonzero()[0][0]), "duplicate (document, style, delay)")
+        raise row_error(
+            p, int(dup.to_numpy().nonzero()[0][0]), "duplicate (document, style, delay)"
+        )
     return out
 
 
@@ -91,7 +93,7 @@ def load_requests(path: str | Path | None = None) -> pd.DataFrame:
     out = _table(p, numbers)
     for i, r in enumerate(out.itertuples()):
         if not r.min_ms <= r.mean_ms <= r.max_ms:
-            raise _fail(p, i, "mean_ms is not between min_ms and max_ms")
+            raise row_error(p, i, "mean_ms is not between min_ms and max_ms")
     return out
 
 
@@ -108,12 +110,12 @@ def load_heap(path: str | Path | None = None) -> pd.DataFrame:
     p = Path(path) if path is not None else HEAP_CSV
     numbers = {"instances": int, "instances_pct": float, "bytes": int, "bytes_pct": float}
     cols = ("document", "figure", "page", "class", *numbers, "note")
-    df = _read(p, cols)
-    _choice(df, p, "document", DOCUMENTS)
+    df = read_table(p, cols)
+    check_choice(df, p, "document", DOCUMENTS)
     out = df.loc[:, list(cols)].copy()
-    out["page"] = _num(df, p, "page", int, positive=True)
+    out["page"] = parse_numbers(df, p, "page", int, positive=True)
     for col, kind in numbers.items():
-        out[col] = _num(df, p, col, kind, positive=True)
+        out[col] = parse_numbers(df, p, col, kind, positive=True)
     return out
 
 
@@ -143,4 +145,4 @@ def _check_delays(p: Path, cl: Sequence[Claim]) -> None:
         loads = (*c.a_users, *c.b_users, c.from_users, c.to_users)
         bad = [d for d in loads if d is not None and d not in DELAYS_MS]
         if bad:
-            raise _fail(p, i, f"delay {bad[0]} ms not one of {DELAYS_MS}")
+            raise row_error(p, i, f"delay {bad[0]} ms not one of {DELAYS_MS}")

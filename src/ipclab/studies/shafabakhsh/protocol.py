@@ -4,12 +4,12 @@ own functions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ipclab.experiments import Experiment, extend_cell, load_runs
+from ipclab.experiments import Experiment, load_runs
 from ipclab.planner import Need
 from ipclab.protocol import Analysed, Parameters, StudyPart
 from ipclab.results import StudyResults
@@ -36,10 +36,8 @@ class Performance(StudyPart):
         perf_runs, think_runs = runs
         return Analysed(performance.analyse(perf_runs, think_runs, params.profile), runs=perf_runs)
 
-    def write(self, analysis: Analysed, params: Parameters) -> StudyResults:
-        results = self.new_results(params)
+    def fill(self, analysis: Analysed, results: StudyResults) -> None:
         performance.write_results(analysis.analysis, analysis.extra["runs"], results)
-        return results
 
     def load(self, plan: tuple[Experiment, Experiment]) -> tuple[list[Run], list[Run]]:
         return load_runs(plan[0].directory), load_runs(plan[1].directory)
@@ -47,14 +45,8 @@ class Performance(StudyPart):
     def needs(self, analysis: Analysed, params: Parameters) -> Sequence[Need]:
         return performance.needs(analysis.analysis, analysis.extra["runs"], self.results)
 
-    def extend(
-        self,
-        plan: tuple[Experiment, Experiment],
-        runs: Sequence[tuple[str, int]],
-        progress: Callable[[str], None],
-    ) -> None:
-        for cell, repetition in runs:
-            extend_cell(plan[0], cell.removeprefix(f"{self.results}:"), repetition, progress)
+    def extended(self, plan: tuple[Experiment, Experiment]) -> Experiment:
+        return plan[0]
 
 
 class Availability(StudyPart):
@@ -80,10 +72,8 @@ class Availability(StudyPart):
     def analyse(self, runs: availability.AvailabilityRuns, params: Parameters) -> Analysed:
         return Analysed(availability.analyse(runs, params.profile), runs=runs)
 
-    def write(self, analysis: Analysed, params: Parameters) -> StudyResults:
-        results = self.new_results(params)
+    def fill(self, analysis: Analysed, results: StudyResults) -> None:
         availability.write_results(analysis.analysis, analysis.extra["runs"], results)
-        return results
 
     def views(self, analysis: Analysed) -> Mapping[str, Any]:
         return {
@@ -126,10 +116,8 @@ class Languages(StudyPart):
     ) -> languages.Analysis:
         return languages.analyse(*runs, params.profile)
 
-    def write(self, analysis: languages.Analysis, params: Parameters) -> StudyResults:
-        results = self.new_results(params)
+    def fill(self, analysis: languages.Analysis, results: StudyResults) -> None:
         languages.write_results(analysis, results)
-        return results
 
     def views(self, analysis: languages.Analysis) -> Mapping[str, Any]:
         return {"tables": languages.markdown_tables(analysis)}
@@ -153,10 +141,8 @@ class Encryption(StudyPart):
     def analyse(self, runs: list[Run], params: Parameters) -> encryption.Analysis:
         return encryption.analyse(runs, params.profile)
 
-    def write(self, analysis: encryption.Analysis, params: Parameters) -> StudyResults:
-        results = self.new_results(params)
+    def fill(self, analysis: encryption.Analysis, results: StudyResults) -> None:
         encryption.write_results(analysis, results)
-        return results
 
     def load(self, plan: Experiment) -> list[Run]:
         return load_runs(plan.directory)

@@ -24,10 +24,10 @@ from ipclab.published import (
     DOCUMENTS,
     Claim,
     PublishedDataError,
-    _choice,
-    _fail,
-    _num,
-    _read,
+    check_choice,
+    parse_numbers,
+    read_table,
+    row_error,
 )
 
 PERFORMANCE_CSV = DATA_DIR / "shafabakhsh2020_performance.csv"
@@ -44,7 +44,7 @@ __all__ = ["Claim", "PublishedDataError"]
 def _method_styles(df: pd.DataFrame, path: Path) -> None:
     for i, (m, s) in enumerate(zip(df["method"], df["style"], strict=True)):
         if METHOD_STYLE.get(m.strip().lower()) != s:
-            raise _fail(path, i, f"method {m!r} does not map to style {s!r}")
+            raise row_error(path, i, f"method {m!r} does not map to style {s!r}")
 
 
 _TABLE_KEYS = ("document", "table", "page", "method", "style", "users")
@@ -55,13 +55,13 @@ def _table(p: Path, numbers: dict[str, type], extra: tuple[str, ...] = ()) -> pd
     ``numbers`` (column -> int or float, each positive) and ``extra`` text columns, then
     ``note``; validated, numbers parsed."""
     cols = (*_TABLE_KEYS, *numbers, *extra, "note")
-    df = _read(p, cols)
-    _choice(df, p, "document", DOCUMENTS)
-    _choice(df, p, "style", STYLES)
+    df = read_table(p, cols)
+    check_choice(df, p, "document", DOCUMENTS)
+    check_choice(df, p, "style", STYLES)
     _method_styles(df, p)
     out = df.loc[:, list(cols)].copy()
     for col, kind in {"page": int, "users": int, **numbers}.items():
-        out[col] = _num(df, p, col, kind, positive=True)
+        out[col] = parse_numbers(df, p, col, kind, positive=True)
     return out
 
 
@@ -72,7 +72,9 @@ def load_performance(path: str | Path | None = None) -> pd.DataFrame:
     out = _table(p, {"duration_s": float, "mean_rt_s": float, "total_requests": int})
     dup = out.duplicated(["document", "style", "users"])
     if dup.any():
-        raise _fail(p, int(dup.to_numpy().nonzero()[0][0]), "duplicate (document, style, users)")
+        raise row_error(
+            p, int(dup.to_numpy().nonzero()[0][0]), "duplicate (document, style, users)"
+        )
     return out
 
 
@@ -83,10 +85,10 @@ def load_availability(path: str | Path | None = None) -> pd.DataFrame:
     out = _table(
         p, {"mttf_s": float, "mttr_s": float, "availability": float}, extra=("approximate",)
     )
-    _choice(out, p, "approximate", ("true", "false"))
+    check_choice(out, p, "approximate", ("true", "false"))
     for i, a in enumerate(out["availability"]):
         if a > 1:
-            raise _fail(p, i, f"availability={a} is above 1")
+            raise row_error(p, i, f"availability={a} is above 1")
     out["approximate"] = out["approximate"] == "true"
     return out
 
