@@ -8,7 +8,8 @@ done), then after ``--warmup`` seconds of 10 clients (``warm``): a closed loop o
 50 clients for ``--seconds`` each, the stacks taking turns cell by cell (the order rotated
 every round), ``--rounds`` rounds. Every cell records its pages' min, p50, mean and p95, req/s,
 the CPU the stack's processes used per page (all roles; the gateway alone), the time their
-threads spent runnable but waiting for a CPU per page (run-queue delay, schedstat), the host's
+threads spent runnable but waiting for a CPU per page (run-queue delay, schedstat; all roles,
+the gateway alone), the host's
 CPU busy (200 = both cores) and load average over the cell: a stack's req/s is its share of
 the CPU over its CPU per page when the host is busy (``cpu_share`` = the stack's CPU %).
 
@@ -46,7 +47,8 @@ from ipclab.stacks import resolve  # noqa: E402
 STACKS = ("shop-grpc-node", "shop-rest-node", "shop-grpc-go")
 CSV_FIELDS = ("phase", "round", "stack", "clients", "n", "bad", "min_ms", "p50_ms", "mean_ms",
               "p95_ms", "rps", "cpu_ms_per_page", "gateway_cpu_ms_per_page", "runq_ms_per_page",
-              "cpu_share", "host_busy", "load_average", "measured_on")  # fmt: skip
+              "gateway_runq_ms_per_page", "cpu_share", "host_busy", "load_average",
+              "measured_on")  # fmt: skip
 
 
 async def client(port: int, first: int, step: int, end: float, limit: int, out: list[float]) -> int:
@@ -97,7 +99,7 @@ def cell(stack: LocalStack, clients: int, seconds: float, limit: int = 10**9) ->
     gateway = [stack.procs[stack.spec.gateway].pid]
     load = round(os.getloadavg()[0], 2)
     host0, cpu0, gw0, t0 = psutil.cpu_times(), cpu_s(pids), cpu_s(gateway), time.perf_counter()
-    runq0 = runq_s(pids)
+    runq0, gw_runq0 = runq_s(pids), runq_s(gateway)
     out, bad = uvloop.run(_loop(port, clients, seconds, limit))
     took = time.perf_counter() - t0
     host1 = psutil.cpu_times()
@@ -112,6 +114,7 @@ def cell(stack: LocalStack, clients: int, seconds: float, limit: int = 10**9) ->
         "rps": round(n / took, 1), "cpu_ms_per_page": round(1000 * used / n, 3),
         "gateway_cpu_ms_per_page": round(1000 * (cpu_s(gateway) - gw0) / n, 3),
         "runq_ms_per_page": round(1000 * runq / n, 3),
+        "gateway_runq_ms_per_page": round(1000 * (runq_s(gateway) - gw_runq0) / n, 3),
         "cpu_share": round(100 * used / took, 1), "host_busy": round(busy, 1),
         "load_average": load,
     }  # fmt: skip
@@ -158,6 +161,7 @@ def _line(r: dict[str, Any]) -> str:
         f"{r['bad']:>3} {r['min_ms']:>7.2f} {r['p50_ms']:>7.2f} {r['mean_ms']:>7.2f} "
         f"{r['p95_ms']:>7.2f} {r['rps']:>7.1f} {r['cpu_ms_per_page']:>6.2f} "
         f"{r['gateway_cpu_ms_per_page']:>6.2f} {r['runq_ms_per_page']:>7.2f} "
+        f"{r['gateway_runq_ms_per_page']:>6.2f} "
         f"{r['cpu_share']:>6.1f} {r['host_busy']:>6.1f} "
         f"{r['load_average']:>5.2f}"
     )
@@ -174,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     args.clients = [int(c) for c in args.clients.split(",")]
     print("phase rd           stack  cl      n bad  min ms  p50 ms mean ms  p95 ms   req/s "
-          "cpu/pg  gw/pg runq/pg stack%  host%  load")  # fmt: skip
+          "cpu/pg  gw/pg runq/pg gwrunq stack%  host%  load")  # fmt: skip
     rows = sitting(args)
     if args.csv:
         new = not args.csv.exists()

@@ -142,3 +142,10 @@ def test_the_figures_docs_node_states_are_its_tables() -> None:
     # "no cell's p95 reaches 40 ms" (warm, one client); the run queue outlasts the page
     one = sit[(sit.phase == "warm") & (sit.clients == 1)]
     assert (one.p95_ms < 40).all() and (one.runq_ms_per_page > one.mean_ms).all()
+    # the loaded sitting: rounds 2-3 serve about the A/B's req/s, round 1 about three times more
+    loaded = pd.read_csv(MEASURED / "shop_node_sitting_loaded.csv")
+    at50 = loaded[(loaded.phase == "warm") & (loaded.clients == 50)]
+    rps = at50[at50["stack"] == "shop-grpc-node"].set_index("round").rps
+    assert "with the code that served about three times more in round 1" in text
+    assert round(rps[1] / rps[[2, 3]].mean()) == 3
+    assert ((rps[[2, 3]] / node.rps.mean()).between(0.75, 1.5)).all(), rps

@@ -148,6 +148,37 @@ def node_sitting(name: str = "shop_node_sitting") -> str:
     return "\n".join(rows)
 
 
+def _range(values: pd.Series) -> str:
+    lo, hi = f"{values.min():.0f}", f"{values.max():.0f}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def node_sitting_rounds(name: str = "shop_node_sitting_loaded", clients: int = 50) -> str:
+    """``data/measured/<name>.csv`` (bench/shop_node_sitting.py's rows) round by round at
+    ``clients`` clients: each stack's req/s, mean ms, stack CPU %, CPU and run-queue ms per
+    page (the stack's, the gateway's) beside the round's load average."""
+    t = pd.read_csv(MEASURED / f"{name}.csv")
+    t = t[(t.phase == "warm") & (t.clients == clients)]
+    rows = [
+        "| round | load average | stack | req/s | mean ms | stack CPU % | CPU ms/page (gateway) "
+        "| run-queue ms/page (gateway) |",
+        "|---:|---|---|---:|---:|---:|---|---|",
+    ]
+    for (rnd, stack), g in t.groupby(["round", "stack"], sort=False):
+        r = g.iloc[0]
+        rows.append(
+            f"| {rnd} | {r.load_average:.1f} | {stack} | {r.rps:.0f} | {r.mean_ms:.0f} "
+            f"| {r.cpu_share:.0f} | {r.cpu_ms_per_page:.2f} ({r.gateway_cpu_ms_per_page:.2f}) "
+            f"| {r.runq_ms_per_page:.1f} ({r.gateway_runq_ms_per_page:.1f}) |"
+        )
+    rows.append(
+        f"\nMeasured {', '.join(sorted(t.measured_on.unique()))} in one sitting, {clients} "
+        f"clients, cells interleaved, as the others' load rose; the host's CPU "
+        f"{_range(t.host_busy)} % busy of 200."
+    )
+    return "\n".join(rows)
+
+
 def node_first_ab(name: str = "shop_node_ab_first") -> str:
     """``data/measured/<name>.csv`` (the first A/B's run summaries) as Markdown: each run's
     req/s, its stack's CPU % and CPU ms per request, and the host's CPU and load."""
@@ -218,7 +249,11 @@ BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
         "californium-reference": californium_reference,
     },
     "docs/transports.md": {"californium-pairs": pairs_before_after},
-    "docs/node.md": {"node-sitting": node_sitting, "node-first-ab": node_first_ab},
+    "docs/node.md": {
+        "node-sitting": node_sitting,
+        "node-sitting-loaded": node_sitting_rounds,
+        "node-first-ab": node_first_ab,
+    },
 }
 
 
