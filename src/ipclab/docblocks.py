@@ -6,7 +6,8 @@ Each entry names a document, a block (``<!-- generated: NAME -->`` ...
 README's table of committed references (``ipclab.catalogue``), and tables of figures
 measured once on this machine, kept as CSV under ``data/measured/`` with the day they were
 measured (docs/kubernetes.md's cluster figures; docs/acmeair.md's Californium hops before and
-after the fix of issue 46, and the evidence of their cause). ``python -m ipclab.docblocks``
+after the fix of issue 46, and the evidence of their cause; docs/node.md's shop-grpc-node
+beside shop-rest-node and shop-grpc-go). ``python -m ipclab.docblocks``
 writes every block; ``tests/test_docblocks.py`` checks that each is what its source gives.
 (The references' own READMEs are filled by their studies' rebuilders.)
 """
@@ -101,6 +102,114 @@ def pairs_before_after(folder: Path = PAIRS) -> str:
     return "\n".join(rows)
 
 
+def _ratio_cells(t: pd.DataFrame, col: str, to: str) -> pd.Series:
+    """Per round and clients: shop-grpc-node's ``col`` over stack ``to``'s (same round)."""
+    wide = t.pivot_table(index=["round", "clients"], columns="stack", values=col)
+    return wide["shop-grpc-node"] / wide[to]
+
+
+def node_sitting(name: str = "shop_node_sitting") -> str:
+    """``data/measured/<name>.csv`` (bench/shop_node_sitting.py's rows) as Markdown: per
+    phase, clients and stack, the median over the rounds [range] of min, p50, p95 and mean
+    ms, req/s, CPU ms per page (the stack's, the gateway's), the stack's threads' run-queue
+    delay per page and its CPU %; then shop-grpc-node's ratios to shop-rest-node and
+    shop-grpc-go, each taken within a round."""
+    t = pd.read_csv(MEASURED / f"{name}.csv")
+    rows = [
+        "| phase | clients | stack | min ms | p50 ms | p95 ms | mean ms | req/s | CPU ms/page "
+        "| gateway CPU ms/page | run-queue ms/page | stack CPU % |",
+        "|---|---:|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    cols = (("min_ms", 1), ("p50_ms", 1), ("p95_ms", 1), ("mean_ms", 1), ("rps", 0),
+            ("cpu_ms_per_page", 2), ("gateway_cpu_ms_per_page", 2), ("runq_ms_per_page", 1),
+            ("cpu_share", 0))  # fmt: skip
+    for (phase, clients, stack), g in t.groupby(["phase", "clients", "stack"], sort=False):
+        figures = " | ".join(_spread(g[c], d) for c, d in cols)
+        rows.append(f"| {phase} | {clients} | {stack} | {figures} |")
+    rows += ["", "| clients | grpc-node / rest-node: p50, req/s, CPU per page "
+             "| grpc-node / grpc-go: p50, req/s, CPU per page |", "|---:|---|---|"]  # fmt: skip
+    warm = t[t.phase == "warm"]
+    for clients in sorted(warm.clients.unique()):
+        c = warm[warm.clients == clients]
+        sides = [
+            ", ".join(_spread(_ratio_cells(c, col, to), 2) for col in ("p50_ms", "rps",
+                      "cpu_ms_per_page"))
+            for to in ("shop-rest-node", "shop-grpc-go")
+        ]  # fmt: skip
+        rows.append(f"| {clients} | {sides[0]} | {sides[1]} |")
+    days = ", ".join(sorted(t.measured_on.unique()))
+    rows.append(
+        f"\nMeasured {days} in one sitting, {t['round'].max()} warm rounds (cells interleaved, "
+        f"the order rotated each round), {t.n.min()}-{t.n.max()} pages a cell; the host's CPU "
+        f"{t.host_busy.min():.0f}-{t.host_busy.max():.0f} % busy of 200, load average "
+        f"{t.load_average.min():.1f}-{t.load_average.max():.1f} (a shared machine: compare "
+        "the stacks within a round)."
+    )
+    return "\n".join(rows)
+
+
+def _range(values: pd.Series) -> str:
+    lo, hi = f"{values.min():.0f}", f"{values.max():.0f}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def node_sitting_rounds(name: str = "shop_node_sitting_loaded", clients: int = 50) -> str:
+    """``data/measured/<name>.csv`` (bench/shop_node_sitting.py's rows) round by round at
+    ``clients`` clients: each stack's req/s, mean ms, stack CPU %, CPU and run-queue ms per
+    page (the stack's, the gateway's) beside the round's load average."""
+    t = pd.read_csv(MEASURED / f"{name}.csv")
+    t = t[(t.phase == "warm") & (t.clients == clients)]
+    rows = [
+        "| round | load average | stack | req/s | mean ms | stack CPU % | CPU ms/page (gateway) "
+        "| run-queue ms/page (gateway) |",
+        "|---:|---|---|---:|---:|---:|---|---|",
+    ]
+    for (rnd, stack), g in t.groupby(["round", "stack"], sort=False):
+        r = g.iloc[0]
+        rows.append(
+            f"| {rnd} | {r.load_average:.1f} | {stack} | {r.rps:.0f} | {r.mean_ms:.0f} "
+            f"| {r.cpu_share:.0f} | {r.cpu_ms_per_page:.2f} ({r.gateway_cpu_ms_per_page:.2f}) "
+            f"| {r.runq_ms_per_page:.1f} ({r.gateway_runq_ms_per_page:.1f}) |"
+        )
+    rows.append(
+        f"\nMeasured {', '.join(sorted(t.measured_on.unique()))} in one sitting, {clients} "
+        f"clients, cells interleaved, as the others' load rose; the host's CPU "
+        f"{_range(t.host_busy)} % busy of 200."
+    )
+    return "\n".join(rows)
+
+
+def node_first_ab(name: str = "shop_node_ab_first") -> str:
+    """``data/measured/<name>.csv`` (the first A/B's run summaries) as Markdown: each run's
+    req/s, its stack's CPU % and CPU ms per request, and the host's CPU and load."""
+    t = pd.read_csv(MEASURED / f"{name}.csv")
+    rows = [
+        "| stack | req/s | mean ms | stack CPU % (gateway) | CPU ms/request | host CPU % "
+        "(others') | load average |",
+        "|---|---:|---:|---|---:|---|---:|",
+    ]
+    for r in t.itertuples():
+        rows.append(
+            f"| {r.stack} | {r.rps:.0f} | {r.mean_ms:.0f} | {r.stack_cpu_percent:.0f} "
+            f"({r.gateway_cpu_percent:.0f}) | {r.cpu_ms_per_request:.2f} | "
+            f"{r.host_cpu_percent:.0f} ({r.other_cpu_percent:.0f}) | {r.load_average:.1f} |"
+        )
+    per = t.set_index([t.groupby("stack").cumcount() + 1, "stack"]).cpu_ms_per_request
+    ratio = [
+        per[(r, "shop-grpc-node")] / per[(r, "shop-rest-node")]
+        for r in sorted(set(per.index.get_level_values(0)))
+    ]
+    rows.append(
+        f"\nThe host's CPU {t.host_cpu_percent.min():.0f}-{t.host_cpu_percent.max():.0f} % "
+        f"busy of 200 in every run (others' {t.other_cpu_percent.min():.0f}-"
+        f"{t.other_cpu_percent.max():.0f} %), load average {t.load_average.min():.1f}-"
+        f"{t.load_average.max():.1f}; the stacks' CPU {t.stack_cpu_percent.min():.0f}-"
+        f"{t.stack_cpu_percent.max():.0f} %; shop-grpc-node's CPU per request over "
+        f"shop-rest-node's: {', '.join(f'{x:.1f}' for x in ratio)} (round 1, 2)."
+    )
+    return "\n".join(rows)
+
+
 REFERENCES = REPO_ROOT / "data" / "runs" / "reference"
 
 
@@ -140,6 +249,11 @@ BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
         "californium-reference": californium_reference,
     },
     "docs/transports.md": {"californium-pairs": pairs_before_after},
+    "docs/node.md": {
+        "node-sitting": node_sitting,
+        "node-sitting-loaded": node_sitting_rounds,
+        "node-first-ab": node_first_ab,
+    },
 }
 
 
