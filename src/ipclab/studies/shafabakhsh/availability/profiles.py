@@ -27,6 +27,7 @@ from ipclab.runs import DEFAULT_ROOT, Run, read_run
 from ipclab.runstore import reusable
 from ipclab.stacks import resolve
 from ipclab.stats.machine import quiet_run
+from ipclab.studies.shafabakhsh.availability.until_failure import little_prediction
 from ipclab.studies.shafabakhsh.performance import CLIENT_DEVIATIONS, LANGUAGE_DEVIATION
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
@@ -319,6 +320,11 @@ class AvailabilityExperiment:
             extra["shared_stack"] = True
         p, plan, opts = self.profile, self.plan(job), self.options(job)
         if isinstance(plan, UntilFailure):
+            limited = opts.cpus is not None or opts.memory_mb is not None
+            style = resolve(job.stack).style
+            little = little_prediction(style, job.users, self.backend, p.call_timeout_s, limited)
+            extra["little"] = little.as_dict()
+            progress(f"{job.key}: Little's law: {little.verdict}")
             run_until_failure(stack, path, plan, p.common, opts, progress, extra)
         elif isinstance(plan, FaultInjection):
             run_fault_injection(stack, path, plan, p.common, opts, progress, extra)
