@@ -302,10 +302,19 @@ def _poisson_p(fail_hi: int, t_hi: float, fail_lo: int, n: int, cap_s: float) ->
 
 def _longest_passing_ttf(fail_hi: int, fail_lo: int, n: int, cap_s: float, level: float) -> float:
     """The longest time to failure of the higher load's failing runs at which the exact
-    Poisson test still passes ``level`` (0: never)."""
-    grid = np.arange(1.0, cap_s + 1.0, 1.0)
-    ok = [t for t in grid if _poisson_p(fail_hi, t, fail_lo, n, cap_s) < level]
-    return float(max(ok)) if ok else 0.0
+    Poisson test still passes ``level`` (0: never), to the second: the p rises with it, so
+    a bisection over whole seconds finds it."""
+    lo, hi = 0, int(cap_s)  # passes at lo (0: a sentinel), fails above hi
+    if _poisson_p(fail_hi, 1.0, fail_lo, n, cap_s) >= level:
+        return 0.0
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _poisson_p(fail_hi, float(mid), fail_lo, n, cap_s) < level:
+            lo = mid
+        else:
+            hi = mid - 1
+    return float(lo)
 
 
 def p14_design(p: Profile, level: float) -> pd.DataFrame:
