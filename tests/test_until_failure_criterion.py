@@ -216,3 +216,12 @@ def test_the_p14_design_check() -> None:
     doc = (REPO_ROOT / "docs/availability.md").read_text()
     blocks = {m.group("name"): m.group(0) for m in GENERATED.finditer(doc)}
     assert plan_mod.p14_markdown(d, full) in blocks["availability-m1-design"]
+
+
+def test_a_method_1_run_judged_by_the_probe_is_not_reused() -> None:
+    from ipclab.studies.shafabakhsh.availability.profiles import _judged_by_users
+
+    old = read_run(next(DOCKER.glob("until_failure-*"))) if DOCKER.exists() else None
+    if old is not None:
+        assert not _judged_by_users(old.parameters)
+    assert _judged_by_users({"common": {"criteria": M1.as_dict()}})

@@ -20,7 +20,7 @@ from ipclab.availability.runner import (
     run_until_failure,
     with_stack,
 )
-from ipclab.availability.tracker import Criteria
+from ipclab.availability.tracker import LOAD, Criteria
 from ipclab.backends import RunningStack, StackOptions
 from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run, read_run
@@ -149,6 +149,13 @@ class Job:
         return f"{self.method}-{self.stack}-u{self.users}-r{self.repetition}{tuned}"
 
 
+def _judged_by_users(parameters: Mapping[str, Any]) -> bool:
+    """Whether a method-1 run's failures were judged by its users' requests (the criterion
+    since the probe's 1 s timeout was found to judge slowness; docs/availability.md)."""
+    criteria = (parameters.get("common") or {}).get("criteria") or {}
+    return criteria.get("failure_source") == LOAD
+
+
 def _limits(options: dict[str, Any]) -> tuple[Any, Any]:
     return options.get("cpus"), options.get("memory_mb")
 
@@ -243,6 +250,7 @@ class AvailabilityExperiment:
                 and _limits(p.get("options") or {}) == _limits(self.options(job).as_dict())
                 and ((p.get("options") or {}).get("reconnect") or "default") == job.reconnect
                 and bool(p.get("shared_stack")) == self._shared(job)
+                and (job.method != "until_failure" or _judged_by_users(p))
             )
 
         # a run made on a busy machine is made again (the cost per request, the check across
