@@ -225,3 +225,51 @@ def test_a_method_1_run_judged_by_the_probe_is_not_reused() -> None:
     if old is not None:
         assert not _judged_by_users(old.parameters)
     assert _judged_by_users({"common": {"criteria": M1.as_dict()}})
+
+
+def test_the_newcomer_table_is_the_bench_results() -> None:
+    """docs/availability.md's probe table against bench/results/probe_newcomer.json (each
+    ratio to the users' median of its own sitting)."""
+    res = json.loads((REPO_ROOT / "bench/results/probe_newcomer.json").read_text())
+    doc = " ".join((REPO_ROOT / "docs/availability.md").read_text().split())
+    for s in res["sittings"][:2]:
+        u = s["users"]["p50_ms"]
+
+        def ratio(ms: float, digits: int, base: float = u) -> str:
+            return f"{ms / base:.{digits}f}x"
+
+        c, k, f = s["closed"]["p50_ms"], s["kept"]["p50_ms"], s["fresh"]["p50_ms"]
+        row = (
+            f"| 300, 2 ms | {u:.0f} ms | {c:.0f} ms ({ratio(c, 2)}) | {k:,.0f} ms "
+            f"({ratio(k, 1)}) | {f / 1000:.1f} s ({ratio(f, 0)}) |"
+        )
+        assert row in doc
+    s = res["sittings"][2]
+    u = s["users"]["p50_ms"]
+    first, then = (a["end_ms"] for a in s["closed"]["attempts_ms"])
+    assert f"| 400, 5 ms | {u / 1000:.2f} s | first answer (a new connection) " in doc
+    assert (
+        f"{first / 1000:.1f} s ({first / u:.1f}x), then {then / 1000:.1f} s ({then / u:.1f}x" in doc
+    )
+    assert f"the users' p95 {s['users']['p95_ms'] / 1000:.1f} s" in doc
+    assert f"{s['kept']['ok']} of {s['kept']['n']} answered within 30 s" in doc
+    assert f"{s['fresh']['ok']} of {s['fresh']['n']} within 30 s" in doc
+
+
+def test_the_two_criteria_table_is_the_bench_results() -> None:
+    """docs/availability.md's table of both criteria on one run each against
+    bench/results/until_failure_criterion.json: no user request failed, the old criterion
+    found a failure, the users' found none."""
+    res = json.loads((REPO_ROOT / "bench/results/until_failure_criterion.json").read_text())
+    doc = " ".join((REPO_ROOT / "docs/availability.md").read_text().split())
+    for r in res["runs"]:
+        (status, kind, ttf), = r["old_criterion"]  # fmt: skip
+        (new_status, _, cap), = r["new_criterion"]  # fmt: skip
+        assert r["users_failed"] == 0 and status != "censored" and new_status == "censored"
+        row = (
+            f"| {r['users_requests']:,}, {r['users_failed']} | {r['users_p50_ms'] / 1000:.2f} s "
+            f"({r['users_p95_ms'] / 1000:.2f} s) | {r['probe_answers']}, {r['probe_complete']} "
+            f"| {r['probe_p50_ms'] / 1000:.2f} s, {r['probe_share_over_1s']:.0%} | failure at "
+            f"{ttf} s (start-up) | censored at {cap:g} s |"
+        )
+        assert row in doc and kind == "startup"
