@@ -102,7 +102,11 @@ DEVIATIONS = [
     "page every 100 ms, 1 s timeout), not an unstated judgement: failure when more than half "
     "of the probe's answers in a window are bad, or no good answer for a while (window and "
     "silence in the run's parameters); recovery at the first complete five-part page after "
-    "the restart.",
+    "the restart. In method 1 (the thesis's load-induced failure, unavailability and not "
+    "slowness) the failure rules judge the load generator's own users' requests instead "
+    "(a failed request: an error answer, a refused or reset connection, the user's timeout; "
+    "a slow answer is service), and the probe, its timeout the call timeout + 5 s, only "
+    "times the recovery.",
     "MTTR in A runs from the failure onset to the recovery (so that up and down times tile "
     "the timeline); the thesis's MTTR, from the restart to the recovery, is reported beside "
     "it and used for the MTTR claims.",
