@@ -23,8 +23,9 @@ per-second history.
 
 ``newcomer`` needs no stack: one uvicorn server of the services' own (``serve_http``, uvloop)
 whose every answer takes ``--cpu-ms`` of CPU, ``--users`` closed-loop keep-alive clients (as
-Locust's users) in a process of their own, and two traced probes with a 30 s timeout
-(keep-alive and fresh): the users' median and the probes' side by side, in one sitting.
+Locust's users) in a process of their own, and three traced probes with a 30 s timeout
+(keep-alive and fresh at a fixed rate, and ``closed``: one request at a time on a kept
+connection, as a user): the users' median and the probes' side by side, in one sitting.
 
 Each traced probe asks for ``/product/1?customer_id=1`` every 0.2 s (the Monitor: every
 0.1 s), 30 requests a second in all beside Locust's hundreds. A diagnostic: one run, no
@@ -65,9 +66,18 @@ PROBES = {
 class Traced:
     """A probe that logs, per attempt, whether it made a connection and how long that took."""
 
-    def __init__(self, url: str, out: Path, keepalive: bool, timeout_s: float, period_s: float):
+    def __init__(
+        self,
+        url: str,
+        out: Path,
+        keepalive: bool,
+        timeout_s: float,
+        period_s: float,
+        closed: bool = False,
+    ):
         self.url, self.out = url.rstrip("/"), Path(out)
         self.keepalive, self.timeout_s, self.period_s = keepalive, timeout_s, period_s
+        self.closed = closed  # one request at a time (as a user), at most one per period
         self.halt = threading.Event()
 
     def _trace(self) -> aiohttp.TraceConfig:
@@ -118,6 +128,12 @@ class Traced:
                 loop = asyncio.get_running_loop()
                 end, nxt, seq = loop.time() + duration_s, loop.time(), 0
                 while loop.time() < end and not self.halt.is_set():
+                    if self.closed:  # the next request once the previous is answered
+                        await self._one(s, seq, w)
+                        seq, nxt = seq + 1, max(nxt + self.period_s, loop.time())
+                        await asyncio.sleep(max(0.0, nxt - loop.time()))
+                        f.flush()
+                        continue
                     task = asyncio.create_task(self._one(s, seq, w))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
@@ -316,7 +332,7 @@ def newcomer(out: Path, users: int, cpu_ms: float, seconds: float) -> dict[str, 
             subprocess.Popen(
                 [*cmd, "probe", url, str(out / f"{n}.csv"), ka, "30", str(seconds / 2)]
             )
-            for n, ka in (("kept", "1"), ("fresh", "0"))
+            for n, ka in (("kept", "1"), ("fresh", "0"), ("closed", "closed"))
         ]
         res: dict[str, Any] = {"users": json.loads(load.communicate(timeout=seconds + 60)[0])}
         for p in probes:
@@ -324,7 +340,7 @@ def newcomer(out: Path, users: int, cpu_ms: float, seconds: float) -> dict[str, 
     finally:
         server.terminate()
         server.wait(10)
-    for name in ("kept", "fresh"):
+    for name in ("kept", "fresh", "closed"):
         d = pd.read_csv(out / f"{name}.csv", keep_default_na=False)
         res[name] = {
             "n": len(d),
@@ -377,7 +393,8 @@ def main(argv: list[str] | None = None) -> None:
     elif a.cmd == "users":
         print(json.dumps(asyncio.run(_users(a.url, int(a.n), float(a.seconds)))))
     else:
-        tp = Traced(a.url, Path(a.csv), a.keepalive == "1", float(a.timeout), 0.2)
+        closed = a.keepalive == "closed"  # a closed loop on a kept connection
+        tp = Traced(a.url, Path(a.csv), a.keepalive != "0", float(a.timeout), 0.2, closed)
         signal.signal(signal.SIGTERM, lambda *_: tp.halt.set())
         asyncio.run(tp.run(float(a.duration)))
 

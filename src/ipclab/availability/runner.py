@@ -25,13 +25,14 @@ import queue
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ipclab import infrastructure
+from ipclab.availability import little
 from ipclab.availability.classify import classify_run
 from ipclab.availability.estimators import availability_summary
 from ipclab.availability.faults import Fault, fault_schedule
@@ -39,7 +40,7 @@ from ipclab.availability.model import STARTUP
 from ipclab.availability.outage import classify_requests, outage_table
 from ipclab.availability.probe import Probe, read_probe
 from ipclab.availability.recovery import RESTARTED, decompose, ready_events, summarise
-from ipclab.availability.tracker import Criteria, CycleLog, CycleTracker, Mark
+from ipclab.availability.tracker import LOAD, Criteria, CycleLog, CycleTracker, Mark
 from ipclab.backends import RunningStack, StackOptions, get_backend
 from ipclab.load import forkserver
 from ipclab.load.runner import LoadProfile, LoadSession
@@ -54,6 +55,35 @@ def _quiet(_: str) -> None:
 
 
 # --------------------------------------------------------------------------- the load
+class LoadTail:
+    """The load generator's per-request records as its users' requests end (Locust writes
+    ``requests/part-NNNNN.parquet`` once a second, each part whole): every call of
+    :meth:`new_rows` returns the rows (``t``, ``latency_ms``, ``ok``) of the parts not read
+    before, in completion order."""
+
+    COLUMNS = ("t", "latency_ms", "ok")
+
+    def __init__(self, run_dir: Path):
+        self.folder = Path(run_dir) / "requests"
+        self._read: set[str] = set()
+
+    def new_rows(self) -> pd.DataFrame:
+        frames = []
+        for part in sorted(self.folder.glob("part-*.parquet")):
+            if part.name in self._read:
+                continue
+            try:
+                frames.append(pd.read_parquet(part, columns=list(self.COLUMNS)))
+            except (OSError, ValueError):  # gone or replaced under us: read it next time
+                continue
+            self._read.add(part.name)
+        if not frames:
+            return pd.DataFrame(columns=list(self.COLUMNS))
+        df = pd.concat(frames, ignore_index=True)
+        at = df["t"] + pd.to_numeric(df["latency_ms"], errors="coerce").fillna(0.0) / 1000
+        return df.assign(_at=at).sort_values("_at", kind="stable").drop(columns="_at")
+
+
 # --------------------------------------------------------------------------- the monitor
 class Monitor:
     """The probe feeding a :class:`CycleTracker` (online), marks written to events.jsonl.
@@ -71,6 +101,9 @@ class Monitor:
         timeout_s: float = 1.0,
     ):
         self.writer = writer
+        # the users' own requests, where they show a failure (method 1)
+        self.load = LoadTail(writer.path) if criteria.failure_source == LOAD else None
+        self._load_read = -math.inf
         self.rows: queue.Queue[dict[str, Any]] = queue.Queue()
         self.log = CycleLog(writer.path)
         self.tracker = CycleTracker(criteria, on_cycle=self.log.append)
@@ -130,7 +163,21 @@ class Monitor:
                 if ok and complete:
                     self.last_good_at = max(self.last_good_at, at)
                 row = self.rows.get_nowait()
+        self._feed_load()
         self._make_due(time.time())
+
+    def _feed_load(self, every_s: float = 0.5) -> None:
+        """The users' requests ended since the last call (Locust's parts, read at most
+        every ``every_s``), fed to the tracker in completion order."""
+        now = time.monotonic()
+        if self.load is None or now - self._load_read < every_s:
+            return
+        self._load_read = now
+        rows = self.load.new_rows()
+        for t, lat, ok in zip(rows["t"], rows["latency_ms"], rows["ok"], strict=True):
+            lat = float(lat) if pd.notna(lat) else float("nan")
+            self._make_due(float(t) + (0.0 if math.isnan(lat) else lat / 1000.0))
+            self.tracker.observe(float(t), bool(ok), lat, True, None, LOAD)
 
     def wait_until(self, done: Callable[[], bool], timeout: float) -> bool:
         """Pump until ``done()`` or ``timeout`` seconds; True if ``done()``."""
@@ -163,6 +210,7 @@ class Monitor:
                 t_end = time.time()
                 self.writer.event("end", t=t_end)
                 self.probe.stop()
+                self._load_read = -math.inf  # the users' last records too
                 self.pump()
                 self.tracker.finish(t_end)
             else:
@@ -370,6 +418,19 @@ class UntilFailure:
         return Ramp(self.users, self.spawn_rate, settle_s=settle_s)
 
 
+#: the probe's timeout beyond the gateway's call timeout in method 1: a page the gateway
+#: still answers (it answers every call by its call timeout) is not cut off by the probe
+PROBE_MARGIN_S = 5.0
+
+
+def method_1_common(common: Common, call_timeout_s: float) -> Common:
+    """Method 1's probe: only the recovery's witness (the users' requests show a failure),
+    its timeout the gateway's call timeout and ``PROBE_MARGIN_S`` more, so that under the
+    full load it learns the first complete page after the restart however slow."""
+    timeout = max(common.probe_timeout_s, call_timeout_s + PROBE_MARGIN_S)
+    return replace(common, probe_timeout_s=timeout)
+
+
 def run_until_failure(
     stack: RunningStack,
     out: Path,
@@ -379,11 +440,17 @@ def run_until_failure(
     progress: Progress = _quiet,
     extra: dict[str, Any] | None = None,
 ) -> Path:
-    common = common or Common()
     options = options or StackOptions()
-    # every failure of method 1 waits for the runner's restart of the whole stack
+    common = method_1_common(common or Common(), options.call_timeout_s)
+    # every failure of method 1 waits for the runner's restart of the whole stack, and is
+    # shown by the users' own requests (docs/availability.md, "Method 1": what fails)
     criteria = Criteria(
-        **{**common.criteria.as_dict(), "cap_s": plan.cap_s, "await_restart": "always"}
+        **{
+            **common.criteria.as_dict(),
+            "cap_s": plan.cap_s,
+            "await_restart": "always",
+            "failure_source": LOAD,
+        }
     )
     limits = stack.backend in ("docker", "swarm") and (
         options.cpus is not None or options.memory_mb is not None
@@ -431,8 +498,31 @@ def run_until_failure(
     if "ramp" in stopped:
         summary["ramp"] = ramp_check(writer.path, stopped["ramp"])
         writer.update_manifest(ramp_end_s=summary["ramp"]["ramp_end_s"])
+    summary["little"] = little_summary(writer.path, mon, plan.users, stopped, extra, t_restart)
     _finish(writer, "complete", summary)
     return writer.path
+
+
+def little_summary(
+    run_dir: Path,
+    mon: Monitor,
+    users: int,
+    stopped: dict[str, Any],
+    extra: dict[str, Any] | None,
+    t_restart: float | None,
+) -> dict[str, Any]:
+    """Little's law's prediction (the run's ``little`` parameter, where the study gave one)
+    beside what the load generator saw under the full load: from the ramp's end (else the
+    probe's start) to the first failure that is not a start-up one (else the last restart,
+    else now), and that failure's time to failure."""
+    t_from = (stopped.get("ramp") or {}).get("t_end", mon.t_start or time.time())
+    timed = [c for c in mon.tracker.cycles if c.failed and c.kind != STARTUP]
+    t_to = timed[0].t_fail if timed and timed[0].t_fail else t_restart or time.time()
+    return {
+        "predicted": (extra or {}).get("little"),
+        "observed": little.observed(run_dir, users, float(t_from), float(t_to)),
+        "ttf_s": timed[0].ttf_s if timed else None,
+    }
 
 
 def _until_failure(

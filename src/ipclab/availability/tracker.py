@@ -60,6 +60,8 @@ __all__ = [
     "CycleStatus",
     "CycleTracker",
     "Estimate",
+    "LOAD",
+    "PROBE",
     "Mark",
     "Recovery",
     "availability_summary",
@@ -68,6 +70,11 @@ __all__ = [
     "mttf_chi2_interval",
     "read_cycles",
 ]
+
+
+#: where an answer came from: the availability probe, or the load generator's users
+PROBE, LOAD = "probe", "load"
+SOURCES = (PROBE, LOAD)
 
 
 class Recovery(StrEnum):
@@ -104,6 +111,10 @@ class Criteria:
         ``min_samples`` of them) the share of bad ones exceeds ``max_error_rate``;
       * silence: a bad response is learned ``silence_s`` or more after the last good one
         (or after the start of the up period). ``None`` disables a rule.
+    The answers judged are the probe's, or (``failure_source="load"``) the load
+    generator's users' own requests, each learned at its completion: a slow answer is a
+    good one, a failed request (an error answer, a refused or reset connection, the user's
+    own timeout) a bad one.
     The failure time is the *onset*: the first bad response of the triggering window
     (error rate) or of the bad run since the last good response (silence). The time the rule
     fired is kept as ``t_fail_detected``.
@@ -129,8 +140,13 @@ class Criteria:
     consecutive: int = 5
     await_restart: AwaitRestart | str | bool = AwaitRestart.INJECTED
     cap_s: float | None = None
+    # whose answers show a failure: the probe's (``probe``), or the load generator's own
+    # users' (``load``: method 1, docs/availability.md); a recovery is always the probe's
+    failure_source: str = PROBE
 
     def __post_init__(self) -> None:
+        if self.failure_source not in SOURCES:
+            raise ValueError(f"failure_source must be one of {SOURCES}")
         object.__setattr__(self, "recovery", Recovery(self.recovery))
         object.__setattr__(self, "await_restart", _await_restart(self.await_restart))
         if self.max_error_rate is None and self.silence_s is None:
@@ -174,6 +190,7 @@ class _Up:
     since: float = -math.inf  # answers to requests asked before this are not its own
     t_began: float | None = None  # where it began (before a ramp's end moved ``t_up``)
     window: deque[_Obs] = field(default_factory=deque)
+    n_bad: int = 0  # bad answers in ``window`` (kept as it moves: the users' are hundreds)
     bad_run: list[_Obs] = field(default_factory=list)  # bad answers since the last good one
     t_fault: float | None = None  # the latest fault mark
     component: str | None = None
@@ -301,11 +318,18 @@ class CycleTracker:
         latency_ms: float,
         complete: bool = True,
         seq: int | None = None,
+        source: str = PROBE,
     ) -> Cycle | None:
-        """One probe result: issued at ``t`` (Unix s), answered after ``latency_ms``
-        (``seq``: the probe's request number, kept as evidence)."""
+        """One result: issued at ``t`` (Unix s), answered after ``latency_ms`` (``seq``: the
+        probe's request number, kept as evidence). ``source``: the probe's or a user's
+        (``load``); an up period judges the criteria's ``failure_source`` only, a down
+        period the probe's only."""
         c = self.criteria
         lat = 0.0 if latency_ms is None or math.isnan(latency_ms) else float(latency_ms)
+        wanted = c.failure_source if isinstance(self._cur, _Up) else PROBE
+        if source != wanted:
+            self._last_time = max(self._last_time, float(t) + lat / 1000.0)
+            return None
         good = bool(ok) and (bool(complete) or not c.require_complete)
         t = float(t)
         obs = _Obs(at=t + lat / 1000.0, t=t, good=good, seq=seq)
@@ -327,18 +351,19 @@ class CycleTracker:
     def _observe_up(self, up: _Up, obs: _Obs) -> Cycle | None:
         c = self.criteria
         up.window.append(obs)
+        up.n_bad += not obs.good
         while up.window and up.window[0].at <= obs.at - c.window_s:
-            up.window.popleft()
+            up.n_bad -= not up.window.popleft().good
         if obs.good:
             up.last_good = obs.at
             up.bad_run = []
         else:
             up.bad_run.append(obs)
-        if c.max_error_rate is not None and len(up.window) >= c.min_samples:
+        n = len(up.window)
+        if c.max_error_rate is not None and n >= c.min_samples and up.n_bad / n > c.max_error_rate:
             bad = [o for o in up.window if not o.good]
-            if len(bad) / len(up.window) > c.max_error_rate:
-                self._fail(up, bad, len(up.window), t_detected=obs.at, rule="error_rate")
-                return None
+            self._fail(up, bad, n, t_detected=obs.at, rule="error_rate")
+            return None
         if c.silence_s is not None and up.bad_run and obs.at - up.last_good >= c.silence_s:
             self._fail(up, up.bad_run, len(up.bad_run), t_detected=obs.at, rule="silence")
         return None
@@ -534,8 +559,11 @@ def detect_cycles(
     events: Iterable[Mark | Mapping[str, Any]] | pd.DataFrame = (),
     criteria: Criteria | None = None,
     t_end: float | None = None,
+    load: pd.DataFrame | None = None,
 ) -> list[Cycle]:
-    """Failure/recovery cycles of a probe timeline.
+    """Failure/recovery cycles of a probe timeline (and, where the criteria judge failures
+    on the users' requests, of the load generator's per-request records ``load``: ``t``,
+    ``latency_ms``, ``ok``).
 
     ``probe`` has columns ``t`` (issue time, Unix s), ``ok``, ``latency_ms`` and optionally
     ``complete``. ``events`` are :class:`Mark` s or event dicts (see
@@ -555,7 +583,7 @@ def detect_cycles(
     stream: list[tuple[float, int, Any]] = [(m.t, _ORDER.get(m.kind, 3), m) for m in marks]
     seqs = df["seq"] if "seq" in df.columns else pd.Series([None] * len(df), index=df.index)
     stream += [
-        (float(at), 3, (float(t), bool(ok), float(la), bool(cp), _opt(sq, int)))
+        (float(at), 3, (float(t), bool(ok), float(la), bool(cp), _opt(sq, int), PROBE))
         for at, t, ok, la, cp, sq in zip(
             df["_at"],
             df["t"],
@@ -566,6 +594,13 @@ def detect_cycles(
             strict=True,
         )
     ]
+    if load is not None and len(load):
+        lat = pd.to_numeric(load["latency_ms"], errors="coerce").fillna(0.0)
+        t0 = pd.to_numeric(load["t"])
+        stream += [
+            (float(t + la / 1000.0), 3, (float(t), bool(ok), float(la), True, None, LOAD))
+            for t, la, ok in zip(t0, lat, _bools(load["ok"]), strict=True)
+        ]
     stream.sort(key=lambda x: (x[0], x[1]))
 
     tracker = CycleTracker(criteria)
@@ -575,8 +610,8 @@ def detect_cycles(
         if isinstance(item, Mark):
             tracker.mark(item)
         else:
-            t, ok, la, cp, sq = item
-            tracker.observe(t, ok, la, cp, sq)
+            t, ok, la, cp, sq, source = item
+            tracker.observe(t, ok, la, cp, sq, source)
     tracker.finish(t_end)
     return tracker.cycles
 

@@ -81,8 +81,41 @@ def summary_table(runs: list[Run], confidence: float = 0.95) -> pd.DataFrame:
         df["masked_faults"] = df["faults_injected"] - df["failures"].where(
             df["faults_injected"] > 0, 0
         )
+        little = little_cells(runs)
+        for col in ("predicted_response_s", "call_timeout_s") if little else ():
+            df[col] = [little.get((r.style, r.users), {}).get(col) for r in df.itertuples()]
         df = df.sort_values(["users", "style"], key=_style_key).reset_index(drop=True)
     return df
+
+
+def little_cells(runs: list[Run]) -> dict[tuple[str, int], dict[str, Any]]:
+    """Each (style, users) cell's Little's-law prediction as its runs recorded it (the
+    ``little`` parameter of method 1's runs, ``ipclab.availability.little``): the lowest
+    response time the load can hold, N / X_max, and the call timeout; none for runs made
+    before it was recorded."""
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for run in runs:
+        little = run.parameters.get("little") or {}
+        if little.get("response_s") is None:
+            continue
+        info = _run_info(run)
+        out.setdefault(
+            (str(info["style"]), info["users"]),
+            {
+                "predicted_response_s": little["response_s"],
+                "call_timeout_s": little.get("call_timeout_s"),
+            },
+        )
+    return out
+
+
+def _little_text(summary: pd.DataFrame) -> list[str]:
+    return [
+        "no prediction"
+        if r.predicted_response_s is None or pd.isna(r.predicted_response_s)
+        else f"{float(r.predicted_response_s):.2f} (call timeout {float(r.call_timeout_s):g})"
+        for r in summary.itertuples()
+    ]
 
 
 def _style_key(col: pd.Series) -> pd.Series:
@@ -133,6 +166,9 @@ def readable(summary: pd.DataFrame) -> pd.DataFrame:
             "notes": summary["notes"],
         }
     )
+    if "predicted_response_s" in summary:  # beside the MTTF (runs that recorded it)
+        out.insert(list(out.columns).index("MTTF s (chi2 CI)") + 1, "N / X_max s (Little)",
+                   _little_text(summary))  # fmt: skip
     return out
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ipclab.availability.estimators import failures_needed
+from ipclab.availability.estimators import failures_needed, mttf_ratio
 from ipclab.availability.survival import exact_floor, floor_runs
 from ipclab.claims import EQUAL_BAND, claim_ids, distinct_tests
 from ipclab.findings import fill_blocks
@@ -292,14 +292,105 @@ def committed_tables(root: Path) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]
     return tables, pd.concat([power[power["family"] != "until failure"], dpower])
 
 
+def _poisson_p(fail_hi: int, t_hi: float, fail_lo: int, n: int, cap_s: float) -> float:
+    """The exact Poisson test's p (``mttf_ratio``) for ``fail_hi`` of the higher load's
+    ``n`` runs failing ``t_hi`` after the ramp's end (the rest censored at the cap) against
+    ``fail_lo`` of the lower load's failing at the cap (the rest censored there)."""
+    time_hi = fail_hi * t_hi + (n - fail_hi) * cap_s
+    return mttf_ratio(fail_hi, time_hi, fail_lo, n * cap_s)[3]
+
+
+def _longest_passing_ttf(fail_hi: int, fail_lo: int, n: int, cap_s: float, level: float) -> float:
+    """The longest time to failure of the higher load's failing runs at which the exact
+    Poisson test still passes ``level`` (0: never), to the second: the p rises with it, so
+    a bisection over whole seconds finds it."""
+    lo, hi = 0, int(cap_s)  # passes at lo (0: a sentinel), fails above hi
+    if _poisson_p(fail_hi, 1.0, fail_lo, n, cap_s) >= level:
+        return 0.0
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _poisson_p(fail_hi, float(mid), fail_lo, n, cap_s) < level:
+            lo = mid
+        else:
+            hi = mid - 1
+    return float(lo)
+
+
+def p14_design(p: Profile, level: float) -> pd.DataFrame:
+    """What a P14 claim (MTTF falls from one load to the next, per style) can come out as at
+    the profile's runs per cell and cap, at the Holm ``level`` of its family: every outcome
+    of the two cells' runs (a run fails at most once: method 1 ends at its first failure)
+    and the test the claims apply to it (docs/availability.md, "Method 1": design check)."""
+    n, cap = p.until_failure_repetitions, p.until_failure.cap_s
+    floor = exact_floor(n, n)
+    rows = [
+        {"runs": "no run of either load fails within the cap", "test": "none",
+         "best_p": math.nan, "outcome": "inconclusive (censored), never evidence"},
+        {"runs": "failures at one load only, or the exponential model rejected",
+         "test": f"exact permutation on runs (smallest p at {n} + {n}: {floor:.2g})",
+         "best_p": floor,
+         "outcome": "underpowered by design: cannot pass" if floor >= level
+         else "decidable"},
+    ]  # fmt: skip
+    for fail_hi in range(1, n + 1):
+        for fail_lo in range(1, n + 1):
+            t = _longest_passing_ttf(fail_hi, fail_lo, n, cap, level)
+            best = _poisson_p(fail_hi, 1.0, fail_lo, n, cap)
+            rows.append({
+                "runs": f"{fail_hi} of {n} at the higher load fail, {fail_lo} of {n} at the "
+                        "lower (at the cap), the exponential model not rejected",
+                "test": "exact Poisson rates", "best_p": best,
+                "outcome": f"can pass if the higher load's failures come within {t:.0f} s "
+                           "of the ramp's end" if t else "cannot pass",
+            })  # fmt: skip
+    out = pd.DataFrame(rows)
+    out.insert(0, "level", level)
+    return out
+
+
+def p14_markdown(design: pd.DataFrame, p: Profile) -> str:
+    """The design check as the Markdown block of docs/availability.md."""
+    n, cap = p.until_failure_repetitions, p.until_failure.cap_s
+    lines = [
+        f"P14a-f at {n} runs per cell, cap {cap:g} s, Holm level {design['level'].iloc[0]:.2g}:",
+        "",
+        "| the two cells' runs | test | best p | outcome |",
+        "|---|---|---|---|",
+    ]
+    for r in design.itertuples():
+        lines.append(f"| {r.runs} | {r.test} | {_fmt_p(r.best_p)} | {r.outcome} |")
+    return "\n".join(lines)
+
+
+def _fmt_p(v: float) -> str:
+    return "-" if not np.isfinite(v) else f"{v:.2g}"
+
+
+def p14_level(tables: Mapping[str, pd.DataFrame]) -> float:
+    """The Holm level of the until-failure family's strictest step (its distinct tests)."""
+    tests = distinct_tests(tables["until failure"])
+    tests = tests[tests["test"] != "compare"] if len(tests) else tests
+    return ALPHA / max(len(tests), 1)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Fill the plan's block of docs/availability.md from the committed references."""
+    """Fill the plan's blocks of docs/availability.md from the committed references and
+    print method 1's design check (what each P14 claim can come out as)."""
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--root", type=Path, default=Path("data/runs/reference"))
     ap.add_argument("--doc", type=Path, default=Path("docs/availability.md"))
     a = ap.parse_args(argv)
     tables, power = committed_tables(from_repo(a.root))
-    fill_blocks(from_repo(a.doc), {"availability-plan": plan_markdown(plan_table(tables, power))})
+    design = p14_markdown(p14_design(profile("full"), p14_level(tables)), profile("full"))
+    fill_blocks(
+        from_repo(a.doc),
+        {
+            "availability-plan": plan_markdown(plan_table(tables, power)),
+            "availability-m1-design": design,
+        },
+    )
+    print(design)
     print(a.doc)
     return 0
 

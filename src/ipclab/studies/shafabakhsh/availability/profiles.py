@@ -20,13 +20,14 @@ from ipclab.availability.runner import (
     run_until_failure,
     with_stack,
 )
-from ipclab.availability.tracker import Criteria
+from ipclab.availability.tracker import LOAD, Criteria
 from ipclab.backends import RunningStack, StackOptions
 from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run, read_run
 from ipclab.runstore import reusable
 from ipclab.stacks import resolve
 from ipclab.stats.machine import quiet_run
+from ipclab.studies.shafabakhsh.availability.until_failure import little_prediction
 from ipclab.studies.shafabakhsh.performance import CLIENT_DEVIATIONS, LANGUAGE_DEVIATION
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
@@ -101,7 +102,11 @@ DEVIATIONS = [
     "page every 100 ms, 1 s timeout), not an unstated judgement: failure when more than half "
     "of the probe's answers in a window are bad, or no good answer for a while (window and "
     "silence in the run's parameters); recovery at the first complete five-part page after "
-    "the restart.",
+    "the restart. In method 1 (the thesis's load-induced failure, unavailability and not "
+    "slowness) the failure rules judge the load generator's own users' requests instead "
+    "(a failed request: an error answer, a refused or reset connection, the user's timeout; "
+    "a slow answer is service), and the probe, its timeout the call timeout + 5 s, only "
+    "times the recovery.",
     "MTTR in A runs from the failure onset to the recovery (so that up and down times tile "
     "the timeline); the thesis's MTTR, from the restart to the recovery, is reported beside "
     "it and used for the MTTR claims.",
@@ -146,6 +151,13 @@ class Job:
     def key(self) -> str:
         tuned = "" if self.reconnect == "default" else f"-{self.reconnect}"
         return f"{self.method}-{self.stack}-u{self.users}-r{self.repetition}{tuned}"
+
+
+def _judged_by_users(parameters: Mapping[str, Any]) -> bool:
+    """Whether a method-1 run's failures were judged by its users' requests (the criterion
+    since the probe's 1 s timeout was found to judge slowness; docs/availability.md)."""
+    criteria = (parameters.get("common") or {}).get("criteria") or {}
+    return criteria.get("failure_source") == LOAD
 
 
 def _limits(options: dict[str, Any]) -> tuple[Any, Any]:
@@ -242,6 +254,7 @@ class AvailabilityExperiment:
                 and _limits(p.get("options") or {}) == _limits(self.options(job).as_dict())
                 and ((p.get("options") or {}).get("reconnect") or "default") == job.reconnect
                 and bool(p.get("shared_stack")) == self._shared(job)
+                and (job.method != "until_failure" or _judged_by_users(p))
             )
 
         # a run made on a busy machine is made again (the cost per request, the check across
@@ -319,6 +332,11 @@ class AvailabilityExperiment:
             extra["shared_stack"] = True
         p, plan, opts = self.profile, self.plan(job), self.options(job)
         if isinstance(plan, UntilFailure):
+            limited = opts.cpus is not None or opts.memory_mb is not None
+            style = resolve(job.stack).style
+            little = little_prediction(style, job.users, self.backend, p.call_timeout_s, limited)
+            extra["little"] = little.as_dict()
+            progress(f"{job.key}: Little's law: {little.verdict}")
             run_until_failure(stack, path, plan, p.common, opts, progress, extra)
         elif isinstance(plan, FaultInjection):
             run_fault_injection(stack, path, plan, p.common, opts, progress, extra)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,8 @@ from ipclab import claims as claims_mod
 from ipclab.availability import survival
 from ipclab.availability.classify import ramp_end_of, run_cycles
 from ipclab.availability.estimators import mttf_bounds, mttf_ratio, mttf_value_p
+from ipclab.availability.little import LittlePrediction
+from ipclab.paths import from_repo
 from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.stats import Interval
@@ -325,3 +328,41 @@ def mttf_power(
             "runs_needed": need if np.isfinite(need) else np.nan, "alpha": alpha, "how": how,
         })  # fmt: skip
     return pd.DataFrame(out)
+
+
+#: the performance references method 1's Little's-law prediction reads, by backend
+PERFORMANCE_REFERENCE = "shafabakhsh-full-{backend}"
+
+
+def little_prediction(
+    style: str,
+    users: int,
+    backend: str,
+    call_timeout_s: float,
+    limited: bool,
+    root: Path | None = None,
+) -> LittlePrediction:
+    """Method 1's Little's-law prediction for one cell: X_max, the style's plateau
+    throughput in the same backend's committed performance reference (its
+    ``results/saturation.csv``, Shafabakhsh's closed loop with no think time), against the
+    gateway's call timeout. That reference ran with no resource limits: under method 1's
+    (``limited``) the stack's X_max is at most it, so N / X_max is a lower bound of the
+    response time the load can hold (said in ``source``). No reference, no prediction."""
+    root = from_repo("data/runs/reference") if root is None else Path(root)
+    name = PERFORMANCE_REFERENCE.format(backend=backend)
+    path = root / name / "results" / "saturation.csv"
+    x_max, source = None, f"no {name} reference (results/saturation.csv): no prediction"
+    if path.exists():
+        sat = pd.read_csv(path)
+        got = sat.loc[sat["style"] == style, "plateau_rps"]
+        if len(got) and pd.notna(got.iloc[0]):
+            x_max = float(got.iloc[0])
+            source = f"{name}: {style}'s plateau throughput (results/saturation.csv)"
+            if limited:
+                source += (
+                    ", measured with no resource limits: under method 1's limits X_max is "
+                    "at most this, and N / X_max a lower bound"
+                )
+        else:
+            source = f"{name} has no plateau for {style}: no prediction"
+    return LittlePrediction(users, call_timeout_s, x_max, source)
