@@ -336,18 +336,20 @@ def gc_shift_tables(
 
 
 def set_claims(
-    rows: pd.DataFrame, cases_runs: pd.DataFrame, gc: verdicts.GcRecords, hours: float
-) -> pd.DataFrame:
-    """The claims table judged on ``rows`` (one adapter set's runs), its undecided tests
-    marked underpowered where their runs cannot decide them (docs/statistics.md §7)."""
+    rows: pd.DataFrame, cases_runs: pd.DataFrame, gc: verdicts.GcRecords, hours: float,
+    fix: pd.DataFrame | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """The claims table judged on ``rows`` (one adapter set's runs; the Californium fix's
+    claim on ``fix``, ``verdicts.fix_rows``), its undecided tests marked underpowered where
+    their runs cannot decide them (docs/statistics.md §7)."""
     primary = verdicts.with_test_cases(rows, cases_runs)
-    table = verdicts.evaluate(primary, gc=gc)
+    table = verdicts.evaluate(primary, gc=gc, fix=fix)
     return claims_mod.mark_underpowered(table, verdicts.power(primary), hours)
 
 
 def adapter_verdicts(
     claims: pd.DataFrame, rows: pd.DataFrame, cases_runs: pd.DataFrame,
-    gc: verdicts.GcRecords, hours: float,
+    gc: verdicts.GcRecords, hours: float, fix: pd.DataFrame | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """Every claim judged on the other adapter set's runs beside the claims table (judged
     on ``PRIMARY``'s): where the implementation of a protocol, not the protocol, moves a
@@ -357,7 +359,7 @@ def adapter_verdicts(
     other = [a for a in sets if a != PRIMARY]
     if PRIMARY not in sets or not other or claims.empty:
         return pd.DataFrame()
-    theirs = set_claims(rows[rows["adapters"] == other[0]], cases_runs, gc, hours)
+    theirs = set_claims(rows[rows["adapters"] == other[0]], cases_runs, gc, hours, fix)
     pair = robustness.Pair("adapter sets", (PRIMARY, other[0]), claims, theirs)
     return robustness.side_by_side(pair, factor="adapters")
 
@@ -399,16 +401,20 @@ def analyse(
     warmup_s: float | None = None,
     cached: Path | None = None,
     profiling: Path | None = None,
+    fix_runs: Sequence[Run] = (),
 ) -> Analysis:
-    """Every table of the study from ``runs`` (see the module's doc)."""
+    """Every table of the study from ``runs`` (see the module's doc); ``fix_runs``: the
+    Californium fix experiment's (``experiment.fix_experiment``), for claim N40a."""
     per, missing = per_run_tables(runs, warmup_s, cached)
+    fix = (verdicts.fix_rows(fix_runs, warmup_of(fix_runs[0], warmup_s or 0.0))
+           if fix_runs else None)  # fmt: skip
     rows = per["runs"]
     primary = rows[rows["adapters"] == PRIMARY] if len(rows) else rows
     gc = gc_records(per, rows)
     hours = claims_mod.run_hours([r.manifest for r in runs])
     judged, every = annotate(primary, runs), annotate(rows, runs)  # flagged cells named
     claim_table = (
-        set_claims(judged, per["cases_runs"], gc, hours) if len(primary) else pd.DataFrame()
+        set_claims(judged, per["cases_runs"], gc, hours, fix) if len(primary) else pd.DataFrame()
     )
     primary = verdicts.with_test_cases(primary, per["cases_runs"])
     power = verdicts.power(primary) if len(primary) else pd.DataFrame()
@@ -427,7 +433,7 @@ def analyse(
         statements=claims_mod.statement_verdicts(claim_table) if len(claim_table) else
         pd.DataFrame(),
         power=power, machine=machine_state(rows), gc_shift=shift, gc_shift_runs=shift_runs,
-        adapter_verdicts=adapter_verdicts(claim_table, every, per["cases_runs"], gc, hours),
+        adapter_verdicts=adapter_verdicts(claim_table, every, per["cases_runs"], gc, hours, fix),
         window=window_margins(claim_table, cached),
         missing=missing, profile=read_profile(profiling),
         deviations=[*DEVIATIONS, *measured_deviations(rows)],
