@@ -39,8 +39,9 @@ FOLDER = "nyflott-full-docker"
 TITLE = "Nyfløtt 2017: HTTP/1.1 vs h2c vs CoAP (full profile, docker)"
 
 
-#: the tables, the profiling testbed's folder, the Californium fix's experiment (claim N40a)
-NOT_DELAYS = ("results", "profiling", FIX_EXPERIMENT)
+#: the tables, the profiling testbed's folders (fixed and thesis logging), the Californium
+#: fix's experiment (claim N40a)
+NOT_DELAYS = ("results", "profiling", "profiling-thesis", FIX_EXPERIMENT)
 
 
 def runs_of(base: Path) -> list[Run]:
@@ -56,7 +57,7 @@ def load(root: Path = ROOT, folder: str = FOLDER) -> analysis.Analysis:
                                 "full profile and --runs-root data/runs/reference)")  # fmt: skip
     fix = load_runs(base / FIX_EXPERIMENT) if (base / FIX_EXPERIMENT).is_dir() else []
     return analysis.analyse(runs_of(base), cached=base / "results", profiling=base / "profiling",
-                            fix_runs=fix)  # fmt: skip
+                            fix_runs=fix, thesis_profiling=base / "profiling-thesis")  # fmt: skip
 
 
 def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) -> Path:
