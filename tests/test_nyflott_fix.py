@@ -1,5 +1,5 @@
 """Nyfløtt's Californium fix (issue 52): the adapters' logging switch (thesis vs fixed), the
-claim N40a "the fix doubles throughput" judged both ways, the fix experiment's cells, and
+claim N33a "the fix doubles throughput" judged both ways, the fix experiment's cells, and
 Fig. 9's hotspot share with its interval from the profiling testbed (--config)."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_fix_experiment_interleaves_thesis_and_fixed(tmp_path: Path) -> None:
 
 
 def _n40a() -> published.Claim:
-    return next(c for c in published.claims() if c.claim_id == "N40a")
+    return next(c for c in published.claims() if c.claim_id == "N33a")
 
 
 def test_claim_row_parses_with_the_thesis_words() -> None:
@@ -99,7 +99,7 @@ def _fix_rows(ratio: float, n: int = 6, cv: float = 0.03, seed: int = 1) -> pd.D
 def _verdict(fix: pd.DataFrame | None) -> pd.Series:
     rows = pd.DataFrame({"style": ["coap"], "delay_ms": [0.0], "rps": [1.0]})
     table = verdicts.evaluate(rows, claims=[_n40a()], fix=fix)
-    return table.set_index("claim_id").loc["N40a"]
+    return table.set_index("claim_id").loc["N33a"]
 
 
 @pytest.mark.parametrize(

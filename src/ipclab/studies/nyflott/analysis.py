@@ -427,7 +427,7 @@ def analyse(
     thesis_profiling: Path | None = None,
 ) -> Analysis:
     """Every table of the study from ``runs`` (see the module's doc); ``fix_runs``: the
-    Californium fix experiment's (``experiment.fix_experiment``), for claim N40a."""
+    Californium fix experiment's (``experiment.fix_experiment``), for claim N33a."""
     per, missing = per_run_tables(runs, warmup_s, cached)
     fix = (verdicts.fix_rows(fix_runs, warmup_of(fix_runs[0], warmup_s or 0.0))
            if fix_runs else None)  # fmt: skip

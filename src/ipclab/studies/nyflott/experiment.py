@@ -13,7 +13,7 @@ egress); the local backend cannot delay, so there the matrix has delay 0 only. R
 under ``<root>/nyflott-<profile>-<backend>/delay<d>ms/``.
 
 The **Californium fix** experiment (:func:`fix_experiment`, folder ``californium-fix/``
-beside the delays) measures the thesis's "the fix doubles throughput" (§4.2.5, claim N40):
+beside the delays) measures the thesis's "the fix doubles throughput" (§4.2.5, claim N33):
 the Californium stack at 0 ms with the logging the thesis profiled (``thesis``: every CoAP
 message's log text built eagerly, services/java/californium Logging.java) and Californium 3.11
 as it is (``fixed``), the two a factor (``variants``, the environment variable
@@ -146,7 +146,7 @@ def fix_experiment(
     repetitions: int | None = None,
     measured_s: float | None = None,
 ) -> Experiment:
-    """The Californium fix's cells (claim N40): the Californium stack at 0 ms, thesis and
+    """The Californium fix's cells (claim N33): the Californium stack at 0 ms, thesis and
     fixed logging interleaved (one shuffled order per repetition), the profile's users,
     ramp, warm-up and window; ``repetitions`` and ``measured_s`` override the profile's."""
     p = profile(profile_name)

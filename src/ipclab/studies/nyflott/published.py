@@ -43,7 +43,7 @@ HEAP_CSV = DATA_DIR / "nyflott2017_heap.csv"
 
 STYLES = ("http1", "h2c", "coap")
 #: the claims' cells: the protocols, and the Californium fix's two logging configurations
-#: (claim N40a, ``verdicts.FIX_STYLES``)
+#: (claim N33a, ``verdicts.FIX_STYLES``)
 CLAIM_STYLES = (*STYLES, "californium-thesis", "californium-fixed")
 DELAYS_MS = (0, 2, 5)
 #: The protocol names the thesis prints, mapped to ipclab's style names.

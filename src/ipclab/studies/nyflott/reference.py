@@ -4,7 +4,7 @@ files, without rerunning anything: ``python -m ipclab.studies.nyflott.reference`
 ``data/runs/reference/nyflott-full-docker/`` holds the experiment's runs (one folder per
 added delay, ``delay0ms/`` ``delay2ms/`` ``delay5ms/``, each run with its manifest,
 summary, events and 1 Hz resources) and ``results/``; ``californium-fix/``, where it was
-run, the Californium fix's runs (claim N40a: ``experiment.fix_experiment``). Per-request
+run, the Californium fix's runs (claim N33a: ``experiment.fix_experiment``). Per-request
 records and role logs are not committed (``.gitignore``), so the per-run tables derived from
 them (``runs.csv``,
 ``hosts_runs.csv``, ``per_test_case_runs.csv``, ``gc_extremes_runs.csv``, ``extremes.csv``,
@@ -40,7 +40,7 @@ TITLE = "Nyfløtt 2017: HTTP/1.1 vs h2c vs CoAP (full profile, docker)"
 
 
 #: the tables, the profiling testbed's folders (fixed and thesis logging), the Californium
-#: fix's experiment (claim N40a)
+#: fix's experiment (claim N33a)
 NOT_DELAYS = ("results", "profiling", "profiling-thesis", FIX_EXPERIMENT)
 
 

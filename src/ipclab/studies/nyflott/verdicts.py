@@ -17,7 +17,7 @@ experiment):
   throughput gap?), which compare the sizes of two effects, a statistic no claim kind
   computes: :func:`size_gap` gives its delta-method t test, and ``evaluate_claims`` takes
   it as a given effect, so the two join the family's Holm adjustment (:func:`evaluate`);
-* **the Californium fix** (family :data:`FIX_FAMILY`, N40a: "the fix doubles
+* **the Californium fix** (family :data:`FIX_FAMILY`, N33a: "the fix doubles
   throughput"): the fix experiment's own runs (``experiment.fix_experiment``, thesis against
   fixed logging, :func:`fix_rows`), an experiment of its own, so a family of its own;
 * **GC coincidence** (family :data:`GC_FAMILY`, N29a and N30a): whether extremes and major
@@ -132,7 +132,7 @@ def split(claims: Sequence[Claim]) -> tuple[list[Claim], list[Claim], list[Claim
 
 
 def is_fix(claim: Claim) -> bool:
-    """A claim on the Californium fix's cells (N40a), judged on the fix experiment's runs."""
+    """A claim on the Californium fix's cells (N33a), judged on the fix experiment's runs."""
     return claim.a_style in FIX_STYLES or claim.b_style in FIX_STYLES
 
 
