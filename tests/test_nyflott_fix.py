@@ -186,3 +186,19 @@ def test_profiling_cli_takes_config(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     with pytest.raises(SystemExit):
         profiling.main(["--out", str(tmp_path / "q"), "--config", "verbose"])
     assert "42.5% of 400 samples" in profiling.hotspot_summary(tmp_path / "p", "thesis")
+
+
+def test_jfr_print_keeps_whole_stacks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """jfr print's own default keeps 5 frames, too few to see the log building under
+    sendResponse: the tables ask for JFR's whole recorded depth."""
+    seen = {}
+
+    def fake_run(args: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        seen["args"] = args
+        return subprocess.CompletedProcess(args, 0, '{"recording": {"events": []}}', "")
+
+    monkeypatch.setattr(profiling, "_jdk_tool", lambda name: name)
+    monkeypatch.setattr(profiling.subprocess, "run", fake_run)
+    assert profiling._jfr_events(tmp_path / "x.jfr", "jdk.ExecutionSample") == []
+    i = seen["args"].index("--stack-depth")
+    assert int(seen["args"][i + 1]) == profiling.STACK_DEPTH >= 64

@@ -170,10 +170,15 @@ def ensure_profile(directory: Path, progress: Callable[[str], None] = print) -> 
 # --------------------------------------------------------------------------- tables
 
 
+#: frames per stack ``jfr print`` writes: all JFR records (its stackdepth, 64); ``jfr print``'s
+#: own default, 5, kept only the 5 frames nearest the leaf, too few to see what called them
+STACK_DEPTH = 64
+
+
 def _jfr_events(recording: Path, event: str) -> list[dict]:
-    out = subprocess.run([_jdk_tool("jfr"), "print", "--json", "--events", event,
-                          str(recording)], capture_output=True, text=True, timeout=600,
-                         check=True)  # fmt: skip
+    out = subprocess.run([_jdk_tool("jfr"), "print", "--json", "--stack-depth",
+                          str(STACK_DEPTH), "--events", event, str(recording)],
+                         capture_output=True, text=True, timeout=600, check=True)  # fmt: skip
     return list(json.loads(out.stdout)["recording"]["events"])
 
 
