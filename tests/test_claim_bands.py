@@ -14,6 +14,8 @@ from ipclab.published import PublishedDataError, claims
 
 FILES = sorted(Path(PUBLISHED_DIR).glob("*_claims.csv"))
 NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+#: a ratio stated as a word (docs/statistics.md section 4): the word -> its number
+NUMBER_WORDS = {"double": 2.0, "twice": 2.0, "triple": 3.0, "half": 0.5}
 
 
 def _rows() -> list[tuple[str, dict[str, str]]]:
@@ -39,6 +41,11 @@ def test_an_own_band_only_where_the_sentence_states_its_number(
     assert row["test"] in ("ratio", "equal", "differ"), f"{where}: a {row['test']} has no band"
     assert not row.get("magnitude"), f"{where}: a size word takes its standard band"
     numbers = NUMBER.findall(row["published_value"])
+    word = row["published_value"].strip().lower()
+    if word in NUMBER_WORDS:  # a number given as a word ("double"): its ratio, and the word
+        assert row["published_ratio"] and float(row["published_ratio"]) == NUMBER_WORDS[word]
+        assert re.search(rf"\b{word}\b", row["quote"], re.IGNORECASE), f"{where}: {word}?"
+        return
     assert numbers, f"{where}: an own band without a stated number (published_value)"
     quote = row["quote"].replace(",", "")
     for n in numbers:

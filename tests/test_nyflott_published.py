@@ -66,8 +66,8 @@ def test_bad_rows_are_named(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- claims
 
-SECTIONS = {"4.3.1": "52-53", "4.3.2": ("53-56", "56"), "4.3.3": "56-57", "4.4": "57-58",
-            "4.4.2": "60-61", "4.5.1": "61-62", "5.1": "65-68",
+SECTIONS = {"4.2.5": "47-51", "4.3.1": "52-53", "4.3.2": ("53-56", "56"), "4.3.3": "56-57",
+            "4.4": "57-58", "4.4.2": "60-61", "4.5.1": "61-62", "5.1": "65-68",
             "Abstract": "v"}  # fmt: skip
 TABLE = {  # metric -> (loader, column): the claims' published ratios come from Tables 2 and 3
     "mean_ms": ("requests", "mean_ms"),
@@ -94,7 +94,7 @@ def test_claims_valid_ids_unique_and_cover_chapters_4_and_5() -> None:
         assert c.page in (want if isinstance(want, tuple) else (want,)), c.claim_id
         loads = {*c.a_users, *c.b_users, c.from_users, c.to_users} - {None}
         assert loads <= set(pub.DELAYS_MS), c.claim_id
-        assert {c.a_style, c.b_style} <= set(pub.STYLES)
+        assert {c.a_style, c.b_style} <= set(pub.CLAIM_STYLES)
     # one quote per statement, and every statement's parts share it
     for sid in statements:
         assert len({c.quote for c in cl if c.statement_id == sid}) == 1, sid
@@ -128,6 +128,9 @@ def _gap(c: Claim) -> float:
 def test_claims_published_ratios_match_tables_2_and_3() -> None:
     checked = 0
     for c in pub.claims():
+        if verdicts.is_fix(c):  # N33a: "double", no table's number
+            assert c.published_ratio == 2.0, c.claim_id
+            continue
         if c.metric in verdicts.SIZE_GAPS:
             assert c.published_ratio == pytest.approx(_gap(c), abs=6e-5), c.claim_id
             continue

@@ -69,7 +69,7 @@ def test_verdicts_follow_the_runs() -> None:
     # the GC claims need the extremes and GCs; N32 the bytes: inconclusive, saying why
     assert v["N29a"] == "inconclusive" and "GC records" in t.loc["N29a", "reason"]
     assert v["N32a"] == "inconclusive" and "bytes_per_request" in t.loc["N32a", "reason"]
-    assert set(t["family"]) == {verdicts.FAMILY, verdicts.GC_FAMILY}
+    assert set(t["family"]) == {verdicts.FAMILY, verdicts.GC_FAMILY, verdicts.FIX_FAMILY}
     assert t.loc["N02b", "measured_users"] == "0"
     # CPU and network are not in the run table yet: inconclusive, saying why
     assert v["N10a"] == "inconclusive" and "not measured" in t.loc["N10a", "reason"]

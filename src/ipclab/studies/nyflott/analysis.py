@@ -31,7 +31,16 @@ from ipclab import robustness, stats
 from ipclab.runs import Run
 from ipclab.stacks import LOADGEN
 from ipclab.stats.plausibility_runs import annotate
-from ipclab.studies.nyflott import extremes, gcshift, hosts, published, tables, verdicts, window
+from ipclab.studies.nyflott import (
+    extremes,
+    gcshift,
+    hosts,
+    hotspot,
+    published,
+    tables,
+    verdicts,
+    window,
+)
 
 PRIMARY = "python"  # the adapter set the thesis comparison and the claims use
 THESIS_WINDOW_S = 600.0
@@ -139,6 +148,10 @@ class Analysis:
     window: pd.DataFrame = field(default_factory=pd.DataFrame)
     # the profiling testbed's tables (profiling.py: flame, heap, histogram), where one ran
     profile: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # the same testbed with the thesis's logging (profiling.py --config thesis), where it ran
+    thesis_profile: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # Fig. 9's hotspot share with its interval per logging configuration (hotspot.py)
+    hotspot: pd.DataFrame = field(default_factory=pd.DataFrame)
     missing: list[str] = field(default_factory=list)
     deviations: list[str] = field(default_factory=list)
 
@@ -336,18 +349,20 @@ def gc_shift_tables(
 
 
 def set_claims(
-    rows: pd.DataFrame, cases_runs: pd.DataFrame, gc: verdicts.GcRecords, hours: float
-) -> pd.DataFrame:
-    """The claims table judged on ``rows`` (one adapter set's runs), its undecided tests
-    marked underpowered where their runs cannot decide them (docs/statistics.md §7)."""
+    rows: pd.DataFrame, cases_runs: pd.DataFrame, gc: verdicts.GcRecords, hours: float,
+    fix: pd.DataFrame | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """The claims table judged on ``rows`` (one adapter set's runs; the Californium fix's
+    claim on ``fix``, ``verdicts.fix_rows``), its undecided tests marked underpowered where
+    their runs cannot decide them (docs/statistics.md §7)."""
     primary = verdicts.with_test_cases(rows, cases_runs)
-    table = verdicts.evaluate(primary, gc=gc)
+    table = verdicts.evaluate(primary, gc=gc, fix=fix)
     return claims_mod.mark_underpowered(table, verdicts.power(primary), hours)
 
 
 def adapter_verdicts(
     claims: pd.DataFrame, rows: pd.DataFrame, cases_runs: pd.DataFrame,
-    gc: verdicts.GcRecords, hours: float,
+    gc: verdicts.GcRecords, hours: float, fix: pd.DataFrame | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """Every claim judged on the other adapter set's runs beside the claims table (judged
     on ``PRIMARY``'s): where the implementation of a protocol, not the protocol, moves a
@@ -357,7 +372,7 @@ def adapter_verdicts(
     other = [a for a in sets if a != PRIMARY]
     if PRIMARY not in sets or not other or claims.empty:
         return pd.DataFrame()
-    theirs = set_claims(rows[rows["adapters"] == other[0]], cases_runs, gc, hours)
+    theirs = set_claims(rows[rows["adapters"] == other[0]], cases_runs, gc, hours, fix)
     pair = robustness.Pair("adapter sets", (PRIMARY, other[0]), claims, theirs)
     return robustness.side_by_side(pair, factor="adapters")
 
@@ -381,7 +396,16 @@ def read_profile(directory: Path | None) -> dict[str, pd.DataFrame]:
     made in ``directory``; none otherwise."""
     if directory is None or not all((directory / f"{n}.csv").exists() for n in PROFILE_TABLES):
         return {}
-    return {n: pd.read_csv(directory / f"{n}.csv") for n in PROFILE_TABLES}
+    names = (*PROFILE_TABLES, "hotspot")  # hotspot.csv: profiles made since issue 52
+    return {n: pd.read_csv(directory / f"{n}.csv") for n in names
+            if (directory / f"{n}.csv").exists()}  # fmt: skip
+
+
+def hotspot_table(profiles: dict[str, dict[str, pd.DataFrame]]) -> pd.DataFrame:
+    """Fig. 9's hotspot per logging configuration (``hotspot.share_table``) from the
+    profiles that have ``hotspot.csv``."""
+    shares = {c: hotspot.share_of(p["hotspot"]) for c, p in profiles.items() if "hotspot" in p}
+    return hotspot.share_table(shares) if shares else pd.DataFrame()
 
 
 def heap_beside_published(histogram: pd.DataFrame) -> pd.DataFrame:
@@ -399,20 +423,26 @@ def analyse(
     warmup_s: float | None = None,
     cached: Path | None = None,
     profiling: Path | None = None,
+    fix_runs: Sequence[Run] = (),
+    thesis_profiling: Path | None = None,
 ) -> Analysis:
-    """Every table of the study from ``runs`` (see the module's doc)."""
+    """Every table of the study from ``runs`` (see the module's doc); ``fix_runs``: the
+    Californium fix experiment's (``experiment.fix_experiment``), for claim N33a."""
     per, missing = per_run_tables(runs, warmup_s, cached)
+    fix = (verdicts.fix_rows(fix_runs, warmup_of(fix_runs[0], warmup_s or 0.0))
+           if fix_runs else None)  # fmt: skip
     rows = per["runs"]
     primary = rows[rows["adapters"] == PRIMARY] if len(rows) else rows
     gc = gc_records(per, rows)
     hours = claims_mod.run_hours([r.manifest for r in runs])
     judged, every = annotate(primary, runs), annotate(rows, runs)  # flagged cells named
     claim_table = (
-        set_claims(judged, per["cases_runs"], gc, hours) if len(primary) else pd.DataFrame()
+        set_claims(judged, per["cases_runs"], gc, hours, fix) if len(primary) else pd.DataFrame()
     )
     primary = verdicts.with_test_cases(primary, per["cases_runs"])
     power = verdicts.power(primary) if len(primary) else pd.DataFrame()
     shift, shift_runs = gc_shift_tables(gc, primary, per["slow"])
+    profiles = {"thesis": read_profile(thesis_profiling), "fixed": read_profile(profiling)}
     return Analysis(
         runs=rows, hosts_runs=per["hosts_runs"], cases_runs=per["cases_runs"],
         gc_runs=per["gc_runs"], extremes=per["extremes"], gc_events=per["gc_events"],
@@ -427,9 +457,10 @@ def analyse(
         statements=claims_mod.statement_verdicts(claim_table) if len(claim_table) else
         pd.DataFrame(),
         power=power, machine=machine_state(rows), gc_shift=shift, gc_shift_runs=shift_runs,
-        adapter_verdicts=adapter_verdicts(claim_table, every, per["cases_runs"], gc, hours),
+        adapter_verdicts=adapter_verdicts(claim_table, every, per["cases_runs"], gc, hours, fix),
         window=window_margins(claim_table, cached),
-        missing=missing, profile=read_profile(profiling),
+        missing=missing, profile=profiles["fixed"], thesis_profile=profiles["thesis"],
+        hotspot=hotspot_table(profiles),
         deviations=[*DEVIATIONS, *measured_deviations(rows)],
     )  # fmt: skip
 
@@ -681,7 +712,16 @@ def write_results(a: Analysis, results: Any) -> None:
 
 
 def _write_profile_tables(a: Analysis, results: Any) -> None:
-    """The profiling testbed's Fig. 18 beside the thesis's, and its heap per collection."""
+    """The profiling testbed's Fig. 18 beside the thesis's, its heap per collection, and
+    Fig. 9's hotspot share per logging configuration."""
+    if len(a.hotspot):
+        results.table(a.hotspot, "fig9_hotspot", "Fig. 9's hotspot: the share of the "
+                      "Californium CoAP gateway's stack samples that build a message's log "
+                      "text (a Californium toString, or the thesis logging's eager building), "
+                      "per logging configuration (thesis: Listing 4.1's eager concatenation; "
+                      "fixed: Californium 3.11), with its 95% Wilson interval on the samples "
+                      "over the design effect of 5 s batches, and the samples a +-5-point "
+                      "interval needs (hotspot.py).")  # fmt: skip
     if not a.profile:
         return
     results.table(heap_beside_published(a.profile["histogram"]), "fig18_heap", "Fig. 18: "

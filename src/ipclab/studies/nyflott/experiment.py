@@ -11,11 +11,20 @@ docker backend (each host's packets held on their way in by the NFQUEUE delayer,
 hop between two hosts is delayed once: docs/docker.md; the thesis used netem on each VM's
 egress); the local backend cannot delay, so there the matrix has delay 0 only. Runs go
 under ``<root>/nyflott-<profile>-<backend>/delay<d>ms/``.
+
+The **Californium fix** experiment (:func:`fix_experiment`, folder ``californium-fix/``
+beside the delays) measures the thesis's "the fix doubles throughput" (§4.2.5, claim N33):
+the Californium stack at 0 ms with the logging the thesis profiled (``thesis``: every CoAP
+message's log text built eagerly, services/java/californium Logging.java) and Californium 3.11
+as it is (``fixed``), the two a factor (``variants``, the environment variable
+:data:`LOGGING_ENV`) shuffled within each repetition, each cell a fresh stack:
+``python -m ipclab.studies.nyflott.experiment --californium-fix``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import argparse
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -30,6 +39,10 @@ NATIVE_STACKS = tuple(s.name for s in ACMEAIR if s.adapters == "native")  # + Ca
 USERS = 10
 DELAYS_MS = (0, 2, 5)
 DELAYING_BACKENDS = ("docker",)
+FIX_STACK = "acmeair-coap-californium"
+FIX_EXPERIMENT = "californium-fix"
+LOGGING_ENV = "IPCLAB_CALIFORNIUM_LOGGING"  # Logging.java: thesis | fixed
+LOGGING_CONFIGS = ("thesis", "fixed")
 
 
 @dataclass(frozen=True)
@@ -118,6 +131,44 @@ def experiments(
     ]
 
 
+def logging_options(config: str, base: StackOptions | None = None) -> StackOptions:
+    """``base`` with the Californium adapters' logging set to ``config`` (thesis or fixed)."""
+    if config not in LOGGING_CONFIGS:
+        raise ValueError(f"logging config {config!r}; choose {', '.join(LOGGING_CONFIGS)}")
+    base = base or StackOptions()
+    return replace(base, extra_env={**base.extra_env, LOGGING_ENV: config})
+
+
+def fix_experiment(
+    profile_name: str = "full",
+    backend: str = "docker",
+    root: Path = DEFAULT_ROOT,
+    repetitions: int | None = None,
+    measured_s: float | None = None,
+) -> Experiment:
+    """The Californium fix's cells (claim N33): the Californium stack at 0 ms, thesis and
+    fixed logging interleaved (one shuffled order per repetition), the profile's users,
+    ramp, warm-up and window; ``repetitions`` and ``measured_s`` override the profile's."""
+    p = profile(profile_name)
+    reps = p.repetitions if repetitions is None else repetitions
+    if reps < 1:
+        raise ValueError(f"repetitions {reps}: at least 1 run per cell")
+    window = p.measured_s if measured_s is None else measured_s
+    return Experiment(
+        name=FIX_EXPERIMENT,
+        stacks=(FIX_STACK,),
+        users=(USERS,),
+        repetitions=reps,
+        duration_s=p.warmup_s + window,
+        warmup_s=p.warmup_s,
+        spawn_rate=USERS / p.ramp_s,
+        backend=backend,
+        variants={c: logging_options(c) for c in LOGGING_CONFIGS},
+        order_seed=2017,
+        root=directory(profile_name, backend, root),
+    )
+
+
 def run_experiments(
     profile_name: str,
     backend: str = "local",
@@ -128,3 +179,22 @@ def run_experiments(
 ) -> list[Run]:
     chosen = experiments(profile_name, backend, root, measured_s=measured_s, warmup_s=warmup_s)
     return run_interleaved(chosen, 2017, progress)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--californium-fix", action="store_true", required=True,
+                    help="the Californium fix's cells (thesis vs fixed logging)")  # fmt: skip
+    ap.add_argument("--profile", default="full", choices=sorted(PROFILES))
+    ap.add_argument("--backend", default="docker")
+    ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    ap.add_argument("--repetitions", type=int)
+    ap.add_argument("--measured-s", type=float)
+    a = ap.parse_args(argv)
+    exp = fix_experiment(a.profile, a.backend, a.root, a.repetitions, a.measured_s)
+    run_interleaved([exp], 2017, print)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -435,10 +435,20 @@ def all_figures(a: Any) -> dict[str, tuple[Figure, str]]:
     if a.profile:  # the profiling testbed (profiling.py)
         from ipclab.studies.nyflott import profiling
 
-        out["nyflott_fig9_flame"] = (profiling.flame_figure(a.profile["flame"]), (
+        out["nyflott_fig9_flame"] = (profiling.flame_figure(a.profile["flame"], config="fixed"), (
             "Fig. 9: a flame graph of the Californium CoAP gateway (flight's ingress adapter) "
-            "under the study's load: JFR's stack samples, x the share of samples, y the "
-            "stack's depth; frames under 0.5% left out."))  # fmt: skip
+            "under the study's load, Californium 3.11's logging (fixed): JFR's stack samples, "
+            "x the share of samples, y the stack's depth; frames under 0.5% left out; Fig. 9's "
+            "hotspot (a message's toString for log text) outlined in blue."))  # fmt: skip
+    if a.thesis_profile:  # the same testbed with the thesis's logging (profiling --config)
+        from ipclab.studies.nyflott import profiling
+
+        out["nyflott_fig9_flame_thesis"] = (profiling.flame_figure(
+            a.thesis_profile["flame"], config="thesis"), (
+            "Fig. 9 in the thesis's configuration: the same CoAP gateway with every message's "
+            "log text built by concatenation before the logger drops it (Listing 4.1), the "
+            "StringBuilder.append / String.valueOf frames the thesis profiled; its share "
+            "with an interval in fig9_hotspot."))  # fmt: skip
         out["nyflott_fig17_heap"] = (profiling.heap_figure(a.profile["heap"]), (
             "Fig. 17: the Californium HTTP gateway's (egress adapter's) heap size and used "
             "heap, garbage included, before and after every collection (JFR)."))  # fmt: skip

@@ -13,10 +13,16 @@ lists every object on the heap, unreachable ones included (as a heap dump taken 
 holds them). The CoAP gateway profiled is the busiest ingress (flight's: Query Flight's
 answers of several kilobytes, block-wise); the HTTP gateway is the egress.
 
-``python -m ipclab.studies.nyflott.profiling --out DIR`` makes one profile; its tables
-(``flame.csv``: folded stacks and their samples; ``heap.csv``: the heap per collection;
+``python -m ipclab.studies.nyflott.profiling --out DIR [--config thesis|fixed]`` makes one
+profile; ``--config`` sets the Californium adapters' logging (``thesis``: every CoAP
+message's log text built eagerly, the hotspot Fig. 9 shows; ``fixed``, the default:
+Californium 3.11 as it is; services/java/californium Logging.java), recorded in the load
+run's manifest (its options and each adapter's runtime report). Its tables (``flame.csv``:
+folded stacks and their samples; ``hotspot.csv``: per 5 s the CoAP gateway's samples and
+those in Fig. 9's hotspot, ``hotspot.py``; ``heap.csv``: the heap per collection;
 ``histogram.csv``: the largest classes) are what the figures read, and what a reference
-keeps (the ``.jfr`` files are not committed).
+keeps (the ``.jfr`` files are not committed). A reference keeps the fixed profile in
+``profiling/`` and the thesis's in ``profiling-thesis/``.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from ipclab.backends.base import StackOptions
 from ipclab.backends.described import runtimes
 from ipclab.load import runner
 from ipclab.stacks import resolve
+from ipclab.studies.nyflott import hotspot
+from ipclab.studies.nyflott.experiment import LOGGING_CONFIGS, logging_options
 
 STACK = "acmeair-coap-californium"
 HTTP_GATEWAY = "egress"  # Figs. 17 and 18
@@ -56,6 +64,7 @@ class ProfilePlan:
     duration_s: float = 70.0  # the warm-up included
     warmup_s: float = 10.0
     seed: int = 1
+    config: str = "fixed"  # the Californium adapters' logging: thesis or fixed
 
 
 def recording_options(directory: Path) -> str:
@@ -115,14 +124,17 @@ def _no_machine_paths(manifest: Path, spool: Path) -> None:
 def _profile(plan: ProfilePlan, out: Path, spool: Path, progress: Callable[[str], None]) -> None:
     """The load on a stack whose adapter JVMs record into ``spool``; the two gateways'
     class histograms at its end."""
-    options = StackOptions(extra_env={JVM_OPTIONS: recording_options(spool)})
+    options = logging_options(
+        plan.config, StackOptions(extra_env={JVM_OPTIONS: recording_options(spool)})
+    )
     stack = get_backend("local").start(resolve(STACK), options)
     try:
         profile = runner.LoadProfile(
             users=plan.users, duration_s=plan.duration_s, warmup_s=plan.warmup_s,
             seed=plan.seed,
         )  # fmt: skip
-        progress(f"profiling {STACK}: {plan.users} users, {plan.duration_s:g} s")
+        progress(f"profiling {STACK} ({plan.config} logging): {plan.users} users, "
+                 f"{plan.duration_s:g} s")  # fmt: skip
         runner.run(STACK, profile, backend="local", options=options, out=out / "load",
                    stack=stack, extra={"profiling": asdict(plan)})  # fmt: skip
         pids = {role: int(doc["pid"]) for role, doc in runtimes(stack.logs()).items()}
@@ -158,10 +170,15 @@ def ensure_profile(directory: Path, progress: Callable[[str], None] = print) -> 
 # --------------------------------------------------------------------------- tables
 
 
+#: frames per stack ``jfr print`` writes: all JFR records (its stackdepth, 64); ``jfr print``'s
+#: own default, 5, kept only the 5 frames nearest the leaf, too few to see what called them
+STACK_DEPTH = 64
+
+
 def _jfr_events(recording: Path, event: str) -> list[dict]:
-    out = subprocess.run([_jdk_tool("jfr"), "print", "--json", "--events", event,
-                          str(recording)], capture_output=True, text=True, timeout=600,
-                         check=True)  # fmt: skip
+    out = subprocess.run([_jdk_tool("jfr"), "print", "--json", "--stack-depth",
+                          str(STACK_DEPTH), "--events", event, str(recording)],
+                         capture_output=True, text=True, timeout=600, check=True)  # fmt: skip
     return list(json.loads(out.stdout)["recording"]["events"])
 
 
@@ -171,16 +188,28 @@ def _frame(f: dict) -> str:
     return f"{cls}.{method.get('name', '?')}"
 
 
-def folded_stacks(recording: Path) -> pd.DataFrame:
-    """The recording's execution samples as folded stacks (root first, ``;`` between
-    frames) and how many samples each has."""
-    counts: dict[str, int] = {}
+def execution_samples(recording: Path) -> pd.DataFrame:
+    """The recording's execution samples: each one's time (s from the first) and folded
+    stack (root first, ``;`` between frames)."""
+    times, stacks = [], []
     for e in _jfr_events(recording, "jdk.ExecutionSample"):
         frames = (e["values"].get("stackTrace") or {}).get("frames") or []
-        key = ";".join(_frame(f) for f in reversed(frames))
-        counts[key] = counts.get(key, 0) + 1
-    out = pd.DataFrame({"stack": list(counts), "samples": list(counts.values())})
-    return out.sort_values("samples", ascending=False, ignore_index=True)
+        stacks.append(";".join(_frame(f) for f in reversed(frames)))
+        times.append(e["values"].get("startTime"))
+    t = pd.to_datetime(pd.Series(times, dtype=object), utc=True, format="ISO8601")
+    return pd.DataFrame({"t_s": (t - t.min()).dt.total_seconds(), "stack": stacks})
+
+
+def fold(samples: pd.DataFrame) -> pd.DataFrame:
+    """Samples as folded stacks and how many samples each has, the most first."""
+    counts = samples.groupby("stack").size()
+    out = pd.DataFrame({"stack": counts.index.astype(str), "samples": counts.to_numpy()})
+    return out.sort_values(["samples", "stack"], ascending=[False, True], ignore_index=True)
+
+
+def folded_stacks(recording: Path) -> pd.DataFrame:
+    """The recording's execution samples as folded stacks (:func:`fold`)."""
+    return fold(execution_samples(recording))
 
 
 def heap_series(recording: Path) -> pd.DataFrame:
@@ -219,7 +248,10 @@ def write_tables(out: Path) -> None:
     """``flame.csv`` (the CoAP gateway's stacks), ``heap.csv`` (the HTTP gateway's heap) and
     ``histogram.csv`` (its classes) from the recordings and histograms in ``out``."""
     recording = {r: out / "jfr" / f"{r}.jfr" for r in (HTTP_GATEWAY, COAP_GATEWAY)}
-    folded_stacks(recording[COAP_GATEWAY]).to_csv(out / "flame.csv", index=False)
+    samples = execution_samples(recording[COAP_GATEWAY])
+    fold(samples).to_csv(out / "flame.csv", index=False)
+    hot = samples.assign(hot=samples["stack"].map(hotspot.in_hotspot))
+    hotspot.batches(hot).to_csv(out / "hotspot.csv", index=False)
     heap_series(recording[HTTP_GATEWAY]).to_csv(out / "heap.csv", index=False)
     text = (out / f"histogram-{HTTP_GATEWAY}.txt").read_text()
     histogram_table(text).to_csv(out / "histogram.csv", index=False)
@@ -228,9 +260,11 @@ def write_tables(out: Path) -> None:
 # --------------------------------------------------------------------------- figures
 
 
-def flame_figure(folded: pd.DataFrame, min_share: float = 0.005) -> plt.Figure:
+def flame_figure(folded: pd.DataFrame, min_share: float = 0.005, config: str = "") -> plt.Figure:
     """Fig. 9: a flame graph (x: share of samples, y: stack depth, root at the bottom);
-    frames under ``min_share`` of the samples left out, labels where they fit."""
+    frames under ``min_share`` of the samples left out, labels where they fit; the frames
+    of Fig. 9's hotspot (:data:`hotspot.HOTSPOT`) outlined in blue; ``config``: the
+    logging configuration, in the title."""
     total = float(folded["samples"].sum())
     tree: dict = {}
     for stack, n in zip(folded["stack"], folded["samples"], strict=True):
@@ -250,8 +284,10 @@ def flame_figure(folded: pd.DataFrame, min_share: float = 0.005) -> plt.Figure:
             if w >= min_share:
                 depth_max = max(depth_max, depth)
                 shade = 0.3 + 0.5 * (zlib.crc32(name.encode()) % 7) / 7  # colour: no meaning
+                hot = hotspot.in_hotspot(name)
                 ax.barh(depth, w, left=x, height=0.9, color=plt.cm.YlOrRd(shade),
-                        edgecolor="white", linewidth=0.3)  # fmt: skip
+                        edgecolor="tab:blue" if hot else "white",
+                        linewidth=1.2 if hot else 0.3)  # fmt: skip
                 if w > 0.06:
                     short = name.rsplit(".", 2)[-2:]
                     ax.text(x + 0.003, depth, ".".join(short)[: int(w * 160)], va="center",
@@ -264,7 +300,8 @@ def flame_figure(folded: pd.DataFrame, min_share: float = 0.005) -> plt.Figure:
     ax.set_ylim(-0.5, depth_max + 0.5)
     ax.set_xlabel("share of samples")
     ax.set_ylabel("stack depth")
-    ax.set_title(f"{COAP_GATEWAY} (Californium): {int(total):,} samples")
+    what = f", {config} logging" if config else ""
+    ax.set_title(f"{COAP_GATEWAY} (Californium{what}): {int(total):,} samples")
     return fig
 
 
@@ -286,9 +323,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, required=True, help="a new folder for the profile")
     p.add_argument("--seconds", type=float, default=ProfilePlan.duration_s)
+    p.add_argument("--config", choices=LOGGING_CONFIGS, default=ProfilePlan.config,
+                   help="the Californium adapters' logging: the thesis's (eager log text, "
+                   "Fig. 9's hotspot) or fixed (Californium 3.11 as it is)")  # fmt: skip
     a = p.parse_args(argv)
-    print(run_profile(ProfilePlan(duration_s=a.seconds), a.out))
+    out = run_profile(ProfilePlan(duration_s=a.seconds, config=a.config), a.out)
+    print(out)
+    print(hotspot_summary(out, a.config))
     return 0
+
+
+def hotspot_summary(directory: Path, config: str) -> str:
+    """The profile's hotspot share with its interval and the samples its target needs."""
+    s = hotspot.share_of(pd.read_csv(Path(directory) / "hotspot.csv"))
+    need = hotspot.share_table({config: s})["samples_needed"].iloc[0]
+    return (f"{config}: Fig. 9's hotspot {s.share:.1%} of {s.samples} samples "
+            f"[{s.low:.1%}, {s.high:.1%}] (design effect {s.design_effect:.2f}); "
+            f"+-{hotspot.HALF_WIDTH:.0%} needs {need} samples")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -42,6 +42,9 @@ CLAIMS_CSV = DATA_DIR / "nyflott2017_claims.csv"
 HEAP_CSV = DATA_DIR / "nyflott2017_heap.csv"
 
 STYLES = ("http1", "h2c", "coap")
+#: the claims' cells: the protocols, and the Californium fix's two logging configurations
+#: (claim N33a, ``verdicts.FIX_STYLES``)
+CLAIM_STYLES = (*STYLES, "californium-thesis", "californium-fixed")
 DELAYS_MS = (0, 2, 5)
 #: The protocol names the thesis prints, mapped to ipclab's style names.
 PROTOCOL_STYLE = {"http1.1": "http1", "h2c": "h2c", "coap": "coap"}
@@ -123,8 +126,8 @@ def load_claims(path: str | Path | None = None) -> pd.DataFrame:
     """The study's claims CSV as a DataFrame, validated (``ipclab.published.load_claims``);
     every load column holds a delay of :data:`DELAYS_MS`."""
     p = Path(path) if path is not None else CLAIMS_CSV
-    out = core.load_claims(p, STYLES)
-    _check_delays(p, core.claims(p, STYLES))
+    out = core.load_claims(p, CLAIM_STYLES)
+    _check_delays(p, core.claims(p, CLAIM_STYLES))
     return out
 
 
@@ -132,7 +135,7 @@ def claims(path: str | Path | None = None, scope: str | Sequence[str] | None = N
     """The study's claims as typed :class:`Claim` objects (loads are delays in ms),
     optionally only those of ``scope``."""
     p = Path(path) if path is not None else CLAIMS_CSV
-    out = core.claims(p, STYLES)
+    out = core.claims(p, CLAIM_STYLES)
     _check_delays(p, out)
     if scope is not None:
         wanted = (scope,) if isinstance(scope, str) else tuple(scope)

@@ -3,8 +3,10 @@ files, without rerunning anything: ``python -m ipclab.studies.nyflott.reference`
 
 ``data/runs/reference/nyflott-full-docker/`` holds the experiment's runs (one folder per
 added delay, ``delay0ms/`` ``delay2ms/`` ``delay5ms/``, each run with its manifest,
-summary, events and 1 Hz resources) and ``results/``. Per-request records and role logs
-are not committed (``.gitignore``), so the per-run tables derived from them (``runs.csv``,
+summary, events and 1 Hz resources) and ``results/``; ``californium-fix/``, where it was
+run, the Californium fix's runs (claim N33a: ``experiment.fix_experiment``). Per-request
+records and role logs are not committed (``.gitignore``), so the per-run tables derived from
+them (``runs.csv``,
 ``hosts_runs.csv``, ``per_test_case_runs.csv``, ``gc_extremes_runs.csv``, ``extremes.csv``,
 ``gc_events.csv``, ``slow_requests.csv``) are read back from ``results/`` for every run
 without records (``analysis.analyse``'s ``cached``); a run that has its records is
@@ -29,6 +31,7 @@ from ipclab.paths import from_repo
 from ipclab.results import StudyResults
 from ipclab.runs import Run
 from ipclab.studies.nyflott import analysis, window
+from ipclab.studies.nyflott.experiment import FIX_EXPERIMENT
 
 ROOT = Path("data/runs/reference")
 FIGURES = Path("figures/reference")
@@ -36,7 +39,9 @@ FOLDER = "nyflott-full-docker"
 TITLE = "Nyfløtt 2017: HTTP/1.1 vs h2c vs CoAP (full profile, docker)"
 
 
-NOT_DELAYS = ("results", "profiling")  # the tables, and the profiling testbed's folder
+#: the tables, the profiling testbed's folders (fixed and thesis logging), the Californium
+#: fix's experiment (claim N33a)
+NOT_DELAYS = ("results", "profiling", "profiling-thesis", FIX_EXPERIMENT)
 
 
 def runs_of(base: Path) -> list[Run]:
@@ -50,7 +55,9 @@ def load(root: Path = ROOT, folder: str = FOLDER) -> analysis.Analysis:
     if not base.is_dir():
         raise FileNotFoundError(f"{base}: no reference runs (make one with the notebook's "
                                 "full profile and --runs-root data/runs/reference)")  # fmt: skip
-    return analysis.analyse(runs_of(base), cached=base / "results", profiling=base / "profiling")
+    fix = load_runs(base / FIX_EXPERIMENT) if (base / FIX_EXPERIMENT).is_dir() else []
+    return analysis.analyse(runs_of(base), cached=base / "results", profiling=base / "profiling",
+                            fix_runs=fix, thesis_profiling=base / "profiling-thesis")  # fmt: skip
 
 
 def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) -> Path:

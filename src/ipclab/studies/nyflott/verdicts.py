@@ -17,6 +17,9 @@ experiment):
   throughput gap?), which compare the sizes of two effects, a statistic no claim kind
   computes: :func:`size_gap` gives its delta-method t test, and ``evaluate_claims`` takes
   it as a given effect, so the two join the family's Holm adjustment (:func:`evaluate`);
+* **the Californium fix** (family :data:`FIX_FAMILY`, N33a: "the fix doubles
+  throughput"): the fix experiment's own runs (``experiment.fix_experiment``, thesis against
+  fixed logging, :func:`fix_rows`), an experiment of its own, so a family of its own;
 * **GC coincidence** (family :data:`GC_FAMILY`, N29a and N30a): whether extremes and major
   GCs meet more often than each run's own GC schedule shifted in time would
   (``gcshift``): a randomisation test inside runs, a different kind of test from the
@@ -43,6 +46,10 @@ from ipclab.studies.nyflott import gcshift, hosts, published, tables
 
 FAMILY = "delay experiment"
 GC_FAMILY = "GC coincidence"
+FIX_FAMILY = "Californium fix"
+#: the Californium fix's cells (experiment.fix_experiment): a run's style is
+#: ``californium-<its variant>``, the adapters' logging (thesis or fixed)
+FIX_STYLES = ("californium-thesis", "californium-fixed")
 
 #: the GC claims' metrics -> the share each counts (``gcshift.SIDES``)
 GC_METRICS = {"extremes_with_gc_share": "extremes", "gcs_with_extreme_share": "gcs"}
@@ -120,8 +127,36 @@ def split(claims: Sequence[Claim]) -> tuple[list[Claim], list[Claim], list[Claim
     and the GC claims (N29a, N30a)."""
     gaps = [c for c in claims if c.metric in SIZE_GAPS]
     gc = [c for c in claims if c.metric in GC_METRICS]
-    main = [c for c in claims if c not in gaps and c not in gc]
+    main = [c for c in claims if c not in gaps and c not in gc and not is_fix(c)]
     return main, gaps, gc
+
+
+def is_fix(claim: Claim) -> bool:
+    """A claim on the Californium fix's cells (N33a), judged on the fix experiment's runs."""
+    return claim.a_style in FIX_STYLES or claim.b_style in FIX_STYLES
+
+
+def fix_rows(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
+    """The fix experiment's per-run table (``tables.run_rows``), each run's ``style`` its
+    logging: ``californium-`` and the run's variant (thesis or fixed)."""
+    rows = tables.run_rows(runs, warmup_s)
+    if rows.empty:
+        return rows
+    variant = {tables.run_key(r): str(r.parameters.get("variant", "")) for r in runs}
+    return rows.assign(style=rows["run"].map(lambda k: f"californium-{variant[k]}"))
+
+
+def fix_table(
+    claims: Sequence[Claim], fix: pd.DataFrame | None, rules: claims_mod.Rules
+) -> pd.DataFrame:
+    """The Californium fix's claims judged on the fix experiment's per-run table
+    (:func:`fix_rows`; None: no runs, each claim not measured), a family of its own."""
+    if not claims:
+        return pd.DataFrame()
+    if fix is None or fix.empty:
+        fix = pd.DataFrame({"style": pd.Series(dtype=str), "delay_ms": pd.Series(dtype=float)})
+    return claims_mod.evaluate_claims(claim_runs(fix), claims, rules=rules, scope="performance",
+                                      family=FIX_FAMILY)  # fmt: skip
 
 
 def evaluate(
@@ -129,10 +164,12 @@ def evaluate(
     rules: claims_mod.Rules | None = None,
     claims: Sequence[Claim] | None = None,
     gc: GcRecords | None = None,
+    fix: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The claims table (one row per claim, in the claims file's order: published and
     measured effect, interval, Holm-adjusted p-value, verdict and reason, family) from a
-    per-run table and, for the GC claims, the GC records (without them: inconclusive)."""
+    per-run table and, for the GC claims, the GC records (without them: inconclusive), and
+    for the Californium fix's, the fix experiment's table (:func:`fix_rows`)."""
     rules = rules or claims_mod.Rules()
     cl = list(claims) if claims is not None else published.claims()
     main, gaps, gc_claims = split(cl)
@@ -143,6 +180,7 @@ def evaluate(
     parts = [table]
     if gc_claims:
         parts.append(gc_rows(gc_claims, runs, gc, rules))
+    parts.append(fix_table([c for c in cl if is_fix(c)], fix, rules))
     out = pd.concat([p for p in parts if len(p)], ignore_index=True)
     order = {c.claim_id: i for i, c in enumerate(cl)}
     return out.sort_values("claim_id", key=lambda s: s.map(order), ignore_index=True)

@@ -28,6 +28,7 @@ public final class Adapter {
         Configuration config = Mapping.configuration(args.maxBody);
         settings.putAll(Sockets.applyCoap(config));
         settings.put("pool", String.valueOf(args.pool));
+        settings.put("logging", Logging.mode()); // thesis | fixed: Logging
         RuntimeReport.print(args.role, settings);
         if ("1".equals(System.getenv("IPCLAB_GC_EVENTS"))) {
             GcEvents.install();

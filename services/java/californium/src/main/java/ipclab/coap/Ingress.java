@@ -59,6 +59,7 @@ final class Ingress implements MessageDeliverer {
                 .setOptionRegistry(Mapping.OPTIONS)
                 .setLoggingTag(args.role)
                 .build();
+        Logging.install(endpoint);
         endpoint.setExecutors(main, secondary);
         endpoint.setMessageDeliverer(this);
     }

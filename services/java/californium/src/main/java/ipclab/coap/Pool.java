@@ -83,6 +83,7 @@ final class Pool {
                 .setOptionRegistry(Mapping.OPTIONS)
                 .setLoggingTag(name)
                 .build();
+        Logging.install(endpoint);
         endpoint.setExecutors(main, secondary);
         endpoint.start();
         return endpoint;
