@@ -269,3 +269,25 @@ def test_a_killed_start_of_two_nodes_is_swept_away(tmp_path: Path) -> None:
     assert nodes.namespaces() == ["ipclab-k8s-node-2"]
     assert node.sweep_stale(say=lambda _: None, root=root)
     assert _left(root) == []
+
+
+def test_a_nodes_cgroup_root_weighs_as_node_1s_pods_and_may_hold_processes(
+    tmp_path: Path,
+) -> None:
+    for hierarchy, files in {
+        "cpu": {"cpu.shares": "1024"},
+        "cpuset": {"cpuset.cpus": "0-1"},
+    }.items():
+        (tmp_path / hierarchy).mkdir()
+        (tmp_path / hierarchy / "cgroup.procs").write_text("")
+        for name, value in files.items():
+            (tmp_path / hierarchy / name).write_text(value)
+    (tmp_path / "cpu" / "ipclab-node-2").mkdir()  # the kernel makes a cgroup's files
+    (tmp_path / "cpu" / "ipclab-node-2" / "cpu.shares").write_text("1024")
+    (tmp_path / "cpuset" / "ipclab-node-2").mkdir()
+    (tmp_path / "cpuset" / "ipclab-node-2" / "cpuset.cpus").write_text("\n")
+    (node,) = nodes.extra_nodes(tmp_path, 2)
+    nodes.make_cgroups(node, tmp_path)
+    shares = (tmp_path / "cpu" / "ipclab-node-2" / "cpu.shares").read_text()
+    assert shares == str(nodes.node_cpu_shares()) and nodes.node_cpu_shares(2) == 2048
+    assert (tmp_path / "cpuset" / "ipclab-node-2" / "cpuset.cpus").read_text() == "0-1"

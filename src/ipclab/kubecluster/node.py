@@ -306,6 +306,12 @@ def up(
     with _locked(layout.root):
         previous = state.read(layout)
         if previous is not None and previous.phase == "up" and _healthy(layout):
+            running = 1 + len(nodes.node_roots(layout.root))
+            if running != node_count:
+                raise ClusterError(
+                    f"the local cluster is up with {running} nodes, not {node_count}: "
+                    "`ipclab cluster down` first"
+                )
             say(f"the local cluster is already up; kubeconfig {layout.kubeconfig}")
             return previous
         if os.geteuid() != 0:
@@ -380,6 +386,11 @@ def status(root: Path = ROOT) -> tuple[bool, list[str]]:
         healthy = healthy and ready
         pid = started.pid if started else "-"
         lines.append(f"  {c.name:<26} pid {pid!s:<8} {'ready' if ready else 'NOT ready'}")
+    for name, started in st.processes.items():  # the extra nodes' (``<node>/<component>``)
+        if "/" in name:
+            running = started.process() is not None
+            healthy = healthy and running
+            lines.append(f"  {name:<26} pid {started.pid!s:<8} {'running' if running else 'GONE'}")
     lines.append(f"kubeconfig {layout.kubeconfig}")
     lines += [f"  last start: {k:<26} {v:7.1f} s" for k, v in st.steps.items()]
     return healthy, lines

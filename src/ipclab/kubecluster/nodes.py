@@ -259,9 +259,18 @@ def _run(argv: list[str]) -> None:
         raise RuntimeError(f"{' '.join(argv)}: {done.stderr.strip()}")
 
 
+def node_cpu_shares(cpus: int | None = None) -> int:
+    """The CPU weight of a node's cgroup root: what node 1's kubelet gives its ``kubepods``
+    (its allocatable CPU, here all of it: 1024 per CPU). Left at the default 1024, all of a
+    node's pods together would weigh as one process against the machine's others (half of
+    node 1's pods' weight on two CPUs), and be slower whenever the machine is busy."""
+    return 1024 * (cpus or os.cpu_count() or 1)
+
+
 def make_cgroups(node: ExtraNode, cgroup_fs: Path = CGROUP_FS) -> None:
     """The node's cgroup root in every hierarchy (the kubelet wants it to exist); a new
-    cpuset gets its parent's CPUs and memory nodes (else no process may join it)."""
+    cpuset gets its parent's CPUs and memory nodes (else no process may join it), the CPU
+    weight node 1's pods have (:func:`node_cpu_shares`)."""
     for hierarchy in cgroup_fs.iterdir():
         if hierarchy.is_symlink() or not (hierarchy / "cgroup.procs").exists():
             continue
@@ -270,6 +279,8 @@ def make_cgroups(node: ExtraNode, cgroup_fs: Path = CGROUP_FS) -> None:
         for name in ("cpuset.cpus", "cpuset.mems"):
             if (hierarchy / name).exists() and not (folder / name).read_text().strip():
                 (folder / name).write_text((hierarchy / name).read_text())
+        if (folder / "cpu.shares").exists():
+            (folder / "cpu.shares").write_text(str(node_cpu_shares()))
 
 
 def setup_host(nodes: list[ExtraNode]) -> None:
