@@ -565,6 +565,7 @@ def test_the_guard_drops_what_does_not_come_from_the_host_or_the_pods() -> None:
     assert rules == [
         "-A IPCLAB-K8S-GUARD -i lo -j RETURN",
         "-A IPCLAB-K8S-GUARD -i ipclab0 -j RETURN",
+        "-A IPCLAB-K8S-GUARD -i ipclabn+ -j RETURN",  # the extra nodes' links (nodes)
         "-A IPCLAB-K8S-GUARD -d 10.96.0.0/16 -j DROP",
         "-A IPCLAB-K8S-GUARD -d 10.244.0.0/16 -j DROP",
         "-A IPCLAB-K8S-GUARD -d 127.0.0.0/8 -j DROP",

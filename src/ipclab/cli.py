@@ -355,7 +355,7 @@ def cmd_images(a: argparse.Namespace) -> int:
 def cmd_cluster(a: argparse.Namespace) -> int:
     from ipclab.kubecluster.node import command
 
-    return command(a.action, a.build, a.image, a.keep_on_failure, a.force)
+    return command(a.action, a.build, a.image, a.keep_on_failure, a.force, a.nodes)
 
 
 def _add_cluster_parser(sub: Any) -> None:
@@ -377,6 +377,11 @@ def _add_cluster_parser(sub: Any) -> None:
     p.add_argument(
         "--image", action="append", default=[], metavar="NAME",
         help="up: also import this docker image into the cluster (repeatable)",
+    )  # fmt: skip
+    p.add_argument(
+        "--nodes", type=int, default=1, metavar="N",
+        help="up: N nodes (1 to 3): node 1 on the host, each other one in a network "
+        "namespace of its own (docs/kubernetes.md, \"Several nodes\")",
     )  # fmt: skip
     p.add_argument(
         "--keep-on-failure", action="store_true",

@@ -111,6 +111,8 @@ def apiserver(layout: Layout, pki: Pki, advertise: str = ADVERTISE) -> Component
         f"--client-ca-file={pki.ca}",
         f"--kubelet-client-certificate={pki.admin_cert}",
         f"--kubelet-client-key={pki.admin_key}",
+        # an extra node's kubelet is reached at its address (no DNS knows its name)
+        "--kubelet-preferred-address-types=InternalIP,Hostname",
         f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
         f"--service-account-key-file={pki.sa_pub}",
         f"--service-account-signing-key-file={pki.sa_key}",

@@ -137,8 +137,9 @@ oom_score = 0  # no CAP_SYS_RESOURCE here: a lower score cannot be set
 """
 
 
-def cni_conflist(layout: Layout) -> str:
-    """The pod network: one bridge, host-local addresses, the FORWARD accepts."""
+def cni_conflist(layout: Layout, subnet: str = POD_SUBNET, gateway: str = POD_GATEWAY) -> str:
+    """The pod network: one bridge, host-local addresses, the FORWARD accepts (``subnet``
+    and its ``gateway``: the node's share of ``POD_CIDR``)."""
     bridge = {
         "type": "bridge",
         "bridge": BRIDGE,
@@ -147,7 +148,7 @@ def cni_conflist(layout: Layout) -> str:
         "hairpinMode": True,
         "ipam": {
             "type": "host-local",
-            "ranges": [[{"subnet": POD_SUBNET, "gateway": POD_GATEWAY}]],
+            "ranges": [[{"subnet": subnet, "gateway": gateway}]],
             "routes": [{"dst": "0.0.0.0/0"}],
             "dataDir": str(layout.cni_ipam),
         },

@@ -52,6 +52,7 @@ GUARD_COMMENT = "ipclab: only the host and the pods reach the cluster"
 LOCALNET = "127.0.0.0/8"
 GUARDED = (SERVICE_CIDR, POD_CIDR, LOCALNET)  # ClusterIPs, pods, NodePorts on 127.0.0.1
 TABLES = ("filter", "nat", "mangle", "raw")
+NODE_LINKS = "ipclabn+"  # the extra nodes' veths on the host (``nodes.LINKS``)
 
 
 def _owned(chain: str) -> bool:
@@ -185,9 +186,10 @@ GUARD_JUMP = ("-m", "comment", "--comment", GUARD_COMMENT, "-j", GUARD_CHAIN)
 
 
 def guard_rules(bridge: str = BRIDGE) -> list[list[str]]:
-    """The guard chain's rules: the host's loopback and the bridge return; a packet from
-    anywhere else to a ClusterIP, a pod or 127/8 is dropped."""
-    returns = [["-A", GUARD_CHAIN, "-i", where, "-j", "RETURN"] for where in ("lo", bridge)]
+    """The guard chain's rules: the host's loopback, the bridge and the extra nodes' links
+    return; a packet from anywhere else to a ClusterIP, a pod or 127/8 is dropped."""
+    inside = ("lo", bridge, NODE_LINKS)
+    returns = [["-A", GUARD_CHAIN, "-i", where, "-j", "RETURN"] for where in inside]
     drops = [["-A", GUARD_CHAIN, "-d", net, "-j", "DROP"] for net in GUARDED]
     return [*returns, *drops]
 

@@ -36,6 +36,7 @@ from ipclab.kubecluster.layout import BRIDGE, CNI_NETWORK
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 KUBEPODS = "kubepods"
+NODE_CGROUPS = "ipclab-node-*"  # the extra nodes' cgroup roots (``nodes.CGROUP_PREFIX``)
 CNI_CACHE = Path("/var/lib/cni")
 SHIM_SOCKETS = Path("/run/containerd/s")  # fixed in containerd 1.6, whatever its address
 CONTAINER_LOG_LINKS = Path("/var/log/containers")
@@ -81,6 +82,7 @@ def kubepods_cgroups(cgroup_root: Path = CGROUP_ROOT) -> list[Path]:
     """Every directory of the kubelet's cgroup tree, deepest first (cgroups are removed
     with ``rmdir``, children first), in each hierarchy and in a pure cgroup v2 mount."""
     tops = [*cgroup_root.glob(f"*/{KUBEPODS}"), *cgroup_root.glob(KUBEPODS)]
+    tops += [*cgroup_root.glob(f"*/{NODE_CGROUPS}"), *cgroup_root.glob(NODE_CGROUPS)]
     found = []
     for top in tops:
         if top.is_dir() and not top.is_symlink():

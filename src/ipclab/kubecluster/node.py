@@ -47,9 +47,19 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ipclab import orphans
-from ipclab.kubecluster import access, config, firewall, images, pki, readiness, state, sysctls
+from ipclab.kubecluster import (
+    access,
+    config,
+    firewall,
+    images,
+    nodes,
+    pki,
+    readiness,
+    state,
+    sysctls,
+)
 from ipclab.kubecluster.build import BuildFailed, NotBuilt, ToolchainMissing, binaries
-from ipclab.kubecluster.components import Component, all_components, link_binary
+from ipclab.kubecluster.components import CONTAINERD, Component, all_components, link_binary
 from ipclab.kubecluster.layout import LOOPBACK, PORTS, ROOT, SOCKET_PATH_MAX, Layout
 from ipclab.kubecluster.readiness import ClusterError, answers, wait
 from ipclab.kubecluster.state import State
@@ -151,6 +161,8 @@ def preflight(layout: Layout) -> list[str]:
         problems.append(f"{too_long}: set a shorter IPCLAB_K8S_ROOT")
     if _client_missing():
         problems.append(readiness.CLIENT_MISSING)
+    if nodes.nsenter_missing():
+        problems.append(f"{nodes.NSENTER} is missing (Debian package util-linux)")
     return problems
 
 
@@ -177,7 +189,8 @@ def _launch(
     layout: Layout, st: State, component: Component, files: pki.Pki
 ) -> subprocess.Popen[bytes]:
     """Start one component detached, record it, wait until it is ready."""
-    log = layout.log(component.name)
+    log = layout.log(component.name)  # an extra node's: logs/<node>/<component>.log
+    log.parent.mkdir(mode=0o700, exist_ok=True)
     process = spawn(component.argv, _env(), log, detached=True, cwd=layout.root)
     st.processes[component.name] = state.Started.of(process.pid)
     state.write(layout, st)
@@ -186,23 +199,56 @@ def _launch(
     return process
 
 
-def _make_files(layout: Layout, node: Path) -> pki.Pki:
+def _make_files(layout: Layout, node: Path, extras: Sequence[nodes.ExtraNode]) -> pki.Pki:
     for directory in (layout.logs, layout.run, layout.pod_logs, layout.etcd_data):
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    files = pki.make(layout.pki)
+    ways_in = [n.host_ip for n in extras]  # the extra nodes reach the API server there
+    files = pki.make(layout.pki, ways_in, [n.name for n in extras])
     config.write_all(layout, files)
+    for extra in extras:
+        nodes.write_files(extra, files)
     link_binary(layout, node)
     return files
 
 
+def _start_node(
+    layout: Layout,
+    st: State,
+    extra: nodes.ExtraNode,
+    files: pki.Pki,
+    pause: Path,
+    images_: Sequence[str],
+    say: Say,
+) -> None:
+    """One extra node: its containerd (and images), kubelet (until Ready), kube-proxy."""
+    containerd, kubelet, proxy = nodes.components(extra, layout.bin, CONTAINERD)
+    with _step(layout, st, containerd.name, say):
+        _launch(layout, st, containerd, files)
+        images.import_pause(extra.layout.socket, pause)
+        for name in images_:
+            images.import_docker_image(extra.layout.socket, name)
+    with _step(layout, st, f"{kubelet.name} (Ready)", say):
+        process = _launch(layout, st, kubelet, files)
+        ready = functools.partial(readiness.node_ready, layout.root, extra.name)
+        log = layout.log(kubelet.name)
+        wait(f"{extra.name}'s Ready condition", ready, NODE_READY_TIMEOUT_S, log, process)
+    with _step(layout, st, proxy.name, say):
+        _launch(layout, st, proxy, files)
+
+
 def _start(
-    layout: Layout, st: State, binaries_: tuple[Path, Path], extra: Sequence[str], say: Say
+    layout: Layout,
+    st: State,
+    binaries_: tuple[Path, Path],
+    extra: Sequence[str],
+    say: Say,
+    extras: Sequence[nodes.ExtraNode] = (),
 ) -> None:
     node, pause = binaries_
     with _step(layout, st, "guard (iptables)", say):
         firewall.install_guard()  # before anything listens or forwards
     with _step(layout, st, "files (PKI, configurations)", say):
-        files = _make_files(layout, node)
+        files = _make_files(layout, node, extras)
     components = {c.name: c for c in all_components(layout, files)}
     with _step(layout, st, "containerd", say):
         _launch(layout, st, components["containerd"], files)
@@ -225,6 +271,11 @@ def _start(
         ready = functools.partial(readiness.service_account_ready, layout.root)
         log = layout.log("kube-controller-manager")
         wait("the default service account", ready, SERVICE_ACCOUNT_TIMEOUT_S, log)
+    if extras:
+        with _step(layout, st, f"node links ({len(extras)})", say):
+            nodes.setup_host(list(extras))
+        for one in extras:
+            _start_node(layout, st, one, files, pause, extra, say)
 
 
 def _healthy(layout: Layout) -> bool:
@@ -238,17 +289,29 @@ def up(
     extra_images: Iterable[str] = (),
     keep_on_failure: bool = False,
     say: Say = _say,
+    node_count: int = 1,
 ) -> State:
-    """Start the cluster under ``root`` (its binaries built first if ``build_missing``);
-    return its state. Already up and healthy: says so and returns. ``ClusterError`` (with
+    """Start the cluster under ``root`` (its binaries built first if ``build_missing``)
+    with ``node_count`` nodes (1 to 3: ``nodes``); return its state. Already up and
+    healthy: says so and returns. ``ClusterError`` (with
     everything removed again, unless ``keep_on_failure``) if it cannot start."""
     began = time.monotonic()
+    try:
+        extras = nodes.extra_nodes(Path(os.path.abspath(root)), node_count)
+    except ValueError as e:
+        raise ClusterError(str(e)) from None
     found = binaries(build_missing, say=say)
     say(f"binaries ready in {time.monotonic() - began:.1f} s: {found[0]}, {found[1]}")
     layout = Layout(private_root(root))
     with _locked(layout.root):
         previous = state.read(layout)
         if previous is not None and previous.phase == "up" and _healthy(layout):
+            running = 1 + len(nodes.node_roots(layout.root))
+            if running != node_count:
+                raise ClusterError(
+                    f"the local cluster is up with {running} nodes, not {node_count}: "
+                    "`ipclab cluster down` first"
+                )
             say(f"the local cluster is already up; kubeconfig {layout.kubeconfig}")
             return previous
         if os.geteuid() != 0:
@@ -266,7 +329,7 @@ def up(
         state.write(layout, st)
         say(f"starting the local cluster in {layout.root}")
         try:
-            _start(layout, st, found, list(extra_images), say)
+            _start(layout, st, found, list(extra_images), say, extras)
         except BaseException:
             if keep_on_failure:
                 say(
@@ -323,6 +386,11 @@ def status(root: Path = ROOT) -> tuple[bool, list[str]]:
         healthy = healthy and ready
         pid = started.pid if started else "-"
         lines.append(f"  {c.name:<26} pid {pid!s:<8} {'ready' if ready else 'NOT ready'}")
+    for name, started in st.processes.items():  # the extra nodes' (``<node>/<component>``)
+        if "/" in name:
+            running = started.process() is not None
+            healthy = healthy and running
+            lines.append(f"  {name:<26} pid {started.pid!s:<8} {'running' if running else 'GONE'}")
     lines.append(f"kubeconfig {layout.kubeconfig}")
     lines += [f"  last start: {k:<26} {v:7.1f} s" for k, v in st.steps.items()]
     return healthy, lines
@@ -356,6 +424,7 @@ def command(
     extra_images: Sequence[str] = (),
     keep: bool = False,
     force: bool = False,
+    node_count: int = 1,
 ) -> int:
     """``ipclab cluster ACTION``: the exit status, errors printed as one message."""
     try:
@@ -363,7 +432,12 @@ def command(
             binaries(build_missing=True, say=_say)
             return 0
         if action == "up":
-            up(build_missing=build_missing, extra_images=extra_images, keep_on_failure=keep)
+            up(
+                build_missing=build_missing,
+                extra_images=extra_images,
+                keep_on_failure=keep,
+                node_count=node_count,
+            )
             return 0
         if action == "down":
             problems = down(force=force)

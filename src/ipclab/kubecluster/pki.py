@@ -116,6 +116,22 @@ class Pki:
     def etcd_client_key(self) -> Path:
         return self.directory / "apiserver-etcd-client.key"
 
+    def node_cert(self, node: str) -> Path:
+        """An extra node's kubelet client certificate (``system:node:<node>``)."""
+        return self.directory / f"node-{node}.crt"
+
+    def node_key(self, node: str) -> Path:
+        return self.directory / f"node-{node}.key"
+
+    @property
+    def proxy_cert(self) -> Path:
+        """The extra nodes' kube-proxy client certificate (``system:kube-proxy``)."""
+        return self.directory / "kube-proxy.crt"
+
+    @property
+    def proxy_key(self) -> Path:
+        return self.directory / "kube-proxy.key"
+
     def key_files(self) -> tuple[Path, ...]:
         return (
             self.apiserver_key, self.admin_key, self.sa_key,
@@ -243,12 +259,34 @@ def _make_etcd(files: Pki, now: dt.datetime) -> None:
     _write_pair(files.etcd_client_cert, files.etcd_client_key, client)
 
 
-def make(directory: Path, extra_ips: Iterable[str] = ()) -> Pki:
+NODE_GROUP = "system:nodes"  # the Node authorizer's and RBAC's group of kubelets
+PROXY_USER = "system:kube-proxy"  # bound to system:node-proxier by the default policy
+
+
+def _make_nodes(
+    files: Pki,
+    authority: tuple[x509.Certificate, ec.EllipticCurvePrivateKey],
+    nodes: Iterable[str],
+    now: dt.datetime,
+) -> None:
+    """Each extra node's kubelet identity and their kube-proxies' one (none: nothing)."""
+    client = ExtendedKeyUsageOID.CLIENT_AUTH
+    names = list(nodes)
+    for node in names:
+        pair = _leaf(authority, _name(f"system:node:{node}", NODE_GROUP), client, now)
+        _write_pair(files.node_cert(node), files.node_key(node), pair)
+    if names:
+        proxy = _leaf(authority, _name(PROXY_USER), client, now)
+        _write_pair(files.proxy_cert, files.proxy_key, proxy)
+
+
+def make(directory: Path, extra_ips: Iterable[str] = (), nodes: Iterable[str] = ()) -> Pki:
     """A new authority, the API server's and the admin's certificates, the
     service-account key pair and etcd's own authority and certificates in ``directory``
     (made 0700 if new; a private directory of this user's, else ``UnsafeState``).
     ``extra_ips``: more addresses the API server is reached at (an advertise address other
-    than loopback)."""
+    than loopback, the extra nodes' way in). ``nodes``: the extra nodes whose kubelet
+    (and kube-proxy) identities are signed too, before the authority's key is dropped."""
     private_dir(directory, "the cluster's keys", "remove it or set IPCLAB_K8S_ROOT")
     now = dt.datetime.now(dt.UTC)
     authority = _authority(now)
@@ -265,5 +303,6 @@ def make(directory: Path, extra_ips: Iterable[str] = ()) -> Pki:
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     _write(files.sa_pub, public, 0o644)
+    _make_nodes(files, authority, nodes, now)
     _make_etcd(files, now)
     return files

@@ -16,6 +16,7 @@ chains behind too.
 4. ``kube-proxy --cleanup``, then our own removal of the cluster's rules (``firewall``:
    the ``KUBE-*`` chains, the guard, our pods' rules in the shared ``CNI-*`` chains, those
    chains only if nothing else's is in them and they were not there before), the bridge,
+   the extra nodes' network namespaces (``nodes``: their veths and routes go with them),
    every mount under the root, the kubelet's cgroups, the CNI cache entries and log links
    outside the root.
 5. The sysctls back to the host record's values (else the state file's, else the
@@ -39,7 +40,7 @@ from pathlib import Path
 import psutil
 
 from ipclab import orphans
-from ipclab.kubecluster import firewall, host, state, sysctls
+from ipclab.kubecluster import firewall, host, nodes, state, sysctls
 from ipclab.kubecluster.layout import BRIDGE, Layout
 from ipclab.kubecluster.state import COMPONENTS, SHIM_PREFIX, State
 
@@ -146,6 +147,7 @@ def undo_host(
     _proxy_cleanup(st)
     problems = firewall.cleanup(keep=record.chains if record else ())
     problems += host.delete_bridge()
+    problems += nodes.remove_all()  # the extra nodes' namespaces, with their links and routes
     left = host.unmount_all(layout.root) if layout.root.exists() else []
     problems += [f"still mounted: {m}" for m in left]
     problems += host.remove_cgroups()
@@ -155,12 +157,14 @@ def undo_host(
 
 def evidence(layout: Layout) -> bool:
     """Something of this cluster is here: its state file, one of its processes, its
-    bridge, a mount under its root, a host record of this boot (an empty root is none)."""
+    bridge, an extra node's namespace, a mount under its root, a host record of this boot
+    (an empty root is none)."""
     mounts = host.mounts_under(layout.root, Path("/proc/self/mountinfo").read_text())
     return (
         layout.state_file.exists()
         or any(True for _ in state.processes(layout.root))
         or Path("/sys/class/net", BRIDGE).exists()
+        or bool(nodes.namespaces())
         or bool(mounts)
         or sysctls.load() is not None
     )

@@ -131,16 +131,18 @@ def provide_images(found: Cluster, refs: dict[str, str]) -> dict[str, str]:
     if found.local:
         import subprocess
 
-        from ipclab.kubecluster import access, images, layout
+        from ipclab.kubecluster import access, images, layout, nodes
         from ipclab.private import UnsafeState
 
-        try:
-            socket = access.socket(layout.ROOT)  # never a socket someone else planted
+        try:  # every node's containerd (never a socket someone else planted)
+            roots = [layout.ROOT, *nodes.node_roots(layout.ROOT)]
+            sockets = [access.socket(root) for root in roots]
         except (OSError, UnsafeState) as e:
             raise ClusterUnavailable(f"refused: containerd's socket: {e}") from e
         for image_id, ref in refs.items():  # a tag naming the id: imported once per build
             subprocess.run(["docker", "tag", image_id, ref], check=True, capture_output=True)
-            images.import_docker_image(socket, ref)
+            for socket in sockets:
+                images.import_docker_image(socket, ref)
         return dict(refs)
     registry = os.environ.get(ENV_REGISTRY, "").rstrip("/")
     if not registry:

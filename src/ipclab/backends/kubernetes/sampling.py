@@ -47,7 +47,8 @@ def find_cgroups(container_id: str, root: Path = CGROUP_ROOT) -> dict[str, Path]
     for kind, hierarchies in (("cpu", ("cpuacct", "cpu,cpuacct", "")), ("memory", ("memory", ""))):
         for h in hierarchies:
             base = root / h if h else root
-            for top in sorted(base.glob("kubepods*")):
+            tops = [*base.glob("kubepods*"), *base.glob("ipclab-node-*/kubepods*")]
+            for top in sorted(tops):  # node 1's, then the extra nodes' (cgroupRoot)
                 hits = [p for p in top.rglob(f"*{container_id}*") if p.is_dir()]
                 if hits:
                     found[kind] = hits[0]
