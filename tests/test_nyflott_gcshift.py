@@ -180,3 +180,27 @@ def test_the_committed_reference_observed_shares_agree_with_its_extremes_table()
         assert r["extremes_observed"] == pytest.approx(met[r["run"]]), r["run"]
     claims = pd.read_csv(results / "claims.csv")
     assert set(claims["family"]) == {verdicts.FAMILY, verdicts.GC_FAMILY}
+
+
+def test_the_convolution_is_the_double_loop_over_pairs_bit_for_bit() -> None:
+    """``gcshift._convolve`` (numpy) gives the values, their order and their probabilities
+    of the plain loop over every pair into a dict, float for float."""
+    rng = np.random.default_rng(7)
+
+    def loop(a: dict[float, float], b: dict[float, float]) -> dict[float, float]:
+        out: dict[float, float] = {}
+        for x, p in a.items():
+            for y, q in b.items():
+                k = round(x + y, gcshift._ROUND - 2)
+                out[k] = out.get(k, 0.0) + p * q
+        return out
+
+    runs = [rng.integers(0, k, 300) / k for k in (7, 3, 11, 5)]  # shares as a run's are
+    runs += [np.round(rng.random(20), 12), (rng.integers(0, 9, 300) + 0.5) / 1e10]  # halves
+    dist: dict[float, float] = {0.0: 1.0}
+    values, probs = np.zeros(1), np.ones(1)
+    for x in runs:
+        v, p = gcshift._distribution(x)
+        dist = loop(dist, dict(zip(v.tolist(), p.tolist(), strict=True)))
+        values, probs = gcshift._convolve((values, probs), (v, p))
+        assert values.tolist() == list(dist) and probs.tolist() == list(dist.values())

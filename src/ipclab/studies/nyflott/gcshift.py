@@ -136,18 +136,41 @@ def ratio_interval(
                     "t (log ratio, paired)")  # fmt: skip
 
 
-def _distribution(values: np.ndarray) -> dict[float, float]:
+#: a distribution: its distinct values and their probabilities
+Distribution = tuple[np.ndarray, np.ndarray]
+
+
+def _distribution(values: np.ndarray) -> Distribution:
     v, n = np.unique(np.round(values, _ROUND), return_counts=True)
-    return dict(zip(v.tolist(), (n / n.sum()).tolist(), strict=True))
+    return v, n / n.sum()
 
 
-def _convolve(a: dict[float, float], b: dict[float, float]) -> dict[float, float]:
-    out: dict[float, float] = {}
-    for x, p in a.items():
-        for y, q in b.items():
-            k = round(x + y, _ROUND - 2)
-            out[k] = out.get(k, 0.0) + p * q
+def _round(values: np.ndarray, decimals: int) -> np.ndarray:
+    """Python's ``round(v, decimals)`` of each value, in numpy: ``rint(v * 10**d) / 10**d``
+    is the double nearest the same decimal as Python's correctly rounded one unless
+    ``v * 10**d`` lies near a half (where the product's rounding error could tip it): those
+    few are rounded by Python."""
+    scale = 10.0**decimals
+    scaled = values * scale
+    out = np.rint(scaled) / scale
+    near = np.abs(scaled - np.floor(scaled) - 0.5) < 1e-3
+    out[near] = [round(v, decimals) for v in values[near].tolist()]
     return out
+
+
+def _convolve(a: Distribution, b: Distribution) -> Distribution:
+    """The distribution of the sum of two independent shares: each pair's ``x + y`` (rounded
+    to ``_ROUND - 2`` decimals as Python's ``round``) with probability ``p * q``, summed per
+    value in the pairs' order (``a``'s values, then ``b``'s), the values in the order they
+    first occur: bit for bit what a double loop over the pairs into a dict gives, in numpy
+    (that loop was 80% of the Nyfløtt reference's analysis: 32 million pairs, and up to 11
+    million values)."""
+    (xs, ps), (ys, qs) = a, b
+    slot, values = pd.factorize(_round(np.add.outer(xs, ys).ravel(), _ROUND - 2))
+    # numbered in order of first occurrence; bincount adds each pair's weight to its
+    # value's sum in the pairs' order, from 0.0
+    probs = np.bincount(slot, weights=np.multiply.outer(ps, qs).ravel(), minlength=len(values))
+    return np.asarray(values, dtype=float), probs
 
 
 def combine(nulls: Iterable[np.ndarray]) -> Combined:
@@ -162,12 +185,10 @@ def combine(nulls: Iterable[np.ndarray]) -> Combined:
     ratio = ratio_interval([x[0] for x in runs], [x.mean() for x in runs])
     # the smallest p the offsets allow: every run at its own most extreme offset
     floor = min(1.0, 2.0 * math.prod(1.0 / len(x) for x in runs))
-    dist: dict[float, float] = {0.0: 1.0}
+    values, probs = np.zeros(1), np.ones(1)
     for x in runs:
-        dist = _convolve(dist, _distribution(x))
+        values, probs = _convolve((values, probs), _distribution(x))
     total = sum(float(x[0]) for x in runs)
-    values = np.array(list(dist), dtype=float)
-    probs = np.array(list(dist.values()), dtype=float)
     eps = 1e-9
     upper = float(probs[values >= total - eps].sum())
     lower = float(probs[values <= total + eps].sum())
