@@ -280,6 +280,16 @@ class LocalStack(RunningStack):
         for pid in pids:
             pin_tree(pid, cpus)
 
+    def info(self) -> dict[str, Any] | None:
+        """The versions of its infrastructure's instances that record them (the stores),
+        in the run's manifest (``stack_info``); None when none does."""
+        versions = {
+            name: recorded
+            for name, instance in self.infra.items()
+            if (recorded := infrastructure.get(name).local_versions(instance))
+        }
+        return {"infrastructure": versions} if versions else None
+
     def logs(self) -> dict[str, str]:
         return {p.stem: p.read_text(errors="replace") for p in sorted(self.logs_dir.glob("*.log"))}
 

@@ -1,0 +1,170 @@
+"""The stores of Shafabakhsh's services as infrastructure (issue 50): FerretDB (MongoDB wire,
+built from its Go module) and MariaDB, each started privately by its plugin, answering its
+generated credentials only, on loopback only, and leaving nothing after a stop or a
+``kill -9`` of the harness (the next ``orphans.sweep`` removes the store's directory).
+
+Tests that start a server are marked slow; they skip, naming what to install, when the
+store cannot run here (no ``mariadb-server``; no ``go`` to build FerretDB).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from ipclab import infrastructure, orphans
+from ipclab.backends import mariadb, mongowire, storedir
+from ipclab.infrastructure import LocalSite
+from ipclab.procs import free_port, port_open
+from tests.conftest import ipclab_processes
+
+HARNESS = """
+import json, sys, tempfile, time
+from pathlib import Path
+from ipclab import infrastructure, orphans
+from ipclab.infrastructure import LocalSite
+from ipclab.procs import free_port
+plugin = infrastructure.get(sys.argv[1])
+site = LocalSite(Path(tempfile.gettempdir()), (free_port(),), {}, "shop",
+                 {orphans.MARK: orphans.this_harness()}, False)
+inst = plugin.start_local(site)
+print(json.dumps({"pid": inst.process.pid, "port": inst.port, "dir": str(inst.directory)}),
+      flush=True)
+time.sleep(600)
+"""
+
+
+def _skip_unless(name: str) -> None:
+    if why := infrastructure.get(name).unavailable("local"):
+        pytest.skip(why)
+
+
+def _site() -> LocalSite:
+    mark = {orphans.MARK: orphans.this_harness()}
+    return LocalSite(Path(tempfile.gettempdir()), (free_port(),), {}, "shop", mark, False)
+
+
+def _listening(pid: int) -> set[str]:
+    """The addresses a process listens on (TCP)."""
+    conns = psutil.Process(pid).net_connections(kind="inet")
+    return {c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN}
+
+
+def _gone(started: dict[str, Any]) -> list[str]:
+    left = []
+    if psutil.pid_exists(started["pid"]):
+        left.append(f"pid {started['pid']}")
+    if port_open("127.0.0.1", started["port"]):
+        left.append(f"port {started['port']}")
+    return left
+
+
+def test_the_stores_are_infrastructure_plugins_hosted_locally() -> None:
+    ferret, maria = infrastructure.get("ferretdb"), infrastructure.get("mariadb")
+    assert ferret.role_env("mongodb://x", gateway=False) == {"IPCLAB_MONGO_URL": "mongodb://x"}
+    assert maria.role_env("mysql://y", gateway=False) == {"IPCLAB_MYSQL_URL": "mysql://y"}
+    assert ferret.role_env("mongodb://x", gateway=True) == {}  # the services' data alone
+    assert "docker backend does not run yet" in str(maria.unavailable("docker"))
+    assert infrastructure.fault_components(("ferretdb", "mariadb")) == []
+
+
+def test_bson_round_trips_what_the_stores_are_sent() -> None:
+    doc = {"a": 1, "b": 2**40, "c": 2.5, "d": "é", "e": [1, "x"], "f": {"g": None}, "h": True}
+    assert mongowire.decode(mongowire.encode({**doc, "i": b"\x00\x01"})) == {**doc, "i": b"\0\1"}
+
+
+def test_mariadb_reads_no_option_file_and_removes_the_installer_s_accounts() -> None:
+    sql = mariadb.bootstrap_sql("ADMIN", "SERVICES")
+    assert "DELETE FROM mysql.global_priv WHERE User <> 'mariadb.sys'" in sql
+    assert "'ipclab'@'127.0.0.1' IDENTIFIED BY 'SERVICES'" in sql
+    server = mariadb.MariaDBServer(port=4242)
+    server.directory = Path("/nonexistent/ipclab-mariadb-x")
+    argv = server.server_argv({"mariadbd": "mariadbd"})
+    assert argv[1] == "--no-defaults" and "--bind-address=127.0.0.1" in argv
+
+
+@pytest.mark.slow
+def test_ferretdb_answers_its_generated_user_only_on_loopback() -> None:
+    _skip_unless("ferretdb")
+    plugin = infrastructure.get("ferretdb")
+    server = plugin.start_local(_site())
+    directory = server.directory
+    try:
+        assert _listening(server.process.pid) == {"127.0.0.1"}  # no debug listener either
+        assert mongowire.ping("127.0.0.1", server.port, "ipclab", server.secret, "ipclab")
+        with pytest.raises(mongowire.AuthFailed):
+            mongowire.ping("127.0.0.1", server.port, "ipclab", "wrong", "ipclab")
+        with (
+            mongowire.Connection("127.0.0.1", server.port) as c,
+            pytest.raises(mongowire.CommandError, match="requires authentication"),
+        ):
+            c.command("ipclab", {"find": "products"})
+        assert plugin.local_url(server).startswith(f"mongodb://ipclab:{server.secret}@127.0.0.1:")
+        assert plugin.local_versions(server)["ferretdb"] == "v1.24.2"
+        assert (directory / "data" / "ipclab.sqlite").exists()
+    finally:
+        server.stop()
+    assert not directory.exists() and ipclab_processes() == []
+
+
+@pytest.mark.slow
+def test_mariadb_answers_its_generated_users_only_on_loopback() -> None:
+    _skip_unless("mariadb")
+    plugin = infrastructure.get("mariadb")
+    server = plugin.start_local(_site())
+    directory = server.directory
+    try:
+        assert _listening(server.process.pid) == {"127.0.0.1"}
+        server.execute(
+            "CREATE TABLE shipping (id INT PRIMARY KEY); INSERT INTO shipping VALUES (7)"
+        )
+        assert server.execute("SELECT id FROM shipping;").split() == ["7"]
+        accounts = server.execute("SELECT CONCAT(User, '@', Host) FROM mysql.global_priv;", True)
+        assert sorted(accounts.split()) == [
+            "ipclab@127.0.0.1", "ipclab_admin@127.0.0.1", "mariadb.sys@localhost",
+        ]  # fmt: skip
+        client = mariadb.find_binaries()["mariadb"]
+        for how in (
+            ["-h127.0.0.1", f"-P{server.port}", "-uipclab", "-pwrong"],  # a wrong password
+            [f"--socket={server.socket}", "-uroot"],  # the installer's root: removed
+        ):
+            r = subprocess.run([client, "--no-defaults", *how, "-e", "SELECT 1"],
+                               capture_output=True, text=True, timeout=30)  # fmt: skip
+            assert r.returncode != 0 and "Access denied" in r.stderr, r.stderr
+        assert plugin.local_versions(server)["mariadb"].startswith("10.11.")
+    finally:
+        server.stop()
+    assert not directory.exists() and ipclab_processes() == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ferretdb", "mariadb"])
+def test_kill_9_of_the_harness_leaves_no_store_and_the_sweep_removes_its_directory(
+    name: str,
+) -> None:
+    _skip_unless(name)
+    harness = subprocess.Popen([sys.executable, "-c", HARNESS, name], stdout=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    try:
+        assert harness.stdout is not None
+        started = json.loads(harness.stdout.readline())
+    finally:
+        harness.kill()  # SIGKILL: no atexit, no finally, no stop()
+        harness.wait()
+    deadline = time.monotonic() + 10
+    while (left := _gone(started)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == [], f"still there 10 s after kill -9 of the harness: {left}"
+    directory = Path(started["dir"])
+    assert storedir.is_store_dir(directory, name)  # what a dead harness cannot remove
+    swept = orphans.sweep(say=lambda _: None)
+    assert f"directory {directory}" in swept and not directory.exists()
+    assert ipclab_processes() == []
