@@ -9,12 +9,14 @@ store cannot run here (no ``mariadb-server``; no ``go`` to build FerretDB).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import psutil
@@ -23,20 +25,26 @@ import pytest
 from ipclab import infrastructure, orphans
 from ipclab.backends import mariadb, mongowire, storedir
 from ipclab.infrastructure import LocalSite
+from ipclab.infrastructure.ferretdb import HANDLER_ENV
 from ipclab.procs import free_port, port_open
 from tests.conftest import ipclab_processes
 
 HARNESS = """
 import json, sys, tempfile, time
 from pathlib import Path
+from types import SimpleNamespace
 from ipclab import infrastructure, orphans
 from ipclab.infrastructure import LocalSite
+from ipclab.infrastructure.ferretdb import HANDLER_ENV
 from ipclab.procs import free_port
 plugin = infrastructure.get(sys.argv[1])
-site = LocalSite(Path(tempfile.gettempdir()), (free_port(),), {}, "shop",
+env = {"IPCLAB_FERRETDB_HANDLER": sys.argv[2]}
+site = LocalSite(Path(tempfile.gettempdir()), (free_port(),), env, "shop",
                  {orphans.MARK: orphans.this_harness()}, False)
 inst = plugin.start_local(site)
-print(json.dumps({"pid": inst.process.pid, "port": inst.port, "dir": str(inst.directory)}),
+pg = getattr(inst, "postgres", None)
+print(json.dumps({"pid": inst.process.pid, "port": inst.port, "dir": str(inst.directory),
+                  "pg": None if pg is None else [pg.process.pid, pg.port, str(pg.directory)]}),
       flush=True)
 time.sleep(600)
 """
@@ -146,13 +154,40 @@ def test_mariadb_answers_its_generated_users_only_on_loopback() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["ferretdb", "mariadb"])
+def test_ferretdb_on_postgresql_keeps_its_data_in_a_private_cluster() -> None:
+    _skip_unless("ferretdb")
+    _skip_unless("postgres")
+    plugin = infrastructure.get("ferretdb")
+    site = _site()
+    server = plugin.start_local(dataclasses.replace(site, env={HANDLER_ENV: "pg"}))
+    directories = [server.directory, server.postgres.directory]
+    try:
+        with mongowire.Connection("127.0.0.1", server.port) as c:
+            c.login("ipclab", server.secret, "ipclab")
+            c.command("ipclab", {"insert": "products", "documents": [{"_id": 1, "n": "x"}]})
+            found = c.command("ipclab", {"find": "products", "filter": {"_id": 1}})
+        assert found["cursor"]["firstBatch"] == [{"_id": 1, "n": "x"}]
+        assert "ipclab" in server.postgres.execute("SELECT nspname FROM pg_namespace;").split()
+        with pytest.raises(mongowire.AuthFailed):
+            mongowire.ping("127.0.0.1", server.port, "ipclab", "wrong", "ipclab")
+        assert plugin.local_versions(server)["ferretdb_handler"] == "pg"
+    finally:
+        server.stop()
+    assert not any(d.exists() for d in directories) and ipclab_processes() == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "handler"), [("ferretdb", "sqlite"), ("ferretdb", "pg"), ("mariadb", "")]
+)
 def test_kill_9_of_the_harness_leaves_no_store_and_the_sweep_removes_its_directory(
-    name: str,
+    name: str, handler: str
 ) -> None:
     _skip_unless(name)
-    harness = subprocess.Popen([sys.executable, "-c", HARNESS, name], stdout=subprocess.PIPE,
-                               text=True)  # fmt: skip
+    if handler == "pg":
+        _skip_unless("postgres")
+    harness = subprocess.Popen([sys.executable, "-c", HARNESS, name, handler],
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert harness.stdout is not None
         started = json.loads(harness.stdout.readline())
@@ -167,4 +202,21 @@ def test_kill_9_of_the_harness_leaves_no_store_and_the_sweep_removes_its_directo
     assert storedir.is_store_dir(directory, name)  # what a dead harness cannot remove
     swept = orphans.sweep(say=lambda _: None)
     assert f"directory {directory}" in swept and not directory.exists()
+    if started["pg"] is not None:  # its PostgreSQL cluster: the plugin's own sweep
+        pid, port, cluster = started["pg"]
+        assert _gone({"pid": pid, "port": port}) == []
+        assert Path(cluster) in infrastructure.get(name).sweep_local()
+        assert not Path(cluster).exists()
     assert ipclab_processes() == []
+
+
+def test_a_local_stack_records_its_stores_versions_in_the_manifest() -> None:
+    """``stack_info.infrastructure``: each instance's ``local_versions`` (the broker says
+    nothing, so a stack of services and a broker records nothing new)."""
+    from ipclab.backends.local import LocalStack
+
+    _skip_unless("mariadb")
+    stores = SimpleNamespace(infra={"rabbitmq": object(), "mariadb": object()})
+    info = LocalStack.info(stores)  # type: ignore[arg-type]
+    assert info == {"infrastructure": {"mariadb": {"mariadb": mariadb.version()}}}
+    assert LocalStack.info(SimpleNamespace(infra={"rabbitmq": object()})) is None  # type: ignore[arg-type]
