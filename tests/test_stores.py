@@ -39,7 +39,7 @@ from ipclab.infrastructure.ferretdb import HANDLER_ENV
 from ipclab.procs import free_port
 plugin = infrastructure.get(sys.argv[1])
 env = {"IPCLAB_FERRETDB_HANDLER": sys.argv[2]}
-site = LocalSite(Path(tempfile.gettempdir()), (free_port(),), env, "shop",
+site = LocalSite(Path(tempfile.gettempdir()), (free_port(),), env, "payload",
                  {orphans.MARK: orphans.this_harness()}, False)
 inst = plugin.start_local(site)
 pg = getattr(inst, "postgres", None)
@@ -55,9 +55,11 @@ def _skip_unless(name: str) -> None:
         pytest.skip(why)
 
 
-def _site() -> LocalSite:
+def _site(domain: str = "payload") -> LocalSite:
+    """Where a store starts: a domain's data (the payload domain brings none: it starts
+    empty), this process's mark."""
     mark = {orphans.MARK: orphans.this_harness()}
-    return LocalSite(Path(tempfile.gettempdir()), (free_port(),), {}, "shop", mark, False)
+    return LocalSite(Path(tempfile.gettempdir()), (free_port(),), {}, domain, mark, False)
 
 
 def _listening(pid: int) -> set[str]:
@@ -220,3 +222,52 @@ def test_a_local_stack_records_its_stores_versions_in_the_manifest() -> None:
     info = LocalStack.info(stores)  # type: ignore[arg-type]
     assert info == {"infrastructure": {"mariadb": {"mariadb": mariadb.version()}}}
     assert LocalStack.info(SimpleNamespace(infra={"rabbitmq": object()})) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_the_shop_s_stores_hold_what_its_generator_gives() -> None:
+    """Seeded by the plugins from the shop's generator (``store_documents``, ``store_sql``):
+    what the stores give back is the in-memory data, id for id."""
+    from ipclab_services.domains.shop import data, stores
+
+    _skip_unless("ferretdb")
+    _skip_unless("mariadb")
+    cfg = data.ShopConfig()
+    sample = (1, 2, 499, cfg.catalogue_size)
+    ferret = infrastructure.get("ferretdb").start_local(_site("shop"))
+    try:
+        with mongowire.Connection("127.0.0.1", ferret.port) as c:
+            c.login("ipclab", ferret.secret, "ipclab")
+            counts = {n: c.command("ipclab", {"count": n})["n"] for n in stores.COLLECTIONS}
+            got = {
+                (n, i): c.command("ipclab", {"find": n, "filter": {"_id": i}})["cursor"]
+                for n in stores.COLLECTIONS
+                for i in sample
+            }
+    finally:
+        ferret.stop()
+    assert counts == {"products": 1000, "reviews": 1000, "recommendations": 1000, "carts": 500}
+    for i in sample:
+        assert got["products", i]["firstBatch"] == [{"_id": i, **data.product(cfg, i)}]
+        assert got["reviews", i]["firstBatch"][0]["reviews"] == data.reviews(cfg, i)
+        recommended = got["recommendations", i]["firstBatch"][0]["recommendations"]
+        assert recommended == data.recommendations(cfg, i)
+    assert got["carts", 499]["firstBatch"] == [{"_id": 499, **data.cart(cfg, 499)}]
+    assert got["carts", cfg.catalogue_size]["firstBatch"] == []  # beyond the customers
+
+    maria = infrastructure.get("mariadb").start_local(_site("shop"))
+    try:
+        rows = {i: maria.execute(stores.shipping_select(i) + ";") for i in sample}
+        count = maria.execute("SELECT COUNT(*) FROM shipping;").strip()
+    finally:
+        maria.stop()
+    assert count == str(3 * cfg.catalogue_size)
+    for i, text in rows.items():
+        keys = ("carrier", "method", "price", "min_days", "max_days")
+        options = [dict(zip(keys, line.split("\t"), strict=True)) for line in text.splitlines()]
+        read = [
+            {**o, "price": float(o["price"]), "min_days": int(o["min_days"]),
+             "max_days": int(o["max_days"])}
+            for o in options
+        ]  # fmt: skip
+        assert read == data.shipping(cfg, i)

@@ -6,13 +6,21 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from ipclab_services.domains.shop import data, services
+from ipclab_services.domains.shop import data, services, stores
 from ipclab_services.domains.shop.gateway import handler as gateway_handler
 from ipclab_services.transports.base import ServiceDef
 
 SERVICES = ("product-info", "reviews", "recommendations", "shipping", "cart")
-__all__ = ["SERVICES", "build_services", "gateway_handler", "write_fixture"]
+__all__ = [
+    "SERVICES",
+    "build_services",
+    "gateway_handler",
+    "store_documents",
+    "store_sql",
+    "write_fixture",
+]
 
 
 def build_services() -> dict[str, ServiceDef]:
@@ -28,3 +36,15 @@ def write_fixture(path: Path, env: Mapping[str, str]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+def store_documents(env: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """The MongoDB-wire store's collections for the environment's seed and sizes (the
+    ``ferretdb`` infrastructure seeds itself with them)."""
+    return stores.documents(data.ShopConfig.from_env(env))
+
+
+def store_sql(env: Mapping[str, str]) -> str:
+    """The SQL store's shipping table for the environment's seed and sizes (the ``mariadb``
+    infrastructure runs it)."""
+    return stores.shipping_sql(data.ShopConfig.from_env(env))
