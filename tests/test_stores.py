@@ -9,12 +9,14 @@ store cannot run here (no ``mariadb-server``; no ``go`` to build FerretDB).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -271,3 +273,43 @@ def test_the_shop_s_stores_hold_what_its_generator_gives() -> None:
             for o in options
         ]  # fmt: skip
         assert read == data.shipping(cfg, i)
+
+
+@pytest.mark.slow
+def test_the_official_drivers_read_the_shop_from_the_stores_by_their_urls() -> None:
+    """What the services will run (pyproject's ``stores`` extra): pymongo's asyncio client
+    on ``IPCLAB_MONGO_URL`` and aiomysql on ``IPCLAB_MYSQL_URL``, the shop's data back."""
+    pymongo = pytest.importorskip("pymongo")
+    aiomysql = pytest.importorskip("aiomysql")
+    from ipclab_services.domains.shop import data, stores
+
+    _skip_unless("ferretdb")
+    _skip_unless("mariadb")
+    cfg = data.ShopConfig()
+    ferret = infrastructure.get("ferretdb").start_local(_site("shop"))
+    maria = infrastructure.get("mariadb").start_local(_site("shop"))
+
+    async def read() -> tuple[Any, Any]:
+        client = pymongo.AsyncMongoClient(ferret.url)
+        try:
+            product = await client.get_default_database().products.find_one({"_id": 7})
+        finally:
+            await client.close()
+        url = urllib.parse.urlsplit(maria.url)
+        conn = await aiomysql.connect(host=url.hostname, port=url.port, user=url.username,
+                                      password=url.password, db=url.path.lstrip("/"))  # fmt: skip
+        try:
+            cursor = await conn.cursor(aiomysql.DictCursor)
+            await cursor.execute(stores.shipping_select(7))
+            options = await cursor.fetchall()
+        finally:
+            conn.close()
+        return product, options
+
+    try:
+        product, options = asyncio.run(read())
+    finally:
+        ferret.stop()
+        maria.stop()
+    assert product == {"_id": 7, **data.product(cfg, 7)}
+    assert [{**o, "price": float(o["price"])} for o in options] == data.shipping(cfg, 7)
