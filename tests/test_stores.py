@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -313,3 +314,46 @@ def test_the_official_drivers_read_the_shop_from_the_stores_by_their_urls() -> N
         maria.stop()
     assert product == {"_id": 7, **data.product(cfg, 7)}
     assert [{**o, "price": float(o["price"])} for o in options] == data.shipping(cfg, 7)
+
+
+def _page(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return bytes(r.read())
+
+
+@pytest.mark.slow
+def test_the_python_shop_on_its_stores_answers_as_from_memory() -> None:
+    """``--store db``: the stack starts FerretDB and MariaDB with it (their URLs reach the
+    services only), the services read them, and the product pages are the in-memory
+    stack's byte for byte; stopping the stack leaves no store."""
+    pytest.importorskip("pymongo")
+    pytest.importorskip("aiomysql")
+    from ipclab.backends import StackOptions, get_backend
+    from ipclab.stacks import resolve
+
+    _skip_unless("ferretdb")
+    _skip_unless("mariadb")
+    paths = ("/product/7?customer_id=3", "/product/1000?customer_id=600", "/product/1")
+    backend = get_backend("local")
+    pages: dict[str, list[bytes]] = {}
+    for store in (None, "db"):
+        stack = backend.start(resolve("shop-rest"), StackOptions(store=store))
+        try:
+            pages[str(store)] = [_page(stack.gateway_url + p) for p in paths]
+            if store == "db":
+                instances = dict(stack.infra)  # type: ignore[attr-defined]
+                assert set(instances) == {"ferretdb", "mariadb"}
+                info = stack.info()
+                assert info is not None and set(info["infrastructure"]) == set(instances)
+                environ = psutil.Process(stack.procs["product-info"].pid).environ()  # type: ignore[attr-defined]
+                assert environ["IPCLAB_MONGO_URL"].startswith("mongodb://ipclab:")
+                gateway = psutil.Process(stack.procs["gateway"].pid).environ()  # type: ignore[attr-defined]
+                assert "IPCLAB_MONGO_URL" not in gateway and "IPCLAB_MYSQL_URL" not in gateway
+                directories = [i.directory for i in instances.values()]
+        finally:
+            stack.stop()
+    assert pages["db"] == pages["None"]
+    assert not any(d.exists() for d in directories)
+    assert ipclab_processes() == []
+    with pytest.raises(ValueError, match="built for the shop's Python stacks"):
+        backend.start(resolve("shop-grpc-go"), StackOptions(store="db"))

@@ -4,14 +4,16 @@ recommendations, shipping, cart) over seeded data. See ``data.py`` for sizes."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ipclab_services.domains.shop import data, services, stores
+from ipclab_services.domains.shop import data, dbstore, services, stores
 from ipclab_services.domains.shop.gateway import handler as gateway_handler
 from ipclab_services.transports.base import ServiceDef
 
+STORE_ENV = "IPCLAB_STORE"  # "db": the services read their stores (--store db)
 SERVICES = ("product-info", "reviews", "recommendations", "shipping", "cart")
 __all__ = [
     "SERVICES",
@@ -24,8 +26,10 @@ __all__ = [
 
 
 def build_services() -> dict[str, ServiceDef]:
-    """The five services, on the data the environment's seed and sizes give."""
-    return services.build(data.ShopConfig.from_env())
+    """The five services, on the data the environment's seed and sizes give: in memory, or
+    read from their stores with ``IPCLAB_STORE=db`` (``--store db``)."""
+    db = dbstore.Stores.from_env() if os.environ.get(STORE_ENV) == "db" else None
+    return services.build(data.ShopConfig.from_env(), db)
 
 
 def write_fixture(path: Path, env: Mapping[str, str]) -> None:
