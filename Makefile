@@ -30,7 +30,7 @@ ifeq ($(CI),true)
 	$(PYTHON) -m pip install -q --require-hashes -r .ci/requirements.lock
 	$(PYTHON) -m pip install -q --no-deps --no-build-isolation -e .
 else
-	$(PYTHON) -m pip install -q -e '.[dev,bench,notebooks]'
+	$(PYTHON) -m pip install -q -e '.[dev,bench,notebooks,stores]'
 endif
 	$(PYTHON) -m ipykernel install --user --name python3 >/dev/null
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate .ci/requirements.lock: every Python package CI installs (pyproject.toml's
-# dependencies and its dev, bench and notebooks extras, and the build backend of
+# dependencies and its dev, bench, notebooks and stores extras, and the build backend of
 # `pip install -e .`), each `name==version` with the sha256 of every file PyPI has for
 # that version (issue 48). .ci/run installs it with `pip install --require-hashes`, then
 # ipclab itself with --no-deps --no-build-isolation: nothing unpinned or unhashed is
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 UV=${UV:-uv}
 command -v "$UV" >/dev/null || { echo "python-lock: uv is missing (pip install uv)" >&2; exit 1; }
-args=(pyproject.toml .ci/build-requirements.in --extra dev --extra bench --extra notebooks
+args=(pyproject.toml .ci/build-requirements.in --extra dev --extra bench --extra notebooks --extra stores
       --generate-hashes --python-version 3.11.7 --python-platform x86_64-unknown-linux-gnu
       --annotation-style line --no-header --quiet)
 tested=$(mktemp)

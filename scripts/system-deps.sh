@@ -9,6 +9,8 @@
 #   poppler-utils    pdftotext/pdftoppm: the report's tests read the PDF back
 #   nginx            the native HTTP/1.1 protocol adapters (services/adapters/native.py)
 #   nghttp2-proxy    nghttpx: the native h2c protocol adapters (same)
+#   mariadb-server   the SQL store of Shafabakhsh's shipping service (ipclab starts private servers
+#                    with mariadb-install-db, --no-defaults; the system server is not used)
 #   openjdk-17-jdk-headless, maven
 #                    the native CoAP protocol adapters (Eclipse Californium, built by
 #                    ipclab.javabuild from services/java/californium)
@@ -19,7 +21,7 @@
 # Not root: prints the apt-get command instead. The Docker engine: scripts/docker-engine.sh.
 set -euo pipefail
 PACKAGES=(rabbitmq-server postgresql chromium poppler-utils fonts-dejavu-core nginx nghttp2-proxy ethtool
-          openjdk-17-jdk-headless maven)
+          openjdk-17-jdk-headless maven mariadb-server)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -42,4 +44,8 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # policy-rc.d forbids starting daemons in containers).
 if [[ " ${missing[*]} " == *" nginx "* && -d /run/systemd/system ]]; then
   systemctl disable --now nginx >/dev/null 2>&1 || true
+fi
+# likewise the system MariaDB server the package starts under systemd
+if [[ " ${missing[*]} " == *" mariadb-server "* && -d /run/systemd/system ]]; then
+  systemctl disable --now mariadb >/dev/null 2>&1 || true
 fi

@@ -114,6 +114,13 @@ def harness_children() -> set[int]:
     return out
 
 
+def _store(name: str, cmd: str) -> bool:
+    """A private store's server (FerretDB from build/ferretdb, MariaDB in its store dir)."""
+    return (name == "ferretdb" and "/ferretdb/" in cmd) or (
+        name == "mariadbd" and "ipclab-mariadb-" in cmd
+    )
+
+
 def ipclab_processes() -> list[psutil.Process]:
     """Processes a stack or run may have started: services, Locust, a private broker, a
     private PostgreSQL cluster, a native adapter's proxy."""
@@ -136,6 +143,7 @@ def ipclab_processes() -> list[psutil.Process]:
             or env.get("RABBITMQ_NODENAME", "").startswith("ipclab")
             or _postmaster(p.info["name"] or "", cmd)
             or _native_proxy(cmd)
+            or _store(p.info["name"] or "", cmd)
         ):
             try:
                 parent = _postmaster(p.name(), cmd) or _native_proxy(cmd)

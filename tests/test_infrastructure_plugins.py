@@ -45,9 +45,11 @@ def test_backends_are_the_modules_that_declare_one() -> None:
 
 
 def test_infrastructure_is_one_module_per_plugin() -> None:
-    assert infrastructure.names() == ("postgres", "rabbitmq")
+    assert infrastructure.names() == ("ferretdb", "mariadb", "postgres", "rabbitmq")
     plugins = infrastructure.all_infrastructure()
     assert {n: p.component for n, p in plugins.items()} == {
+        "ferretdb": "docstore",
+        "mariadb": "sqlstore",
         "postgres": "database",
         "rabbitmq": "broker",
     }
@@ -105,7 +107,9 @@ def test_every_plugin_brings_its_image_and_the_docker_backend_hands_it_to_compos
     from ipclab.backends.docker import images
     from ipclab.backends.docker.compose import common_services, image_variables
 
-    plugins = infrastructure.all_infrastructure().values()
+    everywhere = infrastructure.all_infrastructure().values()
+    plugins = [p for p in everywhere if "docker" in p.backends]  # the stores: local only
+    assert {p.name for p in everywhere if p not in plugins} == {"ferretdb", "mariadb"}
     recipes = images.infrastructure_recipes(infrastructure.names())
     assert {r.name for r in recipes} == {"broker", "database"} == {p.image for p in plugins}
     for plugin in plugins:

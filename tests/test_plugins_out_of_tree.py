@@ -81,7 +81,7 @@ def test_an_installed_package_s_plugins_join_every_listing(installed: dict[str, 
         )
     )
     assert found[0] == ["local", "docker", "swarm", "kubernetes", "fake"]  # by their order
-    assert found[1] == ["fakekv", "postgres", "rabbitmq"]
+    assert found[1] == ["fakekv", "ferretdb", "mariadb", "postgres", "rabbitmq"]
     assert "fakestudy" in found[2]
     # the options it does not honour are refused, naming the backends that do
     r = ipclab(installed, "up", "fake-shop", "--backend", "fake", "--cpus", "1")

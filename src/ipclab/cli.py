@@ -64,6 +64,7 @@ def _check_stack_options(a: argparse.Namespace) -> None:
             ("pin", getattr(a, "pin", None)),
             ("tls", getattr(a, "tls", False) or None),
             ("detach", getattr(a, "detach", False) or None),
+            ("store", "db" if getattr(a, "store", "memory") == "db" else None),
         )
         if value is not None
     ]
@@ -97,6 +98,7 @@ def _stack_options(a: argparse.Namespace) -> StackOptions:
         memory_mb=getattr(a, "memory", None),
         delay_ms=getattr(a, "delay_ms", 0.0),
         tls=True if getattr(a, "tls", False) else None,
+        store="db" if getattr(a, "store", "memory") == "db" else None,
     )
 
 
@@ -129,6 +131,14 @@ def _add_stack_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="TLS on every hop: HTTPS to the gateway, each service hop in its style's TLS, "
         "AMQPS to the broker (a private authority per start; shop stacks, not CoAP)",
+    )
+    p.add_argument(
+        "--store",
+        choices=("memory", "db"),
+        default="memory",
+        help="where the shop's services read their data: the generator in memory, or their "
+        "stores (FerretDB and MariaDB, private, seeded from the generator; Python shop "
+        "stacks, local backend)",
     )
 
 

@@ -22,6 +22,7 @@ from types import MappingProxyType
 
 from ipclab import gobuild, infrastructure, javabuild, nodebuild
 
+STORES = ("ferretdb", "mariadb")  # the infrastructure --store db adds to a stack
 BROKER = "rabbitmq"  # infrastructure names a stack can declare: the plugins' of
 DATABASE = "postgres"  # ipclab.infrastructure, one module each
 INFRASTRUCTURE = infrastructure.names()
@@ -174,6 +175,13 @@ class StackSpec:
     def adapter_runtime(self) -> AdapterRuntime | None:
         """The built runtime this stack's adapter sidecars need, if any."""
         return NATIVE_RUNTIMES.get(self.transport) if self.adapters == "native" else None
+
+    def store_unavailable(self) -> str | None:
+        """Why this stack cannot run with ``--store db`` (None: it can): the stores are
+        read by the shop's Python services so far (issue 50)."""
+        if self.domain != "shop" or self.runtime.name != "python" or self.adapters:
+            return f"{self.name}: --store db is built for the shop's Python stacks so far"
+        return None
 
     def tls_unavailable(self) -> str | None:
         """Why this stack cannot run with ``--tls`` (None: it can): TLS is built for the

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ipclab_services.domains.shop import data
+from ipclab_services.domains.shop.dbstore import Stores
 from ipclab_services.errors import BadRequest, NotFound
 from ipclab_services.proto import shop_pb2 as pb
 from ipclab_services.transports.base import Operation, ServiceDef
@@ -36,8 +37,11 @@ def _ping(_: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def build(cfg: data.ShopConfig) -> dict[str, ServiceDef]:
-    """Role name -> service definition for the five services."""
+def build(cfg: data.ShopConfig, db: Stores | None = None) -> dict[str, ServiceDef]:
+    """Role name -> service definition for the five services: on the generator's data in
+    memory, or with ``db`` on their stores (``--store db``)."""
+    if db is not None:
+        return _services(_on_stores(cfg, db))
 
     def product_info(req: dict[str, Any]) -> dict[str, Any]:
         return data.product(cfg, _product_id(cfg, req))
@@ -55,6 +59,45 @@ def build(cfg: data.ShopConfig) -> dict[str, ServiceDef]:
         customer_id = _id(req, "customer_id")
         return {"cart": data.cart(cfg, customer_id) if customer_id else None}
 
+    return _services((product_info, reviews, recommendations, shipping, cart))
+
+
+def _on_stores(cfg: data.ShopConfig, db: Stores) -> tuple[Any, ...]:
+    """The five handlers reading their stores: a record is looked up after the request is
+    validated as in memory (an unknown product is a 404 before any store is asked)."""
+
+    async def product_info(req: dict[str, Any]) -> dict[str, Any]:
+        found = await db.document("products", _product_id(cfg, req))
+        if found is None:
+            raise NotFound(f"no product {req.get('product_id')}")
+        return found
+
+    async def listed(collection: str, req: dict[str, Any]) -> dict[str, Any]:
+        found = await db.document(collection, _product_id(cfg, req))
+        return {collection: found[collection] if found else []}
+
+    async def reviews(req: dict[str, Any]) -> dict[str, Any]:
+        return await listed("reviews", req)
+
+    async def recommendations(req: dict[str, Any]) -> dict[str, Any]:
+        return await listed("recommendations", req)
+
+    async def shipping(req: dict[str, Any]) -> dict[str, Any]:
+        return {"options": await db.shipping(_product_id(cfg, req))}
+
+    async def cart(req: dict[str, Any]) -> dict[str, Any]:
+        customer_id = _id(req, "customer_id")
+        if not customer_id:
+            return {"cart": None}
+        found = await db.document("carts", customer_id)
+        empty = {"customer_id": customer_id, "items": [], "total": 0.0}
+        return {"cart": found if found is not None else empty}
+
+    return product_info, reviews, recommendations, shipping, cart
+
+
+def _services(handlers: tuple[Any, ...]) -> dict[str, ServiceDef]:
+    product_info, reviews, recommendations, shipping, cart = handlers
     ping = Operation(_ping, pb.Empty, pb.Empty)
 
     def svc(name: str, proto: str, fn: Any, req: Any, resp: Any) -> ServiceDef:

@@ -45,12 +45,18 @@ class StackOptions:
     # start (ipclab.tls). None rather than False so that runs recorded before the option
     # existed keep matching (off then, off now)
     tls: bool | None = None
+    # where the shop's services read their data (issue 50): None, from the generator in
+    # memory; "db", from their stores (FerretDB and MariaDB, started with the stack). None
+    # rather than "memory" so that runs recorded before the option existed keep matching
+    store: str | None = None
 
     def __post_init__(self) -> None:
         if self.reconnect is not None and self.reconnect not in RECONNECT_MODES:
             raise ValueError(
                 f"reconnect {self.reconnect!r}: choose one of {', '.join(RECONNECT_MODES)}"
             )
+        if self.store not in (None, "db"):
+            raise ValueError(f"store {self.store!r}: None (in memory) or 'db'")
 
     def env(self) -> dict[str, str]:
         """The environment every service process of a stack receives."""
@@ -62,6 +68,8 @@ class StackOptions:
             "IPCLAB_CALL_TIMEOUT_S": str(self.call_timeout_s),
             "IPCLAB_RECONNECT": self.reconnect or "default",
         }
+        if self.store is not None:
+            env["IPCLAB_STORE"] = self.store
         env.update(self.extra_env)
         return env
 
@@ -157,7 +165,7 @@ class Backend(Protocol):
 # the stack options a backend may or may not honour (``BackendPlugin.supports``), by the
 # name of the ``ipclab`` flag that sets each: what a backend that does not honour one
 # refuses rather than ignores
-OPTIONS = ("cpus", "memory", "delay-ms", "pin", "tls", "detach")
+OPTIONS = ("cpus", "memory", "delay-ms", "pin", "tls", "detach", "store")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from ipclab.infrastructure import Infrastructure, LocalSite
 from ipclab.private import UnsafeState, owned_alone, private_dir
 from ipclab.procs import free_ports, kill_group, parse_cpus, pin_tree, spawn, stop_group, tail
 from ipclab.stacks import BROKER, DATABASE, StackSpec, resolve
+from ipclab.stackspec import STORES
 from ipclab.tls import StackTls
 from ipclab.tls import make as make_tls
 
@@ -98,7 +99,9 @@ class LocalStack(RunningStack):
         return self.infra.get(DATABASE)
 
     def _plugins(self) -> list[Infrastructure]:
-        return infrastructure.of(self.spec.infrastructure)
+        """The stack's infrastructure, and the stores with ``--store db``."""
+        stores = STORES if self.options.store == "db" else ()
+        return infrastructure.of((*self.spec.infrastructure, *stores))
 
     @property
     def gateway_url(self) -> str:
@@ -112,7 +115,7 @@ class LocalStack(RunningStack):
                 role,
                 {r: f"127.0.0.1:{self.ports[r]}" for r in self.spec.roles},
                 infrastructure.role_env(
-                    self.spec.infrastructure,
+                    tuple(p.name for p in self._plugins()),
                     {name: self._url(name) for name in self.infra},
                     role == self.spec.gateway,
                 ),
@@ -155,6 +158,9 @@ class LocalStack(RunningStack):
 
     def start(self) -> None:
         if self.options.tls and (why := self.spec.tls_unavailable()):
+            self.stop()
+            raise ValueError(why)
+        if self.options.store and (why := self.spec.store_unavailable()):
             self.stop()
             raise ValueError(why)
         try:
@@ -280,6 +286,16 @@ class LocalStack(RunningStack):
         for pid in pids:
             pin_tree(pid, cpus)
 
+    def info(self) -> dict[str, Any] | None:
+        """The versions of its infrastructure's instances that record them (the stores),
+        in the run's manifest (``stack_info``); None when none does."""
+        versions = {
+            name: recorded
+            for name, instance in self.infra.items()
+            if (recorded := infrastructure.get(name).local_versions(instance))
+        }
+        return {"infrastructure": versions} if versions else None
+
     def logs(self) -> dict[str, str]:
         return {p.stem: p.read_text(errors="replace") for p in sorted(self.logs_dir.glob("*.log"))}
 
@@ -375,7 +391,7 @@ BACKEND = BackendPlugin(
     order=0,
     description="processes on this machine",
     stop_detached=f"{__name__}:down",
-    options=frozenset({"pin", "tls", "detach"}),
+    options=frozenset({"pin", "tls", "detach", "store"}),
 )
 
 

@@ -108,6 +108,11 @@ class Infrastructure:
         """The URL the services reach the instance at (e.g. ``IPCLAB_AMQP_URL``)."""
         raise NotImplementedError
 
+    def local_versions(self, instance: Any) -> dict[str, str]:
+        """What a run's manifest records of the instance's software (``stack_info``'s
+        ``infrastructure``: e.g. FerretDB's version and module sum); nothing by default."""
+        return {}
+
     def restart_local(self, instance: Any, detached: bool) -> None:
         """Start a killed instance again, at the same address (a fault's restart)."""
         raise ValueError(f"{self.name} cannot be restarted in place")

@@ -1,0 +1,362 @@
+"""The stores of Shafabakhsh's services as infrastructure (issue 50): FerretDB (MongoDB wire,
+built from its Go module) and MariaDB, each started privately by its plugin, answering its
+generated credentials only, on loopback only, and leaving nothing after a stop or a
+``kill -9`` of the harness (the next ``orphans.sweep`` removes the store's directory).
+
+Tests that start a server are marked slow; they skip, naming what to install, when the
+store cannot run here (no ``mariadb-server``; no ``go`` to build FerretDB).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import psutil
+import pytest
+
+from ipclab import infrastructure, orphans
+from ipclab.backends import mariadb, mongowire, storedir
+from ipclab.infrastructure import LocalSite
+from ipclab.infrastructure.ferretdb import HANDLER_ENV
+from ipclab.procs import free_port, port_open
+from tests.conftest import ipclab_processes
+
+HARNESS = """
+import json, sys, tempfile, time
+from pathlib import Path
+from types import SimpleNamespace
+from ipclab import infrastructure, orphans
+from ipclab.infrastructure import LocalSite
+from ipclab.infrastructure.ferretdb import HANDLER_ENV
+from ipclab.procs import free_port
+plugin = infrastructure.get(sys.argv[1])
+env = {"IPCLAB_FERRETDB_HANDLER": sys.argv[2]}
+site = LocalSite(Path(tempfile.gettempdir()), (free_port(),), env, "payload",
+                 {orphans.MARK: orphans.this_harness()}, False)
+inst = plugin.start_local(site)
+pg = getattr(inst, "postgres", None)
+print(json.dumps({"pid": inst.process.pid, "port": inst.port, "dir": str(inst.directory),
+                  "pg": None if pg is None else [pg.process.pid, pg.port, str(pg.directory)]}),
+      flush=True)
+time.sleep(600)
+"""
+
+
+def _skip_unless(name: str) -> None:
+    if why := infrastructure.get(name).unavailable("local"):
+        pytest.skip(why)
+
+
+def _site(domain: str = "payload") -> LocalSite:
+    """Where a store starts: a domain's data (the payload domain brings none: it starts
+    empty), this process's mark."""
+    mark = {orphans.MARK: orphans.this_harness()}
+    return LocalSite(Path(tempfile.gettempdir()), (free_port(),), {}, domain, mark, False)
+
+
+def _listening(pid: int) -> set[str]:
+    """The addresses a process listens on (TCP)."""
+    conns = psutil.Process(pid).net_connections(kind="inet")
+    return {c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN}
+
+
+def _gone(started: dict[str, Any]) -> list[str]:
+    left = []
+    if psutil.pid_exists(started["pid"]):
+        left.append(f"pid {started['pid']}")
+    if port_open("127.0.0.1", started["port"]):
+        left.append(f"port {started['port']}")
+    return left
+
+
+def test_the_stores_are_infrastructure_plugins_hosted_locally() -> None:
+    ferret, maria = infrastructure.get("ferretdb"), infrastructure.get("mariadb")
+    assert ferret.role_env("mongodb://x", gateway=False) == {"IPCLAB_MONGO_URL": "mongodb://x"}
+    assert maria.role_env("mysql://y", gateway=False) == {"IPCLAB_MYSQL_URL": "mysql://y"}
+    assert ferret.role_env("mongodb://x", gateway=True) == {}  # the services' data alone
+    assert "docker backend does not run yet" in str(maria.unavailable("docker"))
+    assert infrastructure.fault_components(("ferretdb", "mariadb")) == []
+
+
+def test_bson_round_trips_what_the_stores_are_sent() -> None:
+    doc = {"a": 1, "b": 2**40, "c": 2.5, "d": "é", "e": [1, "x"], "f": {"g": None}, "h": True}
+    assert mongowire.decode(mongowire.encode({**doc, "i": b"\x00\x01"})) == {**doc, "i": b"\0\1"}
+
+
+def test_mariadb_reads_no_option_file_and_removes_the_installer_s_accounts() -> None:
+    sql = mariadb.bootstrap_sql("ADMIN", "SERVICES")
+    assert "DELETE FROM mysql.global_priv WHERE User <> 'mariadb.sys'" in sql
+    assert "'ipclab'@'127.0.0.1' IDENTIFIED BY 'SERVICES'" in sql
+    server = mariadb.MariaDBServer(port=4242)
+    server.directory = Path("/nonexistent/ipclab-mariadb-x")
+    argv = server.server_argv({"mariadbd": "mariadbd"})
+    assert argv[1] == "--no-defaults" and "--bind-address=127.0.0.1" in argv
+
+
+@pytest.mark.slow
+def test_ferretdb_answers_its_generated_user_only_on_loopback() -> None:
+    _skip_unless("ferretdb")
+    plugin = infrastructure.get("ferretdb")
+    server = plugin.start_local(_site())
+    directory = server.directory
+    try:
+        assert _listening(server.process.pid) == {"127.0.0.1"}  # no debug listener either
+        assert mongowire.ping("127.0.0.1", server.port, "ipclab", server.secret, "ipclab")
+        with pytest.raises(mongowire.AuthFailed):
+            mongowire.ping("127.0.0.1", server.port, "ipclab", "wrong", "ipclab")
+        with (
+            mongowire.Connection("127.0.0.1", server.port) as c,
+            pytest.raises(mongowire.CommandError, match="requires authentication"),
+        ):
+            c.command("ipclab", {"find": "products"})
+        assert plugin.local_url(server).startswith(f"mongodb://ipclab:{server.secret}@127.0.0.1:")
+        assert plugin.local_versions(server)["ferretdb"] == "v1.24.2"
+        assert (directory / "data" / "ipclab.sqlite").exists()
+    finally:
+        server.stop()
+    assert not directory.exists() and ipclab_processes() == []
+
+
+@pytest.mark.slow
+def test_mariadb_answers_its_generated_users_only_on_loopback() -> None:
+    _skip_unless("mariadb")
+    plugin = infrastructure.get("mariadb")
+    server = plugin.start_local(_site())
+    directory = server.directory
+    try:
+        assert _listening(server.process.pid) == {"127.0.0.1"}
+        server.execute(
+            "CREATE TABLE shipping (id INT PRIMARY KEY); INSERT INTO shipping VALUES (7)"
+        )
+        assert server.execute("SELECT id FROM shipping;").split() == ["7"]
+        accounts = server.execute("SELECT CONCAT(User, '@', Host) FROM mysql.global_priv;", True)
+        assert sorted(accounts.split()) == [
+            "ipclab@127.0.0.1", "ipclab_admin@127.0.0.1", "mariadb.sys@localhost",
+        ]  # fmt: skip
+        client = mariadb.find_binaries()["mariadb"]
+        for how in (
+            ["-h127.0.0.1", f"-P{server.port}", "-uipclab", "-pwrong"],  # a wrong password
+            [f"--socket={server.socket}", "-uroot"],  # the installer's root: removed
+        ):
+            r = subprocess.run([client, "--no-defaults", *how, "-e", "SELECT 1"],
+                               capture_output=True, text=True, timeout=30)  # fmt: skip
+            assert r.returncode != 0 and "Access denied" in r.stderr, r.stderr
+        assert plugin.local_versions(server)["mariadb"].startswith("10.11.")
+    finally:
+        server.stop()
+    assert not directory.exists() and ipclab_processes() == []
+
+
+@pytest.mark.slow
+def test_ferretdb_on_postgresql_keeps_its_data_in_a_private_cluster() -> None:
+    _skip_unless("ferretdb")
+    _skip_unless("postgres")
+    plugin = infrastructure.get("ferretdb")
+    site = _site()
+    server = plugin.start_local(dataclasses.replace(site, env={HANDLER_ENV: "pg"}))
+    directories = [server.directory, server.postgres.directory]
+    try:
+        with mongowire.Connection("127.0.0.1", server.port) as c:
+            c.login("ipclab", server.secret, "ipclab")
+            c.command("ipclab", {"insert": "products", "documents": [{"_id": 1, "n": "x"}]})
+            found = c.command("ipclab", {"find": "products", "filter": {"_id": 1}})
+        assert found["cursor"]["firstBatch"] == [{"_id": 1, "n": "x"}]
+        assert "ipclab" in server.postgres.execute("SELECT nspname FROM pg_namespace;").split()
+        with pytest.raises(mongowire.AuthFailed):
+            mongowire.ping("127.0.0.1", server.port, "ipclab", "wrong", "ipclab")
+        assert plugin.local_versions(server)["ferretdb_handler"] == "pg"
+    finally:
+        server.stop()
+    assert not any(d.exists() for d in directories) and ipclab_processes() == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "handler"), [("ferretdb", "sqlite"), ("ferretdb", "pg"), ("mariadb", "")]
+)
+def test_kill_9_of_the_harness_leaves_no_store_and_the_sweep_removes_its_directory(
+    name: str, handler: str
+) -> None:
+    _skip_unless(name)
+    if handler == "pg":
+        _skip_unless("postgres")
+    harness = subprocess.Popen([sys.executable, "-c", HARNESS, name, handler],
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert harness.stdout is not None
+        started = json.loads(harness.stdout.readline())
+    finally:
+        harness.kill()  # SIGKILL: no atexit, no finally, no stop()
+        harness.wait()
+    deadline = time.monotonic() + 10
+    while (left := _gone(started)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == [], f"still there 10 s after kill -9 of the harness: {left}"
+    # what a dead harness cannot remove, its directory, the next sweep removes (another
+    # harness's sweep on this machine may get there first: then it is gone already)
+    directory = Path(started["dir"])
+    there = storedir.is_store_dir(directory, name)
+    swept = orphans.sweep(say=lambda _: None)
+    assert not directory.exists() and (not there or f"directory {directory}" in swept)
+    if started["pg"] is not None:  # its PostgreSQL cluster: the plugin's own sweep
+        pid, port, cluster = started["pg"]
+        assert _gone({"pid": pid, "port": port}) == []
+        there = Path(cluster).exists()
+        assert not there or Path(cluster) in infrastructure.get(name).sweep_local()
+        assert not Path(cluster).exists()
+    assert ipclab_processes() == []
+
+
+def test_a_local_stack_records_its_stores_versions_in_the_manifest() -> None:
+    """``stack_info.infrastructure``: each instance's ``local_versions`` (the broker says
+    nothing, so a stack of services and a broker records nothing new)."""
+    from ipclab.backends.local import LocalStack
+
+    _skip_unless("mariadb")
+    stores = SimpleNamespace(infra={"rabbitmq": object(), "mariadb": object()})
+    info = LocalStack.info(stores)  # type: ignore[arg-type]
+    assert info == {"infrastructure": {"mariadb": {"mariadb": mariadb.version()}}}
+    assert LocalStack.info(SimpleNamespace(infra={"rabbitmq": object()})) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_the_shop_s_stores_hold_what_its_generator_gives() -> None:
+    """Seeded by the plugins from the shop's generator (``store_documents``, ``store_sql``):
+    what the stores give back is the in-memory data, id for id."""
+    from ipclab_services.domains.shop import data, stores
+
+    _skip_unless("ferretdb")
+    _skip_unless("mariadb")
+    cfg = data.ShopConfig()
+    sample = (1, 2, 499, cfg.catalogue_size)
+    ferret = infrastructure.get("ferretdb").start_local(_site("shop"))
+    try:
+        with mongowire.Connection("127.0.0.1", ferret.port) as c:
+            c.login("ipclab", ferret.secret, "ipclab")
+            counts = {n: c.command("ipclab", {"count": n})["n"] for n in stores.COLLECTIONS}
+            got = {
+                (n, i): c.command("ipclab", {"find": n, "filter": {"_id": i}})["cursor"]
+                for n in stores.COLLECTIONS
+                for i in sample
+            }
+    finally:
+        ferret.stop()
+    assert counts == {"products": 1000, "reviews": 1000, "recommendations": 1000, "carts": 500}
+    for i in sample:
+        assert got["products", i]["firstBatch"] == [{"_id": i, **data.product(cfg, i)}]
+        assert got["reviews", i]["firstBatch"][0]["reviews"] == data.reviews(cfg, i)
+        recommended = got["recommendations", i]["firstBatch"][0]["recommendations"]
+        assert recommended == data.recommendations(cfg, i)
+    assert got["carts", 499]["firstBatch"] == [{"_id": 499, **data.cart(cfg, 499)}]
+    assert got["carts", cfg.catalogue_size]["firstBatch"] == []  # beyond the customers
+
+    maria = infrastructure.get("mariadb").start_local(_site("shop"))
+    try:
+        rows = {i: maria.execute(stores.shipping_select(i) + ";") for i in sample}
+        count = maria.execute("SELECT COUNT(*) FROM shipping;").strip()
+    finally:
+        maria.stop()
+    assert count == str(3 * cfg.catalogue_size)
+    for i, text in rows.items():
+        keys = ("carrier", "method", "price", "min_days", "max_days")
+        options = [dict(zip(keys, line.split("\t"), strict=True)) for line in text.splitlines()]
+        read = [
+            {**o, "price": float(o["price"]), "min_days": int(o["min_days"]),
+             "max_days": int(o["max_days"])}
+            for o in options
+        ]  # fmt: skip
+        assert read == data.shipping(cfg, i)
+
+
+@pytest.mark.slow
+def test_the_official_drivers_read_the_shop_from_the_stores_by_their_urls() -> None:
+    """What the services will run (pyproject's ``stores`` extra): pymongo's asyncio client
+    on ``IPCLAB_MONGO_URL`` and aiomysql on ``IPCLAB_MYSQL_URL``, the shop's data back."""
+    pymongo = pytest.importorskip("pymongo")
+    aiomysql = pytest.importorskip("aiomysql")
+    from ipclab_services.domains.shop import data, stores
+
+    _skip_unless("ferretdb")
+    _skip_unless("mariadb")
+    cfg = data.ShopConfig()
+    ferret = infrastructure.get("ferretdb").start_local(_site("shop"))
+    maria = infrastructure.get("mariadb").start_local(_site("shop"))
+
+    async def read() -> tuple[Any, Any]:
+        client = pymongo.AsyncMongoClient(ferret.url)
+        try:
+            product = await client.get_default_database().products.find_one({"_id": 7})
+        finally:
+            await client.close()
+        url = urllib.parse.urlsplit(maria.url)
+        conn = await aiomysql.connect(host=url.hostname, port=url.port, user=url.username,
+                                      password=url.password, db=url.path.lstrip("/"))  # fmt: skip
+        try:
+            cursor = await conn.cursor(aiomysql.DictCursor)
+            await cursor.execute(stores.shipping_select(7))
+            options = await cursor.fetchall()
+        finally:
+            conn.close()
+        return product, options
+
+    try:
+        product, options = asyncio.run(read())
+    finally:
+        ferret.stop()
+        maria.stop()
+    assert product == {"_id": 7, **data.product(cfg, 7)}
+    assert [{**o, "price": float(o["price"])} for o in options] == data.shipping(cfg, 7)
+
+
+def _page(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return bytes(r.read())
+
+
+@pytest.mark.slow
+def test_the_python_shop_on_its_stores_answers_as_from_memory() -> None:
+    """``--store db``: the stack starts FerretDB and MariaDB with it (their URLs reach the
+    services only), the services read them, and the product pages are the in-memory
+    stack's byte for byte; stopping the stack leaves no store."""
+    pytest.importorskip("pymongo")
+    pytest.importorskip("aiomysql")
+    from ipclab.backends import StackOptions, get_backend
+    from ipclab.stacks import resolve
+
+    _skip_unless("ferretdb")
+    _skip_unless("mariadb")
+    paths = ("/product/7?customer_id=3", "/product/1000?customer_id=600", "/product/1")
+    backend = get_backend("local")
+    pages: dict[str, list[bytes]] = {}
+    for store in (None, "db"):
+        stack = backend.start(resolve("shop-rest"), StackOptions(store=store))
+        try:
+            pages[str(store)] = [_page(stack.gateway_url + p) for p in paths]
+            if store == "db":
+                instances = dict(stack.infra)  # type: ignore[attr-defined]
+                assert set(instances) == {"ferretdb", "mariadb"}
+                info = stack.info()
+                assert info is not None and set(info["infrastructure"]) == set(instances)
+                environ = psutil.Process(stack.procs["product-info"].pid).environ()  # type: ignore[attr-defined]
+                assert environ["IPCLAB_MONGO_URL"].startswith("mongodb://ipclab:")
+                gateway = psutil.Process(stack.procs["gateway"].pid).environ()  # type: ignore[attr-defined]
+                assert "IPCLAB_MONGO_URL" not in gateway and "IPCLAB_MYSQL_URL" not in gateway
+                directories = [i.directory for i in instances.values()]
+        finally:
+            stack.stop()
+    assert pages["db"] == pages["None"]
+    assert not any(d.exists() for d in directories)
+    assert ipclab_processes() == []
+    with pytest.raises(ValueError, match="built for the shop's Python stacks"):
+        backend.start(resolve("shop-grpc-go"), StackOptions(store="db"))
