@@ -1,5 +1,5 @@
 """The shop's services on their stores (``--store db``, issue 50): each request reads its
-record from the store the service owns, as in Shafabakhsh's system, instead of the
+record from the store the service owns, as in the shop's published system, instead of the
 generator in memory. Four services read the MongoDB-wire store (FerretDB) at
 ``IPCLAB_MONGO_URL`` with pymongo's asyncio client, shipping reads MariaDB at
 ``IPCLAB_MYSQL_URL`` with aiomysql; both connect on first use (in the service's own event

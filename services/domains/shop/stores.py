@@ -2,7 +2,7 @@
 as the in-memory data (``data.py``), so a service reading its store answers byte for byte
 what it answers from memory.
 
-As in Shafabakhsh's system, each service owns its store: four collections of the
+As in the shop's published system, each service owns its store: four collections of the
 MongoDB-wire store (FerretDB) and one MySQL table (MariaDB) for shipping:
 
 - ``products``: one document per product, ``_id`` its id, the product's fields;

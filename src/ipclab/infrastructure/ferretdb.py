@@ -1,4 +1,4 @@
-"""FerretDB, the MongoDB-wire store of Shafabakhsh's services (all but shipping): a private
+"""FerretDB, the MongoDB-wire store of the shop's services (all but shipping): a private
 server on the local backend (``ipclab.backends.ferretdb``), built once from its Go module,
 on SQLite in its private directory (``IPCLAB_FERRETDB_HANDLER=pg``: on a private
 PostgreSQL cluster of its own instead), listening on loopback only, its one user's password

@@ -1,4 +1,4 @@
-"""MariaDB, the SQL store of Shafabakhsh's shipping service (MySQL in the thesis): a
+"""MariaDB, the SQL store of the shop's shipping service (MySQL in the shop's published system): a
 private server on the local backend (``ipclab.backends.mariadb``: Debian's
 ``mariadb-server``, no system option file read, loopback only, generated passwords). The
 services find it at ``IPCLAB_MYSQL_URL`` (``mysql://ipclab:<password>@127.0.0.1:<port>/ipclab``).
