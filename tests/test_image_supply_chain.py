@@ -120,6 +120,33 @@ def test_the_committed_lock_covers_every_package_the_image_needs() -> None:
     assert reached == set(lock), f"locked but needed by nothing: {sorted(set(lock) - reached)}"
 
 
+# The container's interpreter and platform, for evaluating a wheel's dependency markers.
+CONTAINER_MARKERS = {
+    "python_version": wheellock.WHEEL_PYTHON,
+    "python_full_version": f"{wheellock.WHEEL_PYTHON}.2",  # Debian 12's
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+}
+
+
+def _needed_in_container(requires_dist: list[str], extras: set[str]) -> tuple[str, ...]:
+    """The canonical names of the Requires-Dist entries that apply in the container."""
+    from packaging.requirements import Requirement
+
+    out = set()
+    for line in requires_dist:
+        r = Requirement(line)
+        if r.marker is None or any(
+            r.marker.evaluate({**CONTAINER_MARKERS, "extra": e}) for e in ["", *sorted(extras)]
+        ):
+            out.add(wheellock._canonical(r.name))
+    return tuple(sorted(out))
+
+
 def test_the_locks_dependency_lists_are_the_wheels_own() -> None:
     """`# requires:` is what each package's metadata says for the container, checked against
     the host's copy of every locked version the host also runs (most or all of them)."""
@@ -132,11 +159,51 @@ def test_the_locks_dependency_lists_are_the_wheels_own() -> None:
         if dist.version != entry.version:
             continue
         extras = set(entry.extras.strip("[]").split(",")) - {""}
-        needed = wheellock._needed(dist.requires or [], extras)
-        assert tuple(sorted({wheellock._canonical(r.name) for r in needed})) == entry.requires, name
+        needed = _needed_in_container(dist.requires or [], extras)
+        assert needed == entry.requires, name
         checked += 1
     if not checked:  # a fresh install got newer versions of everything: nothing to compare
         pytest.skip("the host runs none of the locked versions (images status: lock.drift)")
+
+
+UV_OUTPUT = """\
+aiohttp==3.14.5           # via -c constraints.txt, -r requirements.in
+Aiormq==7.2.4             # via aio-pika, -c constraints.txt
+aio-pika==10.2.1          # via -r requirements.in
+httptools==0.9.0          # via uvicorn
+uvicorn==0.54.0           # via -r requirements.in
+yarl==1.25.1              # via aio-pika, aiohttp, aiormq, -c constraints.txt
+"""
+
+
+def test_the_lock_is_uvs_resolution_with_its_dependency_graph_turned_around(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uv resolves; its `# via` annotations (who needs a package) become each package's
+    `# requires:` (what it needs in the image), and uv is asked for the container's platform,
+    wheels only, under the constraints given."""
+    uv = tmp_path / "uv"
+    args = tmp_path / "args"
+    (tmp_path / "out").write_text(UV_OUTPUT)
+    uv.write_text(f'#!/bin/sh\necho "$@" > {args}\ncat {tmp_path / "out"}\n')
+    uv.chmod(0o755)
+    monkeypatch.setenv("UV", str(uv))
+    got = wheellock.resolve(["aiohttp", "uvicorn[standard]", "aio-pika"], "aiohttp==3.14.5\n")
+    assert got == {
+        "aiohttp": ("3.14.5", ("yarl",)),
+        "aiormq": ("7.2.4", ("yarl",)),
+        "aio-pika": ("10.2.1", ("aiormq", "yarl")),
+        "httptools": ("0.9.0", ()),
+        "uvicorn": ("0.54.0", ("httptools",)),
+        "yarl": ("1.25.1", ()),
+    }
+    called = args.read_text()
+    assert "--python-platform x86_64-manylinux_2_28" in called
+    assert "--only-binary :all:" in called and "--python-version 3.11" in called
+    monkeypatch.setenv("UV", "")
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    with pytest.raises(ImageError, match="uv is missing: pip install uv"):
+        wheellock.resolve(["aiohttp"], "")
 
 
 def test_a_lock_without_a_direct_requirement_stops_the_build() -> None:

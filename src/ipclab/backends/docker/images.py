@@ -4,7 +4,7 @@ the recipes declare (``recipes.py``: the runtimes' and each infrastructure plugi
     python -m ipclab.backends.docker.images base  # Debian bookworm via debootstrap + docker import
     python -m ipclab.backends.docker.images build  # services + infrastructure (--go: + Go's)
     python -m ipclab.backends.docker.images status  # what exists; does it match the tree
-    python -m ipclab.backends.docker.images lock  # rewrite services/requirements.lock
+    python -m ipclab.backends.docker.images lock  # rewrite services/requirements.lock (uv)
 
 One image (``ipclab-services``) serves every role of every Python stack; the role comes
 from the environment at run time. The Go stacks' roles run ``ipclab-services-go``: the
@@ -13,8 +13,8 @@ Node.js stacks' roles run ``ipclab-services-node``: the services image plus the 
 its ``npm ci`` build (``services/node/Dockerfile``).
 
 The services image's Python dependencies are the committed lock's wheels
-(``services/requirements.lock``: every file by version and sha256, generated from the
-versions the host runs, so local and docker backends use the same libraries), downloaded *on
+(``wheellock``: every file by version and sha256, resolved by uv from the versions the host
+runs, so local and docker backends use the same libraries), downloaded *on
 the host*, checked against the lock there and installed offline in the image with
 ``--require-hashes``, so the build never depends on the container's network or certificates.
 Every other image is a recipe (``recipes.ImageRecipe``), built, pinned and checked alike
@@ -27,6 +27,11 @@ database image (``ipclab-postgres``) is Debian's postgresql package on the Pytho
 Supply chain (issue 28 item 8, docs/docker.md): every image is built FROM its base's id;
 each records its Debian packages (``APT_RECORD``); each build is pinned by image id in
 ``MANIFEST`` with what made it, and stacks run those ids (``pinned``), never a tag.
+
+This module builds and holds the CLI; the jobs it builds on are modules of their own:
+``baseimage`` (the debootstrap base), ``wheellock`` (requirements and the lock),
+``contexts`` (build contexts and their hashes), ``pins`` (the manifest of built images) and
+``imagebasics`` (what they share).
 """
 
 from __future__ import annotations
@@ -476,8 +481,15 @@ def main(argv: list[str] | None = None) -> int:
     bl.add_argument("--go", action="store_true", help="as --runtime go")
     bl.add_argument("--if-needed", action="store_true", help="skip images already up to date")
     sub.add_parser("status", help="which images exist and whether they are up to date")
-    sub.add_parser(
-        "lock", help=f"rewrite {LOCK.relative_to(REPO_ROOT)} from the host's installed versions"
+    lk = sub.add_parser(
+        "lock",
+        help=f"rewrite {LOCK.relative_to(REPO_ROOT)} (uv) from the host's installed versions",
+    )
+    lk.add_argument(
+        "--constraint",
+        type=Path,
+        metavar="FILE",
+        help="pins (name==version lines) to resolve to instead of the host's pip freeze",
     )
     args = p.parse_args(argv)
     try:
@@ -492,7 +504,8 @@ def main(argv: list[str] | None = None) -> int:
             for role, image in _build_command(args).items():
                 print(f"{role}\t{image}")
         elif args.cmd == "lock":
-            print(write_lock())
+            cons = None if args.constraint is None else args.constraint.read_text()
+            print(write_lock(constraints=cons))
         else:
             import json
 

@@ -1,13 +1,16 @@
 """The services image's Python requirements and their wheel lock (``services/requirements.lock``):
 what the image needs, the lock's lines, the lock written from the host's versions
-(``python -m ipclab.backends.docker.images lock``), and the locked wheels downloaded and
-checked on the host before a build."""
+(``python -m ipclab.backends.docker.images lock``: uv resolves, ``uv pip compile`` for the
+container's platform under the host's ``pip freeze``; pip downloads each locked version's
+wheel for that platform, whose sha256 the lock records), and the locked wheels downloaded
+and checked on the host before a build."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import importlib.metadata
+import os
 import re
 import shutil
 import subprocess
@@ -17,7 +20,6 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ipclab.backends.docker.imagebasics import ImageError, log
 from ipclab.paths import REPO_ROOT
@@ -40,9 +42,11 @@ HARNESS_ONLY = {
 }
 
 
-def service_requirements() -> list[str]:
+def service_requirements(pin: bool = True) -> list[str]:
     """The services' requirements: project dependencies minus harness-only ones, each pinned to
-    the version installed on this host when there is one (same libraries on both backends)."""
+    the version installed on this host when there is one (same libraries on both backends);
+    ``pin=False``: as pyproject.toml states them (the lock's resolution pins them by
+    constraints)."""
     deps = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     out = []
     for dep in deps:
@@ -53,23 +57,13 @@ def service_requirements() -> list[str]:
         if name.lower() in HARNESS_ONLY:
             continue
         try:
+            if not pin:
+                raise importlib.metadata.PackageNotFoundError(name)
             out.append(f"{name}{extras}=={importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
             out.append(f"{name}{extras}{spec}")
     return out
 
-
-# The container's interpreter and platform, for evaluating a wheel's dependency markers.
-CONTAINER_MARKERS = {
-    "python_version": WHEEL_PYTHON,
-    "python_full_version": f"{WHEEL_PYTHON}.2",  # Debian 12's; no dependency here tells apart
-    "sys_platform": "linux",
-    "platform_system": "Linux",
-    "platform_machine": "x86_64",
-    "os_name": "posix",
-    "implementation_name": "cpython",
-    "platform_python_implementation": "CPython",
-}
 
 # The committed lock: every wheel the services image installs, by version and sha256
 # (``python -m ipclab.backends.docker.images lock`` writes it). The build downloads exactly
@@ -137,62 +131,80 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _wheel_metadata(wheel: Path) -> tuple[str, str, list[str]]:
-    """(canonical name, version, Requires-Dist lines) read from a wheel's METADATA."""
-    import email.parser
-    import zipfile
-
-    with zipfile.ZipFile(wheel) as z:
-        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-        msg = email.parser.HeaderParser().parsestr(z.read(meta).decode())
-    return _canonical(msg["Name"]), msg["Version"], msg.get_all("Requires-Dist") or []
+# uv's name for the container's platform: glibc x86_64 Linux, manylinux_2_28 and older tags
+UV_PLATFORM = "x86_64-manylinux_2_28"
+_UV_LINE = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)"
+    r"\s*(?:#\s*via\s+(?P<via>.*))?$"
+)
 
 
-def _needed(requires_dist: list[str], extras: set[str]) -> list[Any]:
-    """The Requires-Dist entries that apply in the container with ``extras`` asked for."""
-    from packaging.requirements import Requirement
+def _uv() -> str:
+    """uv, a dev tool like scripts/python-lock.sh's (``$UV``, else ``uv`` on PATH), not one of
+    ipclab's dependencies."""
+    uv = os.environ.get("UV") or shutil.which("uv")
+    if not uv:
+        raise ImageError("uv is missing: pip install uv (or UV=/path/to/uv), as for python-lock.sh")
+    return uv
 
+
+def host_constraints() -> str:
+    """The host's installed versions (``pip freeze``) as constraints: the lock resolves to what
+    the local backend runs wherever the host has the package."""
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "freeze", "--all"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    keep = (ln for ln in out.splitlines() if ln and not ln.startswith("-e ") and " @ " not in ln)
+    return "".join(f"{ln}\n" for ln in keep if not ln.startswith(("ipclab==", "pip==")))
+
+
+def resolve(requirements: list[str], constraints: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """uv's resolution of ``requirements`` for the container (CPython 3.11, x86_64 Linux,
+    wheels only) under ``constraints``: canonical name -> (version, the canonical names of
+    its dependencies in the image, from uv's ``# via`` annotations turned around)."""
+    with tempfile.TemporaryDirectory(prefix="ipclab-lock-") as tmp:
+        reqs, cons = Path(tmp) / "requirements.in", Path(tmp) / "constraints.txt"
+        reqs.write_text("".join(f"{r}\n" for r in requirements))
+        cons.write_text(constraints)
+        out = subprocess.run(
+            [
+                _uv(), "pip", "compile", str(reqs), "--constraint", str(cons),
+                "--python-version", WHEEL_PYTHON, "--python-platform", UV_PLATFORM,
+                "--only-binary", ":all:", "--no-header", "--annotation-style", "line", "--quiet",
+            ],
+            check=True, stdout=subprocess.PIPE, text=True,
+        ).stdout  # fmt: skip
+    versions, via = {}, {}
+    for line in out.splitlines():
+        m = _UV_LINE.match(line.strip())
+        if m:
+            name = _canonical(m.group("name"))
+            versions[name] = m.group("version")
+            via[name] = {_canonical(v.strip()) for v in (m.group("via") or "").split(",")}
+    requires: dict[str, set[str]] = {name: set() for name in versions}
+    for name, parents in via.items():
+        for parent in parents & versions.keys():
+            requires[parent].add(name)
+    return {n: (v, tuple(sorted(requires[n]))) for n, v in versions.items()}
+
+
+def lock_entries(requirements: list[str], constraints: str, wheels: Path) -> list[Locked]:
+    """The lock for ``requirements``: uv's resolution, each version's wheel for the container
+    downloaded into ``wheels`` (pip, as the build does: the same file) and its sha256."""
+    resolved = resolve(requirements, constraints)
+    _pip_download(["--no-deps", *(f"{n}=={v}" for n, (v, _) in sorted(resolved.items()))], wheels)
+    files = {_canonical(w.name.split("-")[0]): w for w in sorted(wheels.glob("*.whl"))}
+    top = {}
+    for r in requirements:
+        m = re.match(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?", r)
+        if m and m.group(2):
+            top[_canonical(m.group(1))] = m.group(2)
     out = []
-    for line in requires_dist:
-        r = Requirement(line)
-        if r.marker is None or any(
-            r.marker.evaluate({**CONTAINER_MARKERS, "extra": e}) for e in ["", *sorted(extras)]
-        ):
-            out.append(r)
-    return out
-
-
-def lock_entries(requirements: list[str], wheels: Path) -> list[Locked]:
-    """The lock for ``requirements`` from the wheels pip downloaded for them: the closure of
-    their dependencies, markers evaluated for the container, each with its file's sha256.
-    A dependency with no wheel here is an error (the lock would not install)."""
-    from packaging.requirements import Requirement
-
-    files = {}
-    for w in sorted(wheels.glob("*.whl")):
-        name, version, requires = _wheel_metadata(w)
-        files[name] = (w, version, requires)
-    wanted: dict[str, set[str]] = {}
-    todo = [Requirement(r) for r in requirements]
-    top_extras = {_canonical(r.name): r.extras for r in todo}
-    while todo:
-        req = todo.pop()
-        name = _canonical(req.name)
-        seen = wanted.get(name)
-        if seen is not None and req.extras <= seen:
-            continue
-        wanted[name] = (seen or set()) | req.extras
+    for name, (version, requires) in resolved.items():
         if name not in files:
-            raise ImageError(f"no wheel for {name} (needed by the image) in {wheels}")
-        todo += _needed(files[name][2], wanted[name])
-    out = []
-    for name, extras in wanted.items():
-        wheel, version, requires = files[name]
-        top = sorted(top_extras.get(name, set()))
-        deps = tuple(sorted({_canonical(r.name) for r in _needed(requires, extras)}))
-        out.append(
-            Locked(name, f"[{','.join(top)}]" if top else "", version, sha256_file(wheel), deps)
-        )
+            raise ImageError(f"no wheel for {name}=={version} (needed by the image) in {wheels}")
+        out.append(Locked(name, top.get(name, ""), version, sha256_file(files[name]), requires))
     return out
 
 
@@ -216,14 +228,15 @@ def _pip_download(args: list[str], dest: Path) -> None:
     )  # fmt: skip
 
 
-def write_lock(dest: Path = LOCK) -> Path:
-    """Download the services' requirements (pinned to the host's versions) for the container
-    and write the lock: ``python -m ipclab.backends.docker.images lock``."""
-    reqs = service_requirements()
+def write_lock(dest: Path = LOCK, constraints: str | None = None) -> Path:
+    """Resolve the services' requirements with uv (constrained to the host's installed
+    versions, or to ``constraints``) for the container, download each wheel and write the
+    lock: ``python -m ipclab.backends.docker.images lock``."""
+    reqs = service_requirements(pin=False)
+    cons = host_constraints() if constraints is None else constraints
     with tempfile.TemporaryDirectory(prefix="ipclab-lock-") as tmp:
-        log(f"downloading wheels for: {' '.join(reqs)}")
-        _pip_download(reqs, Path(tmp))
-        dest.write_text(lock_text(lock_entries(reqs, Path(tmp))))
+        log(f"resolving with uv and downloading wheels for: {' '.join(reqs)}")
+        dest.write_text(lock_text(lock_entries(reqs, cons, Path(tmp))))
     log(f"{dest}: {len(read_lock(dest))} wheels")
     return dest
 
