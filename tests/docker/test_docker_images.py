@@ -109,7 +109,7 @@ def test_go_image_runs_the_hosts_static_binary_unprivileged(docker_images: dict[
     out = run_in(image, "sh", "-c", f"id -u; sha256sum {binary}; echo $IPCLAB_FIXTURE")
     uid, digest, fixture = out.splitlines()
     assert uid == "10001"
-    assert digest.split()[0] == images._sha256(gobuild.go_binary())  # the local backend's
+    assert digest.split()[0] == wheellock.sha256_file(gobuild.go_binary())  # the local backend's
     assert fixture.startswith("/tmp/")
 
 
@@ -128,4 +128,4 @@ def test_node_image_runs_the_hosts_build_and_node_unprivileged(
     uid, version, digest = out.splitlines()
     assert uid == "10001"
     assert version == f"v{nodebuild.node_version()}"
-    assert digest.split()[0] == images._sha256(built / "app/node_modules/.package-lock.json")
+    assert digest.split()[0] == wheellock.sha256_file(built / "app/node_modules/.package-lock.json")
