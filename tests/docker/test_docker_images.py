@@ -75,7 +75,7 @@ def test_stacks_get_pinned_ids_and_a_run_records_each_images_debian_packages(
         record = pins.image_record(image_id)  # what stack_info.images holds
         assert record["tag"] == tag and record["id"] == image_id
         packages = record["apt_packages"]
-        assert packages == images.apt_packages(image_id)  # the image's own record
+        assert packages == pins.apt_packages(image_id)  # the image's own record
         dpkg = run_in(image_id, "sh", "-c", pins.DPKG_QUERY)
         assert packages == dpkg.split(), role  # the packages installed in it, exactly
         assert expected[role] <= {p.split("=")[0] for p in packages}, role
