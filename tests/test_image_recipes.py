@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ipclab import gobuild, javabuild
-from ipclab.backends.docker import images, recipes
+from ipclab.backends.docker import contexts, images, recipes
 from ipclab.backends.docker.recipes import GO, JAVA, ImageRecipe
 from ipclab.paths import REPO_ROOT
 
@@ -19,7 +19,7 @@ BASE_ID = "sha256:" + "b" * 64
 
 @pytest.fixture
 def no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(images, "_image_id", lambda name: BASE_ID)
+    monkeypatch.setattr(contexts, "image_id_of", lambda name: BASE_ID)
 
 
 def test_the_recipes_keep_the_context_hashes_the_images_were_built_with(no_engine: None) -> None:
@@ -35,7 +35,7 @@ def test_the_recipes_keep_the_context_hashes_the_images_were_built_with(no_engin
         (recipe,) = (
             r for r in images.infrastructure_recipes(("rabbitmq", "postgres")) if r.name == name
         )
-        old = images._tree_hash([REPO_ROOT / "compose" / folder], extra=f"base@{BASE_ID}")
+        old = contexts._tree_hash([REPO_ROOT / "compose" / folder], extra=f"base@{BASE_ID}")
         assert images.recipe_context_hash(recipe, "base") == old
         assert recipe.kind == folder  # its ipclab.image label, as before
 
@@ -99,7 +99,7 @@ def test_the_node_image_is_a_runtime_recipe_with_the_hash_it_was_built_with(
         "ipclab-services-node:latest", "services-node", "none", "services",
     )  # fmt: skip
     assert NODE.dockerfile.parent == nodebuild.NODE_PROJECT
-    assert nodebuild.NODE_PROJECT in images.NOT_IN_SERVICES_IMAGE
+    assert nodebuild.NODE_PROJECT in contexts.NOT_IN_SERVICES_IMAGE
     node = shutil.which("node")
     if node is None:
         pytest.skip("no node on PATH")

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ipclab.backends.docker import images
-from ipclab.backends.docker.images import ImageError, Locked
+from ipclab.backends.docker import contexts, images, pins, wheellock
+from ipclab.backends.docker.imagebasics import ImageError
+from ipclab.backends.docker.wheellock import Locked
 from ipclab.paths import REPO_ROOT
 
 
@@ -51,19 +52,19 @@ def tiny_lock(tmp_path: Path) -> tuple[Path, Path, dict[str, Locked]]:
     wheel = make_wheel(wheels, "VALUE = 1\n")
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     lock = tmp_path / "requirements.lock"
-    lock.write_text(images.lock_text([Locked("tiny-pkg", "", "1.0", digest, ())]))
-    return wheels, lock, images.read_lock(lock)
+    lock.write_text(wheellock.lock_text([Locked("tiny-pkg", "", "1.0", digest, ())]))
+    return wheels, lock, wheellock.read_lock(lock)
 
 
 def test_a_wheel_whose_hash_differs_from_the_lock_is_refused_on_the_host(tmp_path: Path) -> None:
     wheels, _, lock = tiny_lock(tmp_path)
-    assert set(images.verify_wheels(wheels, lock)) == {"tiny-pkg"}
+    assert set(wheellock.verify_wheels(wheels, lock)) == {"tiny-pkg"}
     make_wheel(wheels, "VALUE = 2  # changed in the cache\n")
     with pytest.raises(ImageError, match=r"tiny-pkg==1.0: tiny_pkg-1.0-py3-none-any.whl does not"):
-        images.verify_wheels(wheels, lock)
+        wheellock.verify_wheels(wheels, lock)
     (wheels / "tiny_pkg-1.0-py3-none-any.whl").unlink()
     with pytest.raises(ImageError, match="tiny-pkg==1.0: no file"):
-        images.verify_wheels(wheels, lock)
+        wheellock.verify_wheels(wheels, lock)
 
 
 def test_a_wheel_whose_hash_differs_from_the_lock_is_refused_by_pip_in_the_image(
@@ -84,25 +85,25 @@ def test_the_lock_reads_back_what_was_written_and_refuses_other_lines(tmp_path: 
         Locked("aiocoap", "", "0.4.17", "b" * 64, ()),
     ]
     path = tmp_path / "lock"
-    path.write_text(images.lock_text(entries))
-    assert images.read_lock(path) == {e.name: e for e in entries}
+    path.write_text(wheellock.lock_text(entries))
+    assert wheellock.read_lock(path) == {e.name: e for e in entries}
     path.write_text(path.read_text() + "numpy>=1\n")
     with pytest.raises(ImageError, match="not a lock line: 'numpy>=1'"):
-        images.read_lock(path)
+        wheellock.read_lock(path)
 
 
 def _direct_requirements() -> dict[str, set[str]]:
     """The services' direct requirements (pyproject minus the harness-only ones): name -> extras."""
     out = {}
-    for req in images.service_requirements():
+    for req in wheellock.service_requirements():
         m = re.match(r"([A-Za-z0-9_.\-]+)(?:\[([^\]]*)\])?", req)
         assert m
-        out[images._canonical(m.group(1))] = set(filter(None, (m.group(2) or "").split(",")))
+        out[wheellock._canonical(m.group(1))] = set(filter(None, (m.group(2) or "").split(",")))
     return out
 
 
 def test_the_committed_lock_covers_every_package_the_image_needs() -> None:
-    lock = images.read_lock()
+    lock = wheellock.read_lock()
     direct = _direct_requirements()
     assert direct.keys() <= lock.keys(), f"unlocked: {sorted(direct.keys() - lock.keys())}"
     for name, extras in direct.items():  # an extra the image needs is locked with it
@@ -119,11 +120,38 @@ def test_the_committed_lock_covers_every_package_the_image_needs() -> None:
     assert reached == set(lock), f"locked but needed by nothing: {sorted(set(lock) - reached)}"
 
 
+# The container's interpreter and platform, for evaluating a wheel's dependency markers.
+CONTAINER_MARKERS = {
+    "python_version": wheellock.WHEEL_PYTHON,
+    "python_full_version": f"{wheellock.WHEEL_PYTHON}.2",  # Debian 12's
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+}
+
+
+def _needed_in_container(requires_dist: list[str], extras: set[str]) -> tuple[str, ...]:
+    """The canonical names of the Requires-Dist entries that apply in the container."""
+    from packaging.requirements import Requirement
+
+    out = set()
+    for line in requires_dist:
+        r = Requirement(line)
+        if r.marker is None or any(
+            r.marker.evaluate({**CONTAINER_MARKERS, "extra": e}) for e in ["", *sorted(extras)]
+        ):
+            out.add(wheellock._canonical(r.name))
+    return tuple(sorted(out))
+
+
 def test_the_locks_dependency_lists_are_the_wheels_own() -> None:
     """`# requires:` is what each package's metadata says for the container, checked against
     the host's copy of every locked version the host also runs (most or all of them)."""
     checked = 0
-    for name, entry in images.read_lock().items():
+    for name, entry in wheellock.read_lock().items():
         try:
             dist = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:
@@ -131,17 +159,57 @@ def test_the_locks_dependency_lists_are_the_wheels_own() -> None:
         if dist.version != entry.version:
             continue
         extras = set(entry.extras.strip("[]").split(",")) - {""}
-        needed = images._needed(dist.requires or [], extras)
-        assert tuple(sorted({images._canonical(r.name) for r in needed})) == entry.requires, name
+        needed = _needed_in_container(dist.requires or [], extras)
+        assert needed == entry.requires, name
         checked += 1
     if not checked:  # a fresh install got newer versions of everything: nothing to compare
         pytest.skip("the host runs none of the locked versions (images status: lock.drift)")
 
 
+UV_OUTPUT = """\
+aiohttp==3.14.5           # via -c constraints.txt, -r requirements.in
+Aiormq==7.2.4             # via aio-pika, -c constraints.txt
+aio-pika==10.2.1          # via -r requirements.in
+httptools==0.9.0          # via uvicorn
+uvicorn==0.54.0           # via -r requirements.in
+yarl==1.25.1              # via aio-pika, aiohttp, aiormq, -c constraints.txt
+"""
+
+
+def test_the_lock_is_uvs_resolution_with_its_dependency_graph_turned_around(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uv resolves; its `# via` annotations (who needs a package) become each package's
+    `# requires:` (what it needs in the image), and uv is asked for the container's platform,
+    wheels only, under the constraints given."""
+    uv = tmp_path / "uv"
+    args = tmp_path / "args"
+    (tmp_path / "out").write_text(UV_OUTPUT)
+    uv.write_text(f'#!/bin/sh\necho "$@" > {args}\ncat {tmp_path / "out"}\n')
+    uv.chmod(0o755)
+    monkeypatch.setenv("UV", str(uv))
+    got = wheellock.resolve(["aiohttp", "uvicorn[standard]", "aio-pika"], "aiohttp==3.14.5\n")
+    assert got == {
+        "aiohttp": ("3.14.5", ("yarl",)),
+        "aiormq": ("7.2.4", ("yarl",)),
+        "aio-pika": ("10.2.1", ("aiormq", "yarl")),
+        "httptools": ("0.9.0", ()),
+        "uvicorn": ("0.54.0", ("httptools",)),
+        "yarl": ("1.25.1", ()),
+    }
+    called = args.read_text()
+    assert "--python-platform x86_64-manylinux_2_28" in called
+    assert "--only-binary :all:" in called and "--python-version 3.11" in called
+    monkeypatch.setenv("UV", "")
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    with pytest.raises(ImageError, match="uv is missing: pip install uv"):
+        wheellock.resolve(["aiohttp"], "")
+
+
 def test_a_lock_without_a_direct_requirement_stops_the_build() -> None:
-    lock = {k: v for k, v in images.read_lock().items() if k != "aiohttp"}
+    lock = {k: v for k, v in wheellock.read_lock().items() if k != "aiohttp"}
     with pytest.raises(ImageError, match=r"requirements.lock lacks aiohttp"):
-        images.check_lock_covers_requirements(lock)
+        wheellock.check_lock_covers_requirements(lock)
 
 
 def test_the_image_installs_the_lock_with_hashes_and_records_its_debian_packages() -> None:
@@ -151,7 +219,7 @@ def test_the_image_installs_the_lock_with_hashes_and_records_its_debian_packages
     for dockerfile in ("services/Dockerfile", "compose/broker/Dockerfile"):
         text = (REPO_ROOT / dockerfile).read_text()
         one_line = re.sub(r"\s*\\\n\s*", " ", text)
-        assert f"{images.DPKG_QUERY} > {images.APT_RECORD}" in one_line, dockerfile
+        assert f"{pins.DPKG_QUERY} > {pins.APT_RECORD}" in one_line, dockerfile
 
 
 # ------------------------------------------------------------------------------- pins
@@ -161,12 +229,15 @@ def test_the_image_installs_the_lock_with_hashes_and_records_its_debian_packages
 def engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
     """A fake engine: tag -> image id, labels from a dict; the manifest in a temp dir."""
     tags: dict[str, str] = {}
-    monkeypatch.setattr(images, "MANIFEST", tmp_path / "images.json")
+    monkeypatch.setattr(pins, "MANIFEST", tmp_path / "images.json")
     monkeypatch.setattr(images, "BUILD_DIR", tmp_path)  # its build lock: not a real build's
-    monkeypatch.setattr(
-        images, "_image_id", lambda name: name if name.startswith("sha256:") else tags.get(name)
-    )
-    monkeypatch.setattr(images, "_image_label", lambda name, key: "h1" if name in tags else None)
+    for module in (images, pins, contexts):  # each module's look-up, where it is used
+        monkeypatch.setattr(
+            module,
+            "image_id_of",
+            lambda name: name if name.startswith("sha256:") else tags.get(name),
+        )
+    monkeypatch.setattr(pins, "image_label", lambda name, key: "h1" if name in tags else None)
     return tags
 
 
@@ -180,14 +251,14 @@ def test_a_tag_is_used_by_the_id_it_was_built_as_and_refused_once_it_names_anoth
         "ipclab-services:latest", {"id": "sha256:" + "1" * 64, "context_hash": "h1"}
     )
     assert images.pinned("ipclab-services:latest") == "sha256:" + "1" * 64
-    assert images._stale("ipclab-services:latest", "h1") is None
+    assert pins.stale("ipclab-services:latest", "h1") is None
     engine["ipclab-services:latest"] = "sha256:" + "2" * 64  # re-tagged, or built by another
     with pytest.raises(
         ImageError, match=r"now names sha256:2+, not sha256:1+, the image the harness built"
     ):
         images.pinned("ipclab-services:latest")
-    assert "now names" in (images._stale("ipclab-services:latest", "h1") or "")
-    assert json.loads(images.MANIFEST.read_text())["ipclab-services:latest"]["id"].endswith("1")
+    assert "now names" in (pins.stale("ipclab-services:latest", "h1") or "")
+    assert json.loads(pins.MANIFEST.read_text())["ipclab-services:latest"]["id"].endswith("1")
 
 
 def test_ensure_images_rebuilds_a_tag_that_now_names_another_image(
@@ -243,9 +314,9 @@ def test_a_container_that_reads_an_image_is_this_harness_s_to_sweep(
     class Client:
         containers = Containers()
 
-    monkeypatch.setattr(images, "docker_client", lambda: Client())
+    monkeypatch.setattr(pins, "docker_client", lambda: Client())
     with pytest.raises(RuntimeError, match="stop here"):
-        images.apt_packages("some-image")
+        pins.apt_packages("some-image")
     labels = made[0]["labels"]
     assert isinstance(labels, dict)
     assert labels[HARNESS_LABEL] == orphans.this_harness()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ipclab.backends.docker import images
+from ipclab.backends.docker import images, pins, wheellock
 from ipclab.backends.docker.backend import PROJECT_LABEL, client
 from ipclab.infrastructure.rabbitmq import IMAGE as BROKER
 
@@ -39,14 +39,14 @@ def test_services_image_builds_offline_from_the_local_base(
 ) -> None:
     if not images.image_exists(images.LOCAL_BASE):
         pytest.skip("no local base (see the test above)")
-    monkeypatch.setattr(images, "MANIFEST", tmp_path / "images.json")  # not the real pins
+    monkeypatch.setattr(pins, "MANIFEST", tmp_path / "images.json")  # not the real pins
     tag = "ipclab-services:offline-test"
     try:
         images.build_services_image(images.LOCAL_BASE, tag=tag, network_mode="none")
         entry = images.read_manifest()[tag]
         assert images.pinned(tag) == entry["id"]
         assert entry["base_id"] == client().images.get(images.LOCAL_BASE).id
-        assert entry["wheel_lock_sha256"] == images._sha256(images.LOCK)
+        assert entry["wheel_lock_sha256"] == wheellock.sha256_file(wheellock.LOCK)
         out = run_in(
             tag,
             "python",
@@ -72,11 +72,11 @@ def test_stacks_get_pinned_ids_and_a_run_records_each_images_debian_packages(
     for role, tag in (("services", images.SERVICES_IMAGE), ("broker", BROKER.image)):
         image_id = docker_images[role]
         assert image_id.startswith("sha256:") and image_id == images.pinned(tag)
-        record = images.image_record(image_id)  # what stack_info.images holds
+        record = pins.image_record(image_id)  # what stack_info.images holds
         assert record["tag"] == tag and record["id"] == image_id
         packages = record["apt_packages"]
-        assert packages == images.apt_packages(image_id)  # the image's own record
-        dpkg = run_in(image_id, "sh", "-c", images.DPKG_QUERY)
+        assert packages == pins.apt_packages(image_id)  # the image's own record
+        dpkg = run_in(image_id, "sh", "-c", pins.DPKG_QUERY)
         assert packages == dpkg.split(), role  # the packages installed in it, exactly
         assert expected[role] <= {p.split("=")[0] for p in packages}, role
 
@@ -84,7 +84,7 @@ def test_stacks_get_pinned_ids_and_a_run_records_each_images_debian_packages(
 def test_a_tag_moved_off_its_recorded_build_is_refused(
     docker_images: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(images, "MANIFEST", tmp_path / "images.json")
+    monkeypatch.setattr(pins, "MANIFEST", tmp_path / "images.json")
     c = client()
     tag = "ipclab-pin-test:moved"
     c.images.get(docker_images["services"]).tag(tag)
@@ -109,7 +109,7 @@ def test_go_image_runs_the_hosts_static_binary_unprivileged(docker_images: dict[
     out = run_in(image, "sh", "-c", f"id -u; sha256sum {binary}; echo $IPCLAB_FIXTURE")
     uid, digest, fixture = out.splitlines()
     assert uid == "10001"
-    assert digest.split()[0] == images._sha256(gobuild.go_binary())  # the local backend's
+    assert digest.split()[0] == wheellock.sha256_file(gobuild.go_binary())  # the local backend's
     assert fixture.startswith("/tmp/")
 
 
@@ -128,4 +128,4 @@ def test_node_image_runs_the_hosts_build_and_node_unprivileged(
     uid, version, digest = out.splitlines()
     assert uid == "10001"
     assert version == f"v{nodebuild.node_version()}"
-    assert digest.split()[0] == images._sha256(built / "app/node_modules/.package-lock.json")
+    assert digest.split()[0] == wheellock.sha256_file(built / "app/node_modules/.package-lock.json")

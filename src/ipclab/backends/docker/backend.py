@@ -675,7 +675,7 @@ class DockerStack(RunningStack):
             "project": self.project,
             "compose": " ".join(compose_command()),
             "compose_file": f"generated from the {self.spec.name} declaration (ipclab compose)",
-            # id, tag, base, wheel lock and Debian packages of each image (images.image_record)
+            # id, tag, base, wheel lock and Debian packages of each image (pins.image_record)
             "images": {k: self._image_record(v) for k, v in self.images.items()},
             "containers": {c: ctr.name for c, ctr in self._containers.items()},
             "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},
@@ -705,10 +705,10 @@ class DockerStack(RunningStack):
         return {"container": None}
 
     def _image_record(self, name: str) -> dict[str, Any]:
-        from ipclab.backends.docker import images
+        from ipclab.backends.docker import pins
 
         with contextlib.suppress(Exception):
-            return images.image_record(name)
+            return pins.image_record(name)
         return {"name": name, "id": None}
 
     def __repr__(self) -> str:
