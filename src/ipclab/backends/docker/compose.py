@@ -111,9 +111,8 @@ def compose_document(
     broker, the database), its services and its gateway. ``net_admin``: the containers get
     the capabilities a network delay needs. ``logins``: infrastructure name -> the login its
     plugin's ``write_files`` made; a plugin without one gets its ``by_hand`` placeholders,
-    for a file run by hand. ``tls_dir``: ``--tls``, the stack's TLS files (ipclab.tls),
-    mounted read-only into every role's container and the broker's, which then listens for
-    AMQPS (the roles get its ``amqps://`` URL); ``tls_edge``: the gateway's alone."""
+    for a file run by hand. ``tls_dir``: ``--tls``, the stack's TLS files (ipclab.tls) in
+    every role's container and the broker's (AMQPS); ``tls_edge``: the gateway's alone."""
     if not spec.runtime.image:
         raise ValueError(
             f"{spec.name}: its {spec.runtime.name} roles have no image yet; "
