@@ -197,10 +197,8 @@ class StackSpec:
             return f"{self.name}: its {self.adapters} protocol adapters have no TLS"
         runtimes = ("python", "go", "node") if edge else ("python", "go")
         if self.domain not in TLS_DOMAINS or self.runtime.name not in runtimes:
-            return (
-                f"{self.name}: TLS is built for the shop's Python and Go stacks"
-                + (" (and Node.js's gateway, --tls-hops edge)" if not edge else ", and Node.js's")
-            )
+            node = ", and Node.js's" if edge else " (and Node.js's gateway, --tls-hops edge)"
+            return f"{self.name}: TLS is built for the shop's Python and Go stacks{node}"
         return None
 
     def unavailable(self) -> str | None:
