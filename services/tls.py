@@ -12,7 +12,9 @@ its subject alternative names); a role gets three paths:
 Clients verify the peer's certificate and its name (no "insecure" switch exists); TLS 1.3 is
 the least either side accepts where the library takes a setting (Python's gRPC does not).
 Without ``IPCLAB_TLS_CA`` in the environment TLS is off and every role speaks in the clear,
-as before.
+as before. ``IPCLAB_TLS_HOPS=edge`` (``--tls-hops edge``, issue 50: the gateway's alone gets
+the files then) keeps the role's clients in the clear: it serves HTTPS to the load generator
+and dials the services and the broker in plain text (:func:`client_files` is None).
 
 A server gives a client :data:`HANDSHAKE_TIMEOUT_S` to finish its TLS handshake, the head
 timeout of ``ipclab_services.limits`` (asyncio's own default is 60 s, gRPC's 120 s): a
@@ -31,6 +33,7 @@ from pathlib import Path
 from ipclab_services.limits import HEADER_TIMEOUT_S
 
 CA, CERT, KEY = "IPCLAB_TLS_CA", "IPCLAB_TLS_CERT", "IPCLAB_TLS_KEY"
+HOPS, EDGE = "IPCLAB_TLS_HOPS", "edge"  # edge: this role's server only, its clients plain
 
 
 # seconds a server waits for a client's TLS handshake (Go's servers: the least of their
@@ -67,6 +70,14 @@ def files(env: Mapping[str, str] | None = None) -> TlsFiles | None:
     return out
 
 
+def client_files(env: Mapping[str, str] | None = None) -> TlsFiles | None:
+    """The files a client of this role dials its peers with, or None (in the clear): TLS on
+    and every hop encrypted (not ``IPCLAB_TLS_HOPS=edge``)."""
+    e = os.environ if env is None else env
+    found = files(e)
+    return None if e.get(HOPS) == EDGE else found
+
+
 def enabled(env: Mapping[str, str] | None = None) -> bool:
     return files(env) is not None
 
@@ -98,6 +109,7 @@ def scheme(http: str = "http", env: Mapping[str, str] | None = None) -> str:
 
 
 __all__ = [
-    "CA", "CERT", "HANDSHAKE_TIMEOUT_S", "KEY", "TlsConfigError", "TlsFiles", "client_context",
+    "CA", "CERT", "EDGE", "HANDSHAKE_TIMEOUT_S", "HOPS", "KEY", "TlsConfigError", "TlsFiles",
+    "client_context", "client_files",
     "enabled", "files", "scheme", "server_context",
 ]  # fmt: skip

@@ -4,6 +4,7 @@ the notebook and the reference write. Synthetic per-run tables, no stack."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,15 +18,26 @@ from ipclab.studies import part
 from ipclab.studies.shafabakhsh import encryption
 
 
-def _runs(rest_tls_cost: float, grpc_tls_cost: float, reps: int = 5) -> pd.DataFrame:
+def _runs(
+    rest_tls_cost: float,
+    grpc_tls_cost: float,
+    reps: int = 5,
+    edge: tuple[float, float] | None = None,
+) -> pd.DataFrame:
     """Per-run rows of both variants: TLS multiplies REST's latency and CPU by
-    ``rest_tls_cost`` and gRPC's by ``grpc_tls_cost`` (throughput divided by it)."""
+    ``rest_tls_cost`` and gRPC's by ``grpc_tls_cost`` (throughput divided by it); with
+    ``edge`` (REST's cost, gRPC's) the edge level's runs too."""
     rng = np.random.default_rng(7)
     rows = []
-    for style, base, cost in (("rest", 100.0, rest_tls_cost), ("grpc", 140.0, grpc_tls_cost),
-                              ("amqp", 200.0, 1.1)):  # fmt: skip
+    edges = edge or (1.0, 1.0)
+    for style, base, cost, at_edge in (
+        ("rest", 100.0, rest_tls_cost, edges[0]),
+        ("grpc", 140.0, grpc_tls_cost, edges[1]),
+        ("amqp", 200.0, 1.1, 1.05),
+    ):
+        levels = [("plain", 1.0), ("tls", cost), *([("edge", at_edge)] if edge else [])]
         for users in (50, 100):
-            for variant, k in (("plain", 1.0), ("tls", cost)):
+            for variant, k in levels:
                 for r in range(reps):
                     noise = float(np.exp(rng.normal(0, 0.02)))
                     rows.append({
@@ -82,7 +94,8 @@ def test_the_notebook_part_writes_its_tables_claims_and_figure(tmp_path: Path) -
     assert {"tls_over_plain.csv", "machine_state.csv", "claims.csv", "study.json"} <= written
     assert [f["name"] for f in results.figures] == ["shafabakhsh_tls_over_plain"]
     assert any("HTTPS" in d for d in tls.deviations(params))
-    assert tls.experiments(params).variants.keys() == {"plain", "tls"}
+    assert tls.experiments(params).variants.keys() == {"plain", "tls", "edge"}
+    assert tls.experiments(params).variants["edge"].tls == "edge"
 
 
 def test_the_tls_reference_readme_is_what_its_runs_give() -> None:
@@ -100,3 +113,51 @@ def test_the_tls_reference_readme_is_what_its_runs_give() -> None:
     for name, body in blocks.items():
         block = f"<!-- generated: {name} -->\n{body.rstrip()}\n<!-- /generated -->"
         assert committed[name] == block
+
+
+def _level_verdicts(runs: pd.DataFrame) -> dict[str, str]:
+    judged = encryption.judge(runs)
+    return dict(zip(judged["claim_id"], judged["verdict"], strict=True))
+
+
+def test_the_edge_level_is_judged_apart_and_either_way() -> None:
+    """The thesis's configuration (the edge only) gets verdicts of its own, beside every
+    hop's, each level against the same plain runs; each can come out either way."""
+    verdicts = _level_verdicts(_runs(1.3, 1.05, edge=(1.05, 1.3)))
+    every = {k: v for k, v in verdicts.items() if not k.startswith("TLS-EDGE-")}
+    edge = {k: v for k, v in verdicts.items() if k.startswith("TLS-EDGE-")}
+    assert len(every) == len(edge) == 6
+    assert set(every.values()) == {claims_mod.REPRODUCED}, every
+    assert set(edge.values()) == {claims_mod.NOT_REPRODUCED}, edge
+    flipped = _level_verdicts(_runs(1.05, 1.3, edge=(1.3, 1.05)))
+    assert {v for k, v in flipped.items() if k.startswith("TLS-EDGE-")} == {claims_mod.REPRODUCED}
+    judged = encryption.judge(_runs(1.3, 1.05, edge=(1.3, 1.05)))
+    assert set(judged["family"]) == {"tls", "tls-edge"}
+    # a sitting without the edge level is judged as before: every hop alone
+    assert not any(k.startswith("TLS-EDGE") for k in _level_verdicts(_runs(1.3, 1.05)))
+
+
+def test_the_edge_ratios_table_and_figure_are_written(tmp_path: Path) -> None:
+    runs = _runs(1.3, 1.05, edge=(1.1, 1.02))
+    edge = encryption.ratio_table(runs, "edge")
+    rest = edge[(edge["style"] == "rest") & (edge["metric"] == "mean_ms")]
+    assert rest["edge_over_plain"].to_numpy() == pytest.approx(1.1, rel=0.03)
+    a = encryption.Analysis(
+        profile="full", runs=runs, ratios=encryption.ratio_table(runs),
+        claims=encryption.judge(runs),
+        machine=stats.machine_check(runs, by=("variant", "style", "users")),
+        edge_ratios=edge,
+    )  # fmt: skip
+    tls = part("shafabakhsh", "tls")
+    params = tls.parameters(results_dir=tmp_path / "tls", figures_dir=tmp_path / "figures")
+    results = tls.write(a, params)
+    assert "edge_over_plain.csv" in {p.name for p in (tmp_path / "tls").iterdir()}
+    assert [f["name"] for f in results.figures] == [
+        "shafabakhsh_tls_over_plain",
+        "shafabakhsh_edge_tls_over_plain",
+    ]
+    stamped = runs.assign(
+        started_at=[f"2026-11-29T08:{i // 60:02d}:{i % 60:02d}Z" for i in range(len(runs))]
+    )
+    blocks = encryption.readme_blocks(replace(a, runs=stamped))
+    assert "edge_ratios" in blocks and "at the edge" in blocks["sitting"]

@@ -53,7 +53,7 @@ func robust(amqpURL, who string, setup func(*amqp.Connection) error, stop <-chan
 	lost func()) error {
 	connect := func() (*amqp.Connection, error) {
 		dial := func() (*amqp.Connection, error) { return amqp.Dial(amqpURL) }
-		if tlsOn() { // AMQPS: the harness gives an amqps:// URL
+		if clientTLSOn() { // AMQPS: the harness gives an amqps:// URL
 			dial = func() (*amqp.Connection, error) { return amqp.DialTLS(amqpURL, clientTLS()) }
 		}
 		conn, err := dial()

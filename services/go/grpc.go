@@ -182,7 +182,7 @@ type grpcClients struct {
 func newGRPCClients(addresses map[string]string) (*grpcClients, error) {
 	c := &grpcClients{conns: map[string]*grpc.ClientConn{}}
 	creds := insecure.NewCredentials()
-	if tlsOn() { // one connection, so one handshake, per service
+	if clientTLSOn() { // one connection, so one handshake, per service
 		creds = credentials.NewTLS(clientTLS())
 	}
 	for s, a := range addresses {

@@ -84,7 +84,7 @@ func newRESTClients(addresses map[string]string) *restClients {
 		MaxConnsPerHost:     poolPerHost,
 		IdleConnTimeout:     poolIdle,
 	}
-	if tlsOn() { // a handshake per pooled connection; HTTP/1.1 (no h2 asked for)
+	if clientTLSOn() { // a handshake per pooled connection; HTTP/1.1 (no h2 asked for)
 		transport.TLSClientConfig = clientTLS()
 	}
 	return &restClients{base, &http.Client{Transport: transport}}

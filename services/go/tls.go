@@ -4,7 +4,9 @@ package main
 // Python roles: the stack's private authority (IPCLAB_TLS_CA), its certificate and key
 // (IPCLAB_TLS_CERT, IPCLAB_TLS_KEY); servers present the certificate, clients trust the
 // authority alone and check the peer's name; TLS 1.3 at least. Without IPCLAB_TLS_CA every
-// role speaks in the clear, as before.
+// role speaks in the clear, as before. IPCLAB_TLS_HOPS=edge (--tls-hops edge, issue 50:
+// the gateway alone gets the files then) keeps the role's clients in the clear: it serves
+// HTTPS and dials the services and the broker in plain text (clientTLSOn is false).
 
 import (
 	"crypto/tls"
@@ -17,6 +19,9 @@ import (
 
 // tlsOn says whether the role's environment gives the stack's TLS files.
 func tlsOn() bool { return os.Getenv("IPCLAB_TLS_CA") != "" }
+
+// clientTLSOn says whether the role's clients dial their peers over TLS: every hop encrypted.
+func clientTLSOn() bool { return tlsOn() && os.Getenv("IPCLAB_TLS_HOPS") != "edge" }
 
 func tlsFile(key string) string {
 	path := os.Getenv(key)
@@ -60,9 +65,9 @@ func listen(s *http.Server) error {
 	return s.ListenAndServeTLS("", "")
 }
 
-// httpScheme is the scheme of the stack's HTTP hops.
+// httpScheme is the scheme of the stack's HTTP hops (the gateway's calls to the services).
 func httpScheme() string {
-	if tlsOn() {
+	if clientTLSOn() {
 		return "https"
 	}
 	return "http"

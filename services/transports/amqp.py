@@ -53,7 +53,7 @@ async def _declare(
 async def _connect(url: str) -> aio_pika.abc.AbstractRobustConnection:
     """One robust connection to the broker; over TLS (AMQPS) when the stack has it: the
     harness then gives an ``amqps://`` URL, and the stack's authority alone is trusted."""
-    files = tls.files()
+    files = tls.client_files()
     if files is not None and not url.startswith("amqps://"):
         raise tls.TlsConfigError(f"TLS is on but the broker's URL is not amqps: {url!r}")
     context = tls.client_context(files) if files is not None else None

@@ -114,7 +114,7 @@ class GrpcClients:
     def __init__(self, services: Sequence[ServiceDef], addresses: dict[str, str]):
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._calls: dict[tuple[str, str], Any] = {}
-        files = tls.files()
+        files = tls.client_files()
         options = _CHANNEL_OPTIONS + reconnect.grpc_channel_options()
         for s in services:
             if files is not None:  # one channel, so one handshake, per service

@@ -524,7 +524,7 @@ class _Connections:
         self._connections: dict[str, _ClientConnection] = {}
         self._opening: dict[str, asyncio.Task[_ClientConnection]] = {}
         self.opened = 0
-        files = tls.files()  # --tls: one TLS handshake per connection, so per peer
+        files = tls.client_files()  # --tls: one TLS handshake per connection, so per peer
         self._tls = tls.client_context(files, alpn=("h2",)) if files is not None else None
 
     async def _open(self, peer: str) -> _ClientConnection:

@@ -84,7 +84,7 @@ class RestClients:
     context across the pool's connections to one service)."""
 
     def __init__(self, addresses: dict[str, str]):
-        files = tls.files()
+        files = tls.client_files()
         scheme = "https" if files is not None else "http"
         self._base = {name: f"{scheme}://{addr}" for name, addr in addresses.items()}
         ssl_context = tls.client_context(files, alpn=("http/1.1",)) if files else True

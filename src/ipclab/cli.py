@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.backends import BACKENDS, StackOptions, all_backends, get_backend
+from ipclab.backends.base import TLS_EDGE
 from ipclab.stacks import UnknownStack, all_stacks, resolve
 from ipclab.studies import UnknownStudy, all_studies
 
@@ -62,7 +63,7 @@ def _check_stack_options(a: argparse.Namespace) -> None:
             ("memory", getattr(a, "memory", None)),
             ("delay-ms", getattr(a, "delay_ms", 0.0) or None),
             ("pin", getattr(a, "pin", None)),
-            ("tls", getattr(a, "tls", False) or None),
+            ("tls", _tls_level(a)),
             ("detach", getattr(a, "detach", False) or None),
             ("store", "db" if getattr(a, "store", "memory") == "db" else None),
         )
@@ -97,9 +98,18 @@ def _stack_options(a: argparse.Namespace) -> StackOptions:
         cpus=getattr(a, "cpus", None),
         memory_mb=getattr(a, "memory", None),
         delay_ms=getattr(a, "delay_ms", 0.0),
-        tls=True if getattr(a, "tls", False) else None,
+        tls=_tls_level(a),
         store="db" if getattr(a, "store", "memory") == "db" else None,
     )
+
+
+def _tls_level(a: argparse.Namespace) -> bool | str | None:
+    """``StackOptions.tls``: None (plain), True (``--tls``: every hop) or "edge"
+    (``--tls-hops edge``: HTTPS to the gateway only; ``--tls-hops all`` is ``--tls``)."""
+    hops = getattr(a, "tls_hops", None)
+    if hops == TLS_EDGE:
+        return TLS_EDGE
+    return True if getattr(a, "tls", False) or hops == "all" else None
 
 
 def _add_stack_args(p: argparse.ArgumentParser) -> None:
@@ -139,6 +149,12 @@ def _add_stack_args(p: argparse.ArgumentParser) -> None:
         help="where the shop's services read their data: the generator in memory, or their "
         "stores (FerretDB and MariaDB, private, seeded from the generator; Python shop "
         "stacks, local backend)",
+    )
+    p.add_argument(
+        "--tls-hops",
+        choices=("all", TLS_EDGE),
+        help="which hops TLS covers (implies --tls): all (as --tls) or edge, HTTPS from the "
+        "load generator to the gateway only, the gateway's calls in the clear (the thesis's)",
     )
 
 

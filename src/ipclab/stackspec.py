@@ -183,9 +183,10 @@ class StackSpec:
             return f"{self.name}: --store db is built for the shop's Python stacks so far"
         return None
 
-    def tls_unavailable(self) -> str | None:
+    def tls_unavailable(self, edge: bool = False) -> str | None:
         """Why this stack cannot run with ``--tls`` (None: it can): TLS is built for the
-        shop's stacks whose every hop is HTTP/1.1, gRPC, AMQP or HTTP/2, Python or Go."""
+        shop's stacks whose every hop is HTTP/1.1, gRPC, AMQP or HTTP/2, Python or Go; its
+        ``edge`` level (the gateway's listener only) for the shop's gateways in Node.js too."""
         if self.transport not in TLS_TRANSPORTS:
             return (
                 f"{self.name}: no TLS for its transport {self.transport!r} "
@@ -194,8 +195,10 @@ class StackSpec:
             )
         if self.adapters:
             return f"{self.name}: its {self.adapters} protocol adapters have no TLS"
-        if self.domain not in TLS_DOMAINS or self.runtime.name not in ("python", "go"):
-            return f"{self.name}: TLS is built for the shop's Python and Go stacks"
+        runtimes = ("python", "go", "node") if edge else ("python", "go")
+        if self.domain not in TLS_DOMAINS or self.runtime.name not in runtimes:
+            node = ", and Node.js's" if edge else " (and Node.js's gateway, --tls-hops edge)"
+            return f"{self.name}: TLS is built for the shop's Python and Go stacks{node}"
         return None
 
     def unavailable(self) -> str | None:

@@ -1,5 +1,6 @@
-"""TLS for a stack started with ``--tls`` (issue 32): a private certificate authority made
-per stack start, one certificate for the stack's roles, and the harness's own trust in it.
+"""TLS for a stack started with ``--tls`` (issue 32; ``--tls-hops edge``, issue 50): a
+private certificate authority made per stack start, one certificate for the stack's roles,
+and the harness's own trust in it.
 
 :func:`make` writes three files into a folder of the stack's (the local backend's work
 folder, the docker backend's project folder, both removed when the stack stops and swept
@@ -40,6 +41,7 @@ CA_FILE, CERT_FILE, KEY_FILE = "ca.pem", "cert.pem", "key.pem"
 LIFETIME = dt.timedelta(days=30)  # a stack outlives no run by that much (a soak: hours)
 SKEW = dt.timedelta(minutes=5)  # a certificate valid from a little before now
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
+HOPS_ENV, EDGE = "IPCLAB_TLS_HOPS", "edge"  # the gateway's clients dial in the clear
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,15 @@ class StackTls:
             "IPCLAB_TLS_CERT": str(base / CERT_FILE),
             "IPCLAB_TLS_KEY": str(base / KEY_FILE),
         }
+
+    def role_env(self, gateway: bool, edge: bool, inside: Path | None = None) -> dict[str, str]:
+        """A role's TLS environment: every role's with every hop encrypted; with ``edge``
+        (``--tls-hops edge``) the gateway's alone, with ``IPCLAB_TLS_HOPS=edge``: it serves
+        HTTPS and dials the services and the broker in the clear; the services get nothing
+        and serve in the clear."""
+        if not edge:
+            return self.env(inside)
+        return {**self.env(inside), HOPS_ENV: EDGE} if gateway else {}
 
 
 CONTAINER_DIR = Path("/run/ipclab/tls")  # where the docker backend mounts a stack's files

@@ -64,3 +64,31 @@ def test_no_key_or_certificate_is_left_once_a_container_stack_stops(
     finally:
         stack.stop()
     assert not folder.exists()
+
+
+EDGE_STACKS = ("shop-amqp", "shop-grpc-go", "shop-rest-node")  # one per runtime (issue 50)
+
+
+def test_tls_at_the_edge_in_containers_the_gateway_alone(docker_images: dict[str, str]) -> None:
+    """``--tls-hops edge`` in containers: the gateway answers over HTTPS with the stack's
+    certificate; the services' containers get no TLS files, the broker no TLS listener."""
+    import ssl
+    import urllib.request
+
+    edge = StackOptions(call_timeout_s=2.0, tls="edge")
+    for stacks in started_together(DockerBackend(), EDGE_STACKS, edge):
+        for name, stack in stacks.items():
+            assert stack.gateway_url.startswith("https://") and stack.tls is not None, name
+            signed = ssl.create_default_context(cafile=str(stack.tls.ca))
+            url = f"{stack.gateway_url}/product/7?customer_id=3"
+            with urllib.request.urlopen(url, timeout=10, context=signed) as r:
+                assert r.status == 200, name
+            compose = yaml.safe_load(Path(stack.compose_path).read_text())["services"]
+            gateway = compose[stack.spec.gateway]
+            assert gateway["environment"]["IPCLAB_TLS_HOPS"] == "edge", name
+            for role in stack.spec.services:
+                assert "IPCLAB_TLS_CA" not in compose[role]["environment"], (name, role)
+                mounts = compose[role].get("volumes", ())
+                assert not any(str(tls.CONTAINER_DIR) in v for v in mounts), (name, role)
+            if stack.spec.needs_broker:
+                assert gateway["environment"]["IPCLAB_AMQP_URL"].startswith("amqp://"), name

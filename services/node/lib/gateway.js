@@ -8,6 +8,7 @@ const { page } = require('./data');
 const { ServiceError, asServiceError, badRequest, timeout, worst } = require('./errors');
 const { MAX_BODY, listen, newServer } = require('./limits');
 const { send } = require('./rest');
+const { serverTLS } = require('./tls');
 
 const INT64_MAX = (1n << 63n) - 1n;
 const MAX_QUERY_FIELDS = 16;
@@ -154,7 +155,7 @@ function serveGateway(gateway, host, port) {
     const [status, body] = await gateway.route(req.method, req.url);
     const took = Number(process.hrtime.bigint() - t0) / 1e6;
     send(res, status, body, { 'Server-Timing': `app;dur=${took.toFixed(3)}` });
-  });
+  }, serverTLS());
   return listen(server, host, port);
 }
 

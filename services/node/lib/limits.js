@@ -2,6 +2,7 @@
 // What every Node.js server grants one client: the values of services/limits.py and
 // services/go/limits.go (tests/test_hardening.py compares them), explained in docs/hardening.md.
 const http = require('node:http');
+const https = require('node:https');
 
 const MAX_BODY = 1 << 20; // bytes: a longer request body is refused with 413 (the gateway)
 const MAX_HEADER_BYTES = 64 << 10; // bytes: a longer request head is refused with 431
@@ -22,17 +23,22 @@ const FIRST_HEAD = Symbol('ipclab.firstHead');
 // a head from its first byte only, so a timer per connection closes one that sends nothing.
 // A connection timed out is closed without an answer (as Go and uvicorn; Node would
 // answer 408); a head over MAX_HEADER_BYTES is answered 431, other malformed requests 400.
-function newServer(handler) {
-  const server = http.createServer(
-    {
-      maxHeaderSize: MAX_HEADER_BYTES,
-      noDelay: true,
-      keepAlive: true,
-      keepAliveInitialDelay: KEEPALIVE_DELAY_MS,
-      headersTimeout: HEADER_TIMEOUT_MS,
-      requestTimeout: READ_TIMEOUT_MS,
-      connectionsCheckingInterval: 1000,
-    },
+// With ``tls`` (lib/tls.js's serverTLS: the gateway with --tls-hops edge) it serves HTTPS,
+// the handshake within HEADER_TIMEOUT_MS too (as the Python and Go servers), the head's timer
+// started once the handshake is done (on the TLS socket the requests arrive on).
+function newServer(handler, tls = null) {
+  const options = {
+    maxHeaderSize: MAX_HEADER_BYTES,
+    noDelay: true,
+    keepAlive: true,
+    keepAliveInitialDelay: KEEPALIVE_DELAY_MS,
+    headersTimeout: HEADER_TIMEOUT_MS,
+    requestTimeout: READ_TIMEOUT_MS,
+    connectionsCheckingInterval: 1000,
+  };
+  const create = tls ? https.createServer : http.createServer;
+  const server = create(
+    tls ? { ...options, ...tls, handshakeTimeout: HEADER_TIMEOUT_MS } : options,
     (req, res) => {
       const socket = req.socket;
       if (socket[FIRST_HEAD]) {
@@ -43,7 +49,7 @@ function newServer(handler) {
     },
   );
   server.keepAliveTimeout = IDLE_TIMEOUT_MS;
-  server.on('connection', (socket) => {
+  server.on(tls ? 'secureConnection' : 'connection', (socket) => {
     socket[FIRST_HEAD] = setTimeout(() => socket.destroy(), HEADER_TIMEOUT_MS);
     socket.once('close', () => clearTimeout(socket[FIRST_HEAD]));
   });

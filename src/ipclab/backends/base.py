@@ -20,6 +20,8 @@ import psutil
 from ipclab.stacks import StackSpec
 
 RECONNECT_MODES = ("default", "tuned")  # as ipclab_services.reconnect.MODES
+TLS_EDGE = "edge"  # StackOptions.tls: HTTPS to the gateway only (the thesis's configuration)
+TLS_LEVELS = (None, False, True, TLS_EDGE)  # plain, plain, every hop, the edge only
 
 
 @dataclass
@@ -43,8 +45,10 @@ class StackOptions:
     # TLS on every hop (issue 32): the client to the gateway over HTTPS, each gateway ->
     # service hop over its style's TLS, AMQPS to the broker; a private authority per stack
     # start (ipclab.tls). None rather than False so that runs recorded before the option
-    # existed keep matching (off then, off now)
-    tls: bool | None = None
+    # existed keep matching (off then, off now). "edge" (issue 50): the gateway's listener
+    # only, over HTTPS, as Shafabakhsh's thesis ran it; the gateway's calls to the services
+    # and the broker go in the clear (True keeps meaning every hop)
+    tls: bool | str | None = None
     # where the shop's services read their data (issue 50): None, from the generator in
     # memory; "db", from their stores (FerretDB and MariaDB, started with the stack). None
     # rather than "memory" so that runs recorded before the option existed keep matching
@@ -57,6 +61,13 @@ class StackOptions:
             )
         if self.store not in (None, "db"):
             raise ValueError(f"store {self.store!r}: None (in memory) or 'db'")
+        if self.tls not in TLS_LEVELS:
+            raise ValueError(f"tls {self.tls!r}: None (plain), True (every hop) or {TLS_EDGE!r}")
+
+    @property
+    def tls_edge(self) -> bool:
+        """TLS on the load generator's hop to the gateway only (``tls="edge"``)."""
+        return self.tls == TLS_EDGE
 
     def env(self) -> dict[str, str]:
         """The environment every service process of a stack receives."""

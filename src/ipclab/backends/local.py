@@ -129,7 +129,8 @@ class LocalStack(RunningStack):
         if self._fixture is not None:
             env["IPCLAB_FIXTURE"] = str(self._fixture)
         if self.tls is not None:
-            env.update(self.tls.env())
+            edge = self.options.tls_edge
+            env.update(self.tls.role_env(role == self.spec.gateway, edge))
         adapter = self.spec.adapter_runtime
         if adapter and self._adapter_build is not None and self.spec.is_sidecar(role):
             env[adapter.env] = str(self._adapter_build)
@@ -157,7 +158,7 @@ class LocalStack(RunningStack):
         )
 
     def start(self) -> None:
-        if self.options.tls and (why := self.spec.tls_unavailable()):
+        if self.options.tls and (why := self.spec.tls_unavailable(self.options.tls_edge)):
             self.stop()
             raise ValueError(why)
         if self.options.store and (why := self.spec.store_unavailable()):
@@ -183,7 +184,7 @@ class LocalStack(RunningStack):
                 mine, rest = tuple(rest[: plugin.local_ports]), rest[plugin.local_ports :]
                 site = LocalSite(
                     self.workdir, mine, env, self.spec.domain, self._mark(), self.detached,
-                    tls=self.tls,
+                    tls=None if self.options.tls_edge else self.tls,
                 )  # fmt: skip
                 self.infra[plugin.name] = plugin.start_local(site)
             for role in self.spec.roles:

@@ -227,7 +227,7 @@ class DockerBackend:
         fails to start). ``detached``: leave it running when this process exits (``ipclab up
         --detach``); ``down(stack)`` removes it later."""
         if options.tls:
-            why = spec.tls_unavailable() or self._tls_unavailable(detached)
+            why = spec.tls_unavailable(options.tls_edge) or self._tls_unavailable(detached)
             if why:
                 raise ValueError(why)
         c = client()
@@ -306,7 +306,9 @@ class DockerStack(RunningStack):
             hosts = (*spec.roles, *(p.component for p in infrastructure.of(spec.infrastructure)))
             self.tls = make_tls(self._tmp / "tls", hosts, spec.name, mounted=True)
         tls_dir = self.tls.directory if self.tls else None
-        self.compose_path = write_compose(spec, self._tmp, net_admin, options.env(), tls_dir)
+        self.compose_path = write_compose(
+            spec, self._tmp, net_admin, options.env(), tls_dir, options.tls_edge
+        )
         self._containers: dict[str, Any] = {}
         self._sampler = StatsSampler(c.api)
         self._delayers: dict[str, int] = {}  # component -> its delayer's host PID

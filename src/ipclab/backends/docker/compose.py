@@ -105,14 +105,14 @@ def compose_document(
     net_admin: bool = False,
     logins: Mapping[str, Any] | None = None,
     tls_dir: Path | None = None,
+    tls_edge: bool = False,
 ) -> dict[str, Any]:
     """The compose document of ``spec``: its infrastructure (each plugin's service: the
     broker, the database), its services and its gateway. ``net_admin``: the containers get
     the capabilities a network delay needs. ``logins``: infrastructure name -> the login its
     plugin's ``write_files`` made; a plugin without one gets its ``by_hand`` placeholders,
-    for a file run by hand. ``tls_dir``: ``--tls``, the
-    stack's TLS files (ipclab.tls), mounted read-only into every role's container and the
-    broker's, which then listens for AMQPS (the roles get its ``amqps://`` URL)."""
+    for a file run by hand. ``tls_dir``: ``--tls``, the stack's TLS files (ipclab.tls) in
+    every role's container and the broker's (AMQPS); ``tls_edge``: the gateway's alone."""
     if not spec.runtime.image:
         raise ValueError(
             f"{spec.name}: its {spec.runtime.name} roles have no image yet; "
@@ -129,14 +129,15 @@ def compose_document(
     services: dict[str, Any] = {
         p.component: p.compose_service(login[p.name], net_admin) for p in plugins
     }
-    if tls_dir is not None:  # each plugin's TLS listener, and the URL that reaches it
+    if tls_dir is not None and not tls_edge:  # each plugin's TLS listener, and its URL
         urls = {p.name: p.add_tls(services[p.component], urls[p.name], tls_dir) for p in plugins}
     healthy = {p.component: {"condition": "service_healthy"} for p in plugins}
     carried = any(p.carries_calls for p in plugins)  # the gateway calls through a broker
     for role in spec.roles:
         reach = infrastructure.role_env(spec.infrastructure, urls, role == spec.gateway)
         env = spec.role_env(role, addresses, reach)
-        svc = {**_extends("app"), "environment": env, **_tls_mount(env, tls_dir)}
+        mount = _tls_mount(env, tls_dir, role == spec.gateway, tls_edge)
+        svc = {**_extends("app"), "environment": env, **mount}
         if spec.is_sidecar(role):  # shares its host's network namespace (eth0 and loopback)
             env["IPCLAB_PORT"] = str(SIDECAR_PORT)
             svc["network_mode"] = f"service:{spec.host_of(role)}"
@@ -230,12 +231,15 @@ def write_logins(
     }
 
 
-def _tls_mount(env: dict[str, str], tls_dir: Path | None) -> dict[str, Any]:
+def _tls_mount(
+    env: dict[str, str], tls_dir: Path | None, gateway: bool, edge: bool
+) -> dict[str, Any]:
     """``--tls``: a role's environment names the stack's files where its container sees them
-    (``env`` updated in place), and the folder is mounted there read-only."""
-    if tls_dir is None:
+    (``env`` updated in place), and the folder is mounted there read-only (``edge``: the
+    gateway's container alone)."""
+    if tls_dir is None or (edge and not gateway):
         return {}
-    env.update(StackTls(tls_dir).env(inside=TLS_CONTAINER_DIR))
+    env.update(StackTls(tls_dir).role_env(gateway, edge, inside=TLS_CONTAINER_DIR))
     return {"volumes": [f"{tls_dir}:{TLS_CONTAINER_DIR}:ro"]}
 
 
@@ -245,6 +249,7 @@ def write_compose(
     net_admin: bool = False,
     options: Mapping[str, str] | None = None,
     tls_dir: Path | None = None,
+    tls_edge: bool = False,
 ) -> Path:
     """The stack's compose file in ``directory``, with its infrastructure's new logins and
     files beside it (``options``: the run's knobs, ``StackOptions.env()``; ``tls_dir``: the
@@ -252,6 +257,6 @@ def write_compose(
     logins = write_logins(spec, directory, options)
     header = f"# {spec.name}: generated from its declaration for one stack\n"
     path = directory / f"{spec.name}.yml"
-    doc = compose_document(spec, net_admin, logins=logins, tls_dir=tls_dir)
+    doc = compose_document(spec, net_admin, logins=logins, tls_dir=tls_dir, tls_edge=tls_edge)
     path.write_text(header + json.dumps(doc, indent=2) + "\n")
     return path

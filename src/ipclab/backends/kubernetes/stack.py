@@ -63,7 +63,7 @@ def _refused(spec: StackSpec, options: StackOptions) -> str | None:
         return "a network delay on the kubernetes backend: not supported (use docker)"
     if options.cpuset:
         return "a CPU set on the kubernetes backend: not supported (the kubelet places pods)"
-    if options.tls and (why := spec.tls_unavailable()):
+    if options.tls and (why := spec.tls_unavailable(options.tls_edge)):
         return why
     return None
 
@@ -177,7 +177,8 @@ class KubernetesStack(RunningStack):
         env_file.write_text("".join(f"{k}={v}\n" for k, v in self.options.env().items()))
         logins = write_logins(self.spec, self._tmp, self.options.env())
         tls_dir = self.tls.directory if self.tls else None
-        doc = compose_document(self.spec, logins=logins, tls_dir=tls_dir)
+        edge = self.options.tls_edge
+        doc = compose_document(self.spec, logins=logins, tls_dir=tls_dir, tls_edge=edge)
         variables = {
             "IPCLAB_PROJECT": self.project,
             "IPCLAB_ENV_FILE": str(env_file),

@@ -42,7 +42,8 @@ STUDY = Study(
             part=".protocol:Languages",
             title="Shafabakhsh 2020 in Python and Go: the language factor",
         ),
-        # TLS as a factor (issue 32): the matrix in the clear and with --tls, interleaved
+        # TLS as a factor (issues 32, 50): the matrix in the clear, with --tls and with
+        # --tls-hops edge, interleaved (the reference: the two-level sitting until remeasured)
         Notebook(
             "07_shafabakhsh_tls.ipynb",
             "tls",

@@ -1,5 +1,6 @@
-"""TLS as a factor of the Shafabakhsh matrix (issue 32): what encryption on every hop costs
-each style, and the thesis's remark that it costs REST more than gRPC.
+"""TLS as a factor of the Shafabakhsh matrix (issues 32 and 50): what encryption costs each
+style, on every hop and at the edge only (the thesis's own set-up), and the thesis's remark
+that it costs REST more than gRPC.
 
 The thesis's clients sent their requests "over HTTPS to the API gateway endpoint" (section
 4.1) and its discussion (section 6.1) says that "adding extra security mechanism to REST API
@@ -7,16 +8,22 @@ based communication can lead to a decline in communication performance which doe
 in gRPC communication as gRPC takes advantage of multiplexed stream function and header
 compression that exists in HTTP/2.0". Here the Python matrix runs twice in one sitting, in
 the clear and with ``--tls`` (HTTPS to the gateway, HTTPS, gRPC over TLS or AMQPS behind it;
-a private authority per stack start), the two variants' cells shuffled together in each
-repetition (``Experiment``'s variants), so the ratio TLS / plain of each style is measured
-on one machine state.
+a private authority per stack start) and with ``--tls-hops edge`` (HTTPS to the gateway
+only, the gateway's calls to the services and the broker in the clear: the thesis's
+configuration), the three variants' cells shuffled together in each repetition
+(``Experiment``'s variants), so the ratios TLS / plain of each style are measured on one
+machine state. A sitting recorded before the edge level existed (two variants,
+:data:`LEGACY_NAME`) is analysed as it was.
 
 What it gives: per style and load, TLS / plain of throughput, mean latency and the stack's
 CPU per request with log-ratio intervals (``ratio_table``); and the thesis's remark as an
 interaction per load and metric (``claims``): REST's TLS / plain over gRPC's, below 1 for
 throughput (REST loses more), above 1 for latency and CPU. In the claims' table the
 "load" of an interaction is the TLS factor (0: plain, 1: TLS) and each real load is a
-style of its own (``rest@200``), so the study's interaction test applies unchanged.
+style of its own (``rest@200``), so the study's interaction test applies unchanged. The
+remark is judged once per TLS level (claims ``TLS-*``: every hop; ``TLS-EDGE-*``: the edge
+only, the thesis's configuration, so the verdict that answers the thesis), each level its
+own family (each against the same plain runs).
 """
 
 from __future__ import annotations
@@ -43,9 +50,17 @@ from ipclab.studies.shafabakhsh import ratios
 from ipclab.studies.shafabakhsh.readme import machine_markdown, sitting_markdown
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
-VARIANTS = {"plain": StackOptions(), "tls": StackOptions(tls=True)}
+VARIANTS = {
+    "plain": StackOptions(),
+    "tls": StackOptions(tls=True),  # every hop
+    "edge": StackOptions(tls="edge"),  # HTTPS to the gateway only, as the thesis ran it
+}
+TREATED = ("tls", "edge")  # the TLS levels, each against plain
+LEVEL = {"tls": "every hop", "edge": "the edge only (the thesis's configuration)"}
+CLAIM_PREFIX = {"tls": "TLS", "edge": "TLS-EDGE"}
 METRICS = ("rps", "mean_ms", "stack_cpu_ms_per_request")
 FAMILY = "tls"
+FAMILIES = {"tls": FAMILY, "edge": "tls-edge"}  # each level's claims a family of their own
 QUOTE = (
     "adding extra security mechanism to REST API based communication can lead to a decline "
     "in communication performance which does not occur in gRPC communication as gRPC takes "
@@ -53,11 +68,16 @@ QUOTE = (
 )
 DEVIATIONS = [
     *perf.SETUP_DEVIATIONS,
-    "Every hop is encrypted with --tls: HTTPS from the load generator to the gateway (the "
-    "thesis's set-up, section 4.1) and, behind it, HTTPS, gRPC over TLS or AMQPS to the "
-    "broker. Neither document says whether the hops behind the gateway were encrypted; the "
-    "thesis's remark is about the styles, so their own hops are what it would cost. The "
-    "plain runs are the reference matrix's set-up (plain HTTP/1.1 from the load generator).",
+    "Two TLS levels beside plain, interleaved in one sitting. The edge level (--tls-hops "
+    "edge) is the thesis's set-up (section 4.1: requests 'over HTTPS to the API gateway "
+    "endpoint'): HTTPS from the load generator to the gateway, the gateway's calls to the "
+    "services and the broker in the clear; its verdict on the remark is the one that "
+    "answers the thesis. The every-hop level (--tls) also encrypts the styles' own hops "
+    "(HTTPS, gRPC over TLS or AMQPS to the broker): neither document says whether the hops "
+    "behind the gateway were encrypted, and the remark is about the styles, so their own "
+    "hops are what it would cost; its verdict is kept beside. The plain runs are the "
+    "reference matrix's set-up (plain HTTP/1.1 from the load generator). A sitting recorded "
+    "before the edge level (two variants) has no edge verdict.",
     "A private certificate authority per stack start, ECDSA P-256 keys, TLS 1.3 on every "
     "hop but Python's gRPC, whose credentials take no version setting (it negotiates 1.3 "
     "with these peers); every client verifies its peer (docs/tls.md). Connection reuse is "
@@ -66,8 +86,8 @@ DEVIATIONS = [
     "handshake is paid per connection, not per page (the bench's per-call and handshake "
     "costs: bench/transports.py --tls).",
     "The window is the Go matrix's (60 s measured after 10 s of warm-up), not the reference "
-    "matrix's 180 s: the 90 runs of both variants fit one sitting. Both variants are measured "
-    "with it, so the ratio TLS / plain is of like with like.",
+    "matrix's 180 s: the 135 runs of the three variants fit one sitting. Every variant is "
+    "measured with it, so the ratios TLS / plain are of like with like.",
     perf.DEADLINE_DEVIATION,
 ]
 # REST's TLS / plain against gRPC's: REST loses more throughput, gains more latency and CPU
@@ -90,11 +110,16 @@ PROFILES = {
 }
 
 
+LEGACY_NAME = "shafabakhsh-tls-{profile}-{backend}"  # plain and every hop, before the edge
+
+
 def experiment(profile_name: str, backend: str = "local", root: Path = DEFAULT_ROOT) -> Experiment:
-    """The matrix in the clear and with TLS, both variants' cells shuffled together."""
+    """The matrix in the clear, with TLS on every hop and at the edge only, the three
+    variants' cells shuffled together (a folder of its own: the two-variant sitting's cells
+    would otherwise be reused, and the edge runs measured in another sitting)."""
     p = PROFILES[profile_name]
     return Experiment(
-        name=f"shafabakhsh-tls-{profile_name}-{backend}",
+        name=f"shafabakhsh-tls-levels-{profile_name}-{backend}",
         stacks=[s.name for s in COMPARED],
         users=p.users,
         repetitions=p.repetitions,
@@ -106,45 +131,71 @@ def experiment(profile_name: str, backend: str = "local", root: Path = DEFAULT_R
     )
 
 
+def legacy_directory(profile_name: str, backend: str = "local", root: Path = DEFAULT_ROOT) -> Path:
+    """The two-variant sitting's folder (plain and every hop, recorded before the edge)."""
+    return from_repo(root) / LEGACY_NAME.format(profile=profile_name, backend=backend)
+
+
 def runs_table(runs: list[Run], warmup_s: float) -> pd.DataFrame:
-    """One row per run (``stats.runs_table``'s), its ``variant`` plain or tls."""
+    """One row per run (``stats.runs_table``'s), its ``variant`` plain, tls or edge."""
     return stats.runs_table(runs, warmup_s=warmup_s)
 
 
-def ratio_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per style, load and metric: the means in the clear and with TLS, and TLS / plain with
-    its log-ratio interval (the runs are the unit)."""
-    return ratios.ratio_table(runs, METRICS, treated="tls", baseline="plain")
+def levels(runs: pd.DataFrame) -> tuple[str, ...]:
+    """The TLS levels the runs hold (``tls``, ``edge``), in :data:`TREATED`'s order."""
+    held = set(runs["variant"]) if "variant" in runs.columns else set()
+    return tuple(t for t in TREATED if t in held)
 
 
-def claims(users: tuple[int, ...]) -> list[Claim]:
+def ratio_table(runs: pd.DataFrame, treated: str = "tls") -> pd.DataFrame:
+    """Per style, load and metric: the means in the clear and at the TLS level ``treated``
+    (``tls``: every hop; ``edge``), and its ratio to plain (column ``<treated>_over_plain``)
+    with its log-ratio interval (the runs are the unit)."""
+    return ratios.ratio_table(runs, METRICS, treated=treated, baseline="plain")
+
+
+def claims(users: tuple[int, ...], treated: str = "tls") -> list[Claim]:
     """The thesis's remark as interactions, one per load and metric: REST's growth from plain
-    (``0``) to TLS (``1``) over gRPC's."""
+    (``0``) to the TLS level ``treated`` (``1``) over gRPC's."""
+    prefix, level = CLAIM_PREFIX[treated], LEVEL[treated]
     out = []
     for u in users:
         for metric in METRICS:
             out.append(
                 Claim(
-                    claim_id=f"TLS-{metric}-{u}", statement_id="TLS", document="thesis",
+                    claim_id=f"{prefix}-{metric}-{u}", statement_id=prefix, document="thesis",
                     section="6.1", page="-", quote=QUOTE, scope="performance", metric=metric,
                     test="interaction", relation=_RELATION[metric],
                     a_style=f"rest@{u}", a_users=(), b_style=f"grpc@{u}", b_users=(),
                     from_users=0, to_users=1, published_value="", published_unit="",
                     table_value="", published_ratio=None, band_low=None, band_high=None,
-                    note=f"at {u} users: (REST TLS / plain) / (gRPC TLS / plain) "
-                    f"{_RELATION[metric]} 1; the 'load' 0 is plain, 1 TLS",
+                    note=f"TLS on {level}, at {u} users: (REST TLS / plain) / (gRPC TLS / "
+                    f"plain) {_RELATION[metric]} 1; the 'load' 0 is plain, 1 TLS",
                 )
             )  # fmt: skip
     return out
 
 
-def claims_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The per-run table the claims read: each real load a style of its own, the TLS factor
-    the load (0: plain, 1: TLS)."""
+def claims_table(runs: pd.DataFrame, treated: str = "tls") -> pd.DataFrame:
+    """The per-run table the claims of the TLS level ``treated`` read (its runs and the plain
+    ones): each real load a style of its own, the TLS factor the load (0: plain, 1: TLS)."""
+    runs = runs[runs["variant"].isin(("plain", treated))]
     return runs.assign(
         style=runs["style"] + "@" + runs["users"].astype(int).astype(str),
-        users=(runs["variant"] == "tls").astype(int),
+        users=(runs["variant"] == treated).astype(int),
     )
+
+
+def judge(table: pd.DataFrame) -> pd.DataFrame:
+    """The remark judged at every TLS level the runs hold, each level its own family."""
+    users = tuple(sorted(int(u) for u in table["users"].unique())) if len(table) else ()
+    judged = [
+        claims_mod.evaluate_claims(
+            claims_table(table, t), claims(users, t), family=FAMILIES[t]
+        )
+        for t in levels(table) or ("tls",)
+    ]  # fmt: skip
+    return pd.concat(judged, ignore_index=True) if len(judged) > 1 else judged[0]
 
 
 AGREEMENT = "tls_agreement"  # results/tls_agreement.csv: the report's plain vs TLS pair
@@ -163,7 +214,7 @@ def agreement(table: pd.DataFrame) -> pd.DataFrame:
             table[table["variant"] == variant], published.claims(scope="performance"),
             scope="performance", think_time_s=0.0, family="performance",
         )
-        for variant in VARIANTS
+        for variant in ("plain", "tls")
     ]  # fmt: skip
     return rb.side_by_side(rb.Pair("TLS", ("plain", "tls"), *sides), factor="tls")
 
@@ -176,15 +227,13 @@ class Analysis:
     claims: pd.DataFrame
     machine: pd.DataFrame
     agreement: pd.DataFrame | None = None
+    edge_ratios: pd.DataFrame | None = None  # edge / plain, when the sitting has the edge
 
 
 def analyse(runs: list[Run], profile_name: str) -> Analysis:
     p = PROFILES[profile_name]
     table = runs_table(runs, p.warmup_s)
-    users = tuple(sorted(int(u) for u in table["users"].unique())) if len(table) else ()
-    judged = claims_mod.evaluate_claims(
-        claims_table(annotate(table, runs)), claims(users), family=FAMILY
-    )
+    judged = judge(annotate(table, runs))
     return Analysis(
         profile=profile_name,
         runs=table,
@@ -192,11 +241,15 @@ def analyse(runs: list[Run], profile_name: str) -> Analysis:
         claims=judged,
         machine=stats.machine_check(table, by=("variant", "style", "users")),
         agreement=agreement(table) if len(table) else None,
+        edge_ratios=ratio_table(table, "edge") if "edge" in levels(table) else None,
     )
 
 
-def ratio_figure(ratios: pd.DataFrame) -> plt.Figure:
-    """TLS / plain per style and load, one panel per metric (95% intervals)."""
+def ratio_figure(ratios: pd.DataFrame, treated: str = "tls") -> plt.Figure:
+    """TLS / plain per style and load at the level ``treated``, one panel per metric (95%
+    intervals)."""
+    column = f"{treated}_over_plain"
+    tag = "TLS" if treated == "tls" else "edge TLS"
     fig, axes = plt.subplots(1, len(METRICS), figsize=(14, 4.2))
     loads = sorted(ratios["users"].unique()) if len(ratios) else []
     styles = [s for s in figs.STYLE_COLORS if s in set(ratios.get("style", []))]
@@ -206,7 +259,7 @@ def ratio_figure(ratios: pd.DataFrame) -> plt.Figure:
         for i, style in enumerate(styles):
             r = ratios[(ratios["style"] == style) & (ratios["metric"] == metric)]
             r = r.set_index("users").reindex(loads)
-            est = r["tls_over_plain"].to_numpy(float)
+            est = r[column].to_numpy(float)
             lo, hi = r["low"].to_numpy(float), r["high"].to_numpy(float)
             pos = x + (i - (len(styles) - 1) / 2) * width
             ax.bar(pos, est, width, color=figs.STYLE_COLORS[style],
@@ -218,7 +271,7 @@ def ratio_figure(ratios: pd.DataFrame) -> plt.Figure:
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(x, [str(u) for u in loads])
         ax.set_xlabel("Concurrent users")
-        ax.set_title(f"{figs.METRIC_LABELS.get(metric, metric)}: TLS / plain")
+        ax.set_title(f"{figs.METRIC_LABELS.get(metric, metric)}: {tag} / plain")
         ax.grid(axis="y", alpha=0.3)
     axes[-1].legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
@@ -259,12 +312,33 @@ def write_results(a: Analysis, results: StudyResults) -> None:
         "the stack's CPU per request at each load, mean and 95% interval over runs (1: no "
         "cost; the thesis's remark expects REST's bars further from 1 than gRPC's).",
     )
+    if a.edge_ratios is not None:
+        _write_edge(a.edge_ratios, results)
     plt.close("all")
 
 
-def ratios_markdown(table: pd.DataFrame) -> str:
+def _write_edge(edge: pd.DataFrame, results: StudyResults) -> None:
+    """The edge level's table and figure (HTTPS to the gateway only: the thesis's set-up)."""
+    results.table(
+        edge,
+        "edge_over_plain",
+        "Per style, load and metric: the mean over runs in the clear and with TLS at the edge "
+        "only (HTTPS from the load generator to the gateway, the thesis's set-up; the "
+        "gateway's calls in the clear), and edge / plain with its 95% log-ratio interval "
+        "(the runs are the unit; shuffled with the plain and every-hop runs, one sitting).",
+    )
+    results.figure(
+        ratio_figure(edge, "edge"),
+        "shafabakhsh_edge_tls_over_plain",
+        "What HTTPS to the gateway alone (the thesis's set-up) costs each style: edge / plain "
+        "of req/s, mean response time and the stack's CPU per request at each load, mean and "
+        "95% interval over runs (1: no cost).",
+    )
+
+
+def ratios_markdown(table: pd.DataFrame, treated: str = "tls") -> str:
     """TLS / plain per style and load, one column per metric, with 95% intervals."""
-    return ratios.ratios_markdown(table, METRICS, "tls_over_plain")
+    return ratios.ratios_markdown(table, METRICS, f"{treated}_over_plain")
 
 
 def readme_blocks(a: Analysis) -> dict[str, str]:
@@ -273,10 +347,14 @@ def readme_blocks(a: Analysis) -> dict[str, str]:
         f"{variant}:\n\n" + machine_markdown(m.drop(columns="variant"), f"the {variant} runs")
         for variant, m in a.machine.groupby("variant")
     ]
-    return {
-        "sitting": sitting_markdown(
-            a.runs, f"{len(a.runs)} runs ({int((a.runs['variant'] == 'tls').sum())} with TLS)"
-        ),
+    counted = f"{int((a.runs['variant'] == 'tls').sum())} with TLS"
+    if a.edge_ratios is not None:
+        counted += f" on every hop, {int((a.runs['variant'] == 'edge').sum())} at the edge"
+    blocks = {
+        "sitting": sitting_markdown(a.runs, f"{len(a.runs)} runs ({counted})"),
         "ratios": ratios_markdown(a.ratios),
         "machine": "\n\n".join(machine),
     }
+    if a.edge_ratios is not None:  # a sitting with the edge level (issue 50)
+        blocks["edge_ratios"] = ratios_markdown(a.edge_ratios, "edge")
+    return blocks

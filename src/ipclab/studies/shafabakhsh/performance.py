@@ -104,9 +104,12 @@ CLIENT_DEVIATIONS = [
     "with Fig. 4.2, p. 28; paper section 3, p. 58). TLS would cost the gateway a handshake per "
     "connection and encryption per page, the same in every style (the styles differ behind the "
     "gateway; neither document says whether those calls were encrypted, and ipclab's are not). "
-    "Notebook 07 measures what TLS costs: the same matrix with every hop encrypted (--tls), "
-    "interleaved with plain runs (ipclab.studies.shafabakhsh.encryption; full-profile "
-    "reference: data/runs/reference/shafabakhsh-tls-full-local).",
+    "Notebook 07 measures what TLS costs: the same matrix with HTTPS to the gateway only "
+    "(--tls-hops edge, the thesis's configuration) and with every hop encrypted (--tls), "
+    "interleaved with plain runs (ipclab.studies.shafabakhsh.encryption, docs/tls.md; "
+    "full-profile reference of plain and every hop: "
+    "data/runs/reference/shafabakhsh-tls-full-local; the three levels in one sitting: "
+    "shafabakhsh-tls-levels-full-local, once measured).",
 ]
 
 #: The gateway's deadline as the performance and language experiments run it.

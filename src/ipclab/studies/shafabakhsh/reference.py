@@ -126,13 +126,19 @@ def rebuild_languages(root: Path = ROOT, figures: Path = FIGURES) -> Path:
 
 
 def rebuild_encryption(root: Path = ROOT, figures: Path = FIGURES, backend: str = "local") -> Path:
-    """The matrix in the clear and with TLS (notebook 07) on ``backend``."""
+    """The matrix in the clear and with TLS (notebook 07) on ``backend``: the three-level
+    sitting (plain, every hop, the edge) once recorded, else the two-level one before it."""
     exp = encryption.experiment("full", backend, from_repo(root))
+    directory = exp.directory
+    if not directory.is_dir():
+        directory = encryption.legacy_directory("full", backend, root)
     results = _results(
-        root, figures, exp.name, "tls",
-        f"Shafabakhsh 2020 with TLS on every hop (full profile, {backend})",
+        root, figures, directory.name, "tls",
+        f"Shafabakhsh 2020 with TLS on every hop and at the edge (full profile, {backend})"
+        if directory == exp.directory
+        else f"Shafabakhsh 2020 with TLS on every hop (full profile, {backend})",
     )  # fmt: skip
-    a = encryption.analyse(load_runs(exp.directory), "full")
+    a = encryption.analyse(load_runs(directory), "full")
     encryption.write_results(a, results)
     plausibility.write_reference(results)
     environment_table.write_reference(results)
@@ -180,7 +186,10 @@ def rebuild_availability(
 
 def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
     on_docker = (from_repo(root) / "shafabakhsh-full-docker").is_dir()
-    with_tls = encryption.experiment("full", "local", from_repo(root)).directory.is_dir()
+    with_tls = (
+        encryption.experiment("full", "local", from_repo(root)).directory.is_dir()
+        or encryption.legacy_directory("full", "local", root).is_dir()
+    )
     on_kubernetes = (from_repo(root) / orchestrators.FOLDER).is_dir()
     return [
         rebuild_performance(root, figures),
