@@ -46,7 +46,7 @@ class StackOptions:
     # service hop over its style's TLS, AMQPS to the broker; a private authority per stack
     # start (ipclab.tls). None rather than False so that runs recorded before the option
     # existed keep matching (off then, off now). "edge" (issue 50): the gateway's listener
-    # only, over HTTPS, as Shafabakhsh's thesis ran it; the gateway's calls to the services
+    # only, over HTTPS, as one of the studies ran it; the gateway's calls to the services
     # and the broker go in the clear (True keeps meaning every hop)
     tls: bool | str | None = None
     # where the shop's services read their data (issue 50): None, from the generator in
