@@ -110,6 +110,34 @@ def test_fetch_puts_in_place_only_what_matches_the_lock(
     mavenlock.check(target, {k: v for k, v in lock.items() if "p-1-x" not in k})
 
 
+def test_a_network_failure_is_tried_again_and_a_checksum_that_differs_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resolver's blip ("Temporary failure in name resolution", seen on a fresh clone)
+    must not fail a build: the files that failed on the network are fetched again after a
+    pause; a file whose checksum differs is refused at once."""
+    calls: list[str] = []
+
+    def flaky(repo: Path, name: str, digest: str) -> str | None:
+        calls.append(name)
+        if name == "blip" and calls.count("blip") == 1:
+            return f"{name}: <urlopen error [Errno -3] Temporary failure in name resolution>"
+        if name == "other":
+            return f"{name}: {mavenlock.MISMATCH} 00, the lock says 11"
+        (repo / name).write_bytes(b"x")
+        return None
+
+    monkeypatch.setattr(mavenlock, "_fetch_one", flaky)
+    monkeypatch.setattr(mavenlock, "RETRY_PAUSES_S", (0.0, 0.0))
+    tmp_path.joinpath("r").mkdir()
+    assert mavenlock.fetch(tmp_path / "r", {"blip": "d", "ok": "d"}) == ["blip", "ok"]
+    assert calls == ["blip", "ok", "blip"]
+    calls.clear()
+    with pytest.raises(mavenlock.LockMismatch, match="other"):
+        mavenlock.fetch(tmp_path / "r2", {"other": "d"})
+    assert calls == ["other"]
+
+
 @pytest.fixture(scope="module")
 def locked_repo() -> Path:
     """The worktree's build/maven, fetched and checked from the committed lock."""

@@ -36,6 +36,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -149,6 +150,12 @@ def check(repo: Path, lock: dict[str, str] | None = None) -> None:
         )
 
 
+#: pauses before a fetch's network failures are tried again (a resolver's or a link's blip
+#: must not fail a build; a checksum that differs is never tried again)
+RETRY_PAUSES_S = (2.0, 10.0)
+MISMATCH = "Central sent sha256"
+
+
 def _fetch_one(repo: Path, name: str, digest: str) -> str | None:
     """Download ``name`` from Central into ``repo`` if its sha256 is ``digest``; else why."""
     target = repo / name
@@ -161,7 +168,7 @@ def _fetch_one(repo: Path, name: str, digest: str) -> str | None:
                 h.update(block)
                 out.write(block)
         if h.hexdigest() != digest:
-            return f"{name}: Central sent sha256 {h.hexdigest()}, the lock says {digest}"
+            return f"{name}: {MISMATCH} {h.hexdigest()}, the lock says {digest}"
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
         tmp = ""
@@ -181,8 +188,21 @@ def fetch(repo: Path, lock: dict[str, str] | None = None, workers: int = 8) -> l
     if not missing:
         return []
     print(f"fetching {len(missing)} locked Maven artifacts from {CENTRAL}", file=sys.stderr)
-    with ThreadPoolExecutor(workers) as pool:
-        failed = [w for w in pool.map(lambda n: _fetch_one(repo, n, lock[n]), missing) if w]
+    todo, failed = missing, []
+    for attempt, pause in enumerate(RETRY_PAUSES_S + (None,)):
+        with ThreadPoolExecutor(workers) as pool:
+            why = dict(
+                zip(todo, pool.map(lambda n: _fetch_one(repo, n, lock[n]), todo), strict=True)
+            )
+        failed = [w for w in why.values() if w]
+        # a network error (a name not resolved, a reset) is tried again after a pause; a
+        # file whose checksum differs is not: Central sent another file
+        todo = [n for n, w in why.items() if w and MISMATCH not in w]
+        if not todo or pause is None:
+            break
+        print(f"{len(todo)} Maven artifacts failed (attempt {attempt + 1}); again in {pause:g} s",
+              file=sys.stderr)  # fmt: skip
+        time.sleep(pause)
     if failed:
         raise LockMismatch("fetching the locked Maven artifacts failed:\n  " + "\n  ".join(failed))
     return missing
