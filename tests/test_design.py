@@ -13,7 +13,7 @@ import pytest
 
 from ipclab import claims as C
 from ipclab.published import Claim
-from ipclab.stats import design
+from ipclab.stats import Interval, design
 
 
 def claim(cid: str, test: str = "direction", rel: str = ">", metric: str = "m") -> Claim:
@@ -86,7 +86,7 @@ def test_a_decided_test_keeps_its_verdict_and_a_t_test_has_no_floor() -> None:
 
 def test_a_study_states_its_own_tests_floor() -> None:
     c = claim("A01a")
-    e = C.Effect(C.Interval(2.0, 1.5, 2.7, 3), 2.0, 1.0, 3, 3, 3, 0.2, "exact (runs)",
+    e = C.Effect(Interval(2.0, 1.5, 2.7, 3), 2.0, 1.0, 3, 3, 3, 0.2, "exact (runs)",
                  p_floor=0.1)  # fmt: skip
     row = C.evaluate_claims(runs([1.0] * 3, [1.0] * 3), [c], effects={"A01a": e}).iloc[0]
     assert row["verdict"] == C.UNDERPOWERED and "the exact (runs) test's" in row["reason"]

@@ -1,19 +1,19 @@
 """Whether the reference's short window decides its verdicts: each decided claim's estimate
 carried to a 2-minute window by the window check, and whether its verdict holds there.
 
-The reference measures 30 s after a 30 s warm-up where the thesis measured 10 min after
-2 min. ``window_check.csv`` (beside the reference's runs) holds, for 18 earlier runs of one
+The reference measures 30 s after a 30 s warm-up where the thesis measured 10 min after 2
+min. ``window_check.csv`` (beside the reference's runs) holds, for 18 earlier runs of one
 stack and delay each, req/s and mean response time over seconds 30-60 (the reference's
 window) and over seconds 60-180 (a 2-minute window) of the same run, so the machine's drift
 does not enter. Per stack and delay, the mean of those ratios (short over long) is the
 factor by which the short window moves that stack's metric. A claim's ratio moves by the
-product of its cells' factors, as its statistic combines them (``claims._terms``: a ratio's
-two sides, an interaction's four cells); its estimate and interval in a 2-minute window are
-those of the short window divided by that factor. A decided claim holds when its interval,
-so moved, lies on the same side of its threshold (1, or its band's edges) as before; one
-that does not is the cells to measure again with the thesis's window. Claims on other
-metrics, or on cells the check did not run, are not checked (said so).
-"""
+product of its cells' factors, as its statistic combines them
+(``ipclab.claims.measure._terms``: a ratio's two sides, an interaction's four cells); its
+estimate and interval in a 2-minute window are those of the short window divided by that
+factor. A decided claim holds when its interval, so moved, lies on the same side of its
+threshold (1, or its band's edges) as before; one that does not is the cells to measure
+again with the thesis's window. Claims on other metrics, or on cells the check did not run,
+are not checked (said so)."""
 
 from __future__ import annotations
 
