@@ -234,6 +234,7 @@ def test_the_sockets_have_nodelay_and_keep_alive_and_the_manifest_says_so(tmp_pa
                     "coap_stage_threads": str(report["processors"]),
                     "client_threads": "2",
                     "pool": "100",
+                    "logging": "fixed",  # Nyfløtt's fix (issue 52): the default
                 }
             await _sockets_have_nodelay(c)
 
