@@ -179,7 +179,7 @@ def test_the_committed_reference_observed_shares_agree_with_its_extremes_table()
     for _, r in per_run.iterrows():
         assert r["extremes_observed"] == pytest.approx(met[r["run"]]), r["run"]
     claims = pd.read_csv(results / "claims.csv")
-    assert set(claims["family"]) == {verdicts.FAMILY, verdicts.GC_FAMILY}
+    assert set(claims["family"]) == {verdicts.FAMILY, verdicts.GC_FAMILY, verdicts.FIX_FAMILY}
 
 
 def test_the_convolution_is_the_double_loop_over_pairs_bit_for_bit() -> None:
