@@ -440,6 +440,9 @@ def all_figures(a: Any) -> dict[str, tuple[Figure, str]]:
             "under the study's load, Californium 3.11's logging (fixed): JFR's stack samples, "
             "x the share of samples, y the stack's depth; frames under 0.5% left out; Fig. 9's "
             "hotspot (a message's toString for log text) outlined in blue."))  # fmt: skip
+        out["nyflott_fig17_heap"] = (profiling.heap_figure(a.profile["heap"]), (
+            "Fig. 17: the Californium HTTP gateway's (egress adapter's) heap size and used "
+            "heap, garbage included, before and after every collection (JFR)."))  # fmt: skip
     if a.thesis_profile:  # the same testbed with the thesis's logging (profiling --config)
         from ipclab.studies.nyflott import profiling
 
@@ -449,9 +452,6 @@ def all_figures(a: Any) -> dict[str, tuple[Figure, str]]:
             "log text built by concatenation before the logger drops it (Listing 4.1), the "
             "StringBuilder.append / String.valueOf frames the thesis profiled; its share "
             "with an interval in fig9_hotspot."))  # fmt: skip
-        out["nyflott_fig17_heap"] = (profiling.heap_figure(a.profile["heap"]), (
-            "Fig. 17: the Californium HTTP gateway's (egress adapter's) heap size and used "
-            "heap, garbage included, before and after every collection (JFR)."))  # fmt: skip
     if len(a.adapters):
         out["nyflott_adapters"] = (adapters_figure(a.adapters), (
             "What the adapters change: native (nginx, nghttpx, Californium) over python, per "
