@@ -228,10 +228,11 @@ def _child(request: dict[str, Any], server_pid: int, server_out: int, ready: int
         os.close(log)
         os.close(null)
         os.close(server_out)  # the server's reports are the server's
+        if request.get("cpus"):  # before Locust starts a thread (each inherits it), and
+            # before the harness hears of the child: its pid is on its CPUs when fork returns
+            os.sched_setaffinity(0, request["cpus"])
         os.write(ready, b"1")  # a session of its own, dies with the server: say so
         os.close(ready)
-        if request.get("cpus"):  # before Locust starts a thread: each inherits it
-            os.sched_setaffinity(0, request["cpus"])
         os.environ.clear()
         os.environ.update(request["env"])
         sys.argv = ["locust", *request["argv"]]
