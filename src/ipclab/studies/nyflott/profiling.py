@@ -290,8 +290,8 @@ def flame_figure(folded: pd.DataFrame, min_share: float = 0.005, config: str = "
                         linewidth=1.2 if hot else 0.3)  # fmt: skip
                 if w > 0.06:
                     short = name.rsplit(".", 2)[-2:]
-                    ax.text(x + 0.003, depth, ".".join(short)[: int(w * 160)], va="center",
-                            fontsize=6)  # fmt: skip
+                    label = ".".join(short)[: int(w * 160)].replace("$", r"\$")  # Java's A$B
+                    ax.text(x + 0.003, depth, label, va="center", fontsize=6)
                 draw(node["kids"], x, depth + 1)
             x += w
 
