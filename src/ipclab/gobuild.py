@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ipclab.paths import REPO_ROOT
@@ -116,18 +117,27 @@ def go_binary(module: Path = GO_MODULE) -> Path:
     if missing is not None or go is None:
         raise ToolchainMissing(missing or "no go on PATH")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f"{BINARY}.{os.getpid()}.tmp")
     print(f"building the Go roles: go build {module} -> {out}", file=sys.stderr, flush=True)
+    if (error := build(go, [*BUILD_FLAGS, "."], module, out, BUILD_ENV)) is not None:
+        raise RuntimeError(f"go build failed in {module}:\n{error}")
+    return out
+
+
+def build(go: str, args: Sequence[str], cwd: Path, out: Path, env: Mapping[str, str]) -> str | None:
+    """``go build <args>`` in ``cwd`` with ``env`` over the environment, into a temporary
+    name beside ``out`` moved in place only when it succeeds (a killed or failed build leaves
+    no binary); None, or the compiler's message."""
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     res = subprocess.run(
-        [go, "build", *BUILD_FLAGS, "-o", str(tmp), "."],
-        cwd=module,
-        env={**os.environ, **BUILD_ENV},
+        [go, "build", "-o", str(tmp), *args],
+        cwd=cwd,
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
         check=False,
     )
     if res.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise RuntimeError(f"go build failed in {module}:\n{res.stderr.strip()}")
+        return res.stderr.strip()
     tmp.replace(out)
-    return out
+    return None

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipclab import gobuild
 from ipclab.backends import mongowire, storedir
 from ipclab.paths import REPO_ROOT
 from ipclab.procs import free_port, kill_group, port_open, spawn, stop_group, tail
@@ -118,21 +119,12 @@ def ferretdb_binary() -> Path:
             path.chmod(path.stat().st_mode | 0o200)
     (src / "build" / "version" / "version.txt").write_text(VERSION + "\n")
     (src / "build" / "version" / "package.txt").write_text("ipclab\n")
-    tmp = out.with_name(f"ferretdb.{os.getpid()}.tmp")
     print(f"building FerretDB {VERSION}: go build -> {out}", file=sys.stderr, flush=True)
-    res = subprocess.run(
-        [go, "build", "-trimpath", "-o", str(tmp), "./cmd/ferretdb"],
-        cwd=src,
-        env={**os.environ, **BUILD_ENV},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if res.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise FerretUnavailable(f"go build of FerretDB failed:\n{res.stderr.strip()}")
+    if (
+        error := gobuild.build(go, ["-trimpath", "./cmd/ferretdb"], src, out, BUILD_ENV)
+    ) is not None:
+        raise FerretUnavailable(f"go build of FerretDB failed:\n{error}")
     (out.parent / "module.sum").write_text(str(info.get("Sum", "")) + "\n")
-    tmp.replace(out)
     shutil.rmtree(src, ignore_errors=True)
     return out
 
