@@ -21,6 +21,16 @@ _PR_SET_PDEATHSIG = 1
 _SETPRIV = shutil.which("setpriv")  # util-linux
 
 
+def server_user(name: str) -> str | None:
+    """The OS user a private server (PostgreSQL, MariaDB) runs as: ``name`` when the harness
+    is root, None (the harness's own user) otherwise; KeyError when root and ``name`` is
+    missing (the caller says which package makes it)."""
+    if os.geteuid() != 0:
+        return None
+    pwd.getpwnam(name)
+    return name
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nobody uses now, over TCP nor UDP (the kernel's choice of a TCP port, kept
     only if UDP can bind it too): a role may listen on either (CoAP services use UDP)."""

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pwd
 import secrets
 import shutil
 import signal
@@ -40,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipclab.backends import storedir
-from ipclab.procs import free_port, kill_group, port_open, spawn, stop_group, tail
+from ipclab.procs import free_port, kill_group, port_open, server_user, spawn, stop_group, tail
 
 KIND = "mariadb"
 USER, ADMIN, DATABASE = "ipclab", "ipclab_admin", "ipclab"
@@ -91,16 +90,13 @@ def unavailable() -> str | None:
 
 def os_user() -> str | None:
     """The OS user the server runs as: ``mysql`` when the harness is root, else itself."""
-    if os.geteuid() != 0:
-        return None
     try:
-        pwd.getpwnam(OS_USER_WHEN_ROOT)
+        return server_user(OS_USER_WHEN_ROOT)
     except KeyError:
         raise MariaDBUnavailable(
             f"the harness runs as root and MariaDB should not; the OS user "
             f"{OS_USER_WHEN_ROOT!r} (made by mariadb-server) is missing"
         ) from None
-    return OS_USER_WHEN_ROOT
 
 
 def version() -> str:

@@ -82,7 +82,7 @@ from typing import Any
 import psutil
 
 from ipclab.private import UnsafeState, owned_alone, private_dir
-from ipclab.procs import alive, free_port, kill_group, port_open, spawn, tail
+from ipclab.procs import alive, free_port, kill_group, port_open, server_user, spawn, tail
 
 log = logging.getLogger(__name__)
 
@@ -160,16 +160,13 @@ def find_bin_dir() -> Path:
 
 def os_user() -> str | None:
     """The OS user the server runs as: ``postgres`` when the harness is root, else itself."""
-    if os.geteuid() != 0:
-        return None
     try:
-        pwd.getpwnam(OS_USER_WHEN_ROOT)
+        return server_user(OS_USER_WHEN_ROOT)
     except KeyError:
         raise PostgresUnavailable(
             "the harness runs as root and PostgreSQL refuses to; the OS user "
             f"{OS_USER_WHEN_ROOT!r} (made by the postgresql package) is missing"
         ) from None
-    return OS_USER_WHEN_ROOT
 
 
 def server_uid() -> int:
