@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ipclab.availability.classify import superseded
 from ipclab.availability.runner import (
     Common,
     FaultInjection,
@@ -164,8 +165,9 @@ def current_method_1(parameters: Mapping[str, Any]) -> bool:
     """Whether a method-1 run was made by the current method: its failures judged by the
     users' requests and its users spawned on a recorded ramp (so its time to failure runs
     from the ramp's end). Runs made before (the probe's 1 s timeout, every user at once:
-    issue 46) are superseded: listed, never judged (docs/availability.md, "Method 1")."""
-    return _judged_by_users(parameters) and bool(parameters.get("ramp"))
+    issue 46) are superseded (``ipclab.availability.classify.superseded``): listed, never
+    judged (docs/availability.md, "Method 1")."""
+    return not superseded({**parameters, "method": "until_failure"})
 
 
 def _limits(options: dict[str, Any]) -> tuple[Any, Any]:
