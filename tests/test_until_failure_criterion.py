@@ -203,12 +203,14 @@ def test_the_committed_method_1_failures_show_no_failed_user_request() -> None:
 
 
 def test_the_p14_design_check() -> None:
-    """All censored: inconclusive, never evidence; the test on runs cannot reach the level
-    at 3 + 3 runs; the Poisson test only when every run of the higher load fails early;
-    the block in docs/availability.md is the plan's."""
+    """All censored: the test on runs, underpowered by design at 3 + 3 runs, never
+    evidence (inconclusive where its floor could pass); the test on runs cannot reach the
+    level at 3 + 3 runs; the Poisson test only when every run of the higher load fails
+    early; the block in docs/availability.md is the plan's."""
     full = profile("full")
     d = plan_mod.p14_design(full, 0.05 / 17)
-    assert d["outcome"].iloc[0] == "inconclusive (censored), never evidence"
+    assert d["outcome"].iloc[0] == "underpowered by design (censored), never evidence"
+    assert plan_mod.p14_design(full, 0.2)["outcome"].iloc[0].startswith("inconclusive")
     assert d["best_p"].iloc[1] == pytest.approx(0.1) and "cannot pass" in d["outcome"].iloc[1]
     poisson = d.iloc[2:]
     passing = poisson[~poisson["outcome"].str.startswith("cannot")]
