@@ -23,7 +23,7 @@ from ipclab.findings import GENERATED
 from ipclab.paths import REPO_ROOT
 from ipclab.runs import read_run
 from ipclab.studies.shafabakhsh.availability import plan as plan_mod
-from ipclab.studies.shafabakhsh.availability.profiles import profile
+from ipclab.studies.shafabakhsh.availability.profiles import profile, superseded_dirs
 from ipclab.studies.shafabakhsh.availability.until_failure import little_prediction
 
 DOCKER = REPO_ROOT / "data/runs/reference/availability-full-docker"
@@ -177,7 +177,7 @@ def test_the_committed_method_1_failures_show_no_failed_user_request() -> None:
     their timestamp); the four that counted came where the users' median was 610-990 ms,
     at the probe's 1 s timeout."""
     rows = []
-    for d in sorted(DOCKER.glob("until_failure-*")):
+    for d in superseded_dirs(DOCKER):  # the committed runs, wherever a later sitting put them
         run = read_run(d)
         cycles = pd.read_csv(d / "cycles.csv")
         failed = cycles[cycles["status"] != "censored"]
@@ -223,7 +223,7 @@ def test_the_p14_design_check() -> None:
 def test_a_method_1_run_judged_by_the_probe_is_not_reused() -> None:
     from ipclab.studies.shafabakhsh.availability.profiles import _judged_by_users
 
-    old = read_run(next(DOCKER.glob("until_failure-*"))) if DOCKER.exists() else None
+    old = read_run(superseded_dirs(DOCKER)[0]) if superseded_dirs(DOCKER) else None
     if old is not None:
         assert not _judged_by_users(old.parameters)
     assert _judged_by_users({"common": {"criteria": M1.as_dict()}})

@@ -148,7 +148,7 @@ def test_superseded_runs_are_listed_never_judged(tmp_path: Path) -> None:
     ones enter the summary and the claims; a claim on a cell with only superseded runs is
     not measured and names it; every run is listed with how it was judged."""
     exp = experiments("full", "docker", tmp_path, ("until_failure",))
-    old = sorted(DOCKER.glob("until_failure-*"))
+    old = profiles.superseded_dirs(DOCKER)
     if not old:
         pytest.skip("no committed method-1 runs")
     for d in old:  # the confirmation replaced the three at 400 users' first runs
@@ -185,16 +185,43 @@ def test_only_superseded_runs_judge_nothing() -> None:
 
 
 def test_compare_keeps_superseded_runs_apart(tmp_path: Path) -> None:
-    old = DOCKER / "until_failure-shop-rest-u400-r2"
-    if not old.exists():
+    old = [d for d in profiles.superseded_dirs(DOCKER) if d.name.endswith("-rest-u400-r2")]
+    if not old:
         pytest.skip("no committed method-1 runs")
-    shutil.copytree(old, tmp_path / old.name)
+    shutil.copytree(old[0], tmp_path / old[0].name)
     current_run(tmp_path, "rest", 400, 1)
     cells = compare.cell_statistics(compare.run_set(tmp_path))
     assert set(cells["cell"]) == {
         "until_failure-shop-rest-u400", "until_failure-shop-rest-u400" + compare.SUPERSEDED,
     }  # fmt: skip
     assert (cells["n"] == 1).all()
+
+
+def test_a_sitting_moves_the_superseded_run_at_its_key_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The confirmation makes rest@400's first run again: the committed run at that key is
+    moved into superseded/ (kept and listed, never judged), the new one takes its key."""
+    from ipclab.backends import local
+
+    old = [d for d in profiles.superseded_dirs(DOCKER) if d.name.endswith("-rest-u400-r1")]
+    if not old:
+        pytest.skip("no committed method-1 runs")
+    exp = experiments("full", "docker", tmp_path, ("until_failure",), users=(400,), repetitions=1)
+    shutil.copytree(old[0], exp.directory / old[0].name)
+    monkeypatch.setattr(local, "wait_ready", lambda *a, **k: None)
+    monkeypatch.setattr(profiles, "run_until_failure",
+                        lambda st, path, *a: current_run(path.parent, "rest", 400, 1))  # fmt: skip
+    job = profiles.Job("until_failure", "shop-rest", 400, 1)
+    exp._run_job(job, SimpleNamespace(gateway_url="http://x"), lambda _: None)  # type: ignore[arg-type]
+    aside = exp.directory / profiles.SUPERSEDED_FOLDER / old[0].name
+    assert profiles.superseded_dirs(exp.directory) == [aside]
+    runs = exp.load()
+    assert [r.path for r in runs.until_failure] == [exp.directory / old[0].name]
+    assert [r.path for r in runs.superseded] == [aside]
+    (exp.directory / old[0].name / "manifest.json").unlink()  # an unfinished run: made again
+    exp._run_job(job, SimpleNamespace(gateway_url="http://x"), lambda _: None)  # type: ignore[arg-type]
+    assert profiles.superseded_dirs(exp.directory) == [aside] and len(exp.load().until_failure) == 1
 
 
 # --------------------------------------------------------------------------- the subset

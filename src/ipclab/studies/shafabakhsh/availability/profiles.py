@@ -170,6 +170,27 @@ def current_method_1(parameters: Mapping[str, Any]) -> bool:
     return not superseded({**parameters, "method": "until_failure"})
 
 
+#: where a sitting moves the superseded method-1 run at a key it makes again: kept, listed
+#: in the report, never judged (docs/availability.md, "Method 1")
+SUPERSEDED_FOLDER = "superseded"
+
+
+def superseded_dirs(directory: Path) -> list[Path]:
+    """An experiment folder's superseded method-1 runs, by name: those still at their keys
+    and those a later sitting moved aside (:data:`SUPERSEDED_FOLDER`)."""
+    found = [*Path(directory).glob("until_failure-*"),
+             *(Path(directory) / SUPERSEDED_FOLDER).glob("until_failure-*")]  # fmt: skip
+    out = []
+    for d in found:
+        try:
+            r = read_run(d)
+        except ValueError:
+            continue
+        if r.complete and superseded(r.parameters):
+            out.append(d)
+    return sorted(out, key=lambda d: d.name)
+
+
 def _limits(options: dict[str, Any]) -> tuple[Any, Any]:
     return options.get("cpus"), options.get("memory_mb")
 
@@ -356,14 +377,29 @@ class AvailabilityExperiment:
         with with_stack(stack, self.backend, options, logs_dir=logs) as st:
             yield st
 
-    def _run_job(self, job: Job, stack: RunningStack, progress: Progress) -> None:
+    def _clear(self, path: Path) -> None:
+        """Clear a job's key before its run: a complete superseded method-1 run there moves
+        to :data:`SUPERSEDED_FOLDER` (kept and listed; one moved there before stays), any
+        other (unfinished, or of other parameters) is removed and made again."""
         import shutil
 
+        aside = self.directory / SUPERSEDED_FOLDER / path.name
+        try:
+            old = read_run(path)
+        except ValueError:
+            old = None
+        if old is not None and old.complete and superseded(old.parameters) and not aside.exists():
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(path, aside)
+        else:
+            shutil.rmtree(path)
+
+    def _run_job(self, job: Job, stack: RunningStack, progress: Progress) -> None:
         from ipclab.backends.local import wait_ready
 
         path = self.directory / job.key
         if path.exists():
-            shutil.rmtree(path)  # unfinished or different: redo it
+            self._clear(path)
         wait_ready(stack.gateway_url, 60.0)  # a shared stack is healthy before each run
         progress(f"{job.key}: running")
         extra: dict[str, Any] = {"experiment": self.name, "repetition": job.repetition}
@@ -383,20 +419,24 @@ class AvailabilityExperiment:
             run_outage(stack, path, plan, p.common, opts, progress, extra)
 
     def load(self) -> AvailabilityRuns:
-        """Every complete run of this experiment, by method."""
+        """Every complete run of this experiment, by method; method-1 runs made before the
+        current method (at their keys, or moved aside) as ``superseded``."""
         out = AvailabilityRuns()
         for stack in self.stacks:
             for job in self.jobs(stack):
-                try:
-                    r = read_run(self.directory / job.key)
-                except ValueError:
-                    continue
-                if not r.complete:
-                    continue
-                if job.method == "until_failure" and not current_method_1(r.parameters):
-                    out.superseded.append(r)
-                else:
-                    getattr(out, "tuned" if job.reconnect != "default" else job.method).append(r)
+                for path in (self.directory / job.key,
+                             self.directory / SUPERSEDED_FOLDER / job.key):  # fmt: skip
+                    try:
+                        r = read_run(path)
+                    except ValueError:
+                        continue
+                    if not r.complete:
+                        continue
+                    if job.method == "until_failure" and not current_method_1(r.parameters):
+                        out.superseded.append(r)
+                    elif path.parent == self.directory:
+                        kind = "tuned" if job.reconnect != "default" else job.method
+                        getattr(out, kind).append(r)
         return out
 
 
