@@ -486,8 +486,9 @@ def p14_level(tables: Mapping[str, pd.DataFrame]) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Fill the plan's blocks of docs/availability.md from the committed references and
-    print method 1's design check (what each P14 claim can come out as)."""
+    """Fill the plan's blocks of docs/availability.md from the committed references (the
+    plan, method 1's design check and its next sittings' commands and times) and print the
+    design check (what each P14 claim can come out as)."""
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--root", type=Path, default=Path("data/runs/reference"))
     ap.add_argument("--doc", type=Path, default=Path("docs/availability.md"))
