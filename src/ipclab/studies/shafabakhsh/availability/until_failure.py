@@ -132,17 +132,20 @@ def _users_up_s(run: Run) -> float | None:
 
 def _spawn(run: Run) -> dict[str, Any]:
     """A run's ramp: its spawn rate, when it counted as fully up (from the load's start:
-    the ``ramp_end`` mark, else the detector's rule) and when Locust had every user up."""
+    the run's ``ramp`` summary, else its ``ramp_end`` mark, else the detector's rule) and
+    when Locust had every user up."""
     users = int(run.parameters.get("users", 0))
     rate = (run.parameters.get("plan") or {}).get("spawn_rate") or users
+    summary = (run.summary or {}).get("ramp") or {}
     start = next((e for e in run.events() if e.get("event") in ("ramp_start", "load_start")),
                  None)  # fmt: skip
     end = ramp_end(run)
+    end_s = np.nan if end is None or start is None else end - float(start["t"])
     return {
         "spawn_rate": float(rate) if rate else np.nan,
-        "ramp_end_s": np.nan if end is None or start is None else end - float(start["t"]),
+        "ramp_end_s": summary.get("ramp_end_s", end_s),
         "users_up_s": _users_up_s(run),
-        "late": ((run.summary or {}).get("ramp") or {}).get("late"),
+        "late": summary.get("late"),
     }
 
 
