@@ -96,7 +96,7 @@ def test_the_design_rows_agree_with_the_poisson_test() -> None:
         if r.outcome == "cannot pass":
             assert r.best_p >= 0.05
         else:
-            assert r.runs.startswith("3 of 3") and "at the loosest Holm step (0.05)" in r.outcome
+            assert r.runs.startswith("3 of 3") and "at the loosest Holm step, 0.05" in r.outcome
     strict = [int(o.split("within ")[1].split(" s")[0]) for o in d["outcome"] if "if the" in o]
     assert strict == [91, 66, 52]
 

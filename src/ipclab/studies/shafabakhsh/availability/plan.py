@@ -451,7 +451,7 @@ def _poisson_outcome(fail_hi: int, fail_lo: int, n: int, cap_s: float, level: fl
     loose = _longest_passing_ttf(fail_hi, fail_lo, n, cap_s, ALPHA)
     if not loose:
         return "cannot pass"
-    at_loosest = f"within {loose:.0f} s at the loosest Holm step ({ALPHA:g})"
+    at_loosest = f"within {loose:.0f} s at the loosest Holm step, {ALPHA:g}"
     if not strict:
         return f"can pass only below the strictest Holm step: {at_loosest}"
     return (
