@@ -560,7 +560,7 @@ def check_availability(folder: str, table: pd.DataFrame) -> list[str]:
     failure restricted to the cap; an outage claim at its exact floor says the runs set it."""
     if folder not in AVAILABILITY:
         return []
-    out, runs = [], method1_runs(folder)
+    out, runs = judged_runs(folder), method1_runs(folder)
     for _, r in tests_of(table).iterrows():
         m = COMPARISON.match(str(r["comparison"]))
         if (
@@ -576,7 +576,7 @@ def check_availability(folder: str, table: pd.DataFrame) -> list[str]:
             continue
         cells = [runs[(runs["style"] == s) & (runs["users"] == int(u))]
                  for s, u in ((m["a"], m["ua"]), (m["b"], m["ub"]))]  # fmt: skip
-        if m["metric"] == "availability":
+        if m["metric"] == "availability" and all(len(c) for c in cells):
             n = [len(c) for c in cells]
             if [int(r["n_a"]), int(r["n_b"])] != n:
                 out.append(f"{r['claim_id']}: A over {r['n_a']} + {r['n_b']} runs, not {n}")
@@ -585,9 +585,26 @@ def check_availability(folder: str, table: pd.DataFrame) -> list[str]:
     return out
 
 
+def judged_runs(folder: str) -> list[str]:
+    """§6: method 1's runs the claims may read and do: the reference's run table
+    (``until_failure_runs.csv``) against the runs its cycles come from. Only runs of the
+    current method are judged; a superseded run never is."""
+    path = REFERENCE / folder / "results" / "until_failure_runs.csv"
+    cycles = REFERENCE / folder / "results" / "cycles.csv"
+    if not path.exists() or not cycles.exists():
+        return []
+    t = pd.read_csv(path)
+    c = pd.read_csv(cycles)
+    used = set(c.loc[c["method"] == "until_failure", "run"])
+    current = set(t.loc[t["judged"].str.startswith("current"), "run"])
+    wrong = sorted(used - current) + sorted(current - used)
+    return [f"method 1's judged runs differ from the current ones: {wrong}"] if wrong else []
+
+
 def _check_mttf(r: pd.Series, cells: list[pd.DataFrame]) -> list[str]:
-    if any(c.empty for c in cells):  # every run of a cell failed at start-up: no time
-        if "start-up" not in str(r["reason"]) or r["verdict"] != "inconclusive":
+    if any(c.empty for c in cells):  # no time: start-up failures, or only superseded runs
+        said = ("start-up", "no run of the current method")
+        if not any(w in str(r["reason"]) for w in said) or r["verdict"] != "inconclusive":
             return [f"{r['claim_id']}: a cell with no time to failure, not said so"]
         return []
     check = str(r.get("model_check", ""))

@@ -23,6 +23,7 @@ from ipclab.availability.model import Cycle, CycleStatus
 from ipclab.paths import REPO_ROOT
 from ipclab.published import Claim
 from ipclab.studies.shafabakhsh.availability import plan, pricing
+from ipclab.studies.shafabakhsh.availability.profiles import superseded_dirs
 
 DOC = REPO_ROOT / "docs" / "statistics.md"
 BLOCK = re.compile(r"^[ \t]*```availability-example[ \t]*\n(?P<body>.*?)^[ \t]*```", re.S | re.M)
@@ -94,7 +95,7 @@ def reference_hours(users: int | None) -> list[float]:
     from ipclab.runs import read_run
 
     root = REPO_ROOT / "data/runs/reference/availability-full-docker"
-    runs = [read_run(d) for d in sorted(root.glob("until_failure-*")) if d.is_dir()]
+    runs = [read_run(d) for d in superseded_dirs(root)]  # the committed, probe-judged
     if users is None:
         return [C.run_hours([r.manifest for r in runs])]
     hours = pricing.cell_hours(runs)

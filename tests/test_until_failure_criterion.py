@@ -23,7 +23,7 @@ from ipclab.findings import GENERATED
 from ipclab.paths import REPO_ROOT
 from ipclab.runs import read_run
 from ipclab.studies.shafabakhsh.availability import plan as plan_mod
-from ipclab.studies.shafabakhsh.availability.profiles import profile
+from ipclab.studies.shafabakhsh.availability.profiles import profile, superseded_dirs
 from ipclab.studies.shafabakhsh.availability.until_failure import little_prediction
 
 DOCKER = REPO_ROOT / "data/runs/reference/availability-full-docker"
@@ -177,7 +177,7 @@ def test_the_committed_method_1_failures_show_no_failed_user_request() -> None:
     their timestamp); the four that counted came where the users' median was 610-990 ms,
     at the probe's 1 s timeout."""
     rows = []
-    for d in sorted(DOCKER.glob("until_failure-*")):
+    for d in superseded_dirs(DOCKER):  # the committed runs, wherever a later sitting put them
         run = read_run(d)
         cycles = pd.read_csv(d / "cycles.csv")
         failed = cycles[cycles["status"] != "censored"]
@@ -203,12 +203,14 @@ def test_the_committed_method_1_failures_show_no_failed_user_request() -> None:
 
 
 def test_the_p14_design_check() -> None:
-    """All censored: inconclusive, never evidence; the test on runs cannot reach the level
-    at 3 + 3 runs; the Poisson test only when every run of the higher load fails early;
-    the block in docs/availability.md is the plan's."""
+    """All censored: the test on runs, underpowered by design at 3 + 3 runs, never
+    evidence (inconclusive where its floor could pass); the test on runs cannot reach the
+    level at 3 + 3 runs; the Poisson test only when every run of the higher load fails
+    early; the block in docs/availability.md is the plan's."""
     full = profile("full")
     d = plan_mod.p14_design(full, 0.05 / 17)
-    assert d["outcome"].iloc[0] == "inconclusive (censored), never evidence"
+    assert d["outcome"].iloc[0] == "underpowered by design (censored), never evidence"
+    assert plan_mod.p14_design(full, 0.2)["outcome"].iloc[0].startswith("inconclusive")
     assert d["best_p"].iloc[1] == pytest.approx(0.1) and "cannot pass" in d["outcome"].iloc[1]
     poisson = d.iloc[2:]
     passing = poisson[~poisson["outcome"].str.startswith("cannot")]
@@ -221,7 +223,7 @@ def test_the_p14_design_check() -> None:
 def test_a_method_1_run_judged_by_the_probe_is_not_reused() -> None:
     from ipclab.studies.shafabakhsh.availability.profiles import _judged_by_users
 
-    old = read_run(next(DOCKER.glob("until_failure-*"))) if DOCKER.exists() else None
+    old = read_run(superseded_dirs(DOCKER)[0]) if superseded_dirs(DOCKER) else None
     if old is not None:
         assert not _judged_by_users(old.parameters)
     assert _judged_by_users({"common": {"criteria": M1.as_dict()}})

@@ -22,6 +22,7 @@ from ipclab.published import Claim
 from ipclab.runs import Run, read_run
 from ipclab.studies.shafabakhsh import published
 from ipclab.studies.shafabakhsh.availability import analysis, pricing, until_failure
+from ipclab.studies.shafabakhsh.availability.profiles import superseded_dirs
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data/runs/reference/availability-full-docker"
 CAP = 900.0
@@ -57,7 +58,7 @@ def _judge(ids: list[str], rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _reference_runs() -> list[Run]:
-    runs = [read_run(d) for d in sorted(REFERENCE.glob("until_failure-*")) if d.is_dir()]
+    runs = [read_run(d) for d in superseded_dirs(REFERENCE)]  # the committed, probe-judged
     if not runs:
         pytest.skip("no committed docker reference runs")
     return runs

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ipclab import robustness as rb
-from ipclab.availability.classify import run_cycles
+from ipclab.availability.classify import run_cycles, superseded
 from ipclab.availability.estimators import availability_summary
 from ipclab.availability.model import STARTUP
 from ipclab.runs import Run, read_run
@@ -50,6 +50,8 @@ PER_RUN = {
     "outage": ("outage_s",),
     "memory": ("peak_rss_bytes",),
 }
+#: a cell of method-1 runs made before the current method (``classify.superseded``)
+SUPERSEDED = " (superseded)"
 #: the statistics of availability runs: the cell's cycles pooled over its runs
 POOLED = ("mttf_s", "mttr_s", "availability")
 CELL_COLUMNS = ["cell", "kind", "statistic", "n", "estimate", "ci_low", "ci_high"]
@@ -123,8 +125,9 @@ def cell_statistics(runs: RunSet) -> pd.DataFrame:
     """One row per cell and statistic (:data:`CELL_COLUMNS`); a cell of a kind with no
     statistic here gets one row with no statistic, so it is still listed."""
     by_cell: dict[tuple[str, str], list[Run]] = {}
-    for r in runs.runs:
-        by_cell.setdefault((cell_of(r, runs.path), str(r.manifest.get("kind"))), []).append(r)
+    for r in runs.runs:  # a superseded method-1 run is a cell of its own, never pooled
+        cell = cell_of(r, runs.path) + (SUPERSEDED if superseded(r.parameters) else "")
+        by_cell.setdefault((cell, str(r.manifest.get("kind"))), []).append(r)
     rows: list[dict[str, Any]] = []
     per_run = []
     for (cell, kind), group in sorted(by_cell.items()):

@@ -40,7 +40,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,7 @@ from ipclab.availability.model import (
     Mark,
 )
 from ipclab.availability.probe import read_probe
-from ipclab.availability.tracker import marks_from_events, read_cycles
+from ipclab.availability.tracker import LOAD, marks_from_events, read_cycles
 from ipclab.findings import fill_blocks
 from ipclab.runs import Run, read_run
 
@@ -88,6 +88,17 @@ class RunFacts:
     interventions: list[float]  # the harness's kills, stops, restarts and end, in time order
     probe: pd.DataFrame
     load: LoadRecord
+
+
+def superseded(parameters: Mapping[str, Any]) -> bool:
+    """Whether a run is a method-1 run made before the current method: its failures judged
+    by the probe (not ``failure_source`` = ``load``) or its users spawned on no recorded
+    ramp (issue 46). Such a run is listed, never judged, nor pooled with current runs
+    (docs/statistics.md section 6); False for every other run."""
+    if parameters.get("method") != "until_failure":
+        return False
+    criteria = (parameters.get("common") or {}).get("criteria") or {}
+    return criteria.get("failure_source") != LOAD or not parameters.get("ramp")
 
 
 def ramp_end_of(run: Run) -> float | None:

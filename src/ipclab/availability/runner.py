@@ -32,8 +32,8 @@ from typing import Any
 import pandas as pd
 
 from ipclab import infrastructure
-from ipclab.availability import little
-from ipclab.availability.classify import classify_run
+from ipclab.availability import little, survival
+from ipclab.availability.classify import classify_run, ramp_end_of, run_cycles
 from ipclab.availability.estimators import availability_summary
 from ipclab.availability.faults import Fault, fault_schedule
 from ipclab.availability.model import STARTUP
@@ -498,9 +498,28 @@ def run_until_failure(
     if "ramp" in stopped:
         summary["ramp"] = ramp_check(writer.path, stopped["ramp"])
         writer.update_manifest(ramp_end_s=summary["ramp"]["ramp_end_s"])
+    summary["time_to_failure"] = time_to_failure(writer.path, plan.cap_s)
     summary["little"] = little_summary(writer.path, mon, plan.users, stopped, extra, t_restart)
     _finish(writer, "complete", summary)
     return writer.path
+
+
+def time_to_failure(run_dir: Path, cap_s: float) -> dict[str, Any]:
+    """The run's time as method 1's claims read it (``survival.run_outcome`` of its cycles
+    as they count): from the ramp's end (``t_ramp_end``: its ``ramp_end`` mark, else the
+    detector's rule) to its first failure that is not a start-up one, or to its cap
+    (``failed`` False); start-up failures counted apart (``ttf_s`` None when every
+    failure was one)."""
+    run = read_run(run_dir)
+    end = ramp_end_of(run)
+    o = survival.run_outcome(run_cycles(run), cap_s, end)
+    return {
+        "ttf_s": o.time_s,
+        "failed": o.failed,
+        "cap_s": o.cap_s,
+        "startup_failures": o.startup,
+        "t_ramp_end": end,
+    }
 
 
 def little_summary(

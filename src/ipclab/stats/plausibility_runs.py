@@ -49,9 +49,14 @@ def _load_start(run: Run, history: pd.DataFrame) -> float | None:
 
 
 def _identity(run: Run, root: Path | None) -> dict[str, Any]:
+    """The run's name and cell; a method-1 run made before the current method is a cell of
+    its own (variant ``superseded``: ``ipclab.availability.classify.superseded``), never
+    pooled with current runs."""
+    from ipclab.availability.classify import superseded
+
     p, m = run.parameters, run.manifest
     options = p.get("options") or {}
-    reconnect = (p.get("reconnect") or {}).get("mode")
+    reconnect = "superseded" if superseded(p) else (p.get("reconnect") or {}).get("mode")
     think = next((p[k] for k in ("think_time_s", "think_time", "wait_time") if k in p), None)
     name = run.path.relative_to(root).as_posix() if root is not None else run.path.name
     return {

@@ -389,6 +389,8 @@ class Analysis:
     # detection, reaction, start and reconnect per style, reconnect setting and component
     recovery: pd.DataFrame = field(default_factory=pd.DataFrame)
     power: pd.DataFrame = field(default_factory=pd.DataFrame)  # per family, where runs allow
+    # method 1's runs, one row each: the current ones and the superseded (never judged)
+    until_failure_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 #: One Holm family per experiment (docs/statistics.md section 3), each with the metrics its
@@ -410,14 +412,17 @@ def _until_failure_effects(
     """The method-1 family's study-computed effects: the MTTF claims on every run's time to
     failure (``until_failure.mttf_effects``: the model check and the test it chose), the
     MTTR and A claims whose cells have runs but no value (why), or, where method 1 did not
-    run, why no claim of the family is measured."""
+    run, why no claim of the family is measured. A claim one of whose cells has only
+    superseded runs (made before the current method) is not measured and says so: old
+    and current runs are never judged together."""
     claims = family_claims("until failure")
+    old = until_failure.superseded_effects(claims, rows, runs.superseded, users_map)
     if not runs.until_failure:
         why = claims_mod.Effect.unmeasured(NOT_RUN)
-        return {c.claim_id: why for c in claims}, {}
+        return {**{c.claim_id: why for c in claims}, **old}, {}
     effects, model = until_failure.mttf_effects(claims, rows, users_map, confidence)
     missing = until_failure.missing_values(claims, rows, users_map)
-    return {**missing, **effects}, model
+    return {**missing, **effects, **old}, model
 
 
 def with_model_check(table: pd.DataFrame, model: dict[str, until_failure.Judged]) -> pd.DataFrame:
@@ -573,4 +578,5 @@ def analyse(runs: AvailabilityRuns, profile_name: str) -> Analysis:
         users_map=umap,
         power=power,
         recovery=recovery_table([*runs.all(), *runs.tuned]),
+        until_failure_runs=until_failure.run_table(runs.until_failure, runs.superseded),
     )

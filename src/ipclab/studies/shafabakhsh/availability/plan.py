@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +43,13 @@ from ipclab.claims import EQUAL_BAND, claim_ids, distinct_tests
 from ipclab.findings import fill_blocks
 from ipclab.paths import from_repo
 from ipclab.stats.pilot import MAX_RUNS_PER_CELL
-from ipclab.studies.shafabakhsh.availability.profiles import Profile, profile
+from ipclab.studies.shafabakhsh.availability.profiles import (
+    AvailabilityExperiment,
+    Job,
+    Profile,
+    experiments,
+    profile,
+)
 from ipclab.studies.shafabakhsh.availability.until_failure import RESTRICTED_METHOD
 
 ALPHA, POWER = 0.05, 0.80
@@ -232,6 +239,93 @@ def plan_hours(p: Profile, stacks: int = 3) -> dict[str, float]:
     }
 
 
+# --------------------------------------------------------------------------- a sitting
+#: a method-1 run's wall time beyond its ramp and cap: the warm-up, the restart and its
+#: recovery (the committed docker runs that reached the 900 s cap took 909-937 s)
+RUN_OVERHEAD_S = 40.0
+#: a docker stack's stop and start between two runs (5-14 s between the committed runs)
+STACK_S = 15.0
+
+
+def job_seconds(p: Profile, job: Job) -> tuple[float, float]:
+    """One run's planned wall time and its longest. Method 1: its ramp, its cap (the
+    expected end where Little's law predicts no timeouts), ``RUN_OVERHEAD_S`` and
+    ``STACK_S``; at most a start-up failure more per ``startup_restarts``, each observed
+    again for up to another cap. The other methods: their planned run (``run_minutes``)."""
+    if job.method != "until_failure":
+        s = run_minutes(p, job.method) * 60 + STACK_S
+        return s, s
+    plan = replace(p.until_failure, users=job.users)
+    ramp = plan.ramp(p.common.criteria.window_s)
+    planned = (0.0 if ramp is None else ramp.seconds) + plan.cap_s + RUN_OVERHEAD_S + STACK_S
+    longest = planned + plan.startup_restarts * (plan.cap_s + p.common.recover_timeout_s)
+    return planned, longest
+
+
+def sitting_hours(exp: AvailabilityExperiment, jobs: Sequence[Job]) -> tuple[float, float]:
+    """The planned and the longest machine-hours of ``jobs`` of ``exp`` (``job_seconds``)."""
+    both = [job_seconds(exp.profile, j) for j in jobs]
+    return sum(b[0] for b in both) / 3600, sum(b[1] for b in both) / 3600
+
+
+def run_command(
+    backend: str,
+    methods: Sequence[str] = (),
+    users: Sequence[int] = (),
+    runs: int | None = None,
+    root: str = "data/runs/reference",
+) -> str:
+    """The command that makes (or resumes) a subset of the full profile's availability runs
+    (``python -m ipclab.studies.shafabakhsh.availability``)."""
+    parts = ["nice -n 10 python -m ipclab.studies.shafabakhsh.availability",
+             f"--backend {backend}"]  # fmt: skip
+    parts += [f"--method {m}" for m in methods] + [f"--users {u}" for u in users]
+    parts += [] if runs is None else [f"--runs {runs}"]
+    return " ".join([*parts, f"--root {root}"])
+
+
+#: method 1's next sittings on docker: the confirmation (one run per style at the highest
+#: load), then the whole remeasure (the confirmation's runs reused)
+M1_SITTINGS = (
+    ("The confirmation: one run per style at 400 users", (400,), 1),
+    ("The whole remeasure: 3 runs per style and load (the confirmation's reused)", (), None),
+)
+
+
+def m1_sittings_markdown(root: Path = Path("data/runs/reference")) -> str:
+    """Method 1's next sittings as the Markdown block of docs/availability.md: each one's
+    command, runs and machine time (``job_seconds``)."""
+    out: list[str] = []
+    done: set[str] = set()  # the runs an earlier sitting made (reused by the next)
+    for title, users, runs in M1_SITTINGS:
+        exp = experiments("full", "docker", root, ("until_failure",), users=users or None,
+                          repetitions=runs)  # fmt: skip
+        jobs = [j for j in exp.order() if j.key not in done]
+        done |= {j.key for j in jobs}
+        planned, longest = sitting_hours(exp, jobs)
+        out += [
+            f"{title}, {len(jobs)} runs to make: about {_duration(planned)} if every run "
+            f"outlives its cap, at most {_duration(longest)} (every run failing at start-up "
+            "and observed again to its cap):",
+            "",
+            "```",
+            run_command("docker", ("until_failure",), users, runs, str(root)),
+            "```",
+            "",
+        ]
+    out.append(
+        f"(Per run: its ramp, the {profile('full').until_failure.cap_s:g} s cap, "
+        f"{RUN_OVERHEAD_S:g} s of warm-up, restart and recovery, {STACK_S:g} s of stack stop "
+        "and start; `--dry-run` lists the runs still to make and their time.) Then the "
+        "reference's tables: `python -m ipclab.studies.shafabakhsh.reference`."
+    )
+    return "\n".join(out)
+
+
+def _duration(hours: float) -> str:
+    return f"{hours * 60:.0f} min" if hours < 2 else f"{hours:.1f} h"
+
+
 def _fmt(v: float, digits: int = 0) -> str:
     if not np.isfinite(v):
         return "-"
@@ -324,29 +418,46 @@ def p14_design(p: Profile, level: float) -> pd.DataFrame:
     and the test the claims apply to it (docs/availability.md, "Method 1": design check)."""
     n, cap = p.until_failure_repetitions, p.until_failure.cap_s
     floor = exact_floor(n, n)
-    rows = [
-        {"runs": "no run of either load fails within the cap", "test": "none",
-         "best_p": math.nan, "outcome": "inconclusive (censored), never evidence"},
+    on_runs = f"exact permutation on runs (smallest p at {n} + {n}: {floor:.2g})"
+    cannot = floor >= level
+    rows = [  # every run censored: no failure to check the model on, the test on runs, p = 1
+        {"runs": "no run of either load fails within the cap", "test": on_runs, "best_p": 1.0,
+         "outcome": "underpowered by design (censored), never evidence" if cannot
+         else "inconclusive (censored: equal restricted means), never evidence"},
         {"runs": "failures at one load only, or the exponential model rejected",
-         "test": f"exact permutation on runs (smallest p at {n} + {n}: {floor:.2g})",
-         "best_p": floor,
-         "outcome": "underpowered by design: cannot pass" if floor >= level
-         else "decidable"},
+         "test": on_runs, "best_p": floor,
+         "outcome": "underpowered by design: cannot pass" if cannot else "decidable"},
     ]  # fmt: skip
     for fail_hi in range(1, n + 1):
         for fail_lo in range(1, n + 1):
-            t = _longest_passing_ttf(fail_hi, fail_lo, n, cap, level)
-            best = _poisson_p(fail_hi, 1.0, fail_lo, n, cap)
             rows.append({
                 "runs": f"{fail_hi} of {n} at the higher load fail, {fail_lo} of {n} at the "
                         "lower (at the cap), the exponential model not rejected",
-                "test": "exact Poisson rates", "best_p": best,
-                "outcome": f"can pass if the higher load's failures come within {t:.0f} s "
-                           "of the ramp's end" if t else "cannot pass",
+                "test": "exact Poisson rates",
+                "best_p": _poisson_p(fail_hi, 1.0, fail_lo, n, cap),
+                "outcome": _poisson_outcome(fail_hi, fail_lo, n, cap, level),
             })  # fmt: skip
     out = pd.DataFrame(rows)
     out.insert(0, "level", level)
     return out
+
+
+def _poisson_outcome(fail_hi: int, fail_lo: int, n: int, cap_s: float, level: float) -> str:
+    """What the exact Poisson test can give for one design row: at the family's strictest
+    Holm step (``level``) and at its loosest (``ALPHA``: the step of its largest p, or a
+    family whose other tests are not measured), the latest the higher load's failures may
+    come after the ramp's end and still pass."""
+    strict = _longest_passing_ttf(fail_hi, fail_lo, n, cap_s, level)
+    loose = _longest_passing_ttf(fail_hi, fail_lo, n, cap_s, ALPHA)
+    if not loose:
+        return "cannot pass"
+    at_loosest = f"within {loose:.0f} s at the loosest Holm step, {ALPHA:g}"
+    if not strict:
+        return f"can pass only below the strictest Holm step: {at_loosest}"
+    return (
+        f"can pass if the higher load's failures come within {strict:.0f} s of the ramp's "
+        f"end ({at_loosest})"
+    )
 
 
 def p14_markdown(design: pd.DataFrame, p: Profile) -> str:
@@ -375,8 +486,9 @@ def p14_level(tables: Mapping[str, pd.DataFrame]) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Fill the plan's blocks of docs/availability.md from the committed references and
-    print method 1's design check (what each P14 claim can come out as)."""
+    """Fill the plan's blocks of docs/availability.md from the committed references (the
+    plan, method 1's design check and its next sittings' commands and times) and print the
+    design check (what each P14 claim can come out as)."""
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--root", type=Path, default=Path("data/runs/reference"))
     ap.add_argument("--doc", type=Path, default=Path("docs/availability.md"))
@@ -388,6 +500,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         {
             "availability-plan": plan_markdown(plan_table(tables, power)),
             "availability-m1-design": design,
+            "availability-m1-sittings": m1_sittings_markdown(),
         },
     )
     print(design)

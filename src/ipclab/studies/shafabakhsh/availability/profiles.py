@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ipclab.availability.classify import superseded
 from ipclab.availability.runner import (
     Common,
     FaultInjection,
@@ -160,6 +161,36 @@ def _judged_by_users(parameters: Mapping[str, Any]) -> bool:
     return criteria.get("failure_source") == LOAD
 
 
+def current_method_1(parameters: Mapping[str, Any]) -> bool:
+    """Whether a method-1 run was made by the current method: its failures judged by the
+    users' requests and its users spawned on a recorded ramp (so its time to failure runs
+    from the ramp's end). Runs made before (the probe's 1 s timeout, every user at once:
+    issue 46) are superseded (``ipclab.availability.classify.superseded``): listed, never
+    judged (docs/availability.md, "Method 1")."""
+    return not superseded({**parameters, "method": "until_failure"})
+
+
+#: where a sitting moves the superseded method-1 run at a key it makes again: kept, listed
+#: in the report, never judged (docs/availability.md, "Method 1")
+SUPERSEDED_FOLDER = "superseded"
+
+
+def superseded_dirs(directory: Path) -> list[Path]:
+    """An experiment folder's superseded method-1 runs, by name: those still at their keys
+    and those a later sitting moved aside (:data:`SUPERSEDED_FOLDER`)."""
+    found = [*Path(directory).glob("until_failure-*"),
+             *(Path(directory) / SUPERSEDED_FOLDER).glob("until_failure-*")]  # fmt: skip
+    out = []
+    for d in found:
+        try:
+            r = read_run(d)
+        except ValueError:
+            continue
+        if r.complete and superseded(r.parameters):
+            out.append(d)
+    return sorted(out, key=lambda d: d.name)
+
+
 def _limits(options: dict[str, Any]) -> tuple[Any, Any]:
     return options.get("cpus"), options.get("memory_mb")
 
@@ -172,6 +203,9 @@ class AvailabilityRuns:
     # fault injection with the clients' reconnect settings tuned: the recovery
     # decomposition's comparison, never in the claims (their runs are the default's)
     tuned: list[Run] = field(default_factory=list)
+    # method-1 runs made by an earlier method (``current_method_1``): listed with their
+    # spawn and times, never in a summary or a claim
+    superseded: list[Run] = field(default_factory=list)
 
     def all(self) -> list[Run]:
         """The runs of the claims' experiments (every method at the default settings)."""
@@ -188,6 +222,11 @@ class AvailabilityExperiment:
     stacks: tuple[str, ...] = STACKS
     methods: tuple[str, ...] = METHODS  # a subset runs (and loads) only those methods
     order_seed: int = 2020
+    # a subset of the profile's runs: only these loads (None: all), only the first
+    # ``repetitions`` runs of each cell (None: all); the order and run keys are the full
+    # profile's, so a subset's runs are the full profile's and reused by it
+    users: tuple[int, ...] | None = None
+    repetitions: int | None = None
 
     @property
     def profile(self) -> Profile:
@@ -202,8 +241,22 @@ class AvailabilityExperiment:
         return Path(self.root) / self.name
 
     def jobs(self, stack: str) -> list[Job]:
-        """One style's runs: outage, fault injection, then until failure (which restarts
-        every component, so it goes last on a shared stack)."""
+        """One style's runs of this experiment (its methods, loads and repetitions), in
+        :meth:`profile_jobs`' order."""
+        return [j for j in self.profile_jobs(stack) if self.selected(j)]
+
+    def selected(self, job: Job) -> bool:
+        """Whether ``job`` is one of this experiment's (``methods``, ``users``,
+        ``repetitions``)."""
+        return (
+            job.method in self.methods
+            and (self.users is None or job.users in self.users)
+            and (self.repetitions is None or job.repetition <= self.repetitions)
+        )
+
+    def profile_jobs(self, stack: str) -> list[Job]:
+        """One style's runs in the whole profile: outage, fault injection, then until
+        failure (which restarts every component, so it goes last on a shared stack)."""
         p = self.profile
         out = [Job("outage", stack, p.outage.users, r) for r in range(1, p.outage_repetitions + 1)]
         fi = p.fault_injection.users
@@ -220,7 +273,7 @@ class AvailabilityExperiment:
             for r in range(1, p.until_failure_repetitions + 1)
             for u in p.until_failure_users
         ]
-        return [j for j in out if j.method in self.methods]
+        return out
 
     def options(self, job: Job) -> StackOptions:
         p = self.profile
@@ -271,13 +324,20 @@ class AvailabilityExperiment:
         jobs (every style, method and load) shuffled by ``order_seed``, so that no style
         runs all at one time of the sitting; the same order whatever is done already."""
         rng = random.Random(self.order_seed)
-        jobs = [j for stack in self.stacks for j in self.jobs(stack)]
+        # the profile's styles, so that a subset of them runs in the full profile's order
+        styles = STACKS if set(self.stacks) <= set(STACKS) else self.stacks
+        jobs = [j for stack in styles for j in self.profile_jobs(stack)]
         out: list[Job] = []
         for rep in sorted({j.repetition for j in jobs}):
             block = [j for j in jobs if j.repetition == rep]
             rng.shuffle(block)
             out.extend(block)
-        return out
+        return [j for j in out if j.stack in self.stacks and self.selected(j)]
+
+    def todo(self) -> list[Job]:
+        """The jobs of :meth:`order` not yet done (a finished run with an equal key, made on
+        a quiet machine, is reused)."""
+        return [j for j in self.order() if not self._reusable(j)]
 
     def run(self, progress: Progress = print) -> AvailabilityRuns:
         """Run every job not yet done (finished runs are reused), in :meth:`order`; stacks
@@ -288,7 +348,7 @@ class AvailabilityExperiment:
         def progress(message: str) -> None:  # "[...]" marks progress lines for reproduce
             outer(f"[availability] {message}")
 
-        todo = [j for j in self.order() if not self._reusable(j)]
+        todo = self.todo()
         for stack in self.stacks:
             if not any(j.stack == stack for j in todo):
                 progress(f"{stack}: every run reused")
@@ -317,14 +377,29 @@ class AvailabilityExperiment:
         with with_stack(stack, self.backend, options, logs_dir=logs) as st:
             yield st
 
-    def _run_job(self, job: Job, stack: RunningStack, progress: Progress) -> None:
+    def _clear(self, path: Path) -> None:
+        """Clear a job's key before its run: a complete superseded method-1 run there moves
+        to :data:`SUPERSEDED_FOLDER` (kept and listed; one moved there before stays), any
+        other (unfinished, or of other parameters) is removed and made again."""
         import shutil
 
+        aside = self.directory / SUPERSEDED_FOLDER / path.name
+        try:
+            old = read_run(path)
+        except ValueError:
+            old = None
+        if old is not None and old.complete and superseded(old.parameters) and not aside.exists():
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(path, aside)
+        else:
+            shutil.rmtree(path)
+
+    def _run_job(self, job: Job, stack: RunningStack, progress: Progress) -> None:
         from ipclab.backends.local import wait_ready
 
         path = self.directory / job.key
         if path.exists():
-            shutil.rmtree(path)  # unfinished or different: redo it
+            self._clear(path)
         wait_ready(stack.gateway_url, 60.0)  # a shared stack is healthy before each run
         progress(f"{job.key}: running")
         extra: dict[str, Any] = {"experiment": self.name, "repetition": job.repetition}
@@ -344,16 +419,24 @@ class AvailabilityExperiment:
             run_outage(stack, path, plan, p.common, opts, progress, extra)
 
     def load(self) -> AvailabilityRuns:
-        """Every complete run of this experiment, by method."""
+        """Every complete run of this experiment, by method; method-1 runs made before the
+        current method (at their keys, or moved aside) as ``superseded``."""
         out = AvailabilityRuns()
         for stack in self.stacks:
             for job in self.jobs(stack):
-                try:
-                    r = read_run(self.directory / job.key)
-                except ValueError:
-                    continue
-                if r.complete:
-                    getattr(out, "tuned" if job.reconnect != "default" else job.method).append(r)
+                for path in (self.directory / job.key,
+                             self.directory / SUPERSEDED_FOLDER / job.key):  # fmt: skip
+                    try:
+                        r = read_run(path)
+                    except ValueError:
+                        continue
+                    if not r.complete:
+                        continue
+                    if job.method == "until_failure" and not current_method_1(r.parameters):
+                        out.superseded.append(r)
+                    elif path.parent == self.directory:
+                        kind = "tuned" if job.reconnect != "default" else job.method
+                        getattr(out, kind).append(r)
         return out
 
 
@@ -362,12 +445,34 @@ def experiments(
     backend: str = "local",
     root: Path = DEFAULT_ROOT,
     methods: tuple[str, ...] = METHODS,
+    *,
+    stacks: tuple[str, ...] = STACKS,
+    users: tuple[int, ...] | None = None,
+    repetitions: int | None = None,
 ) -> AvailabilityExperiment:
-    """Every availability run of a profile; ``methods`` picks a subset of :data:`METHODS`."""
+    """Every availability run of a profile; ``methods`` picks a subset of :data:`METHODS`,
+    ``stacks`` of :data:`STACKS`, ``users`` of method 1's loads (the other methods have one
+    load each: a subset by load selects method 1's runs only) and ``repetitions`` the first
+    runs of each cell. A subset's runs are the full profile's (same keys, reused by it)."""
     unknown = set(methods) - set(METHODS)
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
-    return AvailabilityExperiment(profile_name, backend, from_repo(root), methods=tuple(methods))
+    p = profile(profile_name)
+    bad = sorted(set(stacks) - set(STACKS))
+    if bad:
+        raise ValueError(f"unknown stacks {bad}; choose from {STACKS}")
+    loads = sorted(set(users or ()) - set(p.until_failure_users))
+    if loads:
+        raise ValueError(
+            f"profile {profile_name!r} runs method 1 at {list(p.until_failure_users)} users, "
+            f"not {loads}"
+        )
+    if repetitions is not None and repetitions < 1:
+        raise ValueError(f"repetitions must be 1 or more, not {repetitions}")
+    return AvailabilityExperiment(
+        profile_name, backend, from_repo(root), stacks=tuple(stacks), methods=tuple(methods),
+        users=None if users is None else tuple(users), repetitions=repetitions,
+    )  # fmt: skip
 
 
 def run_experiments(

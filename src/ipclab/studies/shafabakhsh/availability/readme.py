@@ -11,6 +11,7 @@ import pandas as pd
 
 from ipclab import claims as claims_mod
 from ipclab.studies.shafabakhsh import figures as figs
+from ipclab.studies.shafabakhsh.availability import until_failure
 from ipclab.studies.shafabakhsh.availability.analysis import (
     Analysis,
     configuration_share,
@@ -54,12 +55,19 @@ def until_failure_markdown(a: Analysis) -> str:
     """Method 1 per style and load: its runs' cycles pooled (a run that outlived the cap is
     a censored up time: MTTF then has a one-sided lower bound), beside the published MTTF at
     200 users (the paper's Fig. 4 gives the other loads in its figure only)."""
+    none = until_failure.cells_without_current_runs(a.until_failure_runs)
+    said = (
+        f"\n\nNo run of the current method (the users' failed requests, users spawned on a "
+        f"ramp) in {', '.join(none)}: their runs are superseded, listed in "
+        "`until_failure_runs` and never judged."
+        if none else ""
+    )  # fmt: skip
     if a.until_failure.empty:
-        return "No until-failure runs."
+        return ("No until-failure runs." if not none else "No until-failure run yet.") + said
     t = readable(a.until_failure).drop(columns=["notes"], errors="ignore")
     t.insert(2, "runs", a.until_failure["runs"].to_numpy())
     t["style"] = t["style"].map(_label)
-    return markdown(t)
+    return markdown(t) + said
 
 
 def outage_markdown(a: Analysis) -> str:

@@ -199,3 +199,15 @@ def _method_tables(a: Analysis, results: StudyResults) -> None:
             f"Method {number}, every estimator column.",
             in_report=False,
         )
+    if len(a.until_failure_runs):
+        results.table(
+            a.until_failure_runs,
+            "until_failure_runs",
+            "Method 1's runs, one row each: how it was judged (only runs of the current method, "
+            "the users' failed requests with the users spawned on a ramp, enter the summary "
+            "and the claims; superseded runs are listed, never judged), its spawn rate, when "
+            "the load counted as fully up (ramp_end_s) and when Locust had every user up "
+            "(users_up_s), both from the load's start, its time to failure from the ramp's "
+            "end or to its cap (ttf_s, failed; start-up failures apart) and Little's law's "
+            "lowest response time N / X_max beside what its users saw (N / X).",
+        )

@@ -106,6 +106,128 @@ def _startup_note(rows: pd.DataFrame, cells: Sequence[tuple[str, int]]) -> str:
     return "; ".join(said)
 
 
+# --------------------------------------------------------------------------- the runs
+
+#: how a method-1 run was judged, by whether the current method made it
+CURRENT = "current: the users' requests, users spawned on a ramp"
+SUPERSEDED = "superseded: the probe's 1 s timeout, every user at once (before issue 46); not used"
+
+
+def _users_up_s(run: Run) -> float | None:
+    """Seconds from the load's start to the first second Locust's history shows every user
+    (the run's ``ramp`` summary where it has one; else from its history)."""
+    got = ((run.summary or {}).get("ramp") or {}).get("users_up_s")
+    if got is not None:
+        return float(got)
+    start = next((e for e in run.events() if e.get("event") in ("ramp_start", "load_start")),
+                 None)  # fmt: skip
+    if start is None or not (run.path / "locust_stats_history.csv").exists():
+        return None
+    h = run.history()
+    h = h[h["Name"] == "Aggregated"] if "Name" in h.columns else h
+    users = int(run.parameters.get("users", 0))
+    full = h.loc[pd.to_numeric(h["User Count"], errors="coerce") >= users, "Timestamp"]
+    return float(full.min()) - float(start["t"]) if len(full) else None
+
+
+def _spawn(run: Run) -> dict[str, Any]:
+    """A run's ramp: its spawn rate, when it counted as fully up (from the load's start:
+    the run's ``ramp`` summary, else its ``ramp_end`` mark, else the detector's rule) and
+    when Locust had every user up."""
+    users = int(run.parameters.get("users", 0))
+    rate = (run.parameters.get("plan") or {}).get("spawn_rate") or users
+    summary = (run.summary or {}).get("ramp") or {}
+    start = next((e for e in run.events() if e.get("event") in ("ramp_start", "load_start")),
+                 None)  # fmt: skip
+    end = ramp_end(run)
+    end_s = np.nan if end is None or start is None else end - float(start["t"])
+    return {
+        "spawn_rate": float(rate) if rate else np.nan,
+        "ramp_end_s": summary.get("ramp_end_s", end_s),
+        "users_up_s": _users_up_s(run),
+        "late": summary.get("late"),
+    }
+
+
+def _little(run: Run) -> dict[str, Any]:
+    """The run's Little's-law prediction (its parameters) beside what its users saw under
+    the full load (its summary); none for runs made before it was recorded."""
+    pred = run.parameters.get("little") or {}
+    seen = ((run.summary or {}).get("little") or {}).get("observed") or {}
+    return {
+        "predicted_response_s": pred.get("response_s"),
+        "call_timeout_s": pred.get("call_timeout_s"),
+        "predicted": pred.get("verdict") or "not recorded",
+        "observed_x_rps": seen.get("x_rps"),
+        "observed_response_s": seen.get("response_s"),
+    }
+
+
+def run_table(current: Sequence[Run], superseded: Sequence[Run] = ()) -> pd.DataFrame:
+    """Every method-1 run, one row each (the report's ``until_failure_runs``): how it was
+    judged (``judged``: the current method, or superseded and not used), its ramp (spawn
+    rate; when the load counted as fully up and when Locust had every user up, both from
+    the load's start), its time to failure from the ramp's end or to its cap (``ttf_s``,
+    ``failed``; start-up failures apart, ``startup``) and Little's-law prediction beside
+    what its users saw."""
+    out = []
+    for runs, judged in ((current, CURRENT), (superseded, SUPERSEDED)):
+        rows = run_rows(runs)
+        for r, row in zip(runs, rows.to_dict("records"), strict=True):
+            out.append({
+                **{k: row[k] for k in ("style", "users", "repetition", "run")},
+                "judged": judged, **_spawn(r),
+                **{k: row[k] for k in ("ttf_s", "failed", "startup", "cap_s")},
+                **_little(r),
+            })  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def cells_without_current_runs(table: pd.DataFrame) -> list[str]:
+    """The cells (``style@users``) of :func:`run_table` whose every run is superseded."""
+    if table.empty:
+        return []
+    current = table["judged"] == CURRENT
+    by_cell = current.groupby([table["style"], table["users"]]).any()
+    return [f"{s}@{u}" for (s, u), any_current in by_cell.items() if not any_current]
+
+
+def superseded_effects(
+    claims: Sequence[Claim],
+    rows: pd.DataFrame,
+    superseded: Sequence[Run],
+    users_map: Mapping[int, int],
+) -> dict[str, claims_mod.Effect]:
+    """Method 1's claims one of whose cells has no run of the current method but superseded
+    ones: not measured, and why (its superseded runs are never mixed with current ones)."""
+    old = pd.DataFrame([_info(r) for r in superseded])
+    out = {}
+    for c in claims:
+        if c.test == "compare":
+            continue
+        cells = [(c.a_style, users_map.get(u, u)) for u in c.a_users]
+        cells += [(c.b_style, users_map.get(u, u)) for u in c.b_users]
+        said = [_superseded_cell(rows, old, s, u) for s, u in dict.fromkeys(cells)]
+        said = [w for w in said if w]
+        if said:
+            out[c.claim_id] = claims_mod.Effect.unmeasured("; ".join(said))
+    return out
+
+
+def _superseded_cell(rows: pd.DataFrame, old: pd.DataFrame, style: str, users: int) -> str:
+    def count(t: pd.DataFrame) -> int:
+        return 0 if t.empty else int(((t["style"] == style) & (t["users"] == users)).sum())
+
+    n = count(old)
+    if not n or count(rows):
+        return ""
+    return (
+        f"no run of the current method in {style}@{users}: its {n} committed run(s) were "
+        "judged by the probe's 1 s timeout with every user spawned at once (slowness and "
+        "start-up, issue 46), superseded and not used"
+    )
+
+
 # --------------------------------------------------------------------------- effects
 
 
