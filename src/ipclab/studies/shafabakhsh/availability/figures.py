@@ -220,6 +220,9 @@ def figure_mttf_by_load(a: Analysis) -> plt.Figure:
         published = _col(a.formula, style, "mttf_s")
         star = {"marker": "*", "markersize": 12, "markeredgecolor": "black", "linestyle": "none"}
         ax.plot([200 + dx], [published], color=color, label=figs.STYLE_LABELS[style], **star)
+    if not len(m1):
+        ax.text(0.5, 0.5, "no run of the current method 1 yet", transform=ax.transAxes,
+                ha="center", va="center", fontsize=10, color="0.35")  # fmt: skip
     ax.set_xticks(loads)
     ax.set_xlim(min(loads) - 40, max(loads) + 40)
     ax.set_xlabel("users")
