@@ -572,7 +572,13 @@ def check_availability(folder: str, table: pd.DataFrame) -> list[str]:
             and "outage" in str(r["comparison"])
         ):
             out.append(f"{r['claim_id']}: p at the exact floor, the reason does not say so")
-        if not m or runs.empty or r["family"] != "until failure":
+        if not m or r["family"] != "until failure":
+            continue
+        if runs.empty:  # no run of the current method: no claim of method 1 is evidence
+            if r["verdict"] != "inconclusive":
+                out.append(f"{r['claim_id']}: {r['verdict']} with no run of the current method")
+            if m["metric"] == "availability" and [int(r["n_a"]), int(r["n_b"])] != [0, 0]:
+                out.append(f"{r['claim_id']}: A over {r['n_a']} + {r['n_b']} runs, not [0, 0]")
             continue
         cells = [runs[(runs["style"] == s) & (runs["users"] == int(u))]
                  for s, u in ((m["a"], m["ua"]), (m["b"], m["ub"]))]  # fmt: skip
