@@ -209,11 +209,19 @@ class Table:
 
 @dataclass(frozen=True)
 class Plot:
-    """A figure of the results folder: ``<name>.png`` (and its vector twin) with its caption."""
+    """A figure of the results folder: ``<name>.png`` (and its vector twin) with its caption.
+    ``figure``: the figure, or what draws it when it is written (a part with many figures
+    draws each only then, one at a time; the core closes each once saved)."""
 
     name: str
-    figure: Figure
+    figure: Figure | Callable[[], Figure]
     caption: str
+
+    def drawn(self) -> Figure:
+        """The figure (drawn now when ``figure`` is what draws it)."""
+        from matplotlib.figure import Figure
+
+        return self.figure if isinstance(self.figure, Figure) else self.figure()
 
 
 @dataclass(frozen=True)
@@ -222,7 +230,9 @@ class Analysis:
     the claims with their verdicts (``ipclab.claims.evaluate_claims``' table), the tables
     and figures with their captions, the deviations the runs showed (beside the declared
     ones), the README blocks of a reference folder (name -> Markdown) and what the notebook
-    shows beyond the tables (``views``)."""
+    shows beyond the tables (``views``). The claims' tables (``StudyResults.claims_table``)
+    follow the tables unless ``claims_before`` names the first table after them; a claims
+    frame without columns (nothing judged) writes none."""
 
     claims: pd.DataFrame
     tables: tuple[Table, ...] = ()
@@ -230,6 +240,7 @@ class Analysis:
     deviations: tuple[str, ...] = ()
     readme: Mapping[str, str] = field(default_factory=dict)
     views: Mapping[str, Any] = field(default_factory=dict)
+    claims_before: str | None = None
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         """A table's frame by its name."""
@@ -241,13 +252,22 @@ class Analysis:
     def write(self, results: StudyResults) -> None:
         """Tables, figures and claims into ``results``; in a reference folder (a README
         beside the results) its README's generated blocks and findings too."""
+        import matplotlib.pyplot as plt
+
         from ipclab.findings import fill_blocks, write_findings
 
+        claimed = not len(self.claims.columns)  # nothing judged: no claims table
         for t in self.tables:
+            if t.name == self.claims_before and not claimed:
+                results.claims_table(self.claims)
+                claimed = True
             results.table(t.frame, t.name, t.caption, t.in_report)
+        if not claimed:
+            results.claims_table(self.claims)
         for f in self.figures:
-            results.figure(f.figure, f.name, f.caption)
-        results.claims_table(self.claims)
+            fig = f.drawn()
+            results.figure(fig, f.name, f.caption)
+            plt.close(fig)
         readme = results.directory.parent / "README.md"
         if readme.is_file():
             if self.readme:

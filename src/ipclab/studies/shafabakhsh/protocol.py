@@ -11,7 +11,7 @@ from typing import Any
 
 from ipclab.experiments import Experiment, load_runs
 from ipclab.planner import Need
-from ipclab.protocol import Analysed, Parameters, StudyPart
+from ipclab.protocol import Analysed, Analysis, DeclaredPart, Parameters, Plan, Runs, StudyPart
 from ipclab.results import StudyResults
 from ipclab.runs import Run
 from ipclab.studies.shafabakhsh import availability, encryption, languages, performance
@@ -123,26 +123,13 @@ class Languages(StudyPart):
         return {"tables": languages.markdown_tables(analysis)}
 
 
-class Encryption(StudyPart):
+class Encryption(DeclaredPart):
     """Notebook 07: the performance matrix in the clear and with TLS on every hop."""
 
-    def experiments(self, params: Parameters) -> Experiment:
-        return encryption.experiment(params.profile, params.backend, params.runs_root)
+    DEVIATIONS = tuple(encryption.DEVIATIONS)
 
-    def describe(self, plan: Experiment) -> dict[str, Any]:
-        return plan.describe()
+    def declare(self, params: Parameters) -> Plan:
+        return {"matrix": encryption.experiment(params.profile, params.backend, params.runs_root)}
 
-    def deviations(self, params: Parameters, analysis: Any = None) -> Sequence[str]:
-        return encryption.DEVIATIONS
-
-    def run(self, plan: Experiment) -> list[Run]:
-        return plan.run()
-
-    def analyse(self, runs: list[Run], params: Parameters) -> encryption.Analysis:
-        return encryption.analyse(runs, params.profile)
-
-    def fill(self, analysis: encryption.Analysis, results: StudyResults) -> None:
-        encryption.write_results(analysis, results)
-
-    def load(self, plan: Experiment) -> list[Run]:
-        return load_runs(plan.directory)
+    def analyse(self, runs: Runs, params: Parameters) -> Analysis:
+        return encryption.declared(encryption.analyse(runs["matrix"], params.profile))
