@@ -290,6 +290,7 @@ class DeclaredPart(StudyPart):
 
     DEVIATIONS: ClassVar[Sequence[str]] = ()
     ORDER_SEED: ClassVar[int] = 2017  # the order several experiments' cells run in
+    INTERLEAVED: ClassVar[bool] = True  # False: the experiments run one after another
 
     @abstractmethod
     def declare(self, params: Parameters) -> Plan:
@@ -320,11 +321,13 @@ class DeclaredPart(StudyPart):
         """Every cell of every experiment (finished ones reused). Several experiments run
         interleaved (``ipclab.experiments.run_interleaved``: their cells in one order
         shuffled by ``ORDER_SEED``, so no experiment runs all at one time of the session),
-        unless one of them lends one stack to its cells (``share_stacks``)."""
+        unless one of them lends one stack to its cells (``share_stacks``) or the part runs
+        them one after another, in the order declared (``INTERLEAVED`` False)."""
         from ipclab.experiments import interleaved, run_interleaved
 
         experiments = list(plan.values())
-        if len(experiments) == 1 or any(e.share_stacks for e in experiments):
+        one_by_one = not self.INTERLEAVED or any(e.share_stacks for e in experiments)
+        if len(experiments) == 1 or one_by_one:
             return {name: e.run() for name, e in plan.items()}
         made = run_interleaved(experiments, self.ORDER_SEED)
         name_of = {id(e): name for name, e in plan.items()}
@@ -344,7 +347,9 @@ class DeclaredPart(StudyPart):
         analysis.write(results)
         return results
 
-    def extended(self, plan: Plan) -> Plan:
+    def extended(self, plan: Plan) -> Experiment | Plan:
+        """Every named experiment (cell ids ``<results>:<name>:<stack>@<users>``); a part
+        whose planner extends one of them alone may return it."""
         return plan
 
     def views(self, analysis: Analysis) -> Mapping[str, Any]:
