@@ -356,21 +356,6 @@ class DeclaredPart(StudyPart):
         return analysis.views
 
 
-class Analysed:
-    """An analysis, read through, with what ``write`` needs beside it (e.g. the runs a
-    study's writer takes as well): adapters return it where the analysis alone is not
-    enough to write the results."""
-
-    def __init__(self, analysis: Any, **extra: Any) -> None:
-        self.analysis = analysis
-        self.extra = extra
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("analysis", "extra"):  # not set yet (e.g. while unpickling)
-            raise AttributeError(name)
-        return getattr(self.analysis, name)
-
-
 def implements(part: object) -> list[str]:
     """What ``part`` lacks of the protocol: every stage it does not implement (an empty
     list: it implements them all)."""

@@ -7,12 +7,15 @@ methods' own runner), is an adapter over ``availability``'s functions."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+import pandas as pd
+
 from ipclab.experiments import Experiment, load_runs
 from ipclab.planner import Need
-from ipclab.protocol import Analysed, Analysis, DeclaredPart, Parameters, Plan, Runs, StudyPart
+from ipclab.protocol import Analysis, DeclaredPart, Parameters, Plan, Runs, StudyPart
 from ipclab.results import StudyResults
 from ipclab.studies.shafabakhsh import availability, encryption, languages, performance
 
@@ -40,6 +43,19 @@ class Performance(DeclaredPart):
         return plan["matrix"]  # cell ids <results>:<stack>@<users>
 
 
+@dataclass(frozen=True)
+class AvailabilityAnalysis:
+    """Notebook 02's analysis: the availability tables and the runs its writer reads beside
+    them (the outage timeline is drawn from the outage runs' requests)."""
+
+    analysis: availability.Analysis
+    runs: availability.AvailabilityRuns
+
+    @property
+    def claims(self) -> pd.DataFrame:
+        return self.analysis.claims
+
+
 class Availability(StudyPart):
     """Notebook 02: the outage experiment, fault injection and method 1, per style."""
 
@@ -60,16 +76,18 @@ class Availability(StudyPart):
     def run(self, plan: availability.AvailabilityExperiment) -> availability.AvailabilityRuns:
         return plan.run()
 
-    def analyse(self, runs: availability.AvailabilityRuns, params: Parameters) -> Analysed:
-        return Analysed(availability.analyse(runs, params.profile), runs=runs)
+    def analyse(
+        self, runs: availability.AvailabilityRuns, params: Parameters
+    ) -> AvailabilityAnalysis:
+        return AvailabilityAnalysis(availability.analyse(runs, params.profile), runs)
 
-    def fill(self, analysis: Analysed, results: StudyResults) -> None:
-        availability.write_results(analysis.analysis, analysis.extra["runs"], results)
+    def fill(self, analysis: AvailabilityAnalysis, results: StudyResults) -> None:
+        availability.write_results(analysis.analysis, analysis.runs, results)
 
-    def views(self, analysis: Analysed) -> Mapping[str, Any]:
+    def views(self, analysis: AvailabilityAnalysis) -> Mapping[str, Any]:
         return {
-            "fault_injection": availability.readable(analysis.fault_injection),
-            "until_failure": availability.readable(analysis.until_failure),
+            "fault_injection": availability.readable(analysis.analysis.fault_injection),
+            "until_failure": availability.readable(analysis.analysis.until_failure),
         }
 
 
