@@ -229,8 +229,9 @@ class Analysis:
     """What a :class:`DeclaredPart`'s ``analyse`` returns, all the core needs to write it:
     the claims with their verdicts (``ipclab.claims.evaluate_claims``' table), the tables
     and figures with their captions, the deviations the runs showed (beside the declared
-    ones), the README blocks of a reference folder (name -> Markdown) and what the notebook
-    shows beyond the tables (``views``). The claims' tables (``StudyResults.claims_table``)
+    ones), the README blocks of a reference folder (name -> Markdown, or what makes them:
+    called only where the results folder has a README) and what the notebook shows beyond
+    the tables (``views``). The claims' tables (``StudyResults.claims_table``)
     follow the tables unless ``claims_before`` names the first table after them; a claims
     frame without columns (nothing judged) writes none."""
 
@@ -238,7 +239,7 @@ class Analysis:
     tables: tuple[Table, ...] = ()
     figures: tuple[Plot, ...] = ()
     deviations: tuple[str, ...] = ()
-    readme: Mapping[str, str] = field(default_factory=dict)
+    readme: Mapping[str, str] | Callable[[], Mapping[str, str]] = field(default_factory=dict)
     views: Mapping[str, Any] = field(default_factory=dict)
     claims_before: str | None = None
 
@@ -270,8 +271,9 @@ class Analysis:
             plt.close(fig)
         readme = results.directory.parent / "README.md"
         if readme.is_file():
-            if self.readme:
-                fill_blocks(readme, self.readme)
+            blocks = self.readme() if callable(self.readme) else self.readme
+            if blocks:
+                fill_blocks(readme, blocks)
             label = f"{results.directory.name}/{results.claims}"
             if len(self.claims) and f"<!-- findings: {label} -->" in readme.read_text():
                 # read back from its CSV, as the README test reads it

@@ -11,6 +11,7 @@ figures (:mod:`figures`) as the core's ``ipclab.protocol.Analysis``, which write
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -288,7 +289,7 @@ def declared(a: Analysis) -> protocol.Analysis:
         a.claims if len(a.claims) else pd.DataFrame(),  # none judged: no claims table
         tuple(tables),
         tuple(figures.all_figures(a)),
-        readme=readme_blocks(a),
+        readme=partial(readme_blocks, a),
         views={
             "summary": summary_markdown(a),
             # the thesis's own arithmetic, as printed and as its means give it

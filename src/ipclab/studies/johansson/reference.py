@@ -55,7 +55,8 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES, folder: str = FOLDER) ->
     readme = from_repo(root) / folder / "README.md"
     if readme.exists():  # the blocks its README has (the docker one: no machine check)
         have = {m.group("name") for m in GENERATED.finditer(readme.read_text())}
-        written = replace(written, readme={k: v for k, v in written.readme.items() if k in have})
+        blocks = analysis.readme_blocks(a)
+        written = replace(written, readme={k: v for k, v in blocks.items() if k in have})
     results.deviations = list(experiment.DEVIATIONS)
     written.write(results)  # with the README's tables and what was found
     plausibility.write_reference(results)

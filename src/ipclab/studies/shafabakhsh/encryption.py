@@ -337,7 +337,7 @@ def declared(a: Analysis) -> protocol.Analysis:
             "load, mean and 95% interval over runs (1: no cost).",
         ))  # fmt: skip
     return protocol.Analysis(
-        a.claims, tuple(tables), tuple(figures), readme=readme_blocks(a),
+        a.claims, tuple(tables), tuple(figures), readme=partial(readme_blocks, a),
         claims_before="edge_over_plain",
     )  # fmt: skip
 

@@ -633,7 +633,7 @@ def declared(a: Analysis) -> protocol.Analysis:
                 "solid): above 1 on the left and below 1 on the right is better than REST.",
             ),
         ),
-        readme=readme_blocks(a),
+        readme=partial(readme_blocks, a),
         views={"tables": markdown_tables(a), "statements": a.statements, "sittings": a.sittings},
     )
 

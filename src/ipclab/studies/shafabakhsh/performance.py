@@ -369,7 +369,7 @@ def declared(a: Analysis, perf_runs: list[Run]) -> protocol.Analysis:
             "hand-written and generated.",
         ),
     ]
-    return protocol.Analysis(a.claims, _tables(a), tuple(plots), readme=readme_blocks(a))
+    return protocol.Analysis(a.claims, _tables(a), tuple(plots), readme=partial(readme_blocks, a))
 
 
 _PAIRWISE_COLUMNS = (
