@@ -1,9 +1,9 @@
 """Shafabakhsh 2020 (KTH thesis + QuASoQ paper): REST vs gRPC vs RabbitMQ, performance.
 
-What a notebook calls: ``run_experiments`` (the load matrix and the think-time sensitivity
-run), ``analyse`` (tables, tests, claims) and ``declared`` (its figures and tables as the
-core's ``ipclab.protocol.Analysis``, which writes them into a results folder for the
-report). Published numbers come from ``data/published/``.
+What notebook 01's part (``protocol.Performance``) calls: ``experiments`` (the load matrix
+and the think-time sensitivity run), ``analyse`` (tables, tests, claims) and ``declared``
+(its figures and tables as the core's ``ipclab.protocol.Analysis``, which writes them into a
+results folder for the report). Published numbers come from ``data/published/``.
 """
 
 from __future__ import annotations
@@ -170,16 +170,6 @@ def experiments(
         **{**common, "duration_s": p.sensitivity_duration_s or p.duration_s},
     )  # type: ignore[arg-type]
     return perf, sens
-
-
-def run_experiments(
-    profile_name: str,
-    backend: str = "local",
-    root: Path = DEFAULT_ROOT,
-    progress: Callable[[str], None] = print,
-) -> tuple[list[Run], list[Run]]:
-    perf, sens = experiments(profile_name, backend, root)
-    return perf.run(progress), sens.run(progress)
 
 
 @dataclass
