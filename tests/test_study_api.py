@@ -129,7 +129,7 @@ def test_several_declared_experiments_run_interleaved(
 ) -> None:
     order: list[tuple[str, int]] = []
 
-    def run_cell(self: Experiment, cell: object, label: str, progress: object) -> str:
+    def run_cell(self: Experiment, cell: object, label: str, progress: object, *_: object) -> str:
         order.append((self.name, cell.repetition))  # type: ignore[attr-defined]
         return f"{self.name}-{cell.repetition}"  # type: ignore[attr-defined]
 
