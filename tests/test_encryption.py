@@ -88,14 +88,15 @@ def test_the_notebook_part_writes_its_tables_claims_and_figure(tmp_path: Path) -
     )
     tls = part("shafabakhsh", "tls")
     params = tls.parameters(results_dir=tmp_path / "tls", figures_dir=tmp_path / "figures")
-    results = tls.write(a, params)
+    results = tls.write(encryption.declared(a), params)
     assert isinstance(results, StudyResults)
     written = {p.name for p in (tmp_path / "tls").iterdir()}
     assert {"tls_over_plain.csv", "machine_state.csv", "claims.csv", "study.json"} <= written
     assert [f["name"] for f in results.figures] == ["shafabakhsh_tls_over_plain"]
     assert any("HTTPS" in d for d in tls.deviations(params))
-    assert tls.experiments(params).variants.keys() == {"plain", "tls", "edge"}
-    assert tls.experiments(params).variants["edge"].tls == "edge"
+    matrix = tls.experiments(params)["matrix"]
+    assert matrix.variants.keys() == {"plain", "tls", "edge"}
+    assert matrix.variants["edge"].tls == "edge"
 
 
 def test_the_tls_reference_readme_is_what_its_runs_give() -> None:
@@ -150,7 +151,7 @@ def test_the_edge_ratios_table_and_figure_are_written(tmp_path: Path) -> None:
     )  # fmt: skip
     tls = part("shafabakhsh", "tls")
     params = tls.parameters(results_dir=tmp_path / "tls", figures_dir=tmp_path / "figures")
-    results = tls.write(a, params)
+    results = tls.write(encryption.declared(a), params)
     assert "edge_over_plain.csv" in {p.name for p in (tmp_path / "tls").iterdir()}
     assert [f["name"] for f in results.figures] == [
         "shafabakhsh_tls_over_plain",

@@ -15,7 +15,7 @@ import pytest
 from ipclab import protocol, published
 from ipclab.experiments import Experiment
 from ipclab.paths import REPO_ROOT
-from ipclab.protocol import Analysis, DeclaredPart, Parameters, Plan, Runs, Table
+from ipclab.protocol import Analysis, DeclaredPart, Parameters, Plan, Plot, Runs, Table
 from ipclab.published import Claim, PublishedDataError, claim
 
 H1 = {
@@ -129,7 +129,7 @@ def test_several_declared_experiments_run_interleaved(
 ) -> None:
     order: list[tuple[str, int]] = []
 
-    def run_cell(self: Experiment, cell: object, label: str, progress: object) -> str:
+    def run_cell(self: Experiment, cell: object, label: str, progress: object, *_: object) -> str:
         order.append((self.name, cell.repetition))  # type: ignore[attr-defined]
         return f"{self.name}-{cell.repetition}"  # type: ignore[attr-defined]
 
@@ -148,3 +148,45 @@ def test_several_declared_experiments_run_interleaved(
     assert sorted(order) == [(n, r) for n in "ab" for r in (1, 2, 3)]
     # each repetition of both before the next, in one shuffled order
     assert [rep for _, rep in order] == [1, 1, 2, 2, 3, 3] and order != sorted(order)
+
+    class OneByOne(Three):
+        INTERLEAVED = False  # in the order declared, each experiment's cells together
+
+    order.clear()
+    runs = OneByOne("r", "t").run(part.experiments(part.parameters(runs_root=tmp_path)))
+    assert [name for name, _ in order] == ["a"] * 3 + ["b"] * 3
+    assert sorted(runs["a"]) == ["a-1", "a-2", "a-3"]
+
+
+def test_the_claims_go_where_the_part_places_them_and_figures_are_drawn_when_written(
+    tmp_path: Path,
+) -> None:
+    from matplotlib.figure import Figure
+
+    drawn: list[str] = []
+
+    def draw() -> Figure:
+        drawn.append("late")
+        fig = Figure()
+        fig.subplots().plot([0, 1])
+        return fig
+
+    def readme() -> dict[str, str]:
+        raise AssertionError("no README beside the results: its blocks are not made")
+
+    claims = pd.DataFrame({"claim_id": ["H1"], "verdict": ["undecided"]})
+    tables = tuple(Table(n, pd.DataFrame({"n": [1]}), n) for n in ("a", "b", "c"))
+    analysis = Analysis(
+        claims, tables, (Plot("late", draw, "drawn when written"),), readme=readme,
+        claims_before="c",
+    )  # fmt: skip
+    assert drawn == []
+    part = _Part("placed", "A title")
+    params = part.parameters(results_dir=tmp_path / "results", figures_dir=tmp_path / "figs")
+    results = part.write(analysis, params)
+    assert [t["name"] for t in results.tables] == ["a", "b", "claims", "c"]
+    assert drawn == ["late"] and [f["name"] for f in results.figures] == ["late"]
+    # nothing judged (a frame without columns): no claims table
+    unjudged = part.write(Analysis(pd.DataFrame(), tables), part.parameters(
+        results_dir=tmp_path / "unjudged", figures_dir=tmp_path / "figs"))  # fmt: skip
+    assert [t["name"] for t in unjudged.tables] == ["a", "b", "c"] and unjudged.claims is None

@@ -209,11 +209,19 @@ class Table:
 
 @dataclass(frozen=True)
 class Plot:
-    """A figure of the results folder: ``<name>.png`` (and its vector twin) with its caption."""
+    """A figure of the results folder: ``<name>.png`` (and its vector twin) with its caption.
+    ``figure``: the figure, or what draws it when it is written (a part with many figures
+    draws each only then, one at a time; the core closes each once saved)."""
 
     name: str
-    figure: Figure
+    figure: Figure | Callable[[], Figure]
     caption: str
+
+    def drawn(self) -> Figure:
+        """The figure (drawn now when ``figure`` is what draws it)."""
+        from matplotlib.figure import Figure
+
+        return self.figure if isinstance(self.figure, Figure) else self.figure()
 
 
 @dataclass(frozen=True)
@@ -221,15 +229,19 @@ class Analysis:
     """What a :class:`DeclaredPart`'s ``analyse`` returns, all the core needs to write it:
     the claims with their verdicts (``ipclab.claims.evaluate_claims``' table), the tables
     and figures with their captions, the deviations the runs showed (beside the declared
-    ones), the README blocks of a reference folder (name -> Markdown) and what the notebook
-    shows beyond the tables (``views``)."""
+    ones), the README blocks of a reference folder (name -> Markdown, or what makes them:
+    called only where the results folder has a README) and what the notebook shows beyond
+    the tables (``views``). The claims' tables (``StudyResults.claims_table``)
+    follow the tables unless ``claims_before`` names the first table after them; a claims
+    frame without columns (nothing judged) writes none."""
 
     claims: pd.DataFrame
     tables: tuple[Table, ...] = ()
     figures: tuple[Plot, ...] = ()
     deviations: tuple[str, ...] = ()
-    readme: Mapping[str, str] = field(default_factory=dict)
+    readme: Mapping[str, str] | Callable[[], Mapping[str, str]] = field(default_factory=dict)
     views: Mapping[str, Any] = field(default_factory=dict)
+    claims_before: str | None = None
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         """A table's frame by its name."""
@@ -241,17 +253,27 @@ class Analysis:
     def write(self, results: StudyResults) -> None:
         """Tables, figures and claims into ``results``; in a reference folder (a README
         beside the results) its README's generated blocks and findings too."""
+        import matplotlib.pyplot as plt
+
         from ipclab.findings import fill_blocks, write_findings
 
+        claimed = not len(self.claims.columns)  # nothing judged: no claims table
         for t in self.tables:
+            if t.name == self.claims_before and not claimed:
+                results.claims_table(self.claims)
+                claimed = True
             results.table(t.frame, t.name, t.caption, t.in_report)
+        if not claimed:
+            results.claims_table(self.claims)
         for f in self.figures:
-            results.figure(f.figure, f.name, f.caption)
-        results.claims_table(self.claims)
+            fig = f.drawn()
+            results.figure(fig, f.name, f.caption)
+            plt.close(fig)
         readme = results.directory.parent / "README.md"
         if readme.is_file():
-            if self.readme:
-                fill_blocks(readme, self.readme)
+            blocks = self.readme() if callable(self.readme) else self.readme
+            if blocks:
+                fill_blocks(readme, blocks)
             label = f"{results.directory.name}/{results.claims}"
             if len(self.claims) and f"<!-- findings: {label} -->" in readme.read_text():
                 # read back from its CSV, as the README test reads it
@@ -270,6 +292,7 @@ class DeclaredPart(StudyPart):
 
     DEVIATIONS: ClassVar[Sequence[str]] = ()
     ORDER_SEED: ClassVar[int] = 2017  # the order several experiments' cells run in
+    INTERLEAVED: ClassVar[bool] = True  # False: the experiments run one after another
 
     @abstractmethod
     def declare(self, params: Parameters) -> Plan:
@@ -300,11 +323,13 @@ class DeclaredPart(StudyPart):
         """Every cell of every experiment (finished ones reused). Several experiments run
         interleaved (``ipclab.experiments.run_interleaved``: their cells in one order
         shuffled by ``ORDER_SEED``, so no experiment runs all at one time of the session),
-        unless one of them lends one stack to its cells (``share_stacks``)."""
+        unless one of them lends one stack to its cells (``share_stacks``) or the part runs
+        them one after another, in the order declared (``INTERLEAVED`` False)."""
         from ipclab.experiments import interleaved, run_interleaved
 
         experiments = list(plan.values())
-        if len(experiments) == 1 or any(e.share_stacks for e in experiments):
+        one_by_one = not self.INTERLEAVED or any(e.share_stacks for e in experiments)
+        if len(experiments) == 1 or one_by_one:
             return {name: e.run() for name, e in plan.items()}
         made = run_interleaved(experiments, self.ORDER_SEED)
         name_of = {id(e): name for name, e in plan.items()}
@@ -324,26 +349,13 @@ class DeclaredPart(StudyPart):
         analysis.write(results)
         return results
 
-    def extended(self, plan: Plan) -> Plan:
+    def extended(self, plan: Plan) -> Experiment | Plan:
+        """Every named experiment (cell ids ``<results>:<name>:<stack>@<users>``); a part
+        whose planner extends one of them alone may return it."""
         return plan
 
     def views(self, analysis: Analysis) -> Mapping[str, Any]:
         return analysis.views
-
-
-class Analysed:
-    """An analysis, read through, with what ``write`` needs beside it (e.g. the runs a
-    study's writer takes as well): adapters return it where the analysis alone is not
-    enough to write the results."""
-
-    def __init__(self, analysis: Any, **extra: Any) -> None:
-        self.analysis = analysis
-        self.extra = extra
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("analysis", "extra"):  # not set yet (e.g. while unpickling)
-            raise AttributeError(name)
-        return getattr(self.analysis, name)
 
 
 def implements(part: object) -> list[str]:

@@ -3,20 +3,22 @@
 :func:`analyse` turns the three experiments' runs (:mod:`experiment`) into tables: one row
 per run and interface (:mod:`tables`), cells with 95% t intervals (:mod:`cells`),
 GraphQL/REST ratios with log-ratio intervals (:mod:`ratios`), published beside measured,
-and the claims with computed verdicts (:mod:`verdicts`); :func:`write_results` writes them
-and the figures (:mod:`figures`) into a ``StudyResults``; :func:`summary_markdown` gives
-the reference README's tables.
+and the claims with computed verdicts (:mod:`verdicts`); :func:`declared` gives them and the
+figures (:mod:`figures`) as the core's ``ipclab.protocol.Analysis``, which writes them;
+:func:`summary_markdown` gives the reference README's tables.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
+from ipclab import protocol
+from ipclab.protocol import Table
 from ipclab.runs import Run
 from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.johansson import published
@@ -30,7 +32,7 @@ from ipclab.studies.johansson.cells import (
     summarise,
     wide,
 )
-from ipclab.studies.johansson.experiment import DEVIATIONS, profile
+from ipclab.studies.johansson.experiment import profile
 from ipclab.studies.johansson.ratios import paired_ratios, ratios, sequential_effect
 from ipclab.studies.johansson.tables import (
     machine_state,
@@ -228,6 +230,8 @@ def readme_blocks(a: Analysis) -> dict[str, str]:
 THESIS_CELLS = ("mean_ms", "p95_ms", "server_ms", "outside_ms", "bytes", "gateway_cpu_ms")
 SWEEP_CELLS = ("mean_ms", "p95_ms", "server_ms", "bytes", "gateway_cpu_ms")
 SATURATION_CELLS = ("rps", "mean_ms", "p95_ms", "gateway_cpu_ms")
+_SERIALISATION_COLUMNS = ("rows", "style", "bytes", "encode_us", "encode_us_ci", "decode_us",
+                          "decode_us_ci", "bytes_vs_json", "roundtrip_us_vs_json")  # fmt: skip
 _SIDE_COLUMNS = (
     "test", "rows", "style", "published_min_ms", "published_mean_ms", "published_max_ms",
     "measured_mean_ci", "measured_p95_ci", "runs", "published_ratio", "published_printed",
@@ -235,149 +239,171 @@ _SIDE_COLUMNS = (
 )  # fmt: skip
 
 
-def write_results(a: Analysis, results: Any) -> None:
-    """Every table and figure of the study into ``results`` (a ``StudyResults``): each
-    experiment's tables when it has runs, the claims, the runs each test needs, the
-    figures."""
-    import matplotlib.pyplot as plt
-
+def declared(a: Analysis) -> protocol.Analysis:
+    """The core's analysis of ``a``: each experiment's tables when it has runs, the claims
+    (when any; before the runs each test needs), the figures (each drawn when written), the
+    reference README's blocks and what the notebook shows beside the tables."""
     from ipclab.studies.johansson import figures
 
-    results.deviations = DEVIATIONS
+    tables = []
     if len(a.side_by_side):
-        results.table(
-            a.side_by_side[list(_SIDE_COLUMNS)],
-            "published_vs_measured",
-            "Thesis tests 1-3 (sections 7.1-7.3) beside the measured thesis test: printed "
-            "fastest, mean and slowest request (ms) per interface; measured mean and p95 (ms), "
-            "mean over runs with the 95% t interval; GraphQL / REST of the means, printed "
-            "(as G / R) and measured (95% log-ratio interval). Test 1 at 5 rows per table.",
+        tables.append(
+            Table(
+                "published_vs_measured",
+                a.side_by_side[list(_SIDE_COLUMNS)],
+                "Thesis tests 1-3 (sections 7.1-7.3) beside the measured thesis test: printed "
+                "fastest, mean and slowest request (ms) per interface; measured mean and p95 (ms), "
+                "mean over runs with the 95% t interval; GraphQL / REST of the means, printed "
+                "(as G / R) and measured (95% log-ratio interval). Test 1 at 5 rows per table.",
+            )
         )
     if len(a.thesis_ratios):
-        _thesis_tables(a, results)
+        tables += _thesis_tables(a)
     if len(a.sweep):
-        _sweep_tables(a, results)
+        tables += _sweep_tables(a)
     if len(a.sequential):
-        results.table(
-            a.sequential,
-            "sequential_sensitivity",
-            "Sensitivity: gateways calling the four services sequentially over concurrently, "
-            "per interface and size (95% log-ratio intervals).",
+        tables.append(
+            Table(
+                "sequential_sensitivity",
+                a.sequential,
+                "Sensitivity: gateways calling the four services sequentially over concurrently, "
+                "per interface and size (95% log-ratio intervals).",
+            )
         )
     if len(a.saturation):
-        _saturation_tables(a, results)
+        tables += _saturation_tables(a)
     if len(a.serialisation):
-        _serialisation_tables(a, results)
-    if len(a.claims):
-        results.claims_table(a.claims)
+        tables += _serialisation_tables(a)
     if len(a.power):
-        results.table(
-            a.power,
-            "power",
-            "Runs per cell each single-size test needs to detect the published ratio with 80% "
-            "power at the strictest Holm level of its family (alpha over the family's "
-            "distinct tests, facts apart; docs/statistics.md section 7).",
-            in_report=False,
+        tables.append(
+            Table(
+                "power",
+                a.power,
+                "Runs per cell each single-size test needs to detect the published ratio with 80% "
+                "power at the strictest Holm level of its family (alpha over the family's "
+                "distinct tests, facts apart; docs/statistics.md section 7).",
+                in_report=False,
+            )
         )
-    for fig, name, caption in figures.all_figures(a):
-        results.figure(fig, name, caption)
-    plt.close("all")
+    return protocol.Analysis(
+        a.claims if len(a.claims) else pd.DataFrame(),  # none judged: no claims table
+        tuple(tables),
+        tuple(figures.all_figures(a)),
+        readme=partial(readme_blocks, a),
+        views={
+            "summary": summary_markdown(a),
+            # the thesis's own arithmetic, as printed and as its means give it
+            "published_ratios": published.published_ratios(),
+            "serialisation": ser.summary(a.serialisation) if len(a.serialisation) else None,
+        },
+        claims_before="power",
+    )
 
 
-def _thesis_tables(a: Analysis, results: Any) -> None:
+def _thesis_tables(a: Analysis) -> list[Table]:
     """The thesis test's ratios, per-run rows and cells."""
-    results.table(
-        a.thesis_ratios,
-        "thesis_ratios",
-        "Thesis test: GraphQL / REST per size for client time (mean, p95), the gateway's "
-        "own time, gateway CPU per request and body bytes, with 95% log-ratio intervals.",
-        in_report=False,
-    )
-    results.table(
-        a.thesis_paired,
-        "thesis_within_run_ratios",
-        "Thesis test: GraphQL / REST within each run (both interfaces interleaved in every "
-        "run), geometric mean over runs with the 95% t interval of the logs.",
-    )
-    results.table(a.thesis, "thesis_runs", "Thesis test: one row per run and interface.",
-                  in_report=False)  # fmt: skip
-    results.table(
-        wide(a.thesis_cells, THESIS_CELLS, ("rows", "style")),
-        "thesis_cells",
-        "Thesis test per size and interface: client time (mean, p95), the gateway's own "
-        "time (Server-Timing), the rest (HTTP, client, loopback), body bytes and gateway "
-        "CPU per request, each the mean over runs with its 95% t interval.",
-    )
+    return [
+        Table(
+            "thesis_ratios",
+            a.thesis_ratios,
+            "Thesis test: GraphQL / REST per size for client time (mean, p95), the gateway's "
+            "own time, gateway CPU per request and body bytes, with 95% log-ratio intervals.",
+            in_report=False,
+        ),
+        Table(
+            "thesis_within_run_ratios",
+            a.thesis_paired,
+            "Thesis test: GraphQL / REST within each run (both interfaces interleaved in "
+            "every run), geometric mean over runs with the 95% t interval of the logs.",
+        ),
+        Table(
+            "thesis_runs", a.thesis, "Thesis test: one row per run and interface.", in_report=False
+        ),
+        Table(
+            "thesis_cells",
+            wide(a.thesis_cells, THESIS_CELLS, ("rows", "style")),
+            "Thesis test per size and interface: client time (mean, p95), the gateway's own "
+            "time (Server-Timing), the rest (HTTP, client, loopback), body bytes and gateway "
+            "CPU per request, each the mean over runs with its 95% t interval.",
+        ),
+    ]
 
 
-def _sweep_tables(a: Analysis, results: Any) -> None:
+def _sweep_tables(a: Analysis) -> list[Table]:
     """The size sweep's cells, ratios and per-run rows."""
     conc = a.sweep_cells[~a.sweep_cells["sequential"].astype(bool)]
-    results.table(
-        wide(conc, SWEEP_CELLS, ("rows", "style")),
-        "sweep_cells",
-        "The size sweep (one client, shorter pause): per size and interface, mean over runs "
-        "with its 95% t interval.",
-    )
     sr = a.sweep_ratios
-    results.table(
-        sr[(sr["metric"] == "mean_ms") & ~sr["sequential"].astype(bool)],
-        "sweep_ratios",
-        "The size sweep: GraphQL / REST of the mean response time per size (95% "
-        "log-ratio interval).",
-    )
-    results.table(a.sweep, "sweep_runs", "Size sweep: one row per run and interface.",
-                  in_report=False)  # fmt: skip
+    return [
+        Table(
+            "sweep_cells",
+            wide(conc, SWEEP_CELLS, ("rows", "style")),
+            "The size sweep (one client, shorter pause): per size and interface, mean over "
+            "runs with its 95% t interval.",
+        ),
+        Table(
+            "sweep_ratios",
+            sr[(sr["metric"] == "mean_ms") & ~sr["sequential"].astype(bool)],
+            "The size sweep: GraphQL / REST of the mean response time per size (95% "
+            "log-ratio interval).",
+        ),
+        Table("sweep_runs", a.sweep, "Size sweep: one row per run and interface.", in_report=False),
+    ]
 
 
-def _saturation_tables(a: Analysis, results: Any) -> None:
+def _saturation_tables(a: Analysis) -> list[Table]:
     """The saturation runs' cells, throughput, ratios and per-run rows, and the
     machine check of every experiment."""
-    results.table(
-        wide(a.saturation_cells, SATURATION_CELLS, ("rows", "style", "users")),
-        "saturation_cells",
-        "Saturation: closed-loop users without think time, one stack per run (the quick "
-        "profile: one per interface and repetition); throughput, "
-        "response time and gateway CPU per request, mean over runs with 95% t intervals.",
-    )
-    results.table(
-        a.saturation_best,
-        "saturation_throughput",
-        "Saturation throughput per size and interface: the highest mean throughput over "
-        "the loads run, its load and 95% t interval, and the mean response time there.",
-    )
     sr = a.saturation_ratios
-    results.table(
-        sr[sr["metric"].isin(["rps", "gateway_cpu_ms"])],
-        "saturation_ratios",
-        "Saturation: GraphQL / REST of throughput and of gateway CPU per request per "
-        "size and load (95% log-ratio intervals).",
-    )
-    results.table(a.saturation, "saturation_runs", "Saturation: one row per run.",
-                  in_report=False)  # fmt: skip
-    results.table(
-        a.machine,
-        "machine_state",
-        "Machine check per cell of every experiment: stack CPU per request across "
-        "repetitions (more than 25% apart: the machine changed) and other processes' "
-        "CPU (above 25% of a core: the machine was shared).",
-        in_report=False,
-    )
+    return [
+        Table(
+            "saturation_cells",
+            wide(a.saturation_cells, SATURATION_CELLS, ("rows", "style", "users")),
+            "Saturation: closed-loop users without think time, one stack per run (the quick "
+            "profile: one per interface and repetition); throughput, "
+            "response time and gateway CPU per request, mean over runs with 95% t intervals.",
+        ),
+        Table(
+            "saturation_throughput",
+            a.saturation_best,
+            "Saturation throughput per size and interface: the highest mean throughput over "
+            "the loads run, its load and 95% t interval, and the mean response time there.",
+        ),
+        Table(
+            "saturation_ratios",
+            sr[sr["metric"].isin(["rps", "gateway_cpu_ms"])],
+            "Saturation: GraphQL / REST of throughput and of gateway CPU per request per "
+            "size and load (95% log-ratio intervals).",
+        ),
+        Table("saturation_runs", a.saturation, "Saturation: one row per run.", in_report=False),
+        Table(
+            "machine_state",
+            a.machine,
+            "Machine check per cell of every experiment: stack CPU per request across "
+            "repetitions (more than 25% apart: the machine changed) and other processes' "
+            "CPU (above 25% of a core: the machine was shared).",
+            in_report=False,
+        ),
+    ]
 
 
-def _serialisation_tables(a: Analysis, results: Any) -> None:
+def _serialisation_tables(a: Analysis) -> list[Table]:
     """The serialisation micro-benchmark's summary and its rounds (with their process)."""
     s = ser.summary(a.serialisation)
-    results.table(
-        s[["rows", "style", "bytes", "encode_us", "encode_us_ci", "decode_us",
-           "decode_us_ci", "bytes_vs_json", "roundtrip_us_vs_json"]],
-        "serialisation",
-        "Serialisation (thesis Tables 5.1 and 5.2) on the test 2 and 3 bundles: bytes, "
-        "encode and decode time per operation (mean over processes, each a fresh "
-        "interpreter whose rounds are averaged; 95% t interval over processes), size "
-        "and encode + decode time relative to JSON (orjson). No Thrift-vs-Protocol "
-        "Buffers time order is claimed.",
-    )  # fmt: skip
-    results.table(a.serialisation, "serialisation_rounds", "Serialisation: per process and "
-                  "round (a table without a process column: every round in one process).",
-                  in_report=False)  # fmt: skip
+    return [
+        Table(
+            "serialisation",
+            s[list(_SERIALISATION_COLUMNS)],
+            "Serialisation (thesis Tables 5.1 and 5.2) on the test 2 and 3 bundles: bytes, "
+            "encode and decode time per operation (mean over processes, each a fresh "
+            "interpreter whose rounds are averaged; 95% t interval over processes), size "
+            "and encode + decode time relative to JSON (orjson). No Thrift-vs-Protocol "
+            "Buffers time order is claimed.",
+        ),
+        Table(
+            "serialisation_rounds",
+            a.serialisation,
+            "Serialisation: per process and "
+            "round (a table without a process column: every round in one process).",
+            in_report=False,
+        ),
+    ]

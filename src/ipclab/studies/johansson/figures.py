@@ -8,13 +8,14 @@
 * :func:`cpu_figure`, :func:`saturation_figure`, :func:`serialisation_figure`,
   :func:`sequential_figure`: what the thesis announced or did not run.
 
-Every function returns a matplotlib Figure; :func:`all_figures` names and captions them
-for ``analysis.write_results``, which saves them.
+Every function returns a matplotlib Figure; :func:`all_figures` names and captions them as
+the core's ``Plot``s (``analysis.declared``), which draws and saves each in turn.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import matplotlib.colors
@@ -24,6 +25,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ipclab.protocol import Plot
 from ipclab.studies.johansson import published
 
 STYLES = ("rest", "graphql")
@@ -305,9 +307,9 @@ def sequential_figure(effect: pd.DataFrame) -> Figure:
     return fig
 
 
-def all_figures(a: Any) -> Iterator[tuple[Figure, str, str]]:
-    """Every figure of an ``analysis.Analysis`` with its name and caption, made one at a
-    time as it is consumed (``write_results`` saves each before the next is drawn)."""
+def all_figures(a: Any) -> Iterator[Plot]:
+    """Every figure of an ``analysis.Analysis`` with its name and caption, each drawn when
+    it is written (the core saves each before the next is drawn)."""
     pub_cells = published.published_cells()
     tests = {int(r): int(t) for t, r in zip(pub_cells["test"], pub_cells["rows"], strict=True)}
     for rows, series in sorted(a.series.items()):
@@ -315,56 +317,60 @@ def all_figures(a: Any) -> Iterator[tuple[Figure, str, str]]:
         if test is None or series.empty:
             continue
         f_req, f_mean = TEST_FIGURES[test]
-        yield (
-            requests_figure(pub_cells, series, test, rows),
+        yield Plot(
             f"johansson_fig{f_req.replace('.', '_')}_test{test}_requests",
+            partial(requests_figure, pub_cells, series, test, rows),
             f"Test {test} ({rows} rows per table; thesis Fig. {f_req}): the response time of "
             "every request, published (printed min, mean, max) and measured (every run; the "
             "first as a line, dashed: the mean).",
         )
         r = a.thesis_ratios
         hit = r[(r["rows"] == rows) & (r["metric"] == "mean_ms") & ~r["sequential"].astype(bool)]
-        yield (
-            means_figure(pub_cells, a.thesis_cells, hit.iloc[0] if len(hit) else None,
-                              test, rows),
+        yield Plot(
             f"johansson_fig{f_mean.replace('.', '_')}_test{test}_means",
+            partial(means_figure, pub_cells, a.thesis_cells, hit.iloc[0] if len(hit) else None,
+                    test, rows),
             f"Test {test} ({rows} rows per table; thesis Fig. {f_mean}): mean response time "
             "per interface, published and measured (95% t interval over runs).",
         )  # fmt: skip
     if len(a.sweep):
-        yield (
-            trend_figure(
-                a.sweep_cells, a.sweep_ratios, published.published_ratios(), a.thesis_ratios
-            ),
+        yield Plot(
             "johansson_trend",
+            partial(
+                trend_figure,
+                a.sweep_cells,
+                a.sweep_ratios,
+                published.published_ratios(),
+                a.thesis_ratios,
+            ),
             "Mean time per request and the GraphQL / REST ratio against rows per table (the "
             "sweep; bands: 95% intervals), the thesis test's ratios (diamonds) and the "
             "thesis's ratios of its printed means (squares).",
         )
     if len(a.sweep) or len(a.saturation):
-        yield (
-            cpu_figure(a.sweep_cells, a.saturation_cells),
+        yield Plot(
             "johansson_cpu",
+            partial(cpu_figure, a.sweep_cells, a.saturation_cells),
             "The CPU test the thesis announced and did not report: gateway CPU per request, "
             "one client and at saturation (95% intervals).",
         )
     if len(a.saturation):
-        yield (
-            saturation_figure(a.saturation_cells),
+        yield Plot(
             "johansson_saturation",
+            partial(saturation_figure, a.saturation_cells),
             "Saturation curves: throughput and mean response time against closed-loop users "
             "without think time, per size (REST solid, GraphQL dashed).",
         )
     if len(a.sequential):
-        yield (
-            sequential_figure(a.sequential),
+        yield Plot(
             "johansson_sequential",
+            partial(sequential_figure, a.sequential),
             "Sensitivity: sequential over concurrent service calls in the gateways.",
         )
     if len(a.serialisation_cells):
-        yield (
-            serialisation_figure(a.serialisation_cells),
+        yield Plot(
             "johansson_serialisation",
+            partial(serialisation_figure, a.serialisation_cells),
             "Serialisation formats on the test 2 and 3 bundles (thesis Tables 5.1, 5.2): "
             "bytes, encode and decode time per operation (95% t intervals over rounds).",
         )

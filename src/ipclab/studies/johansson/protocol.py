@@ -1,6 +1,8 @@
-"""The study protocol (``ipclab.protocol``) for notebook 04: a thin adapter over
-``experiment`` (the three experiments and the serialisation micro-benchmark) and
-``analysis``."""
+"""The study protocol (``ipclab.protocol``) for notebook 04: an adapter over ``experiment``
+(the three experiments and the serialisation micro-benchmark, which is no ``Experiment``:
+measured afresh by ``run``, read back from the reference's results by ``load``, so the part
+keeps its own plan and runs) whose ``analyse`` returns the core's ``Analysis``
+(``analysis.declared``), written and shown by the core."""
 
 from __future__ import annotations
 
@@ -13,11 +15,10 @@ import pandas as pd
 from ipclab import claims as claims_mod
 from ipclab.experiments import Experiment, load_runs
 from ipclab.planner import Need
-from ipclab.protocol import Parameters, StudyPart
+from ipclab.protocol import Analysis, Parameters, StudyPart
 from ipclab.results import StudyResults
 from ipclab.runs import Run
-from ipclab.studies.johansson import analysis, experiment, published, verdicts
-from ipclab.studies.johansson import serialisation as ser
+from ipclab.studies.johansson import analysis, experiment, verdicts
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,12 @@ class Graphql(StudyPart):
         # in fresh processes, each one replicate of interleaved rounds
         return Runs(runs, experiment.measure_serialisation(plan.profile))
 
-    def analyse(self, runs: Runs, params: Parameters) -> analysis.Analysis:
-        return analysis.analyse(runs.runs, params.profile, runs.serialisation)
+    def analyse(self, runs: Runs, params: Parameters) -> Analysis:
+        return analysis.declared(analysis.analyse(runs.runs, params.profile, runs.serialisation))
 
-    def fill(self, analysis_: analysis.Analysis, results: StudyResults) -> None:
-        analysis.write_results(analysis_, results)
+    def fill(self, analysis_: Analysis, results: StudyResults) -> None:
+        results.deviations = list(experiment.DEVIATIONS)
+        analysis_.write(results)
 
     def load(self, plan: Plan) -> Runs:
         """The experiments' runs on disk; the serialisation processes' rounds as the
@@ -66,20 +68,18 @@ class Graphql(StudyPart):
         kept = plan.experiments.thesis.directory.parent / "results" / "serialisation_rounds.csv"
         return Runs(runs, pd.read_csv(kept) if kept.exists() else pd.DataFrame())
 
-    def needs(self, analysis_: analysis.Analysis, params: Parameters) -> Sequence[Need]:
-        plan = self.experiments(params)
-        thesis = plan.experiments.thesis
+    def needs(self, analysis_: Analysis, params: Parameters) -> Sequence[Need]:
+        if not any(t.name == "thesis_runs" for t in analysis_.tables):
+            return []  # no thesis runs to size a test's runs from
+        thesis = self.experiments(params).experiments.thesis
         hours = claims_mod.run_hours([r.manifest for r in load_runs(thesis.directory)])
         group = "+".join(thesis.stacks)
-        return verdicts.needs(analysis_.thesis, analysis_.claims, hours, self.results, group)
+        return verdicts.needs(
+            analysis_["thesis_runs"], analysis_.claims, hours, self.results, group
+        )
 
     def extended(self, plan: Plan) -> Experiment:
         return plan.experiments.thesis
 
-    def views(self, analysis_: analysis.Analysis) -> Mapping[str, Any]:
-        return {
-            "summary": analysis.summary_markdown(analysis_),
-            # the thesis's own arithmetic, as printed and as its means give it
-            "published_ratios": published.published_ratios(),
-            "serialisation": ser.summary(analysis_.serialisation),
-        }
+    def views(self, analysis_: Analysis) -> Mapping[str, Any]:
+        return analysis_.views

@@ -29,6 +29,7 @@ own family (each against the same plain runs).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -36,12 +37,12 @@ import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab import stats
+from ipclab import protocol, stats
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.paths import from_repo
+from ipclab.protocol import Plot, Table
 from ipclab.published import Claim
-from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.shafabakhsh import figures as figs
@@ -278,62 +279,67 @@ def ratio_figure(ratios: pd.DataFrame, treated: str = "tls") -> plt.Figure:
     return fig
 
 
-def write_results(a: Analysis, results: StudyResults) -> None:
-    """Tables, claims and the figure of the TLS factor into ``results``."""
-    results.deviations = DEVIATIONS
-    results.table(
-        a.ratios,
-        "tls_over_plain",
-        "Per style, load and metric: the mean over runs in the clear and with TLS on every "
-        "hop, and TLS / plain with its 95% log-ratio interval (the runs are the unit; both "
-        "variants shuffled together in each repetition, one sitting).",
-    )
-    results.table(
-        a.machine,
-        "machine_state",
-        "Was the machine comparable across each cell's repetitions, per variant? Stack CPU "
-        "ms per request (slowest over fastest: cost_ratio), other processes' CPU and steal.",
-    )
-    results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
+def declared(a: Analysis) -> protocol.Analysis:
+    """The core's analysis of ``a``: the tables (the edge level's after the claims), the
+    figures, the reference README's blocks (``readme_blocks``)."""
+    edge = a.edge_ratios is not None
+    tables = [
+        Table(
+            "tls_over_plain",
+            a.ratios,
+            "Per style, load and metric: the mean over runs in the clear and with TLS on "
+            "every hop, and TLS / plain with its 95% log-ratio interval (the runs are the "
+            "unit; both variants shuffled together in each repetition, one sitting).",
+        ),
+        Table(
+            "machine_state",
+            a.machine,
+            "Was the machine comparable across each cell's repetitions, per variant? Stack "
+            "CPU ms per request (slowest over fastest: cost_ratio), other processes' CPU and "
+            "steal.",
+        ),
+        Table("runs", a.runs, "Every run (per-run metrics).", in_report=False),
+    ]
     if a.agreement is not None:
-        results.table(
-            a.agreement,
+        tables.append(Table(
             AGREEMENT,
+            a.agreement,
             "The thesis's load-matrix claims judged on the plain runs and on the TLS runs "
             "apart: each side's estimate and verdict, TLS / plain of the estimates and what "
             "explains a disagreement (docs/statistics.md section 8).",
             in_report=False,
+        ))  # fmt: skip
+    figures = [
+        Plot(
+            "shafabakhsh_tls_over_plain",
+            partial(ratio_figure, a.ratios),
+            "What TLS on every hop costs each style: TLS / plain of req/s, mean response time "
+            "and the stack's CPU per request at each load, mean and 95% interval over runs "
+            "(1: no cost; the thesis's remark expects REST's bars further from 1 than "
+            "gRPC's).",
         )
-    results.claims_table(a.claims)
-    results.figure(
-        ratio_figure(a.ratios),
-        "shafabakhsh_tls_over_plain",
-        "What TLS on every hop costs each style: TLS / plain of req/s, mean response time and "
-        "the stack's CPU per request at each load, mean and 95% interval over runs (1: no "
-        "cost; the thesis's remark expects REST's bars further from 1 than gRPC's).",
-    )
-    if a.edge_ratios is not None:
-        _write_edge(a.edge_ratios, results)
-    plt.close("all")
-
-
-def _write_edge(edge: pd.DataFrame, results: StudyResults) -> None:
-    """The edge level's table and figure (HTTPS to the gateway only: the thesis's set-up)."""
-    results.table(
-        edge,
-        "edge_over_plain",
-        "Per style, load and metric: the mean over runs in the clear and with TLS at the edge "
-        "only (HTTPS from the load generator to the gateway, the thesis's set-up; the "
-        "gateway's calls in the clear), and edge / plain with its 95% log-ratio interval "
-        "(the runs are the unit; shuffled with the plain and every-hop runs, one sitting).",
-    )
-    results.figure(
-        ratio_figure(edge, "edge"),
-        "shafabakhsh_edge_tls_over_plain",
-        "What HTTPS to the gateway alone (the thesis's set-up) costs each style: edge / plain "
-        "of req/s, mean response time and the stack's CPU per request at each load, mean and "
-        "95% interval over runs (1: no cost).",
-    )
+    ]
+    if edge:  # HTTPS to the gateway only: the thesis's set-up
+        tables.append(Table(
+            "edge_over_plain",
+            a.edge_ratios,
+            "Per style, load and metric: the mean over runs in the clear and with TLS at the "
+            "edge only (HTTPS from the load generator to the gateway, the thesis's set-up; "
+            "the gateway's calls in the clear), and edge / plain with its 95% log-ratio "
+            "interval (the runs are the unit; shuffled with the plain and every-hop runs, "
+            "one sitting).",
+        ))  # fmt: skip
+        figures.append(Plot(
+            "shafabakhsh_edge_tls_over_plain",
+            partial(ratio_figure, a.edge_ratios, "edge"),
+            "What HTTPS to the gateway alone (the thesis's set-up) costs each style: edge / "
+            "plain of req/s, mean response time and the stack's CPU per request at each "
+            "load, mean and 95% interval over runs (1: no cost).",
+        ))  # fmt: skip
+    return protocol.Analysis(
+        a.claims, tuple(tables), tuple(figures), readme=partial(readme_blocks, a),
+        claims_before="edge_over_plain",
+    )  # fmt: skip
 
 
 def ratios_markdown(table: pd.DataFrame, treated: str = "tls") -> str:

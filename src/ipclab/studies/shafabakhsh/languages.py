@@ -3,16 +3,17 @@ stacks, so that an ordering of IPC styles can be told apart from one language's 
 
 What a notebook calls: ``experiment`` (the Go matrix), ``analyse`` (the Go cells beside the
 Python ones, the pairwise tests within each language, the cross-language claims) and
-``write_results``. The Python side is the performance matrix of ``performance`` (in the
-reference, ``shafabakhsh-full-local``); the two are separate experiments, usually run in
-separate sittings, so the claims compare *orderings within a language* (which a slower or
-faster VM does not change) and never pool absolute figures across them unless the machine
-check says the sittings are comparable.
+``declared`` (them as the core's analysis, which writes them). The Python side is the
+performance matrix of ``performance`` (in the reference, ``shafabakhsh-full-local``); the
+two are separate experiments, usually run in separate sittings, so the claims compare
+*orderings within a language* (which a slower or faster VM does not change) and never pool
+absolute figures across them unless the machine check says the sittings are comparable.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,12 @@ import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab import stats
+from ipclab import protocol, stats
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.paths import from_repo
+from ipclab.protocol import Plot, Table
 from ipclab.published import Claim
-from ipclab.results import StudyResults
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stacks import resolve
 from ipclab.stats.plausibility_runs import annotate
@@ -608,78 +609,99 @@ def relative_figure(a: Analysis) -> plt.Figure:
     return fig
 
 
-def write_results(a: Analysis, results: StudyResults) -> None:
-    """Tables, claims and figures of the language factor into ``results``."""
-    results.deviations = DEVIATIONS
-    results.table(
-        a.side_by_side,
-        "languages_side_by_side",
-        "Per style and load: req/s and mean response time (ms) in Python and in Go, mean and "
-        "95% t interval over runs, and Go over Python with its 95% interval (the two "
-        "matrices may come from different sittings: see the sittings table).",
+def declared(a: Analysis) -> protocol.Analysis:
+    """The core's analysis of ``a``: tables, claims and figures of the language factor, the
+    README's blocks, and what the notebook shows beside them (``views``: the tables as
+    Markdown, the statements' verdicts, the sittings' check)."""
+    return protocol.Analysis(
+        a.claims,
+        _tables(a),
+        (
+            Plot(
+                "shafabakhsh_languages",
+                partial(languages_figure, a),
+                "The same product-page matrix in Python (left) and Go (right): req/s and mean "
+                "response time per style and load, mean and 95% interval over runs. The two "
+                "matrices may come from different sittings (see the sittings table): compare "
+                "the orderings within a panel, and the panels' heights with that table in "
+                "mind.",
+            ),
+            Plot(
+                "shafabakhsh_languages_relative",
+                partial(relative_figure, a),
+                "gRPC and AMQP over REST at each load, within each language (Python pale, Go "
+                "solid): above 1 on the left and below 1 on the right is better than REST.",
+            ),
+        ),
+        readme=partial(readme_blocks, a),
+        views={"tables": markdown_tables(a), "statements": a.statements, "sittings": a.sittings},
     )
-    results.table(
-        a.relative,
-        "relative_to_rest",
-        "Each style's req/s and mean response time over REST's at the same load, within each "
-        "language (one sitting each), with the 95% interval of the ratio.",
-    )
-    results.table(
-        a.comparisons[["language", "metric", "users", "a", "b", "n_a", "n_b", "mean_a",
-                       "mean_b", "ratio", "ratio_low", "ratio_high", "p", "p_holm"]],
-        "pairwise_tests",
-        "Pairwise tests between styles at each load within each language (per-run values): "
-        "the ratio of means with its 95% interval, the primary p-value (Welch's t) and the "
-        "same Holm-adjusted over the table.",
-    )  # fmt: skip
+
+
+_PAIRWISE_COLUMNS = ("language", "metric", "users", "a", "b", "n_a", "n_b", "mean_a", "mean_b",
+                     "ratio", "ratio_low", "ratio_high", "p", "p_holm")  # fmt: skip
+
+
+def _tables(a: Analysis) -> tuple[Table, ...]:
+    tables = [
+        Table(
+            "languages_side_by_side",
+            a.side_by_side,
+            "Per style and load: req/s and mean response time (ms) in Python and in Go, mean "
+            "and 95% t interval over runs, and Go over Python with its 95% interval (the two "
+            "matrices may come from different sittings: see the sittings table).",
+        ),
+        Table(
+            "relative_to_rest",
+            a.relative,
+            "Each style's req/s and mean response time over REST's at the same load, within "
+            "each language (one sitting each), with the 95% interval of the ratio.",
+        ),
+        Table(
+            "pairwise_tests",
+            a.comparisons[list(_PAIRWISE_COLUMNS)],
+            "Pairwise tests between styles at each load within each language (per-run "
+            "values): the ratio of means with its 95% interval, the primary p-value (Welch's "
+            "t) and the same Holm-adjusted over the table.",
+        ),
+    ]
     if not a.sittings.empty:  # a profile with an anchor
-        results.table(
-            a.sittings,
+        tables.append(Table(
             "sittings",
-            "The Python stacks rerun once per cell in the Go matrix's sitting, against the Python "
-            "matrix: stack CPU per request (what a request costs on the machine) and req/s, "
-            "anchor over matrix; comparable when the cost ratio is within 1.25 either way.",
-        )
+            a.sittings,
+            "The Python stacks rerun once per cell in the Go matrix's sitting, against the "
+            "Python matrix: stack CPU per request (what a request costs on the machine) and "
+            "req/s, anchor over matrix; comparable when the cost ratio is within 1.25 either "
+            "way.",
+        ))  # fmt: skip
     if not a.window.empty:
-        results.table(
-            a.window,
+        tables.append(Table(
             "window_check",
+            a.window,
             "The Go matrix measures 60 s per cell, the Python matrix 180 s: per Python matrix "
             "run, req/s and mean response time over its first 60 s after the warm-up "
             "(window) and over the whole measured window (whole), and window over whole "
             "(Locust's per-second history; rps_summary and mean_ms_summary: the run's "
             "summary over the whole window, from its request records, a check).",
-        )
-    results.table(
-        a.machine,
-        "machine_state",
-        "Was the machine comparable across each cell's repetitions, per language? Stack CPU "
-        "ms per request (slowest over fastest: cost_ratio), other processes' CPU and steal.",
+        ))  # fmt: skip
+    return (
+        *tables,
+        Table(
+            "machine_state",
+            a.machine,
+            "Was the machine comparable across each cell's repetitions, per language? Stack "
+            "CPU ms per request (slowest over fastest: cost_ratio), other processes' CPU and "
+            "steal.",
+        ),
+        Table(
+            "ordering_roles",
+            a.roles,
+            "Which runs define the ordering the claims state (the order of their means) and "
+            "which test it: no run does both, so no part is reproduced by construction.",
+        ),
+        Table("runs", a.runs, "Every run (per-run metrics).", in_report=False),
+        Table("cells", a.cells, "Per-cell statistics over runs.", in_report=False),
     )
-    results.table(
-        a.roles,
-        "ordering_roles",
-        "Which runs define the ordering the claims state (the order of their means) and which "
-        "test it: no run does both, so no part is reproduced by construction.",
-    )
-    results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
-    results.table(a.cells, "cells", "Per-cell statistics over runs.", in_report=False)
-    results.claims_table(a.claims)
-    results.figure(
-        languages_figure(a),
-        "shafabakhsh_languages",
-        "The same product-page matrix in Python (left) and Go (right): req/s and mean "
-        "response time per style and load, mean and 95% interval over runs. The two "
-        "matrices may come from different sittings (see the sittings table): compare the "
-        "orderings within a panel, and the panels' heights with that table in mind.",
-    )
-    results.figure(
-        relative_figure(a),
-        "shafabakhsh_languages_relative",
-        "gRPC and AMQP over REST at each load, within each language (Python pale, Go solid): "
-        "above 1 on the left and below 1 on the right is better than REST.",
-    )
-    plt.close("all")
 
 
 def markdown_tables(a: Analysis) -> str:

@@ -1,7 +1,8 @@
 """Shafabakhsh 2020 (KTH thesis + QuASoQ paper): REST vs gRPC vs RabbitMQ, performance.
 
-What a notebook calls: ``run_experiments`` (the load matrix and the think-time sensitivity
-run), ``analyse`` (tables, tests, claims) and ``write_results`` (figures and tables into a
+What notebook 01's part (``protocol.Performance``) calls: ``experiments`` (the load matrix
+and the think-time sensitivity run), ``analyse`` (tables, tests, claims) and ``declared``
+(its figures and tables as the core's ``ipclab.protocol.Analysis``, which writes them into a
 results folder for the report). Published numbers come from ``data/published/``.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -16,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
-from ipclab import stats
+from ipclab import protocol, stats
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
 from ipclab.paths import from_repo
 from ipclab.planner import Need, needs_of
-from ipclab.results import StudyResults
+from ipclab.protocol import Plot, Table
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.shafabakhsh import complexity, published
@@ -170,16 +172,6 @@ def experiments(
     return perf, sens
 
 
-def run_experiments(
-    profile_name: str,
-    backend: str = "local",
-    root: Path = DEFAULT_ROOT,
-    progress: Callable[[str], None] = print,
-) -> tuple[list[Run], list[Run]]:
-    perf, sens = experiments(profile_name, backend, root)
-    return perf.run(progress), sens.run(progress)
-
-
 @dataclass
 class Analysis:
     profile: str
@@ -326,45 +318,48 @@ def _pair(
     return fig
 
 
-def write_results(a: Analysis, perf_runs: list[Run], results: StudyResults) -> None:
-    """Every figure and table of the study into ``results`` (and figures/)."""
-    _write_tables(a, results)
-    results.claims_table(a.claims)
-    results.figure(
-        _pair("mean_ms", a.cells, "thesis Fig. 5.1", figs.grouped_bars),
-        "shafabakhsh_fig5_1_latency",
-        "Mean response time per style and load (thesis Fig. 5.1): published "
-        "(left) and measured (right).",
-    )
-    results.figure(
-        _pair("rps", a.cells, "thesis Fig. 5.2 / paper Fig. 3", figs.grouped_bars),
-        "shafabakhsh_fig5_2_throughput",
-        "Throughput per style and load (thesis Fig. 5.2, paper Fig. 3): published "
-        "requests per 180 s as req/s (left) and measured (right).",
-    )
-    results.figure(
-        _pair("mean_ms", a.cells, "thesis Fig. 5.3", figs.latency_growth, normalize=True),
-        "shafabakhsh_fig5_3_latency_growth",
-        "Growth of mean response time with load, normalised to 50 users (thesis "
-        "Fig. 5.3): published (left) and measured (right).",
-    )
-    results.figure(
-        _latency_a2(a.cells),
-        "shafabakhsh_figA_2_latency",
-        "Latency of the three IPC methods at each load (thesis Fig. A.2, p. 54, 'Graph "
-        "demonstrating the latency difference between the three IPC methods', printed as an "
-        "image only; its numbers are those of Tables 5.1-5.3): published mean response time "
-        "(left) and measured (right): mean with its 95% interval over runs, and the mean of "
-        "the runs' 95th percentiles dashed; log scale.",
-    )
-    _timeseries_figures(a, perf_runs, results)
-    results.figure(
-        _complexity_figure(a.complexity),
-        "shafabakhsh_complexity",
-        "Code per IPC style (thesis section 5.2.2): transport code and schema, "
-        "hand-written and generated.",
-    )
-    plt.close("all")
+def declared(a: Analysis, perf_runs: list[Run]) -> protocol.Analysis:
+    """The core's analysis of ``a``: every table, then the claims, and every figure (each
+    drawn when written; the time series from ``perf_runs``) and the README's blocks."""
+    plots = [
+        Plot(
+            "shafabakhsh_fig5_1_latency",
+            partial(_pair, "mean_ms", a.cells, "thesis Fig. 5.1", figs.grouped_bars),
+            "Mean response time per style and load (thesis Fig. 5.1): published "
+            "(left) and measured (right).",
+        ),
+        Plot(
+            "shafabakhsh_fig5_2_throughput",
+            partial(_pair, "rps", a.cells, "thesis Fig. 5.2 / paper Fig. 3", figs.grouped_bars),
+            "Throughput per style and load (thesis Fig. 5.2, paper Fig. 3): published "
+            "requests per 180 s as req/s (left) and measured (right).",
+        ),
+        Plot(
+            "shafabakhsh_fig5_3_latency_growth",
+            partial(
+                _pair, "mean_ms", a.cells, "thesis Fig. 5.3", figs.latency_growth, normalize=True
+            ),
+            "Growth of mean response time with load, normalised to 50 users (thesis "
+            "Fig. 5.3): published (left) and measured (right).",
+        ),  # fmt: skip
+        Plot(
+            "shafabakhsh_figA_2_latency",
+            partial(_latency_a2, a.cells),
+            "Latency of the three IPC methods at each load (thesis Fig. A.2, p. 54, 'Graph "
+            "demonstrating the latency difference between the three IPC methods', printed as "
+            "an image only; its numbers are those of Tables 5.1-5.3): published mean response "
+            "time (left) and measured (right): mean with its 95% interval over runs, and the "
+            "mean of the runs' 95th percentiles dashed; log scale.",
+        ),
+        *_timeseries_plots(a, perf_runs),
+        Plot(
+            "shafabakhsh_complexity",
+            partial(_complexity_figure, a.complexity),
+            "Code per IPC style (thesis section 5.2.2): transport code and schema, "
+            "hand-written and generated.",
+        ),
+    ]
+    return protocol.Analysis(a.claims, _tables(a), tuple(plots), readme=partial(readme_blocks, a))
 
 
 _PAIRWISE_COLUMNS = (
@@ -381,69 +376,73 @@ _COMPLEXITY_COLUMNS = (
 )  # fmt: skip
 
 
-def _write_tables(a: Analysis, results: StudyResults) -> None:
-    results.deviations = DEVIATIONS
-    results.table(
-        a.side_by_side,
-        "published_vs_measured",
-        "Thesis tables 5.1-5.3 beside the measured cells: mean response time (s) and "
-        "requests per 180 s (measured rps x 180), mean and 95% t interval over runs.",
-    )
-    results.table(
-        a.comparisons[list(_PAIRWISE_COLUMNS)],
-        "pairwise_tests",
-        "Pairwise tests between styles at each load (per-run values): the ratio of means "
-        "with its 95% t interval (log scale), Welch's t (primary), the exact permutation "
-        "test and Mann-Whitney U; p is the primary p-value, p_holm the same adjusted by "
-        "Holm over the table; Cliff's delta (estimate only).",
-    )
-    results.table(
-        a.little[list(_LITTLE_COLUMNS)],
-        "littles_law",
-        "Little's law N = X(R+Z) on every run: the users implied "
-        "by measured throughput and response time.",
-    )
-    results.table(
-        a.saturation,
-        "saturation",
-        "Saturation (throughput flat while latency grows) per style, measured.",
-    )
-    results.table(
-        a.machine,
-        "machine_state",
-        "Was the machine comparable across each cell's repetitions? Stack CPU ms per request "
-        "(slowest over fastest: cost_ratio), other processes' CPU and steal time, per cell.",
-    )
-    results.table(
-        a.published_saturation,
-        "saturation_published",
-        "Saturation detected in the published tables (same rule).",
-        in_report=False,
-    )
-    results.table(
-        a.complexity[list(_COMPLEXITY_COLUMNS)],
-        "complexity",
-        "Thesis section 5.2.2 computed from this repository: files, "
-        "lines of code and functions per style, without and with generated code.",
-    )
-    results.table(
-        a.power,
-        "power",
-        "Runs per cell that each primary test (Welch's t; for a growth claim the t test of "
-        "the log interaction) needs to detect the published ratio with 80% power at the "
-        "strictest Holm level of the family (docs/statistics.md section 7), from the runs' "
-        "own variance; empty runs_needed: more than 1,000.",
-    )
-    results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
-    results.table(a.cells, "cells", "Per-cell statistics over runs.", in_report=False)
+def _tables(a: Analysis) -> tuple[Table, ...]:
+    tables = [
+        Table(
+            "published_vs_measured",
+            a.side_by_side,
+            "Thesis tables 5.1-5.3 beside the measured cells: mean response time (s) and "
+            "requests per 180 s (measured rps x 180), mean and 95% t interval over runs.",
+        ),
+        Table(
+            "pairwise_tests",
+            a.comparisons[list(_PAIRWISE_COLUMNS)],
+            "Pairwise tests between styles at each load (per-run values): the ratio of means "
+            "with its 95% t interval (log scale), Welch's t (primary), the exact permutation "
+            "test and Mann-Whitney U; p is the primary p-value, p_holm the same adjusted by "
+            "Holm over the table; Cliff's delta (estimate only).",
+        ),
+        Table(
+            "littles_law",
+            a.little[list(_LITTLE_COLUMNS)],
+            "Little's law N = X(R+Z) on every run: the users implied "
+            "by measured throughput and response time.",
+        ),
+        Table(
+            "saturation",
+            a.saturation,
+            "Saturation (throughput flat while latency grows) per style, measured.",
+        ),
+        Table(
+            "machine_state",
+            a.machine,
+            "Was the machine comparable across each cell's repetitions? Stack CPU ms per "
+            "request (slowest over fastest: cost_ratio), other processes' CPU and steal time, "
+            "per cell.",
+        ),
+        Table(
+            "saturation_published",
+            a.published_saturation,
+            "Saturation detected in the published tables (same rule).",
+            in_report=False,
+        ),
+        Table(
+            "complexity",
+            a.complexity[list(_COMPLEXITY_COLUMNS)],
+            "Thesis section 5.2.2 computed from this repository: files, "
+            "lines of code and functions per style, without and with generated code.",
+        ),
+        Table(
+            "power",
+            a.power,
+            "Runs per cell that each primary test (Welch's t; for a growth claim the t test "
+            "of the log interaction) needs to detect the published ratio with 80% power at "
+            "the strictest Holm level of the family (docs/statistics.md section 7), from the "
+            "runs' own variance; empty runs_needed: more than 1,000.",
+        ),
+        Table("runs", a.runs, "Every run (per-run metrics).", in_report=False),
+        Table("cells", a.cells, "Per-cell statistics over runs.", in_report=False),
+    ]
     if len(a.sensitivity_cells):
         sc = a.sensitivity_cells
         sc = sc[sc["metric"].isin(["rps", "mean_ms"])]
-        results.table(
-            sc[["style", "users", "think_time_s", "metric", "n", "mean", "ci_low", "ci_high"]],
+        tables.append(Table(
             "think_time_sensitivity",
-            "Sensitivity: 1-2 s of think time per user (the published 50-user figures imply one).",
-        )
+            sc[["style", "users", "think_time_s", "metric", "n", "mean", "ci_low", "ci_high"]],
+            "Sensitivity: 1-2 s of think time per user (the published 50-user figures imply "
+            "one).",
+        ))  # fmt: skip
+    return tuple(tables)
 
 
 def _latency_a2(cells: pd.DataFrame) -> plt.Figure:
@@ -464,7 +463,7 @@ _TIMESERIES_FIGURES = {50: "thesis Figs. A.3 and A.4", 100: "thesis Figs. A.5 an
 _NO_TIMESERIES = "the thesis shows no time series at this load"
 
 
-def _timeseries_figures(a: Analysis, perf_runs: list[Run], results: StudyResults) -> None:
+def _timeseries_plots(a: Analysis, perf_runs: list[Run]) -> list[Plot]:
     """Per-second throughput and median latency at each load, first repetition."""
     by_cell: dict[int, dict[str, Run]] = {}
     for run in perf_runs:
@@ -472,24 +471,24 @@ def _timeseries_figures(a: Analysis, perf_runs: list[Run], results: StudyResults
             by_cell.setdefault(int(run.parameters["users"]), {})[str(run.manifest.get("style"))] = (
                 run
             )
-    for users, runs in sorted(by_cell.items()):
-        hist = {style: figs.history_frame(r) for style, r in runs.items()}
-        fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
-        figs.timeseries(
-            hist,
-            "rps",
-            ax=top,
-            title=f"{users} users: throughput",
-            warmup_s=profile(a.profile).warmup_s,
-        )
-        figs.timeseries(hist, "median_ms", ax=bottom, title=f"{users} users: median latency")
-        fig.tight_layout()
-        results.figure(
-            fig,
+    return [
+        Plot(
             f"shafabakhsh_timeseries_u{users}",
+            partial(_timeseries_figure, runs, users, profile(a.profile).warmup_s),
             f"Per-second throughput and median response time at {users} users, first "
             f"repetition ({_TIMESERIES_FIGURES.get(users, _NO_TIMESERIES)}).",
         )
+        for users, runs in sorted(by_cell.items())
+    ]
+
+
+def _timeseries_figure(runs: dict[str, Run], users: int, warmup_s: float) -> plt.Figure:
+    hist = {style: figs.history_frame(r) for style, r in runs.items()}
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    figs.timeseries(hist, "rps", ax=top, title=f"{users} users: throughput", warmup_s=warmup_s)
+    figs.timeseries(hist, "median_ms", ax=bottom, title=f"{users} users: median latency")
+    fig.tight_layout()
+    return fig
 
 
 def _complexity_figure(complexity: pd.DataFrame) -> plt.Figure:
@@ -626,18 +625,18 @@ def cells_markdown(a: Analysis) -> str:
     return "\n".join(lines)
 
 
-def needs(a: Analysis, perf_runs: list[Run], prefix: str) -> list[Need]:
+def needs(
+    claims: pd.DataFrame, runs: pd.DataFrame, perf_runs: list[Run], prefix: str
+) -> list[Need]:
     """The performance family's undecided tests for the planner (``ipclab.planner``): cells
-    ``<prefix>:<stack>@<users>``, sized from the runs made (an internal pilot), each run
-    costing the mean wall time of the runs made."""
+    ``<prefix>:<stack>@<users>``, sized from the runs made (``runs``, one row each: an
+    internal pilot), each run costing the mean wall time of the runs made (``perf_runs``)."""
     stack_of = {s.style: s.name for s in COMPARED}
-    undecided = set(a.claims.loc[a.claims["verdict"] == claims_mod.INCONCLUSIVE, "claim_id"])
-    base = a.runs[np.isclose(a.runs["think_time_s"].astype(float), 0.0)] if len(a.runs) else a.runs
+    undecided = set(claims.loc[claims["verdict"] == claims_mod.INCONCLUSIVE, "claim_id"])
+    base = runs[np.isclose(runs["think_time_s"].astype(float), 0.0)] if len(runs) else runs
     hours = claims_mod.run_hours([r.manifest for r in perf_runs])
     rows = claims_mod.pilot_needs(published.claims(scope="performance"), base, undecided)
-    return needs_of(
-        "shafabakhsh", rows, a.claims, hours, lambda s, u: f"{prefix}:{stack_of[s]}@{u}"
-    )
+    return needs_of("shafabakhsh", rows, claims, hours, lambda s, u: f"{prefix}:{stack_of[s]}@{u}")
 
 
 def readme_blocks(a: Analysis) -> dict[str, str]:

@@ -1,6 +1,8 @@
-"""The study protocol (``ipclab.protocol``) for notebooks 01, 02, 06 and 07: thin adapters
-over ``performance``, ``availability``, ``languages`` and ``encryption``, which keep their
-own functions."""
+"""The study protocol (``ipclab.protocol``) for notebooks 01, 02, 06 and 07. Performance,
+languages and TLS are declared parts (``DeclaredPart``: their named experiments in, the
+core's ``Analysis`` of ``performance.declared``, ``languages.declared`` and
+``encryption.declared`` out); availability, whose plan is not an ``Experiment`` (its
+methods' own runner), is an adapter over ``availability``'s functions."""
 
 from __future__ import annotations
 
@@ -9,44 +11,49 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+import pandas as pd
+
 from ipclab.experiments import Experiment, load_runs
 from ipclab.planner import Need
-from ipclab.protocol import Analysed, Parameters, StudyPart
+from ipclab.protocol import Analysis, DeclaredPart, Parameters, Plan, Runs, StudyPart
 from ipclab.results import StudyResults
-from ipclab.runs import Run
 from ipclab.studies.shafabakhsh import availability, encryption, languages, performance
 
 
-class Performance(StudyPart):
-    """Notebook 01: the performance matrix and the think-time sensitivity run."""
+class Performance(DeclaredPart):
+    """Notebook 01: the performance matrix and the think-time sensitivity run, one after
+    the other."""
 
-    def experiments(self, params: Parameters) -> tuple[Experiment, Experiment]:
-        return performance.experiments(params.profile, params.backend, params.runs_root)
+    DEVIATIONS = tuple(performance.DEVIATIONS)
+    INTERLEAVED = False
 
-    def describe(self, plan: tuple[Experiment, Experiment]) -> dict[str, Any]:
-        return plan[0].describe()
+    def declare(self, params: Parameters) -> Plan:
+        matrix, think = performance.experiments(params.profile, params.backend, params.runs_root)
+        return {"matrix": matrix, "think": think}
 
-    def deviations(self, params: Parameters, analysis: Any = None) -> Sequence[str]:
-        return performance.DEVIATIONS
+    def analyse(self, runs: Runs, params: Parameters) -> Analysis:
+        a = performance.analyse(runs["matrix"], runs["think"], params.profile)
+        return performance.declared(a, runs["matrix"])
 
-    def run(self, plan: tuple[Experiment, Experiment]) -> tuple[list[Run], list[Run]]:
-        return plan[0].run(), plan[1].run()
+    def needs(self, analysis: Analysis, params: Parameters) -> Sequence[Need]:
+        matrix = load_runs(self.experiments(params)["matrix"].directory)
+        return performance.needs(analysis.claims, analysis["runs"], matrix, self.results)
 
-    def analyse(self, runs: tuple[list[Run], list[Run]], params: Parameters) -> Analysed:
-        perf_runs, think_runs = runs
-        return Analysed(performance.analyse(perf_runs, think_runs, params.profile), runs=perf_runs)
+    def extended(self, plan: Plan) -> Experiment:
+        return plan["matrix"]  # cell ids <results>:<stack>@<users>
 
-    def fill(self, analysis: Analysed, results: StudyResults) -> None:
-        performance.write_results(analysis.analysis, analysis.extra["runs"], results)
 
-    def load(self, plan: tuple[Experiment, Experiment]) -> tuple[list[Run], list[Run]]:
-        return load_runs(plan[0].directory), load_runs(plan[1].directory)
+@dataclass(frozen=True)
+class AvailabilityAnalysis:
+    """Notebook 02's analysis: the availability tables and the runs its writer reads beside
+    them (the outage timeline is drawn from the outage runs' requests)."""
 
-    def needs(self, analysis: Analysed, params: Parameters) -> Sequence[Need]:
-        return performance.needs(analysis.analysis, analysis.extra["runs"], self.results)
+    analysis: availability.Analysis
+    runs: availability.AvailabilityRuns
 
-    def extended(self, plan: tuple[Experiment, Experiment]) -> Experiment:
-        return plan[0]
+    @property
+    def claims(self) -> pd.DataFrame:
+        return self.analysis.claims
 
 
 class Availability(StudyPart):
@@ -69,80 +76,50 @@ class Availability(StudyPart):
     def run(self, plan: availability.AvailabilityExperiment) -> availability.AvailabilityRuns:
         return plan.run()
 
-    def analyse(self, runs: availability.AvailabilityRuns, params: Parameters) -> Analysed:
-        return Analysed(availability.analyse(runs, params.profile), runs=runs)
+    def analyse(
+        self, runs: availability.AvailabilityRuns, params: Parameters
+    ) -> AvailabilityAnalysis:
+        return AvailabilityAnalysis(availability.analyse(runs, params.profile), runs)
 
-    def fill(self, analysis: Analysed, results: StudyResults) -> None:
-        availability.write_results(analysis.analysis, analysis.extra["runs"], results)
+    def fill(self, analysis: AvailabilityAnalysis, results: StudyResults) -> None:
+        availability.write_results(analysis.analysis, analysis.runs, results)
 
-    def views(self, analysis: Analysed) -> Mapping[str, Any]:
+    def views(self, analysis: AvailabilityAnalysis) -> Mapping[str, Any]:
         return {
-            "fault_injection": availability.readable(analysis.fault_injection),
-            "until_failure": availability.readable(analysis.until_failure),
+            "fault_injection": availability.readable(analysis.analysis.fault_injection),
+            "until_failure": availability.readable(analysis.analysis.until_failure),
         }
 
 
-@dataclass(frozen=True)
-class LanguagesPlan:
-    python: Experiment  # notebook 01's matrix (its finished cells reused)
-    go: Experiment
-    anchor: Experiment | None  # the Python stacks in the Go sitting (full profile)
+class Languages(DeclaredPart):
+    """Notebook 06: the performance matrix again on the Go stacks: notebook 01's matrix (its
+    finished cells reused), the Go matrix and (full profile) the Python stacks in the Go
+    sitting, one after another."""
 
+    DEVIATIONS = tuple(languages.DEVIATIONS)
+    INTERLEAVED = False
 
-class Languages(StudyPart):
-    """Notebook 06: the performance matrix again on the Go stacks."""
-
-    def experiments(self, params: Parameters) -> LanguagesPlan:
+    def declare(self, params: Parameters) -> Plan:
         where = (params.profile, params.backend, params.runs_root)
-        return LanguagesPlan(
-            performance.experiments(*where)[0],
-            languages.experiment(*where),
-            languages.anchor(*where),
-        )
+        anchor = languages.anchor(*where)
+        return {
+            "python": performance.experiments(*where)[0],
+            "go": languages.experiment(*where),
+            **({"anchor": anchor} if anchor else {}),
+        }
 
-    def describe(self, plan: LanguagesPlan) -> dict[str, Any]:
-        return plan.go.describe()
-
-    def deviations(self, params: Parameters, analysis: Any = None) -> Sequence[str]:
-        return languages.DEVIATIONS
-
-    def run(self, plan: LanguagesPlan) -> tuple[list[Run], list[Run], list[Run]]:
-        python_runs = plan.python.run()
-        go_runs = plan.go.run()
-        return python_runs, go_runs, plan.anchor.run() if plan.anchor else []
-
-    def analyse(
-        self, runs: tuple[list[Run], list[Run], list[Run]], params: Parameters
-    ) -> languages.Analysis:
-        return languages.analyse(*runs, params.profile)
-
-    def fill(self, analysis: languages.Analysis, results: StudyResults) -> None:
-        languages.write_results(analysis, results)
-
-    def views(self, analysis: languages.Analysis) -> Mapping[str, Any]:
-        return {"tables": languages.markdown_tables(analysis)}
+    def analyse(self, runs: Runs, params: Parameters) -> Analysis:
+        a = languages.analyse(runs["python"], runs["go"], runs.get("anchor", []), params.profile)
+        return languages.declared(a)
 
 
-class Encryption(StudyPart):
+class Encryption(DeclaredPart):
     """Notebook 07: the performance matrix in the clear and with TLS on every hop."""
 
-    def experiments(self, params: Parameters) -> Experiment:
-        return encryption.experiment(params.profile, params.backend, params.runs_root)
+    DEVIATIONS = tuple(encryption.DEVIATIONS)
 
-    def describe(self, plan: Experiment) -> dict[str, Any]:
-        return plan.describe()
+    def declare(self, params: Parameters) -> Plan:
+        return {"matrix": encryption.experiment(params.profile, params.backend, params.runs_root)}
 
-    def deviations(self, params: Parameters, analysis: Any = None) -> Sequence[str]:
-        return encryption.DEVIATIONS
-
-    def run(self, plan: Experiment) -> list[Run]:
-        return plan.run()
-
-    def analyse(self, runs: list[Run], params: Parameters) -> encryption.Analysis:
-        return encryption.analyse(runs, params.profile)
-
-    def fill(self, analysis: encryption.Analysis, results: StudyResults) -> None:
-        encryption.write_results(analysis, results)
-
-    def load(self, plan: Experiment) -> list[Run]:
-        return load_runs(plan.directory)
+    def analyse(self, runs: Runs, params: Parameters) -> Analysis:
+        return encryption.declared(encryption.analyse(runs["matrix"], params.profile))

@@ -68,21 +68,20 @@ def rebuild_performance(root: Path = ROOT, figures: Path = FIGURES, backend: str
     results = _results(
         root, figures, folder, "shafabakhsh", f"Shafabakhsh 2020 (full profile, {backend})"
     )
-    a = performance.analyse(runs, think, "full")
-    performance.write_results(a, runs, results)
+    results.deviations = list(performance.DEVIATIONS)
+    performance.declared(performance.analyse(runs, think, "full"), runs).write(results)
     plausibility.write_reference(results, think_dir)
     environment_table.write_reference(results)
     seed_items.write_reference(results)
-    blocks = performance.readme_blocks(a)
     if backend != "local" and (local := from_repo(root) / "shafabakhsh-full-local").is_dir():
-        table, blocks["agreement"] = backend_agreement(local / "results", results.directory)
+        table, agreement = backend_agreement(local / "results", results.directory)
         caption = (
             f"Every claim measured on the local backend and on {backend}: each side's "
             f"estimate and verdict, the ratio of the estimates and what explains a "
             f"disagreement (ipclab.robustness)."
         )
         results.table(table, "backends", caption, in_report=False)
-    _readme(results, blocks)
+        _readme(results, {"agreement": agreement})
     return results.directory
 
 
@@ -115,13 +114,12 @@ def rebuild_languages(root: Path = ROOT, figures: Path = FIGURES) -> Path:
         root, figures, "shafabakhsh-go-full-local", "languages",
         "Shafabakhsh 2020 in Python and Go: the language factor (full profile, local)",
     )  # fmt: skip
-    a = analyse_languages(root)
-    languages.write_results(a, results)
+    results.deviations = list(languages.DEVIATIONS)
+    languages.declared(analyse_languages(root)).write(results)
     anchor = languages.anchor("full", "local", from_repo(root))
     plausibility.write_reference(results, *([anchor.directory] if anchor else []))
     environment_table.write_reference(results)
     seed_items.write_reference(results)
-    _readme(results, languages.readme_blocks(a))
     return results.directory
 
 
@@ -138,12 +136,11 @@ def rebuild_encryption(root: Path = ROOT, figures: Path = FIGURES, backend: str 
         if directory == exp.directory
         else f"Shafabakhsh 2020 with TLS on every hop (full profile, {backend})",
     )  # fmt: skip
-    a = encryption.analyse(load_runs(directory), "full")
-    encryption.write_results(a, results)
+    results.deviations = list(encryption.DEVIATIONS)
+    encryption.declared(encryption.analyse(load_runs(directory), "full")).write(results)
     plausibility.write_reference(results)
     environment_table.write_reference(results)
     seed_items.write_reference(results)
-    _readme(results, encryption.readme_blocks(a))
     return results.directory
 
 
