@@ -21,6 +21,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ipclab import buildlock
 from ipclab.paths import REPO_ROOT
 
 GO_MODULE = REPO_ROOT / "services" / "go"
@@ -116,10 +117,13 @@ def go_binary(module: Path = GO_MODULE) -> Path:
     go = shutil.which("go")
     if missing is not None or go is None:
         raise ToolchainMissing(missing or "no go on PATH")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    print(f"building the Go roles: go build {module} -> {out}", file=sys.stderr, flush=True)
-    if (error := build(go, [*BUILD_FLAGS, "."], module, out, BUILD_ENV)) is not None:
-        raise RuntimeError(f"go build failed in {module}:\n{error}")
+    with buildlock.held(BUILD_DIR):  # another harness may be building it: once is enough
+        if out.exists():
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        print(f"building the Go roles: go build {module} -> {out}", file=sys.stderr, flush=True)
+        if (error := build(go, [*BUILD_FLAGS, "."], module, out, BUILD_ENV)) is not None:
+            raise RuntimeError(f"go build failed in {module}:\n{error}")
     return out
 
 

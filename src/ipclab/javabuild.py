@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ipclab import mavenlock
+from ipclab import buildlock, mavenlock
 from ipclab.javaprotos import PROTO_DIR, PROTO_SOURCES, write_protos
 from ipclab.paths import REPO_ROOT
 
@@ -98,6 +98,16 @@ def _built(name: str, product: str, marker: str) -> Path:
         return out / product
     if why := toolchain_missing():
         raise ToolchainMissing(why)
+    # one Maven build at a time (they share build/maven, which the lock's fetch fills and
+    # checks); another harness may have built this one meanwhile
+    with buildlock.held(BUILD_DIR):
+        if not (out / product / marker).exists():
+            _build_into(project, out, product, name)
+    return out / product
+
+
+def _build_into(project: Path, out: Path, product: str, name: str) -> None:
+    """The build of :func:`_built`, in a temporary folder moved to ``out`` when done."""
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     mavenlock.prepare(MAVEN_REPO)  # LockMismatch: nothing unlocked or altered is built on
@@ -114,7 +124,6 @@ def _built(name: str, product: str, marker: str) -> Path:
         shutil.copy2(tmp / f"ipclab-{name}.jar", tmp / "lib" / f"ipclab-{name}.jar")
     shutil.rmtree(out, ignore_errors=True)
     tmp.replace(out)
-    return out / product
 
 
 def classpath(name: str = "californium") -> Path:

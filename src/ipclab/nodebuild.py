@@ -27,6 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ipclab import buildlock
 from ipclab.paths import REPO_ROOT
 
 NODE_PROJECT = REPO_ROOT / "services" / "node"
@@ -108,6 +109,14 @@ def build(project: Path = NODE_PROJECT) -> Path:
         return out
     if why := toolchain_missing():
         raise ToolchainMissing(why)
+    with buildlock.held(BUILD_DIR):  # another harness may be building it: once is enough
+        if not (out / LAUNCHER).exists():
+            _build_into(project, out)
+    return out
+
+
+def _build_into(project: Path, out: Path) -> None:
+    """The build of :func:`build`, in a temporary folder moved to ``out`` when done."""
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     app = tmp / "app"
@@ -130,7 +139,6 @@ def build(project: Path = NODE_PROJECT) -> Path:
     (tmp / LAUNCHER).chmod(0o755)
     shutil.rmtree(out, ignore_errors=True)
     tmp.replace(out)
-    return out
 
 
 def launcher() -> Path:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipclab import gobuild
+from ipclab import buildlock, gobuild
 from ipclab.backends import mongowire, storedir
 from ipclab.paths import REPO_ROOT
 from ipclab.procs import free_port, kill_group, port_open, spawn, stop_group, tail
@@ -109,6 +109,14 @@ def ferretdb_binary() -> Path:
     if out.exists():
         return out
     go = _go()
+    with buildlock.held(BUILD_DIR):  # another harness may be building it: once is enough
+        if not out.exists():
+            _build(go, out)
+    return out
+
+
+def _build(go: str, out: Path) -> None:
+    """The build of :func:`ferretdb_binary`: the module's source copied, ``go build``."""
     info = _download(go)
     src = out.parent / "src"
     shutil.rmtree(src, ignore_errors=True)
@@ -126,7 +134,6 @@ def ferretdb_binary() -> Path:
         raise FerretUnavailable(f"go build of FerretDB failed:\n{error}")
     (out.parent / "module.sum").write_text(str(info.get("Sum", "")) + "\n")
     shutil.rmtree(src, ignore_errors=True)
-    return out
 
 
 def unavailable() -> str | None:

@@ -41,13 +41,13 @@ import contextlib
 import os
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipclab import buildlock
 from ipclab.backends.docker.baseimage import (
     BASE_PACKAGES,
     DEBIAN_MIRROR,
@@ -91,33 +91,14 @@ GO_IMAGE = GO.image
 # the native CoAP adapters' (Californium) containers: the services image, a JRE, the jars
 JAVA_IMAGE = JAVA.image
 
-_BUILD_DEPTH = 0
-_BUILD_THREADS = threading.RLock()
-
 
 @contextlib.contextmanager
-def _build_lock() -> Any:
+def _build_lock() -> Iterator[None]:
     """One builder at a time on this machine (concurrent harnesses share the wheel cache, the
-    tags and the manifest): a thread lock, then a file lock taken by the outermost call."""
-    import fcntl
-
-    global _BUILD_DEPTH
-    with _BUILD_THREADS:
-        if _BUILD_DEPTH:
-            _BUILD_DEPTH += 1
-            try:
-                yield
-            finally:
-                _BUILD_DEPTH -= 1
-            return
-        BUILD_DIR.mkdir(parents=True, exist_ok=True)
-        with (BUILD_DIR / ".build.lock").open("w") as lk:
-            fcntl.flock(lk, fcntl.LOCK_EX)
-            _BUILD_DEPTH = 1
-            try:
-                yield
-            finally:
-                _BUILD_DEPTH = 0
+    tags and the manifest): ``build/docker``'s build lock (:func:`ipclab.buildlock.held`:
+    threads and processes alike; re-entrant within a thread)."""
+    with buildlock.held(BUILD_DIR):
+        yield
 
 
 # --------------------------------------------------------------------------- build
