@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import sys
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -55,9 +58,66 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 # Every process this test session starts inherits this variable (directly or through the
-# CLI), so the leak checks see only this session's processes, not another user's.
+# CLI), so the leak checks see only this session's processes, not another user's. Under
+# pytest-xdist (`make test`: two workers) each worker's mark is the session's with the
+# worker's id, set here before the worker starts anything: a worker's leak checks see its
+# own processes only, never those of a test the other worker runs at the same time.
 SESSION_MARK = "IPCLABTEST_SESSION"
-os.environ.setdefault(SESSION_MARK, uuid.uuid4().hex)
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1" under xdist; else ""
+_SESSION = os.environ.setdefault(SESSION_MARK, uuid.uuid4().hex)
+if WORKER and not _SESSION.endswith(f"-{WORKER}"):
+    os.environ[SESSION_MARK] = f"{_SESSION}-{WORKER}"
+
+# --- two workers: which tests may run beside which ------------------------------------------
+# `make test` runs `pytest -n 2 --dist loadgroup`: a test module runs whole on one worker
+# (its module-scoped stacks start once), two modules at a time. What must not run beside
+# each other is one group, "serial", that one worker runs one test after another, with why:
+TESTS = Path(__file__).resolve().parent
+SERIAL = {
+    "docker": "build and share the images ipclab-services*:latest (two builds at once race) "
+    "and the engine's networks, iptables guard chains and swarm",
+    "kubernetes": "one cluster, its namespaces and its host routes",
+    "test_forkserver.py": "CPU affinity and the run time of forked Locusts",
+    "test_pinning.py": "CPU affinity of a stack's threads",
+    "test_reference_rebuild.py": "copies the source tree and rebuilds every reference (CPU)",
+}
+# Tests marked `alone` (pyproject.toml) also run with nothing else at all: the other worker
+# waits between its tests (a shared flock: readers the tests, the writer a test alone).
+ALONE_LOCK = TESTS.parent / "build" / "pytest-workers.lock"
+
+
+def serial_reason(item: pytest.Item) -> str | None:
+    """Why ``item`` belongs to the "serial" group (None: it may run beside anything)."""
+    if item.get_closest_marker("alone") is not None:
+        return "alone"
+    try:
+        parts = Path(str(item.path)).resolve().relative_to(TESTS).parts
+    except ValueError:
+        return None
+    return next((SERIAL[p] for p in parts[:1] if p in SERIAL), None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test's xdist group: "serial", or its module's path under tests/ without
+    ``.py`` (without xdist the mark does nothing)."""
+    for item in items:
+        module = item.nodeid.split("::", 1)[0].removeprefix("tests/").removesuffix(".py")
+        item.add_marker(pytest.mark.xdist_group("serial" if serial_reason(item) else module))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Under xdist, a test marked `alone` holds the workers' lock exclusively, every other
+    test shared: nothing runs beside the first (it asserts what a machine-wide sweep finds,
+    and every stack start sweeps)."""
+    if not WORKER:
+        return (yield)
+    ALONE_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    alone = item.get_closest_marker("alone") is not None
+    with ALONE_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        return (yield)
 
 
 def _postmaster(name: str, cmd: str) -> bool:
@@ -72,6 +132,25 @@ def _native_proxy(cmd: str) -> bool:
     nginx overwrites its environment with its process title (no session mark): its master
     is known by that directory, its workers as the master's children."""
     return "/ipclab-native-" in cmd
+
+
+_ADAPTER_PID = re.compile(r"/ipclab-native-(\d+)-")
+
+
+def _proxy_of_this_session(cmd: str) -> bool:
+    """A native proxy (no mark of its own) is this session's when the adapter that started
+    it (its pid is in the private directory's name) carries this session's mark; one whose
+    adapter is gone outlived it: a leak, counted whoever's it is."""
+    found = _ADAPTER_PID.search(cmd)
+    if found is None:
+        return True
+    try:
+        adapter_mark = psutil.Process(int(found[1])).environ().get(SESSION_MARK)
+    except psutil.NoSuchProcess:  # the adapter is gone (a zombie too)
+        return True
+    except psutil.Error:
+        return False
+    return adapter_mark == os.environ[SESSION_MARK]
 
 
 def command_line(p: psutil.Process) -> str:
@@ -132,7 +211,9 @@ def ipclab_processes() -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
         mark = env.get(SESSION_MARK)
-        ours = mark == os.environ[SESSION_MARK] or (mark is None and _native_proxy(cmd))
+        ours = mark == os.environ[SESSION_MARK] or (
+            mark is None and _native_proxy(cmd) and _proxy_of_this_session(cmd)
+        )
         if p.pid == os.getpid() or not ours:
             continue
         if (

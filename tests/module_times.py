@@ -1,6 +1,7 @@
 """Time per test module (setup, call and teardown summed), printed at the end of the session
 and written to ``out/test-times.csv``: where the suite's minutes go, module by module, for
-the suite's time budget. Loaded by tests/conftest.py."""
+the suite's time budget (summed over the workers under pytest-xdist: more than the wall
+time). Loaded by tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -17,14 +18,16 @@ SHOWN = 15
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    module = report.nodeid.split("::", 1)[0]
+    module = report.nodeid.split("::", 1)[0].split("@", 1)[0]  # xdist: "<id>@<group>"
     _SECONDS[module] += report.duration
     if report.when == "call":
         _TESTS[module] += 1
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not _SECONDS:
+    # under pytest-xdist the controller sums every worker's reports and writes the file; a
+    # worker (its own share only) writes nothing
+    if not _SECONDS or hasattr(terminalreporter.config, "workerinput"):
         return
     ranked = sorted(_SECONDS.items(), key=lambda kv: -kv[1])
     total = sum(_SECONDS.values())

@@ -450,6 +450,9 @@ def test_state_and_study_files_are_written_atomically(tmp_path: Path) -> None:
 # --- a killed harness ------------------------------------------------------------------
 
 
+# alone: it asserts what its own sweep removed and said, and any stack started beside it
+# (another worker's) sweeps first
+@pytest.mark.alone
 def test_sweep_removes_only_what_a_dead_harness_left(tmp_path: Path) -> None:
     import tempfile
 
@@ -485,6 +488,7 @@ def test_sweep_removes_only_what_a_dead_harness_left(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # as above: the broker node it leaves is for its own sweep to find
 def test_kill_9_of_ipclab_run_leaves_nothing_or_the_next_start_sweeps_it(tmp_path: Path) -> None:
     """Must-show 4 on the local backend: after kill -9 of `ipclab run` on an AMQP stack, the
     services and Locust die with it within 10 s (parent-death signal); what cannot (the
