@@ -4,7 +4,9 @@ Every test here is marked ``docker`` and skipped, with the reason, when no Docke
 answers (start one with ``scripts/docker-engine.sh``). Stacks are module-scoped so that no
 container outlives its module. The session ends by checking that nothing this session started
 is left (a leftover fails the session, named), then removes it whatever happened; stacks of
-other harnesses on the same engine are never touched.
+other harnesses on the same engine are never touched. Under pytest-xdist (`make test`) each
+worker checks its own: the harness mark is the worker process's (``orphans.this_harness``),
+and every test here runs on one worker, in the "serial" group (tests/conftest.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@
 Every test here is marked ``kubernetes`` (and ``slow``) and skipped, with the reason, when no
 cluster answers. Stacks are module-scoped, one namespace each. The session ends by checking
 that no namespace this session's harness made is left (a leftover fails the session, named),
-then deletes them whatever happened; other harnesses' namespaces are never touched.
+then deletes them whatever happened; other harnesses' namespaces are never touched. Under
+pytest-xdist each worker checks its own (the harness mark is the worker process's); every
+test here is in the "serial" group (tests/conftest.py).
 """
 
 from __future__ import annotations
