@@ -71,8 +71,10 @@ if WORKER and not _SESSION.endswith(f"-{WORKER}"):
 # --- two workers: which tests may run beside which ------------------------------------------
 # `make test` runs `pytest -n 2 --dist loadgroup`: a test module runs whole on one worker
 # (its module-scoped stacks start once), two modules at a time. What must not run beside
-# each other is one group, "serial", that one worker runs one test after another, with why:
-TESTS = Path(__file__).resolve().parent
+# each other is one group, "serial", that one worker runs one test after another, with why.
+# The groups are made here by path, in the controller's scheduler (pytest_xdist_make_scheduler
+# below): pytest-xdist's own loadgroup reads `xdist_group` marks into the tests' ids, which
+# pytest 9.2's ids no longer take (xdist 3.8 sets `item._nodeid`), so no mark is used.
 SERIAL = {
     "docker": "build and share the images ipclab-services*:latest (two builds at once race) "
     "and the engine's networks, iptables guard chains and swarm",
@@ -81,29 +83,34 @@ SERIAL = {
     "test_pinning.py": "CPU affinity of a stack's threads",
     "test_reference_rebuild.py": "copies the source tree and rebuilds every reference (CPU)",
 }
-# Tests marked `alone` (pyproject.toml) also run with nothing else at all: the other worker
-# waits between its tests (a shared flock: readers the tests, the writer a test alone).
-ALONE_LOCK = TESTS.parent / "build" / "pytest-workers.lock"
+# Tests marked `alone` (pyproject.toml) run with nothing else at all, on either worker: the
+# other worker waits between its tests (a flock: every test holds it shared, one alone
+# exclusively).
+ALONE_LOCK = Path(__file__).resolve().parents[1] / "build" / "pytest-workers.lock"
 
 
-def serial_reason(item: pytest.Item) -> str | None:
-    """Why ``item`` belongs to the "serial" group (None: it may run beside anything)."""
-    if item.get_closest_marker("alone") is not None:
-        return "alone"
-    try:
-        parts = Path(str(item.path)).resolve().relative_to(TESTS).parts
-    except ValueError:
+def xdist_scope(nodeid: str) -> str:
+    """The work unit of a test under `make test`: "serial" for the paths of :data:`SERIAL`
+    (the first folder or file under tests/), else its module."""
+    module = nodeid.split("::", 1)[0]
+    parts = Path(module).parts
+    under_tests = parts[1:] if parts[:1] == ("tests",) else parts
+    return "serial" if under_tests[:1] and under_tests[0] in SERIAL else module
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: pytest-xdist's scope scheduler on :func:`xdist_scope` (a work
+    unit whole on one worker; the largest, "serial", handed out first)."""
+    if config.getvalue("dist") != "loadgroup":
         return None
-    return next((SERIAL[p] for p in parts[:1] if p in SERIAL), None)
+    from xdist.scheduler import LoadScopeScheduling
 
+    class ModuleOrSerial(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test's xdist group: "serial", or its module's path under tests/ without
-    ``.py`` (without xdist the mark does nothing)."""
-    for item in items:
-        module = item.nodeid.split("::", 1)[0].removeprefix("tests/").removesuffix(".py")
-        item.add_marker(pytest.mark.xdist_group("serial" if serial_reason(item) else module))
+    return ModuleOrSerial(config, log)
 
 
 @pytest.hookimpl(wrapper=True)
