@@ -4,10 +4,10 @@ Two harnesses on one machine (two test workers, ``pytest -n 2``, or two engineer
 one tree) may need the same build at once: the Go roles (``build/go``), the Node.js roles
 (``build/node``), the Java roles and their Maven repository (``build/java``, ``build/maven``),
 FerretDB (``build/ferretdb``), the docker images (``build/docker``). :func:`held` takes an
-exclusive ``flock`` on ``<folder>/.build.lock`` (per open file, so two threads of one
-process exclude each other too), re-entrant within a thread: a builder checks whether its
-product exists, takes the lock, checks again (another harness may have built it meanwhile)
-and only then builds.
+exclusive ``flock`` on ``.<folder's name>.build.lock`` beside the folder (not in it: taking
+the lock makes no build folder; per open file, so two threads of one process exclude each
+other too), re-entrant within a thread: a builder checks whether its product exists, takes
+the lock, checks again (another harness may have built it meanwhile) and only then builds.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-LOCK_NAME = ".build.lock"
+LOCK_SUFFIX = ".build.lock"
 
 _GUARD = threading.Lock()
 _THREAD_LOCKS: dict[Path, threading.RLock] = {}
@@ -27,7 +27,7 @@ _DEPTH: dict[Path, int] = {}
 
 @contextlib.contextmanager
 def held(folder: Path) -> Iterator[None]:
-    """Hold ``folder``'s build lock (the folder made if missing) for the ``with`` body; a
+    """Hold ``folder``'s build lock (its parent made if missing) for the ``with`` body; a
     nested call for the same folder in the same thread holds it already."""
     folder = Path(folder).absolute()
     with _GUARD:
@@ -40,8 +40,8 @@ def held(folder: Path) -> Iterator[None]:
             finally:
                 _DEPTH[folder] -= 1
             return
-        folder.mkdir(parents=True, exist_ok=True)
-        with (folder / LOCK_NAME).open("a") as lock:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with (folder.parent / f".{folder.name}{LOCK_SUFFIX}").open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # other processes wait here; closing releases
             _DEPTH[folder] = 1
             try:

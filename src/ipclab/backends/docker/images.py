@@ -97,6 +97,7 @@ def _build_lock() -> Iterator[None]:
     """One builder at a time on this machine (concurrent harnesses share the wheel cache, the
     tags and the manifest): ``build/docker``'s build lock (:func:`ipclab.buildlock.held`:
     threads and processes alike; re-entrant within a thread)."""
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)  # the builds below write into it
     with buildlock.held(BUILD_DIR):
         yield
 
