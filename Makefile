@@ -40,7 +40,7 @@ endif
 # Two workers (pytest-xdist; most tests wait on processes, containers and timeouts): a
 # module runs whole on one worker, the tests that must not run beside each other (docker,
 # CPU affinity, ...) in one group, "serial" (tests/conftest.py). TEST_WORKERS=0: one process.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 0
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 test: setup
 	$(PYTHON) -m pytest $(XDIST) -q -ra --durations=30
