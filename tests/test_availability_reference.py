@@ -36,5 +36,8 @@ def test_every_mttf_test_of_the_reference_states_its_model_check() -> None:
     unmeasured = mttf["reason"].fillna("").str.contains("no run of the current method")
     assert (mttf.loc[unmeasured, "verdict"] == "inconclusive").all()  # method 1 before its runs
     mttf = mttf[~unmeasured]
-    assert "model_check" in t and mttf["model_check"].str.startswith("exponential model").all()
-    assert (mttf["reason"].str.contains("exponential model")).all()
+    assert (
+        "model_check" in t
+        and mttf["model_check"].astype(str).str.startswith("exponential model").all()
+    )
+    assert (mttf["reason"].astype(str).str.contains("exponential model")).all()
