@@ -32,6 +32,7 @@ committed table. The rules checked:
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from pathlib import Path
@@ -582,12 +583,14 @@ def check_availability(folder: str, table: pd.DataFrame) -> list[str]:
             continue
         cells = [runs[(runs["style"] == s) & (runs["users"] == int(u))]
                  for s, u in ((m["a"], m["ua"]), (m["b"], m["ub"]))]  # fmt: skip
-        if m["metric"] == "availability" and all(len(c) for c in cells):
+        if m["metric"] == "availability":  # a cell with no run of the current method: 0
             n = [len(c) for c in cells]
             if [int(r["n_a"]), int(r["n_b"])] != n:
                 out.append(f"{r['claim_id']}: A over {r['n_a']} + {r['n_b']} runs, not {n}")
         if m["metric"] == "mttf_s":
-            out += _check_mttf(r, cells)
+            sides = [(m["a"], int(m["ua"])), (m["b"], int(m["ub"]))]
+            predicted = r["verdict"] == "underpowered" and "predicted censored" in str(r["reason"])
+            out += _check_predicted(folder, r, sides, runs) if predicted else _check_mttf(r, cells)
     return out
 
 
@@ -605,6 +608,39 @@ def judged_runs(folder: str) -> list[str]:
     current = set(t.loc[t["judged"].str.startswith("current"), "run"])
     wrong = sorted(used - current) + sorted(current - used)
     return [f"method 1's judged runs differ from the current ones: {wrong}"] if wrong else []
+
+
+def _check_predicted(
+    folder: str, r: pd.Series, sides: list[tuple[str, int]], runs: pd.DataFrame
+) -> list[str]:
+    """§6, a direction no run can decide: an MTTF direction said underpowered as predicted
+    censored needs each cell observed with every run outliving the cap or predicted to (its
+    style's every current run outlived the cap, with no start-up failure; its highest load
+    at or above the cell's, whose runs' recorded Little's law cannot time calls out), one
+    cell at least predicted."""
+    table = pd.read_csv(REFERENCE / folder / "results" / "until_failure_runs.csv")
+    table = table[table["judged"].str.startswith("current")]
+    why, predicted = [], 0
+    for style, users in sides:
+        own = runs[runs["style"] == style]
+        cell = own[own["users"] == users]
+        if len(cell):
+            why += [f"{style}@{users} has a failed run"] if cell["failed"].any() else []
+            continue
+        predicted += 1
+        listed = table[table["style"] == style]
+        if own.empty or own["failed"].any() or (listed["startup"] > 0).any():
+            why.append(f"{style}: a current run failed, or none was made")
+        elif own["users"].max() < users:
+            why.append(f"{style}@{users}: above the style's highest load run")
+        for run in own.loc[own["users"] == own["users"].max(), "run"]:
+            little = json.loads((REFERENCE / folder / run / "manifest.json").read_text())
+            little = little["parameters"].get("little") or {}
+            if not little.get("response_s", math.inf) <= little.get("call_timeout_s", 0.0):
+                why.append(f"{run}: Little's law does not rule timeouts out")
+    if not predicted:
+        why.append("no cell predicted")
+    return [f"{r['claim_id']}: predicted censored, but {'; '.join(why)}"] if why else []
 
 
 def _check_mttf(r: pd.Series, cells: list[pd.DataFrame]) -> list[str]:

@@ -104,6 +104,11 @@ def test_the_availability_rules_catch_a_table_that_breaks_them() -> None:
     bad.loc[i, "verdict"] = "reproduced"  # or, with no run of the current method, evidence
     said = ("cannot support", "not said so", "no run of the current method")
     assert any(w in p for p in R.check_availability(folder, bad) for w in said)
+    bad = t.copy()  # a prediction above the load its style's confirmation ran at
+    k = bad.index[bad["claim_id"] == "P14b"][0]
+    assert "predicted censored" in bad.loc[k, "reason"]
+    bad.loc[k, "comparison"] = "mttf_s: rest@500 < rest@400"
+    assert any("above the style's highest load" in p for p in R.check_availability(folder, bad))
     bad = t.copy()
     bad.loc[bad["comparison"].str.startswith("availability"), "n_b"] = 2  # a run left out
     assert any("A over" in p for p in R.check_availability(folder, bad))

@@ -48,7 +48,7 @@ def cell(style: str, users: int, times: list[float]) -> list[dict[str, object]]:
 def judged(*cells: list[dict[str, object]]) -> pd.DataFrame:
     """The until-failure claims table of these runs, by the study's own judging."""
     rows = pd.DataFrame([r for c in cells for r in c]).assign(outage_failure_fraction=np.nan)
-    made = SimpleNamespace(manifest={}, parameters={})  # a run made (the family ran)
+    made = SimpleNamespace(manifest={}, parameters={}, path=Path("made"))  # the family ran
     runs = AvailabilityRuns(until_failure=[made])  # type: ignore[list-item]
     tables, _ = analysis.judge(runs, rows, pd.DataFrame(), {}, 0.95)
     return tables["until failure"].set_index("claim_id")
@@ -161,9 +161,14 @@ def test_superseded_runs_are_listed_never_judged(tmp_path: Path) -> None:
     a = analysis.analyse(runs, "full")
     assert set(a.until_failure["users"]) == {400} and a.until_failure["runs"].tolist() == [1] * 3
     t = a.claims.set_index("claim_id")
-    assert t.loc["P14d", "verdict"] == "inconclusive"
-    assert "no run of the current method in grpc@300" in t.loc["P14d", "reason"]
-    assert "superseded" in t.loc["P14a", "reason"] and "rest@200" in t.loc["P14a", "reason"]
+    for cid in ("P14a", "P14d", "P13a"):  # every cell outlived the cap, or is predicted to
+        assert t.loc[cid, "verdict"] == "underpowered", t.loc[cid, "reason"]
+        assert t.loc[cid, "reason"].startswith(until_failure.PREDICTED)
+    assert "grpc@400: its 1 run(s) outlived the cap" in t.loc["P14d", "reason"]
+    assert "grpc@300: predicted to outlive the cap" in t.loc["P14d", "reason"]
+    assert "rest@200: predicted" in t.loc["P14a", "reason"]
+    assert t.loc["P13d", "verdict"] == "inconclusive"  # a stated MTTF: runs could refute it
+    assert "no run of the current method in amqp@200" in t.loc["P13d", "reason"]
     runs_t = a.until_failure_runs
     assert len(runs_t) == 27 and (runs_t["judged"] == until_failure.CURRENT).sum() == 3
     new = runs_t[runs_t["judged"] == until_failure.CURRENT].iloc[0]
@@ -175,12 +180,46 @@ def test_superseded_runs_are_listed_never_judged(tmp_path: Path) -> None:
     assert len(none) == 6 and "rest@400" not in none
 
 
+@pytest.mark.parametrize("spoiler", ["failure", "times out"])
+def test_no_prediction_where_the_style_failed_or_littles_law_times_calls_out(
+    tmp_path: Path, spoiler: str
+) -> None:
+    """The prediction can fail: a style whose confirmation run failed, or whose Little's law
+    says the load alone times calls out, gets no predicted cell, and its claims on cells
+    with no current run stay not measured (the other styles' are still predicted)."""
+    exp = experiments("full", "docker", tmp_path, ("until_failure",))
+    for style in ("rest", "grpc", "amqp"):
+        d = current_run(exp.directory, style, 400, 1)
+        if style != "grpc":
+            continue
+        if spoiler == "failure":
+            (d / "cycles.csv").unlink()  # failed 120 s after the ramp's end, back 10 s later
+            log = CycleLog(d)
+            log.append(Cycle(0, CycleStatus.RECOVERED, 1046.0, 120.0, ttr_s=10.0,
+                             t_fail=1166.0, t_fail_detected=1166.5, t_restart=1167.0,
+                             t_recovered=1176.0,
+                             t_end=1176.0))  # fmt: skip
+            log.close()
+        else:
+            m = json.loads((d / "manifest.json").read_text())
+            m["parameters"]["little"]["response_s"] = 30.0  # above the 15 s call timeout
+            (d / "manifest.json").write_text(json.dumps(m))
+    t = analysis.analyse(exp.load(), "full").claims.set_index("claim_id")
+    assert t.loc["P14c", "verdict"] == "inconclusive"  # grpc@300 against grpc@200
+    assert t.loc["P14a", "verdict"] == "underpowered"  # rest: still predicted
+    for cid in ("P14c", "P13b"):  # grpc@200 in both: no prediction (P13b has a power row)
+        assert not str(t.loc[cid, "reason"]).startswith(until_failure.PREDICTED)
+
+
 def test_only_superseded_runs_judge_nothing() -> None:
+    """The committed reference's superseded runs alone (its runs of the current method left
+    out): every claim of method 1 not measured, each saying why."""
     if not DOCKER.exists():
         pytest.skip("no docker availability reference")
     runs = experiments("full", "docker", DOCKER.parent, ("until_failure",)).load()
-    assert runs.until_failure == [] and len(runs.superseded) == 27
-    effects, _ = analysis._until_failure_effects(runs, pd.DataFrame(), {}, 0.95)
+    assert len(runs.superseded) == 27 and len(runs.until_failure) == 3  # the confirmation
+    old = AvailabilityRuns(superseded=runs.superseded)
+    effects, _ = analysis._until_failure_effects(old, pd.DataFrame(), {}, 0.95)
     assert all("superseded" in e.missing for e in effects.values())
 
 

@@ -436,6 +436,34 @@ def with_model_check(table: pd.DataFrame, model: dict[str, until_failure.Judged]
     )
 
 
+def predicted_underpowered(
+    table: pd.DataFrame, runs: AvailabilityRuns, crow: pd.DataFrame, umap: dict[int, int]
+) -> pd.DataFrame:
+    """The until-failure claims with the directions no run could decide, as predicted
+    (``until_failure.predicted_censored``), underpowered by design, their reason first (what
+    the claim said before follows it: the cells' superseded runs, the runs the published
+    MTTFs would need):
+    method 1's rows of ``crow`` (its runs of the current method) with each run's recorded
+    Little's-law prediction."""
+    little = {r.path.name: r.parameters.get("little") or {} for r in runs.until_failure}
+    if table.empty or crow.empty or "run" not in crow:
+        return table
+    m1 = crow[crow["run"].isin(little)]
+    pred = [little[r] for r in m1["run"]]
+    m1 = m1.assign(
+        judged=until_failure.CURRENT,
+        predicted_response_s=[d.get("response_s", np.nan) for d in pred],
+        call_timeout_s=[d.get("call_timeout_s", np.nan) for d in pred],
+    )
+    said = until_failure.predicted_censored(family_claims("until failure"), m1, umap)
+    out = table.copy()
+    undecided = out["verdict"].isin((claims_mod.INCONCLUSIVE, claims_mod.UNDERPOWERED))
+    rows = out["claim_id"].isin(said) & undecided
+    out.loc[rows, "verdict"] = claims_mod.UNDERPOWERED
+    out.loc[rows, "reason"] = out.loc[rows, "claim_id"].map(said) + "; " + out.loc[rows, "reason"]
+    return out
+
+
 def outage_floor_note(table: pd.DataFrame) -> pd.DataFrame:
     """The outage claims decided by a complete separation (one side 0 in every run, the
     other not): the runs, not their spread, set the p-value; the reason says so, with the
@@ -532,7 +560,7 @@ def judge(
         power = pricing.price(power, claims, made_by[fam], m)
         table = pricing.mark_underpowered(table, power)
         if fam == "until failure":
-            table = with_model_check(table, model)
+            table = predicted_underpowered(with_model_check(table, model), runs, crow, umap)
         tables[fam] = outage_floor_note(table) if fam == "outage" else table
         powers.append(power)
     power = pd.concat([p for p in powers if len(p)], ignore_index=True)

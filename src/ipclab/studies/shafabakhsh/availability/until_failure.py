@@ -228,6 +228,92 @@ def _superseded_cell(rows: pd.DataFrame, old: pd.DataFrame, style: str, users: i
     )
 
 
+# --------------------------------------------------------------------------- predicted
+
+#: the verdict's reason where a direction is predicted to see no failure (docs/statistics.md
+#: section 6, "A direction no run can decide")
+PREDICTED = "underpowered by design (predicted censored)"
+
+
+def censored_confirmations(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per style, its confirmation: the style's current runs at its highest load, when every
+    current run of the style (at any load) outlived its cap with no start-up failure and the
+    highest load's Little's-law prediction (recorded before each run) says the load alone
+    cannot time calls out (N / X_max - Z <= the call timeout). Styles with a failure, a
+    start-up failure or no prediction are left out."""
+    out: dict[str, dict[str, Any]] = {}
+    if table.empty:
+        return out
+    cur = table[table["judged"] == CURRENT]
+    for style, g in cur.groupby("style"):
+        top = g[g["users"] == g["users"].max()]
+        resp = pd.to_numeric(top["predicted_response_s"], errors="coerce")
+        timeout = pd.to_numeric(top["call_timeout_s"], errors="coerce")
+        if _outlived(g).all() and resp.notna().all() and (resp <= timeout).all():
+            out[str(style)] = {
+                "users": int(top["users"].iloc[0]), "runs": len(top),
+                "cap_s": float(top["cap_s"].min()), "response_s": float(resp.max()),
+                "timeout_s": float(timeout.min()),
+            }  # fmt: skip
+    return out
+
+
+def _outlived(runs: pd.DataFrame) -> pd.Series:
+    """Per run: it outlived its cap (a time, no failure, no start-up failure)."""
+    timed = pd.to_numeric(runs["ttf_s"], errors="coerce").notna()
+    return timed & ~runs["failed"].astype(bool) & (runs["startup"] == 0)
+
+
+def _censored_cell(table: pd.DataFrame, confirmed: Mapping[str, dict[str, Any]],
+                   style: str, users: int) -> tuple[bool, str]:  # fmt: skip
+    """Whether a cell's every run outlives the cap, observed or predicted, and what says so;
+    (False, "") where neither holds."""
+    cur = table[(table["judged"] == CURRENT) & (table["style"] == style)
+                & (table["users"] == users)]  # fmt: skip
+    if len(cur):
+        why = f"{style}@{users}: its {len(cur)} run(s) outlived the cap"
+        return bool(_outlived(cur).all()), why
+    c = confirmed.get(style)
+    if c is None or users > c["users"]:
+        return False, ""
+    return True, (
+        f"{style}@{users}: predicted to outlive the cap (no run made): Little's law gives "
+        f"{style}@{c['users']} at most {c['response_s']:.2g} s of response against the "
+        f"{c['timeout_s']:g} s call timeout (less at {users} users), and its {c['runs']} "
+        f"run(s) outlived the {c['cap_s']:g} s cap"
+    )
+
+
+def predicted_censored(
+    claims: Sequence[Claim], table: pd.DataFrame, users_map: Mapping[int, int]
+) -> dict[str, str]:
+    """Method 1's MTTF directions that no number of runs could decide, as predicted
+    (docs/statistics.md section 6): a cell with no run of the current method whose style's
+    confirmation (:func:`censored_confirmations`) ran at its load or above, and the other
+    cell the same or observed with every run censored. Every run of both cells outliving
+    the cap, the test on runs gives p = 1 at any number of runs: the claim is underpowered
+    by design and its runs are not spent. The reason, per claim id, names each cell's
+    evidence."""
+    confirmed = censored_confirmations(table)
+    out = {}
+    for c in claims:
+        if c.metric != "mttf_s" or c.test != "direction":
+            continue
+        if len(c.a_users) != 1 or len(c.b_users) != 1:
+            continue
+        sides = [(c.a_style, users_map.get(c.a_users[0], c.a_users[0])),
+                 (c.b_style, users_map.get(c.b_users[0], c.b_users[0]))]  # fmt: skip
+        cells = [_censored_cell(table, confirmed, str(s), int(u)) for s, u in sides]
+        predicted = any("predicted" in why for _, why in cells)
+        if predicted and all(ok for ok, _ in cells):
+            out[c.claim_id] = (
+                f"{PREDICTED}: with every run of both cells outliving the cap the test on "
+                "runs gives p = 1 at any number of runs, so no run is spent on it; "
+                + "; ".join(why for _, why in cells)
+            )
+    return out
+
+
 # --------------------------------------------------------------------------- effects
 
 
