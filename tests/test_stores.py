@@ -24,19 +24,21 @@ from typing import Any
 
 import psutil
 import pytest
+from ipclab_services.domains.shop import SERVICES as SHOP_SERVICES
 
-from ipclab import infrastructure, orphans
+from ipclab import infrastructure, listeners, orphans, requesttrace, sockopts
 from ipclab.backends import mariadb, mongowire, storedir
 from ipclab.infrastructure import LocalSite
 from ipclab.infrastructure.ferretdb import HANDLER_ENV
 from ipclab.procs import free_port, port_open
-from tests.conftest import ipclab_processes
+from ipclab.stacks import all_stacks, resolve
+from tests.conftest import _native_proxy, command_line, ipclab_processes
 
 HARNESS = """
 import json, sys, tempfile, time
 from pathlib import Path
 from types import SimpleNamespace
-from ipclab import infrastructure, orphans
+from ipclab import infrastructure, listeners, orphans, requesttrace, sockopts
 from ipclab.infrastructure import LocalSite
 from ipclab.infrastructure.ferretdb import HANDLER_ENV
 from ipclab.procs import free_port
@@ -324,39 +326,169 @@ def _page(url: str) -> bytes:
         return bytes(r.read())
 
 
-@pytest.mark.slow
-def test_the_python_shop_on_its_stores_answers_as_from_memory() -> None:
-    """``--store db``: the stack starts FerretDB and MariaDB with it (their URLs reach the
-    services only), the services read them, and the product pages are the in-memory
-    stack's byte for byte; stopping the stack leaves no store."""
-    pytest.importorskip("pymongo")
-    pytest.importorskip("aiomysql")
-    from ipclab.backends import StackOptions, get_backend
-    from ipclab.stacks import resolve
+def _left() -> list[str]:
+    """What a stack on its stores left running (native adapters' proxies aside: these stacks
+    start none, and another session's carry no mark on a shared machine)."""
+    return [c for p in ipclab_processes() if not _native_proxy(c := command_line(p))]
 
+
+STORE_STACKS = sorted(name for name, spec in all_stacks().items() if spec.stores)
+PAGES = ("/product/7?customer_id=3", "/product/1000?customer_id=600", "/product/1")
+#: which store each of the shop's services reads (stores.py: shipping's is the SQL one)
+OWNS = {s: "mariadb" if s == "shipping" else "ferretdb" for s in SHOP_SERVICES}
+
+
+def test_every_shop_stack_declares_its_stores_in_every_runtime() -> None:
+    """The stacks declare ``stores`` (the study's ``_SHOP``): the Python, Go and Node.js shop
+    stacks read their stores; a stack that declares none is refused ``--store db``."""
+    stacks = all_stacks()
+    runtimes = {stacks[n].runtime.name for n in STORE_STACKS}
+    assert runtimes == {"python", "go", "node"}
+    assert all(stacks[n].domain == "shop" for n in STORE_STACKS)
+    assert {"shop-rest", "shop-grpc-go", "shop-amqp-node"} <= set(STORE_STACKS)
+    assert all(stacks[n].store_unavailable() is None for n in STORE_STACKS)
+    assert "declares none" in str(stacks["acmeair-http1"].store_unavailable())
+
+
+def _skip_unless_stack(name: str) -> None:
     _skip_unless("ferretdb")
     _skip_unless("mariadb")
-    paths = ("/product/7?customer_id=3", "/product/1000?customer_id=600", "/product/1")
+    if why := resolve(name).unavailable():
+        pytest.skip(why)
+    if resolve(name).runtime.name == "python":
+        pytest.importorskip("pymongo")
+        pytest.importorskip("aiomysql")
+
+
+def _assert_store_round_trips(trips: list[requesttrace.RoundTrip]) -> None:
+    """Each service's round trips to its store lie inside the page's exchange (the harness
+    asking the gateway), and no other role asks a store."""
+    [page] = [t for t in trips if t.client == requesttrace.CLIENT and t.server == "gateway"]
+    inside = [t for t in trips if t.server in ("ferretdb", "mariadb") and t.within(page)]
+    asked = {(t.client, t.server) for t in inside}
+    assert asked == set(OWNS.items()), requesttrace.render(trips)
+    assert all(t.sent > 0 and t.received > 0 for t in inside), requesttrace.render(trips)
+
+
+RUNTIME_LABELS = {"python": "Python", "go": "Go", "node": "Node.js"}  # socket_settings' names
+
+
+def _store_sockets_unlike_their_rows(stack: Any, runtime: str) -> list[str]:
+    """Each service's connections to its store against ``socket_settings.STORE_ROWS`` (the
+    runtime's MongoDB-wire row, then its SQL row): what differs."""
+    from ipclab.socket_settings import STORE_ROWS
+    from tests.test_socket_options import check
+
+    mongo, sql = [r for r in STORE_ROWS if r.runtime == RUNTIME_LABELS[runtime]]
+    out = []
+    for service, store in OWNS.items():
+        found = sockopts.tree_sockets(stack.procs[service].pid)
+        mine = sockopts.connections(found, stack.infra[store].port, "client")
+        out += [f"{service}: {x}" for x in check(mongo if store == "ferretdb" else sql, mine)]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", STORE_STACKS)
+def test_a_shop_stack_on_its_stores_answers_as_from_memory_and_the_trace_shows_them(
+    name: str,
+) -> None:
+    """``--store db``: the stack starts FerretDB and MariaDB with it (their URLs reach the
+    services only), the services read them, and the product pages are the in-memory
+    stack's byte for byte; a page's packet trace shows each service's round trips to its
+    store inside the page's exchange; nothing the stack opened listens beyond loopback;
+    stopping the stack leaves no store process or directory."""
+    from ipclab.backends import StackOptions, get_backend
+
+    _skip_unless_stack(name)
+    if why := requesttrace.unavailable():
+        pytest.skip(why)
     backend = get_backend("local")
     pages: dict[str, list[bytes]] = {}
     for store in (None, "db"):
-        stack = backend.start(resolve("shop-rest"), StackOptions(store=store))
+        before = listeners.listening()
+        # a first call connects and authenticates (SCRAM): on a loaded shared machine that
+        # can pass the gateway's 2 s deadline, which is not what this test is about
+        stack = backend.start(resolve(name), StackOptions(store=store, call_timeout_s=10.0))
         try:
-            pages[str(store)] = [_page(stack.gateway_url + p) for p in paths]
+            pages[str(store)] = [_page(stack.gateway_url + p) for p in PAGES]
             if store == "db":
+                body, trips = requesttrace.trace(stack, PAGES[0])  # connections made: warm
+                assert body == pages["db"][0]
+                _assert_store_round_trips(trips)
+                spec = resolve(name)
+                assert _store_sockets_unlike_their_rows(stack, spec.runtime.name) == []
                 instances = dict(stack.infra)  # type: ignore[attr-defined]
-                assert set(instances) == {"ferretdb", "mariadb"}
-                info = stack.info()
-                assert info is not None and set(info["infrastructure"]) == set(instances)
+                assert {"ferretdb", "mariadb"} <= set(instances)
+                opened = listeners.opened_by(before)
+                assert listeners.beyond_loopback(opened) == [], opened
+                for i in (instances["ferretdb"], instances["mariadb"]):
+                    assert i.port in {x.port for x in opened if x.loopback()}
                 environ = psutil.Process(stack.procs["product-info"].pid).environ()  # type: ignore[attr-defined]
                 assert environ["IPCLAB_MONGO_URL"].startswith("mongodb://ipclab:")
                 gateway = psutil.Process(stack.procs["gateway"].pid).environ()  # type: ignore[attr-defined]
                 assert "IPCLAB_MONGO_URL" not in gateway and "IPCLAB_MYSQL_URL" not in gateway
-                directories = [i.directory for i in instances.values()]
+                directories = [instances[n].directory for n in ("ferretdb", "mariadb")]
         finally:
             stack.stop()
     assert pages["db"] == pages["None"]
     assert not any(d.exists() for d in directories)
-    assert ipclab_processes() == []
-    with pytest.raises(ValueError, match="built for the shop's Python stacks"):
-        backend.start(resolve("shop-grpc-go"), StackOptions(store="db"))
+    assert _left() == []
+
+
+def test_a_stack_that_declares_no_store_is_refused_the_db_store() -> None:
+    from ipclab.backends import StackOptions, get_backend
+
+    with pytest.raises(ValueError, match="its services read no store"):
+        get_backend("local").start(resolve("acmeair-http1"), StackOptions(store="db"))
+
+
+KILLED_STACK = """
+import json, sys, time, urllib.request
+from ipclab.backends import StackOptions, get_backend
+from ipclab.stacks import resolve
+options = StackOptions(store="db", call_timeout_s=10.0)
+stack = get_backend("local").start(resolve(sys.argv[1]), options)
+with urllib.request.urlopen(stack.gateway_url + "/product/7?customer_id=3", timeout=30) as r:
+    r.read()
+stores = {n: stack.infra[n] for n in ("ferretdb", "mariadb")}
+print(json.dumps({
+    "roles": [p.pid for p in stack.procs.values()],
+    "stores": [{"pid": i.process.pid, "port": i.port, "dir": str(i.directory)}
+               for i in stores.values()],
+}), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", STORE_STACKS)
+def test_kill_9_of_a_harness_running_a_shop_stack_on_its_stores_leaves_no_store(
+    name: str,
+) -> None:
+    """A harness serving a page from the stores is killed (SIGKILL: no finally, no stop):
+    within 10 s no role and no store process is left and no store port answers; the next
+    sweep removes the store directories the dead harness could not."""
+    _skip_unless_stack(name)
+    harness = subprocess.Popen([sys.executable, "-c", KILLED_STACK, name],
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert harness.stdout is not None
+        started = json.loads(harness.stdout.readline())
+    finally:
+        harness.kill()
+        harness.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        left = [f"role pid {p}" for p in started["roles"] if psutil.pid_exists(p)]
+        left += [x for store in started["stores"] for x in _gone(store)]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == [], f"still there 10 s after kill -9 of the harness: {left}"
+    orphans.sweep(say=lambda _: None)  # another harness's sweep may get there first
+    assert not [s["dir"] for s in started["stores"] if Path(s["dir"]).exists()]
+    deadline = time.monotonic() + 10  # the broker node an AMQP stack left: swept
+    while _left() and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert _left() == []

@@ -19,6 +19,7 @@ from ipclab_services.domains.shop import stores
 
 MONGO_ENV, MYSQL_ENV = "IPCLAB_MONGO_URL", "IPCLAB_MYSQL_URL"
 POOL_SIZE = 10  # MariaDB connections per shipping process (the gateway's calls in flight)
+MONGO_POOL_SIZE = 100  # FerretDB connections per service process at most (pymongo's default)
 
 
 class Stores:
@@ -41,7 +42,7 @@ class Stores:
 
             if not self.mongo_url:
                 raise RuntimeError(f"--store db: {MONGO_ENV} is not set")
-            self._mongo = AsyncMongoClient(self.mongo_url)
+            self._mongo = AsyncMongoClient(self.mongo_url, maxPoolSize=MONGO_POOL_SIZE)
         return self._mongo.get_default_database()
 
     async def document(self, collection: str, key: int) -> dict[str, Any] | None:
