@@ -21,9 +21,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -95,12 +95,10 @@ func (s *dbStores) database() (*mongo.Database, error) {
 	return s.db, s.mongoErr
 }
 
-// bsonInt is an id as pymongo sends a Python int: int32 when it fits, else int64.
-func bsonInt(id int64) any {
-	if id >= math.MinInt32 && id <= math.MaxInt32 {
-		return int32(id)
-	}
-	return id
+// storeKey is a record's _id in its collection: its id in decimal (stores.py's key; a
+// string, which FerretDB looks up in its SQL backend instead of scanning the collection).
+func storeKey(id int64) string {
+	return strconv.FormatInt(id, 10)
 }
 
 // document decodes the document id of collection, without its _id, into out; false if absent.
@@ -111,7 +109,7 @@ func (s *dbStores) document(collection string, id int64, out any) (bool, error) 
 	}
 	projection := options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 0}})
 	one := db.Collection(collection).FindOne(context.Background(),
-		bson.D{{Key: "_id", Value: bsonInt(id)}}, projection)
+		bson.D{{Key: "_id", Value: storeKey(id)}}, projection)
 	if err := one.Decode(out); err != nil {
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			return false, nil

@@ -47,7 +47,8 @@ class Stores:
 
     async def document(self, collection: str, key: int) -> dict[str, Any] | None:
         """The document ``key`` of ``collection`` without its ``_id``, None if absent."""
-        found = await self._database()[collection].find_one({"_id": key}, {"_id": 0})
+        query = {"_id": stores.key(key)}  # a string: FerretDB looks it up by its index
+        found = await self._database()[collection].find_one(query, {"_id": 0})
         return dict(found) if found is not None else None
 
     async def _shipping_pool(self) -> Any:

@@ -22,7 +22,6 @@ const MONGO_ENV = 'IPCLAB_MONGO_URL';
 const MYSQL_ENV = 'IPCLAB_MYSQL_URL';
 const MONGO_POOL = 100; // pymongo's maxPoolSize
 const MYSQL_POOL = 10; // dbstore.py's POOL_SIZE
-const INT32 = 2n ** 31n;
 
 // stores.py's shipping_select
 const shippingSelect = (id) =>
@@ -53,10 +52,10 @@ class Stores {
     return this.db;
   }
 
-  // An id as pymongo sends a Python int: int32 when it fits, else int64.
+  // A record's _id in its collection: its id (a BigInt) in decimal (stores.py's key; a
+  // string, which FerretDB looks up in its SQL backend instead of scanning the collection).
   static key(id) {
-    if (id >= -INT32 && id < INT32) return Number(id);
-    return require('mongodb').Long.fromBigInt(id);
+    return BigInt(id).toString();
   }
 
   // The document id of collection without its _id, null if absent.
