@@ -226,6 +226,7 @@ def ipclab_processes() -> list[psutil.Process]:
         if (
             "ipclab_services.serve" in cmd
             or "ipclab-services-go" in cmd
+            or (bool(env.get("IPCLAB_ROLE")) and cmd.endswith("/app/main.js"))  # a Node.js role
             or "-m locust" in cmd
             or (forkserver.MODULE in cmd and _forkserver_family(p)[1])
             or env.get("RABBITMQ_NODENAME", "").startswith("ipclab")

@@ -24,19 +24,21 @@ from typing import Any
 
 import psutil
 import pytest
+from ipclab_services.domains.shop import SERVICES as SHOP_SERVICES
 
-from ipclab import infrastructure, orphans
-from ipclab.backends import mariadb, mongowire, storedir
+from ipclab import infrastructure, listeners, orphans, requesttrace, sockopts
+from ipclab.backends import ferretdb, mariadb, mongowire, storedir
 from ipclab.infrastructure import LocalSite
 from ipclab.infrastructure.ferretdb import HANDLER_ENV
 from ipclab.procs import free_port, port_open
-from tests.conftest import ipclab_processes
+from ipclab.stacks import all_stacks, resolve
+from tests.conftest import _native_proxy, command_line, ipclab_processes
 
 HARNESS = """
 import json, sys, tempfile, time
 from pathlib import Path
 from types import SimpleNamespace
-from ipclab import infrastructure, orphans
+from ipclab import infrastructure, listeners, orphans, requesttrace, sockopts
 from ipclab.infrastructure import LocalSite
 from ipclab.infrastructure.ferretdb import HANDLER_ENV
 from ipclab.procs import free_port
@@ -246,19 +248,28 @@ def test_the_shop_s_stores_hold_what_its_generator_gives() -> None:
             c.login("ipclab", ferret.secret, "ipclab")
             counts = {n: c.command("ipclab", {"count": n})["n"] for n in stores.COLLECTIONS}
             got = {
-                (n, i): c.command("ipclab", {"find": n, "filter": {"_id": i}})["cursor"]
+                (n, i): c.command("ipclab", {"find": n, "filter": {"_id": str(i)}})["cursor"]
                 for n in stores.COLLECTIONS
                 for i in sample
             }
+            plans = {
+                key: c.command("ipclab", {"explain": {"find": "products", "filter": {"_id": key}}})
+                for key in ("613", 613)
+            }
     finally:
         ferret.stop()
+    # a lookup by a string _id: handed to SQLite and an index search there (index_ids); by
+    # a number it would be a scan of the collection in FerretDB
+    assert plans["613"]["filterPushdown"] is True and plans[613]["filterPushdown"] is False
+    plan = " | ".join(plans["613"]["queryPlanner"]["Plan"])
+    assert f"_{ferretdb.ID_INDEX} (<expr>=?)" in plan and "SCAN" not in plan, plan
     assert counts == {"products": 1000, "reviews": 1000, "recommendations": 1000, "carts": 500}
     for i in sample:
-        assert got["products", i]["firstBatch"] == [{"_id": i, **data.product(cfg, i)}]
+        assert got["products", i]["firstBatch"] == [{"_id": str(i), **data.product(cfg, i)}]
         assert got["reviews", i]["firstBatch"][0]["reviews"] == data.reviews(cfg, i)
         recommended = got["recommendations", i]["firstBatch"][0]["recommendations"]
         assert recommended == data.recommendations(cfg, i)
-    assert got["carts", 499]["firstBatch"] == [{"_id": 499, **data.cart(cfg, 499)}]
+    assert got["carts", 499]["firstBatch"] == [{"_id": "499", **data.cart(cfg, 499)}]
     assert got["carts", cfg.catalogue_size]["firstBatch"] == []  # beyond the customers
 
     maria = infrastructure.get("mariadb").start_local(_site("shop"))
@@ -296,7 +307,7 @@ def test_the_official_drivers_read_the_shop_from_the_stores_by_their_urls() -> N
     async def read() -> tuple[Any, Any]:
         client = pymongo.AsyncMongoClient(ferret.url)
         try:
-            product = await client.get_default_database().products.find_one({"_id": 7})
+            product = await client.get_default_database().products.find_one({"_id": "7"})
         finally:
             await client.close()
         url = urllib.parse.urlsplit(maria.url)
@@ -315,7 +326,7 @@ def test_the_official_drivers_read_the_shop_from_the_stores_by_their_urls() -> N
     finally:
         ferret.stop()
         maria.stop()
-    assert product == {"_id": 7, **data.product(cfg, 7)}
+    assert product == {"_id": "7", **data.product(cfg, 7)}
     assert [{**o, "price": float(o["price"])} for o in options] == data.shipping(cfg, 7)
 
 
@@ -324,39 +335,192 @@ def _page(url: str) -> bytes:
         return bytes(r.read())
 
 
-@pytest.mark.slow
-def test_the_python_shop_on_its_stores_answers_as_from_memory() -> None:
-    """``--store db``: the stack starts FerretDB and MariaDB with it (their URLs reach the
-    services only), the services read them, and the product pages are the in-memory
-    stack's byte for byte; stopping the stack leaves no store."""
-    pytest.importorskip("pymongo")
-    pytest.importorskip("aiomysql")
-    from ipclab.backends import StackOptions, get_backend
-    from ipclab.stacks import resolve
+def _left() -> list[str]:
+    """What a stack on its stores left running (native adapters' proxies aside: these stacks
+    start none, and another session's carry no mark on a shared machine)."""
+    return [c for p in ipclab_processes() if not _native_proxy(c := command_line(p))]
 
+
+STORE_STACKS = sorted(name for name, spec in all_stacks().items() if spec.stores)
+#: the stacks the live tests start, one per distinct code path of a page read from the
+#: stores: a runtime's store client (dbstore.py, stores.go, stores.js) is one path whatever
+#: the transport in Python and Go (every transport calls the same handlers: services.py,
+#: data.go), while Node.js's REST, gRPC and AMQP each wait for the store in their own code
+#: (lib/rest.js, grpc.js, amqp.js); an AMQP stack's trace names its services by their
+#: connections, having no listening port (shop-amqp-node)
+PAGE_STACKS = ("shop-rest", "shop-grpc-go", "shop-rest-node", "shop-grpc-node", "shop-amqp-node")
+#: kill -9: the stores die with the harness (their plugins, whatever the stack); the roles
+#: die each runtime's way, and an AMQP stack leaves a broker node to sweep: one per runtime
+KILLED_STACKS = ("shop-rest", "shop-grpc-go", "shop-amqp-node")
+PAGES = ("/product/7?customer_id=3", "/product/1000?customer_id=600", "/product/1")
+#: which store each of the shop's services reads (stores.py: shipping's is the SQL one)
+OWNS = {s: "mariadb" if s == "shipping" else "ferretdb" for s in SHOP_SERVICES}
+
+
+def test_every_shop_stack_declares_its_stores_in_every_runtime() -> None:
+    """The stacks declare ``stores`` (the study's ``_SHOP``): the Python, Go and Node.js shop
+    stacks read their stores; a stack that declares none is refused ``--store db``."""
+    stacks = all_stacks()
+    runtimes = {stacks[n].runtime.name for n in STORE_STACKS}
+    assert runtimes == {"python", "go", "node"}
+    assert all(stacks[n].domain == "shop" for n in STORE_STACKS)
+    assert {"shop-rest", "shop-grpc-go", "shop-amqp-node"} <= set(STORE_STACKS)
+    assert all(stacks[n].store_unavailable() is None for n in STORE_STACKS)
+    assert "declares none" in str(stacks["acmeair-http1"].store_unavailable())
+
+
+def test_the_live_store_tests_cover_every_runtime_and_node_s_every_transport() -> None:
+    """``PAGE_STACKS`` and ``KILLED_STACKS``: each a stack that declares stores, together
+    every runtime's store client; the page test every Node.js transport (each its own code)."""
+    stacks = all_stacks()
+    runtimes = {stacks[n].runtime.name for n in STORE_STACKS}
+    for chosen in (PAGE_STACKS, KILLED_STACKS):
+        assert set(chosen) <= set(STORE_STACKS)
+        assert {stacks[n].runtime.name for n in chosen} == runtimes
+    node = {stacks[n].transport for n in STORE_STACKS if stacks[n].runtime.name == "node"}
+    assert {stacks[n].transport for n in PAGE_STACKS if stacks[n].runtime.name == "node"} == node
+    assert any(stacks[n].transport == "amqp" for n in PAGE_STACKS)
+
+
+def _skip_unless_stack(name: str) -> None:
     _skip_unless("ferretdb")
     _skip_unless("mariadb")
-    paths = ("/product/7?customer_id=3", "/product/1000?customer_id=600", "/product/1")
+    if why := resolve(name).unavailable():
+        pytest.skip(why)
+    if resolve(name).runtime.name == "python":
+        pytest.importorskip("pymongo")
+        pytest.importorskip("aiomysql")
+
+
+def _assert_store_round_trips(trips: list[requesttrace.RoundTrip]) -> None:
+    """Each service's round trips to its store lie inside the page's exchange (the harness
+    asking the gateway), and no other role asks a store."""
+    [page] = [t for t in trips if t.client == requesttrace.CLIENT and t.server == "gateway"]
+    inside = [t for t in trips if t.server in ("ferretdb", "mariadb") and t.within(page)]
+    asked = {(t.client, t.server) for t in inside}
+    assert asked == set(OWNS.items()), requesttrace.render(trips)
+    assert all(t.sent > 0 and t.received > 0 for t in inside), requesttrace.render(trips)
+
+
+RUNTIME_LABELS = {"python": "Python", "go": "Go", "node": "Node.js"}  # socket_settings' names
+
+
+def _store_sockets_unlike_their_rows(stack: Any, runtime: str) -> list[str]:
+    """Each service's connections to its store against ``socket_settings.STORE_ROWS`` (the
+    runtime's MongoDB-wire row, then its SQL row): what differs."""
+    from ipclab.socket_settings import STORE_ROWS
+    from tests.test_socket_options import check
+
+    mongo, sql = [r for r in STORE_ROWS if r.runtime == RUNTIME_LABELS[runtime]]
+    out = []
+    for service, store in OWNS.items():
+        found = sockopts.tree_sockets(stack.procs[service].pid)
+        mine = sockopts.connections(found, stack.infra[store].port, "client")
+        out += [f"{service}: {x}" for x in check(mongo if store == "ferretdb" else sql, mine)]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PAGE_STACKS)
+def test_a_shop_stack_on_its_stores_answers_as_from_memory_and_the_trace_shows_them(
+    name: str,
+) -> None:
+    """``--store db``: the stack starts FerretDB and MariaDB with it (their URLs reach the
+    services only), the services read them, and the product pages are the in-memory
+    stack's byte for byte; a page's packet trace shows each service's round trips to its
+    store inside the page's exchange; nothing the stack opened listens beyond loopback;
+    stopping the stack leaves no store process or directory."""
+    from ipclab.backends import StackOptions, get_backend
+
+    _skip_unless_stack(name)
+    if why := requesttrace.unavailable():
+        pytest.skip(why)
     backend = get_backend("local")
     pages: dict[str, list[bytes]] = {}
     for store in (None, "db"):
-        stack = backend.start(resolve("shop-rest"), StackOptions(store=store))
+        before = listeners.listening()
+        # a first call connects and authenticates (SCRAM): on a loaded shared machine that
+        # can pass the gateway's 2 s deadline, which is not what this test is about
+        stack = backend.start(resolve(name), StackOptions(store=store, call_timeout_s=10.0))
         try:
-            pages[str(store)] = [_page(stack.gateway_url + p) for p in paths]
+            pages[str(store)] = [_page(stack.gateway_url + p) for p in PAGES]
             if store == "db":
+                body, trips = requesttrace.trace(stack, PAGES[0])  # connections made: warm
+                assert body == pages["db"][0]
+                _assert_store_round_trips(trips)
+                spec = resolve(name)
+                assert _store_sockets_unlike_their_rows(stack, spec.runtime.name) == []
                 instances = dict(stack.infra)  # type: ignore[attr-defined]
-                assert set(instances) == {"ferretdb", "mariadb"}
-                info = stack.info()
-                assert info is not None and set(info["infrastructure"]) == set(instances)
+                assert {"ferretdb", "mariadb"} <= set(instances)
+                opened = listeners.opened_by(before)
+                assert listeners.beyond_loopback(opened) == [], opened
+                for i in (instances["ferretdb"], instances["mariadb"]):
+                    assert i.port in {x.port for x in opened if x.loopback()}
                 environ = psutil.Process(stack.procs["product-info"].pid).environ()  # type: ignore[attr-defined]
                 assert environ["IPCLAB_MONGO_URL"].startswith("mongodb://ipclab:")
                 gateway = psutil.Process(stack.procs["gateway"].pid).environ()  # type: ignore[attr-defined]
                 assert "IPCLAB_MONGO_URL" not in gateway and "IPCLAB_MYSQL_URL" not in gateway
-                directories = [i.directory for i in instances.values()]
+                directories = [instances[n].directory for n in ("ferretdb", "mariadb")]
         finally:
             stack.stop()
     assert pages["db"] == pages["None"]
     assert not any(d.exists() for d in directories)
-    assert ipclab_processes() == []
-    with pytest.raises(ValueError, match="built for the shop's Python stacks"):
-        backend.start(resolve("shop-grpc-go"), StackOptions(store="db"))
+    assert _left() == []
+
+
+def test_a_stack_that_declares_no_store_is_refused_the_db_store() -> None:
+    from ipclab.backends import StackOptions, get_backend
+
+    with pytest.raises(ValueError, match="its services read no store"):
+        get_backend("local").start(resolve("acmeair-http1"), StackOptions(store="db"))
+
+
+KILLED_STACK = """
+import json, sys, time, urllib.request
+from ipclab.backends import StackOptions, get_backend
+from ipclab.stacks import resolve
+options = StackOptions(store="db", call_timeout_s=10.0)
+stack = get_backend("local").start(resolve(sys.argv[1]), options)
+with urllib.request.urlopen(stack.gateway_url + "/product/7?customer_id=3", timeout=30) as r:
+    r.read()
+stores = {n: stack.infra[n] for n in ("ferretdb", "mariadb")}
+print(json.dumps({
+    "roles": [p.pid for p in stack.procs.values()],
+    "stores": [{"pid": i.process.pid, "port": i.port, "dir": str(i.directory)}
+               for i in stores.values()],
+}), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", KILLED_STACKS)
+def test_kill_9_of_a_harness_running_a_shop_stack_on_its_stores_leaves_no_store(
+    name: str,
+) -> None:
+    """A harness serving a page from the stores is killed (SIGKILL: no finally, no stop):
+    within 10 s no role and no store process is left and no store port answers; the next
+    sweep removes the store directories the dead harness could not."""
+    _skip_unless_stack(name)
+    harness = subprocess.Popen([sys.executable, "-c", KILLED_STACK, name],
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert harness.stdout is not None
+        started = json.loads(harness.stdout.readline())
+    finally:
+        harness.kill()
+        harness.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        left = [f"role pid {p}" for p in started["roles"] if psutil.pid_exists(p)]
+        left += [x for store in started["stores"] for x in _gone(store)]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == [], f"still there 10 s after kill -9 of the harness: {left}"
+    orphans.sweep(say=lambda _: None)  # another harness's sweep may get there first
+    assert not [s["dir"] for s in started["stores"] if Path(s["dir"]).exists()]
+    deadline = time.monotonic() + 10  # the broker node an AMQP stack left: swept
+    while _left() and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert _left() == []

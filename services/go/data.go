@@ -23,64 +23,66 @@ func (f Float) MarshalJSON() ([]byte, error) {
 
 // Product is one catalogue entry (fields in the order of shop.proto and data.py).
 type Product struct {
-	ProductID   int64  `json:"product_id"`
-	Name        string `json:"name"`
-	Price       Float  `json:"price"`
-	Description string `json:"description"`
-	Color       string `json:"color"`
-	ImageURL    string `json:"image_url"`
+	ProductID   int64  `json:"product_id" bson:"product_id"`
+	Name        string `json:"name" bson:"name"`
+	Price       Float  `json:"price" bson:"price"`
+	Description string `json:"description" bson:"description"`
+	Color       string `json:"color" bson:"color"`
+	ImageURL    string `json:"image_url" bson:"image_url"`
 }
 
 // Review is one review of a product.
 type Review struct {
-	ReviewID   int64  `json:"review_id"`
-	CustomerID int64  `json:"customer_id"`
-	Rating     int32  `json:"rating"`
-	Title      string `json:"title"`
-	Body       string `json:"body"`
+	ReviewID   int64  `json:"review_id" bson:"review_id"`
+	CustomerID int64  `json:"customer_id" bson:"customer_id"`
+	Rating     int32  `json:"rating" bson:"rating"`
+	Title      string `json:"title" bson:"title"`
+	Body       string `json:"body" bson:"body"`
 }
 
 // Recommendation is another product shown beside one.
 type Recommendation struct {
-	ProductID int64  `json:"product_id"`
-	Name      string `json:"name"`
-	Price     Float  `json:"price"`
+	ProductID int64  `json:"product_id" bson:"product_id"`
+	Name      string `json:"name" bson:"name"`
+	Price     Float  `json:"price" bson:"price"`
 }
 
 // ShippingOption is one way to ship a product.
 type ShippingOption struct {
-	Carrier string `json:"carrier"`
-	Method  string `json:"method"`
-	Price   Float  `json:"price"`
-	MinDays int32  `json:"min_days"`
-	MaxDays int32  `json:"max_days"`
+	Carrier string `json:"carrier" bson:"carrier"`
+	Method  string `json:"method" bson:"method"`
+	Price   Float  `json:"price" bson:"price"`
+	MinDays int32  `json:"min_days" bson:"min_days"`
+	MaxDays int32  `json:"max_days" bson:"max_days"`
 }
 
 // CartItem is one line of a cart.
 type CartItem struct {
-	ProductID int64  `json:"product_id"`
-	Name      string `json:"name"`
-	Quantity  int32  `json:"quantity"`
-	UnitPrice Float  `json:"unit_price"`
+	ProductID int64  `json:"product_id" bson:"product_id"`
+	Name      string `json:"name" bson:"name"`
+	Quantity  int32  `json:"quantity" bson:"quantity"`
+	UnitPrice Float  `json:"unit_price" bson:"unit_price"`
 }
 
 // Cart is a customer's cart.
 type Cart struct {
-	CustomerID int64      `json:"customer_id"`
-	Items      []CartItem `json:"items"`
-	Total      Float      `json:"total"`
+	CustomerID int64      `json:"customer_id" bson:"customer_id"`
+	Items      []CartItem `json:"items" bson:"items"`
+	Total      Float      `json:"total" bson:"total"`
 }
 
 // Fixture is every record, as ipclab_services.domains.shop.write_fixture writes it.
 type Fixture struct {
-	Seed            int64              `json:"seed"`
-	CatalogueSize   int64              `json:"catalogue_size"`
-	Customers       int64              `json:"customers"`
-	Products        []Product          `json:"products"`
-	Reviews         [][]Review         `json:"reviews"`
-	Recommendations [][]Recommendation `json:"recommendations"`
-	Shipping        [][]ShippingOption `json:"shipping"`
-	Carts           []Cart             `json:"carts"`
+	Seed            int64              `json:"seed" bson:"seed"`
+	CatalogueSize   int64              `json:"catalogue_size" bson:"catalogue_size"`
+	Customers       int64              `json:"customers" bson:"customers"`
+	Products        []Product          `json:"products" bson:"products"`
+	Reviews         [][]Review         `json:"reviews" bson:"reviews"`
+	Recommendations [][]Recommendation `json:"recommendations" bson:"recommendations"`
+	Shipping        [][]ShippingOption `json:"shipping" bson:"shipping"`
+	Carts           []Cart             `json:"carts" bson:"carts"`
+	// the stores the records are read from with IPCLAB_STORE=db (stores.go), else nil
+	db *dbStores
 }
 
 func loadFixture(path string, seed, catalogue, customers int64) (*Fixture, error) {
@@ -126,6 +128,9 @@ func (f *Fixture) product(id int64) (*Product, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.db != nil {
+		return f.db.product(id)
+	}
 	return &f.Products[i], nil
 }
 
@@ -133,6 +138,9 @@ func (f *Fixture) reviews(id int64) ([]Review, error) {
 	i, err := f.productID(id)
 	if err != nil {
 		return nil, err
+	}
+	if f.db != nil {
+		return f.db.reviews(id)
 	}
 	return f.Reviews[i], nil
 }
@@ -142,6 +150,9 @@ func (f *Fixture) recommendations(id int64) ([]Recommendation, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.db != nil {
+		return f.db.recommendations(id)
+	}
 	return f.Recommendations[i], nil
 }
 
@@ -149,6 +160,9 @@ func (f *Fixture) shipping(id int64) ([]ShippingOption, error) {
 	i, err := f.productID(id)
 	if err != nil {
 		return nil, err
+	}
+	if f.db != nil {
+		return f.db.shipping(id)
 	}
 	return f.Shipping[i], nil
 }
@@ -160,6 +174,8 @@ func (f *Fixture) cart(id int64) (*Cart, error) {
 		return nil, badRequest("customer_id must not be negative")
 	case id == 0:
 		return nil, nil
+	case f.db != nil:
+		return f.db.cart(id)
 	case id <= f.Customers:
 		return &f.Carts[id-1], nil
 	}
@@ -169,16 +185,16 @@ func (f *Fixture) cart(id int64) (*Cart, error) {
 // Service answers as the JSON documents REST and AMQP carry, keyed like data.py's services.
 
 type reviewsDoc struct {
-	Reviews []Review `json:"reviews"`
+	Reviews []Review `json:"reviews" bson:"reviews"`
 }
 type recommendationsDoc struct {
-	Recommendations []Recommendation `json:"recommendations"`
+	Recommendations []Recommendation `json:"recommendations" bson:"recommendations"`
 }
 type shippingDoc struct {
-	Options []ShippingOption `json:"options"`
+	Options []ShippingOption `json:"options" bson:"options"`
 }
 type cartDoc struct {
-	Cart *Cart `json:"cart"`
+	Cart *Cart `json:"cart" bson:"cart"`
 }
 
 // serviceKey is the request field each service reads.

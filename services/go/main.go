@@ -3,7 +3,8 @@
 // IPCLAB_TRANSPORT (rest|grpc|amqp), IPCLAB_HOST/PORT, IPCLAB_ADDR_<ROLE>,
 // IPCLAB_AMQP_URL, IPCLAB_CALL_TIMEOUT_S, IPCLAB_SEQUENTIAL, and the data: IPCLAB_FIXTURE
 // (the JSON file ipclab_services.domains.shop.write_fixture writes), checked against
-// IPCLAB_SEED, IPCLAB_CATALOGUE_SIZE and IPCLAB_CUSTOMERS.
+// IPCLAB_SEED, IPCLAB_CATALOGUE_SIZE and IPCLAB_CUSTOMERS; with IPCLAB_STORE=db the
+// services read their records from the stores at IPCLAB_MONGO_URL and IPCLAB_MYSQL_URL.
 package main
 
 import (
@@ -92,6 +93,11 @@ func main() {
 		envInt("IPCLAB_CATALOGUE_SIZE", "1000"), envInt("IPCLAB_CUSTOMERS", "500"))
 	if err != nil {
 		log.Fatal(err)
+	}
+	if os.Getenv(storeEnv) == "db" { // --store db: the records from the stores (stores.go)
+		if f.db, err = newStores(os.Getenv(mongoEnv), os.Getenv(mysqlEnv)); err != nil {
+			log.Fatal(err)
+		}
 	}
 	switch transport {
 	case "rest":

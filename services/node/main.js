@@ -4,7 +4,8 @@
 // IPCLAB_SERVICES, IPCLAB_TRANSPORT (rest|grpc|amqp), IPCLAB_HOST/PORT, IPCLAB_ADDR_<ROLE>,
 // IPCLAB_AMQP_URL, IPCLAB_CALL_TIMEOUT_S, IPCLAB_SEQUENTIAL, and the data: IPCLAB_FIXTURE
 // (the JSON file ipclab_services.domains.shop.write_fixture writes), checked against
-// IPCLAB_SEED, IPCLAB_CATALOGUE_SIZE and IPCLAB_CUSTOMERS.
+// IPCLAB_SEED, IPCLAB_CATALOGUE_SIZE and IPCLAB_CUSTOMERS; with IPCLAB_STORE=db the services
+// read their records from the stores at IPCLAB_MONGO_URL and IPCLAB_MYSQL_URL (lib/stores.js).
 const { Fixture } = require('./lib/data');
 const { Gateway, serveGateway } = require('./lib/gateway');
 
@@ -63,6 +64,7 @@ async function main() {
     envInt('IPCLAB_CATALOGUE_SIZE', '1000'),
     envInt('IPCLAB_CUSTOMERS', '500'),
   );
+  fixture.db = require('./lib/stores').Stores.fromEnv(); // --store db: read from the stores
   switch (transport) {
     case 'rest':
       await require('./lib/rest').serveREST(fixture, role, host, port);

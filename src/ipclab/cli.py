@@ -147,8 +147,8 @@ def _add_stack_args(p: argparse.ArgumentParser) -> None:
         choices=("memory", "db"),
         default="memory",
         help="where the shop's services read their data: the generator in memory, or their "
-        "stores (FerretDB and MariaDB, private, seeded from the generator; Python shop "
-        "stacks, local backend)",
+        "stores (FerretDB and MariaDB, private, seeded from the generator; the stacks that "
+        "declare stores: the shop's, local backend)",
     )
     p.add_argument(
         "--tls-hops",

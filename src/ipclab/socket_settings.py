@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ipclab_services.domains.bundle.services import POOL_SIZE as DB_POOL
+from ipclab_services.domains.shop.dbstore import MONGO_POOL_SIZE
+from ipclab_services.domains.shop.dbstore import POOL_SIZE as SQL_STORE_POOL
 from ipclab_services.limits import IDLE_TIMEOUT_S
 from ipclab_services.transports.amqp import PREFETCH
 from ipclab_services.transports.coap import POOL_PER_PEER
@@ -604,8 +606,99 @@ OTHER_ROWS: tuple[SocketSetting, ...] = (
     ),
 )
 
+# The shop's services' clients of their stores (``--store db``): the same pools and options
+# in every runtime, Python's the reference. Not in the live test's stacks (they start without
+# stores): tests/test_stores.py reads them on the db stacks' live sockets.
+PYMONGO_KEEPALIVE = Probes(120, 10, 9)  # pymongo caps the kernel's 7200/75/9 at 120/10/9
+_MONGO_POOL = f"up to {MONGO_POOL_SIZE} per service process (`MONGO_POOL_SIZE`, pymongo's default)"
+_SQL_POOL = f"up to {SQL_STORE_POOL} per shipping process (`POOL_SIZE`), every one kept idle"
+_STORE_IDLE = "never (no idle limit; the store closes none)"
+STORE_ROWS: tuple[SocketSetting, ...] = (
+    SocketSetting(
+        runtime="Python",
+        component="MongoDB-wire store client: product-info, reviews, recommendations, cart "
+        "to FerretDB",
+        side=CLIENT,
+        library="pymongo 4.20 `AsyncMongoClient`",
+        nodelay=True,
+        nodelay_by="pymongo's, on every connection it opens",
+        keepalive=PYMONGO_KEEPALIVE,
+        keepalive_by="pymongo's (`_set_keepalive_times`)",
+        pool=_MONGO_POOL + "; a monitor connection beside them",
+        idle=_STORE_IDLE,
+        where="services/domains/shop/dbstore.py",
+    ),
+    SocketSetting(
+        runtime="Python",
+        component="SQL store client: shipping to MariaDB",
+        side=CLIENT,
+        library="aiomysql 0.3 pool",
+        nodelay=True,
+        nodelay_by="aiomysql's, on every connection",
+        keepalive=KERNEL,
+        keepalive_by="aiomysql's SO_KEEPALIVE",
+        pool=_SQL_POOL + " (aiomysql's `maxsize`; one opened with the pool, `minsize` 1)",
+        idle=_STORE_IDLE,
+        where="services/domains/shop/dbstore.py",
+    ),
+    SocketSetting(
+        runtime="Go",
+        component="MongoDB-wire store client: as Python's",
+        side=CLIENT,
+        library="go.mongodb.org/mongo-driver/v2 2.8",
+        nodelay=True,
+        nodelay_by=GO,
+        keepalive=PYMONGO_KEEPALIVE,
+        keepalive_by="its dialer's `KeepAliveConfig` (`mongoKeepAlive`), pymongo's stated",
+        pool=_MONGO_POOL + "; monitor connections beside them",
+        idle=_STORE_IDLE,
+        where="services/go/stores.go",
+    ),
+    SocketSetting(
+        runtime="Go",
+        component="SQL store client: as Python's",
+        side=CLIENT,
+        library="github.com/go-sql-driver/mysql 1.9 + database/sql",
+        nodelay=True,
+        nodelay_by=GO,
+        keepalive=KERNEL,
+        keepalive_by="its dialer's `KeepAliveConfig` (`mysqlKeepAlive`: the kernel's timing) "
+        "and the driver's `SetKeepAlive(true)`",
+        pool=_SQL_POOL + " (`SetMaxOpenConns`, `SetMaxIdleConns`; opened on demand)",
+        idle=_STORE_IDLE,
+        where="services/go/stores.go",
+    ),
+    SocketSetting(
+        runtime="Node.js",
+        component="MongoDB-wire store client: as Python's",
+        side=CLIENT,
+        library="mongodb 7.8",
+        nodelay=True,
+        nodelay_by="the driver's `noDelay` default",
+        keepalive=Probes(120, 1, 10),
+        keepalive_by="the driver's: `setKeepAlive(true, 120000)` (libuv's 1 s and 10 probes "
+        "after it; Node cannot set pymongo's 10 s and 9)",
+        pool=_MONGO_POOL + "; monitor connections beside them",
+        idle=_STORE_IDLE,
+        where="services/node/lib/stores.js",
+    ),
+    SocketSetting(
+        runtime="Node.js",
+        component="SQL store client: as Python's",
+        side=CLIENT,
+        library="mysql2 3.24 pool",
+        nodelay=True,
+        nodelay_by="mysql2's `setNoDelay(true)`",
+        keepalive=KERNEL,
+        keepalive_by="mysql2's `enableKeepAlive`, `keepAliveInitialDelay` 0 (the kernel's idle)",
+        pool=_SQL_POOL + " (`connectionLimit`, `maxIdle`; opened on demand)",
+        idle=_STORE_IDLE,
+        where="services/node/lib/stores.js",
+    ),
+)
+
 SETTINGS: tuple[SocketSetting, ...] = (
-    PYTHON + GO_ROWS + NODE_ROWS + JVM_ROWS + NATIVE_ROWS + OTHER_ROWS
+    PYTHON + GO_ROWS + NODE_ROWS + JVM_ROWS + NATIVE_ROWS + OTHER_ROWS + STORE_ROWS
 )
 
 

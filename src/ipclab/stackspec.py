@@ -155,6 +155,10 @@ class StackSpec:
     # the load generator runs on a host of its own, delayed like every other (docker: in the
     # network namespace of a ``loadgen`` container); otherwise where the harness runs
     load_host: bool = False
+    # its services read their records from the stores with ``--store db`` (``IPCLAB_STORE=db``,
+    # the URLs of the ``STORES`` plugins in their environment): the declaration of a stack
+    # whose runtime implements that (the shop's, in Python, Go and Node.js)
+    stores: bool = False
     roles: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -177,10 +181,12 @@ class StackSpec:
         return NATIVE_RUNTIMES.get(self.transport) if self.adapters == "native" else None
 
     def store_unavailable(self) -> str | None:
-        """Why this stack cannot run with ``--store db`` (None: it can): the stores are
-        read by the shop's Python services so far (issue 50)."""
-        if self.domain != "shop" or self.runtime.name != "python" or self.adapters:
-            return f"{self.name}: --store db is built for the shop's Python stacks so far"
+        """Why this stack cannot run with ``--store db`` (None: it can): its services read
+        no store (it does not declare ``stores``), or protocol adapters stand between them."""
+        if not self.stores:
+            return f"{self.name}: --store db: its services read no store (it declares none)"
+        if self.adapters:
+            return f"{self.name}: --store db: not with its {self.adapters} protocol adapters"
         return None
 
     def tls_unavailable(self, edge: bool = False) -> str | None:

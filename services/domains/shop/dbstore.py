@@ -19,6 +19,7 @@ from ipclab_services.domains.shop import stores
 
 MONGO_ENV, MYSQL_ENV = "IPCLAB_MONGO_URL", "IPCLAB_MYSQL_URL"
 POOL_SIZE = 10  # MariaDB connections per shipping process (the gateway's calls in flight)
+MONGO_POOL_SIZE = 100  # FerretDB connections per service process at most (pymongo's default)
 
 
 class Stores:
@@ -41,12 +42,13 @@ class Stores:
 
             if not self.mongo_url:
                 raise RuntimeError(f"--store db: {MONGO_ENV} is not set")
-            self._mongo = AsyncMongoClient(self.mongo_url)
+            self._mongo = AsyncMongoClient(self.mongo_url, maxPoolSize=MONGO_POOL_SIZE)
         return self._mongo.get_default_database()
 
     async def document(self, collection: str, key: int) -> dict[str, Any] | None:
         """The document ``key`` of ``collection`` without its ``_id``, None if absent."""
-        found = await self._database()[collection].find_one({"_id": key}, {"_id": 0})
+        query = {"_id": stores.key(key)}  # a string: FerretDB looks it up by its index
+        found = await self._database()[collection].find_one(query, {"_id": 0})
         return dict(found) if found is not None else None
 
     async def _shipping_pool(self) -> Any:

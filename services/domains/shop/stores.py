@@ -10,6 +10,10 @@ MongoDB-wire store (FerretDB) and one MySQL table (MariaDB) for shipping:
   its list under the collection's name (an empty list for a product without reviews);
 - ``carts``: one document per customer 1..customers, ``_id`` the customer's id, the
   cart's ``items`` and ``total`` (a customer beyond them has an empty cart, not stored);
+
+  each ``_id`` the id in decimal, a string (:func:`key`): FerretDB 1.24 hands a ``find`` by
+  ``_id`` to its SQL backend only for a string or an ObjectId, and scans and decodes the
+  whole collection in Go for a number (docs/stores.md);
 - ``shipping`` (SQL): one row per option, keyed by the product's id and the option's
   position, prices as ``DECIMAL(6,2)`` (read back as the same two-decimal floats).
 """
@@ -24,17 +28,23 @@ COLLECTIONS = ("products", "reviews", "recommendations", "carts")
 SHIPPING_TABLE = "shipping"
 
 
+def key(record_id: int) -> str:
+    """A record's ``_id`` in its collection: its id in decimal (what every runtime's
+    services look it up by)."""
+    return str(int(record_id))
+
+
 def documents(cfg: data.ShopConfig) -> dict[str, list[dict[str, Any]]]:
     """Every collection's documents for ``cfg``."""
     ids = range(1, cfg.catalogue_size + 1)
     customers = range(1, cfg.customers + 1)
     return {
-        "products": [{"_id": p, **data.product(cfg, p)} for p in ids],
-        "reviews": [{"_id": p, "reviews": data.reviews(cfg, p)} for p in ids],
+        "products": [{"_id": key(p), **data.product(cfg, p)} for p in ids],
+        "reviews": [{"_id": key(p), "reviews": data.reviews(cfg, p)} for p in ids],
         "recommendations": [
-            {"_id": p, "recommendations": data.recommendations(cfg, p)} for p in ids
+            {"_id": key(p), "recommendations": data.recommendations(cfg, p)} for p in ids
         ],
-        "carts": [{"_id": c, **data.cart(cfg, c)} for c in customers],
+        "carts": [{"_id": key(c), **data.cart(cfg, c)} for c in customers],
     }
 
 

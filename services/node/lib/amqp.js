@@ -12,7 +12,7 @@
 // has no connection a call is "unavailable" at once; a call whose reply was lost with the
 // old connection waits for its deadline ("timeout").
 const amqp = require('amqplib');
-const { DOCUMENT, UNWRAP, requestId, serviceKey } = require('./data');
+const { DOCUMENT, UNWRAP, requestId, serviceKey, settle } = require('./data');
 const { asServiceError, fromCode, timeout, unavailable } = require('./errors');
 const { KEEPALIVE_DELAY_MS } = require('./limits');
 
@@ -56,19 +56,28 @@ async function robust(url, who, setup, lost) {
   return connect();
 }
 
-function handle(fixture, service, body) {
-  try {
-    const doc = JSON.parse(body);
-    const request = doc.request || {};
-    if (doc.op === 'ping') return '{"result":{}}';
-    if (doc.op !== 'get') throw fromCode('bad_request', `no operation ${doc.op}`);
-    const key = serviceKey(service);
-    const value = fixture.answer(service, requestId(key, request[key]));
-    return `{"result":${DOCUMENT[service](value)}}`;
-  } catch (err) {
+function handle(fixture, service, body, done) {
+  const failed = (err) => {
     const e = asServiceError(err);
-    return JSON.stringify({ error: e.code, message: e.message });
+    done(JSON.stringify({ error: e.code, message: e.message }));
+  };
+  let doc;
+  let request;
+  try {
+    doc = JSON.parse(body);
+    request = doc.request || {};
+  } catch (err) {
+    return failed(err);
   }
+  if (doc.op === 'ping') return done('{"result":{}}');
+  const key = serviceKey(service);
+  settle(
+    () => {
+      if (doc.op !== 'get') throw fromCode('bad_request', `no operation ${doc.op}`);
+      return fixture.answer(service, requestId(key, request[key]));
+    },
+    (err, value) => (err ? failed(err) : done(`{"result":${DOCUMENT[service](value)}}`)),
+  );
 }
 
 async function serveAMQP(fixture, service, url) {
@@ -83,15 +92,16 @@ async function serveAMQP(fixture, service, url) {
         queueName(service),
         (msg) => {
           if (msg === null) return; // the broker cancelled the consumer
-          const reply = handle(fixture, service, msg.content);
-          const { replyTo, correlationId } = msg.properties;
-          try {
-            if (replyTo) ch.sendToQueue(replyTo, Buffer.from(reply), { correlationId, deliveryMode: 1 });
-            ch.ack(msg);
-          } catch (e) {
-            // the channel closed with its connection: the broker requeues the request
-            console.error(`amqp ${service}: ${e.message}`);
-          }
+          handle(fixture, service, msg.content, (reply) => {
+            const { replyTo, correlationId } = msg.properties;
+            try {
+              if (replyTo) ch.sendToQueue(replyTo, Buffer.from(reply), { correlationId, deliveryMode: 1 });
+              ch.ack(msg);
+            } catch (e) {
+              // the channel closed with its connection: the broker requeues the request
+              console.error(`amqp ${service}: ${e.message}`);
+            }
+          });
         },
         { noAck: false },
       );

@@ -71,6 +71,7 @@ class Fixture {
     Object.assign(this, doc);
     this.size = BigInt(doc.catalogue_size);
     this.customerCount = BigInt(doc.customers);
+    this.db = null; // the stores (lib/stores.js) with --store db
   }
 
   static load(path, seed, catalogue, customers) {
@@ -95,8 +96,10 @@ class Fixture {
     return Number(id - 1n);
   }
 
-  // The service's answer to "get" for an id (a BigInt), as a value.
+  // The service's answer to "get" for an id (a BigInt), as a value, or with stores
+  // (--store db, stores.js) a promise of it, read after the request is validated here.
   answer(service, id) {
+    if (this.db) return this.stored(service, id);
     switch (service) {
       case 'product-info':
         return this.products[this.index(id)];
@@ -115,6 +118,26 @@ class Fixture {
         throw new ServiceError('internal', `unknown service ${service}`);
     }
   }
+
+  stored(service, id) {
+    switch (service) {
+      case 'product-info':
+        this.index(id);
+        return this.db.product(id);
+      case 'reviews':
+      case 'recommendations':
+        this.index(id);
+        return this.db.listed(service, id);
+      case 'shipping':
+        this.index(id);
+        return this.db.shipping(id);
+      case 'cart':
+        if (id < 0n) throw badRequest('customer_id must not be negative');
+        return id === 0n ? null : this.db.cart(id);
+      default:
+        throw new ServiceError('internal', `unknown service ${service}`);
+    }
+  }
 }
 
 // services.py's _id: an integer (a JSON number, or a decimal string as REST's query
@@ -126,4 +149,18 @@ function requestId(key, value) {
   throw badRequest(`${key} must be an integer, got ${shown}`);
 }
 
-module.exports = { Fixture, DOCUMENT, UNWRAP, page, serviceKey, requestId, F };
+// done(err, value) with what answer() gives: at once for a value (memory, as before the
+// stores: no promise, no extra turn of the event loop), when it settles for a promise.
+function settle(answer, done) {
+  let value;
+  try {
+    value = answer();
+  } catch (err) {
+    done(err);
+    return;
+  }
+  if (value && typeof value.then === 'function') value.then((v) => done(null, v), done);
+  else done(null, value);
+}
+
+module.exports = { Fixture, DOCUMENT, UNWRAP, page, serviceKey, requestId, settle, F };

@@ -5,6 +5,7 @@
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
+const { settle } = require('./data');
 const { ServiceError, asServiceError, badRequest, notFound, timeout, unavailable } = require('./errors');
 
 // The proto file beside the built sources (nodebuild copies services/proto/shop.proto).
@@ -63,11 +64,10 @@ function serveGRPC(fixture, service, host, port) {
   const server = new grpc.Server();
   server.addService(ctor.service, {
     Get(call, callback) {
-      try {
-        callback(null, WRAP[service](fixture.answer(service, BigInt(call.request[key]))));
-      } catch (err) {
-        callback(grpcError(err));
-      }
+      settle(
+        () => fixture.answer(service, BigInt(call.request[key])),
+        (err, v) => (err ? callback(grpcError(err)) : callback(null, WRAP[service](v))),
+      );
     },
     Ping(_call, callback) {
       callback(null, {});

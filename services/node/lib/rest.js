@@ -2,7 +2,7 @@
 // REST: GET /{op}?{field}={value} answered with the operation's JSON document, or an error
 // document {"error", "message"} with the matching status (transports/rest.py, rest.go).
 const http = require('node:http');
-const { DOCUMENT, UNWRAP, serviceKey, requestId } = require('./data');
+const { DOCUMENT, UNWRAP, serviceKey, requestId, settle } = require('./data');
 const { ServiceError, asServiceError, fromCode, timeout, unavailable } = require('./errors');
 const { KEEPALIVE_DELAY_MS, MAX_ANSWER, listen, newServer } = require('./limits');
 
@@ -22,10 +22,13 @@ function send(res, status, body, extra) {
 const errorBody = (e) => JSON.stringify({ error: e.code, message: e.message });
 
 // invoke runs one operation on a request given as strings (services.py's _id rules).
-function invoke(fixture, service, op, value) {
-  if (op === 'ping') return '{}';
+function invoke(fixture, service, op, value, done) {
+  if (op === 'ping') return done(null, '{}');
   const key = serviceKey(service);
-  return DOCUMENT[service](fixture.answer(service, requestId(key, value)));
+  settle(
+    () => fixture.answer(service, requestId(key, value)),
+    (err, v) => (err ? done(err) : done(null, DOCUMENT[service](v))),
+  );
 }
 
 function serveREST(fixture, service, host, port) {
@@ -42,12 +45,11 @@ function serveREST(fixture, service, host, port) {
       return;
     }
     const values = url.searchParams.getAll(serviceKey(service));
-    try {
-      send(res, 200, invoke(fixture, service, op, values.length ? values.at(-1) : undefined));
-    } catch (err) {
+    invoke(fixture, service, op, values.length ? values.at(-1) : undefined, (err, body) => {
+      if (!err) return send(res, 200, body);
       const e = asServiceError(err);
       send(res, e.status, errorBody(e));
-    }
+    });
   });
   return listen(server, host, port);
 }

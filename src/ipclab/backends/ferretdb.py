@@ -24,10 +24,16 @@ On PostgreSQL (``handler="pg"``) FerretDB keeps its data in a private PostgreSQL
 its own (``ipclab.backends.postgres.PostgresCluster``: loopback, generated passwords),
 connecting as the cluster's services' role, which may create schemas in its database.
 
-Mind, before measuring with it: FerretDB 1.24 answers a ``find`` by ``_id`` with a scan of
-the collection on SQLite (its query plan says ``SCAN``), so a read's cost grows with the
-collection and the document's place in it; on PostgreSQL it is a sequential scan too, but
-flat and cheaper here. MongoDB answers the same from its ``_id`` index.
+**Lookups by _id** (``index_ids``): FerretDB 1.24 hands a ``find`` whose filter is one
+``_id`` to SQLite only when that ``_id`` is a string or an ObjectId (a number: every document
+of the collection is read and decoded in Go until one matches, so a lookup's cost grows with
+the document's place), and then filters on ``_ferretdb_sjson->'$._id'``, an expression its
+own ``_id_`` index (on ``_ferretdb_sjson->"_id"``) does not match: SQLite scans the table.
+So the shop's documents have string ``_id``s, and after seeding ``index_ids`` gives each
+collection's table an index on exactly that expression: a lookup is then an index search,
+flat in the collection's size. On PostgreSQL FerretDB filters with ``@>``, which no index
+serves (a sequential scan in PostgreSQL's C, flat over the shop's 1000 documents but
+growing with a collection); ``index_ids`` leaves it as it is.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import os
 import secrets
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -57,6 +64,10 @@ BUILD_ENV = {"CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false -mod=readonly"}
 KIND = "ferretdb"
 USER, DATABASE = "ipclab", "ipclab"
 HANDLERS = ("sqlite", "pg")
+#: what FerretDB 1.24's SQLite backend filters on for a string ``_id`` (``metadata.IDColumn``)
+SQLITE_ID = "_ferretdb_sjson->'$._id'"
+SQLITE_COLLECTIONS = "_ferretdb_collections"  # its table of collections and their tables
+ID_INDEX = "ipclab_id"  # the suffix of the index ``index_ids`` adds to a collection's table
 START_TIMEOUT_S = 30.0
 
 
@@ -246,6 +257,31 @@ class FerretServer:
         except (OSError, mongowire.CommandError):
             return False
         return True
+
+    def index_ids(self) -> list[str]:
+        """SQLite: index every collection's table of the database on ``SQLITE_ID`` (what a
+        lookup by a string ``_id`` filters on; FerretDB's own ``_id_`` index is on another
+        expression), so that lookup is a search, not a scan; the tables indexed. Nothing on
+        PostgreSQL. Run after seeding (a collection made later is not indexed)."""
+        if self.handler != "sqlite":
+            return []
+        assert self.directory is not None, "not started"
+        path = self.directory / "data" / f"{DATABASE}.sqlite"
+        if sqlite3.sqlite_version_info < (3, 38):  # the -> operator
+            raise FerretUnavailable(
+                f"indexing {path} needs SQLite 3.38, not {sqlite3.sqlite_version}"
+            )
+        db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=30)
+        try:
+            tables = [t for (t,) in db.execute(f'SELECT table_name FROM "{SQLITE_COLLECTIONS}"')]
+            for table in tables:
+                db.execute(
+                    f'CREATE INDEX IF NOT EXISTS "{table}_{ID_INDEX}" ON "{table}" ({SQLITE_ID})'
+                )
+            db.commit()
+        finally:
+            db.close()
+        return tables
 
     def kill(self) -> None:
         """SIGKILL the server (a crash); its data stays."""

@@ -6,8 +6,9 @@ generated at every start. The services find it at ``IPCLAB_MONGO_URL`` (a ``mong
 URL with that user and password).
 
 It is seeded from the stack's domain when the domain defines ``store_documents(env)``
-(collection -> documents, from the same generator as the in-memory data); otherwise it
-starts empty. Local backend only for now: the docker backends report it unavailable.
+(collection -> documents, from the same generator as the in-memory data), then its tables
+indexed for lookups by a string ``_id`` (``FerretServer.index_ids``); otherwise it starts
+empty. Local backend only for now: the docker backends report it unavailable.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class FerretDB(Infrastructure):
             documents = getattr(domains.load(site.domain), "store_documents", None)
             if documents is not None:
                 seed(server, documents(site.env))
+                server.index_ids()  # a lookup by _id: an index search (backends.ferretdb)
         except BaseException:
             server.stop()
             raise

@@ -17,6 +17,9 @@ _SHOP = {
     "users": "ipclab.studies.shafabakhsh.users",
     "probe_paths": ("/product/1?customer_id=1",),
     "probe_required": ("product", "reviews", "recommendations", "shipping", "cart"),
+    # --store db: each service reads its store (FerretDB, MariaDB for shipping) in every
+    # runtime: services/domains/shop/dbstore.py, services/go/stores.go, services/node/lib/stores.js
+    "stores": True,
 }
 
 REST = StackSpec(
