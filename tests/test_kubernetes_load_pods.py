@@ -248,7 +248,8 @@ def test_a_run_puts_locust_in_the_stacks_pods_and_collects_its_files(tmp_path: P
     profile = LoadProfile(users=4, duration_s=1, seed=7)
     run_on(FakeStack(pods), profile, writer, StackOptions(), workers=2)  # type: ignore[arg-type]
     master = list(pods.started["master"])
-    assert master[:5] == ["python", "-m", "locust", "-f", loadpods.locustfile("ipclab.studies.shafabakhsh.users")]
+    users = loadpods.locustfile("ipclab.studies.shafabakhsh.users")
+    assert master[:5] == ["python", "-m", "locust", "-f", users]
     assert master[master.index("--master-bind-host") + 1] == "0.0.0.0"
     assert master[master.index("--host") + 1] == FakePods.url
     assert master[master.index("--csv") + 1] == "/results/locust"
@@ -325,6 +326,8 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
     assert list((run_dir / "requests").glob("part-*.parquet"))
     assert (run_dir / "logs" / "locust.log").exists()
     assert (run_dir / "logs" / "locust-worker2.log").exists()
+    keep = ("requests", "failures", "rps", "loadgen_cpu_percent_by_process")
+    print(run_dir.name, {k: summary.get(k) for k in keep}, manifest.get("load_generator"))
     return {"summary": summary, "manifest": manifest}
 
 
