@@ -331,6 +331,14 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
     return {"summary": summary, "manifest": manifest}
 
 
+def _left(root: Path) -> list[str]:
+    """What of the cluster under ``root`` is left on the host (the docker backend's guard
+    rules, ``IPCLAB-DOCKER``, of stacks running beside the test are not the cluster's)."""
+    from tests.test_kubecluster_nodes import _left as left
+
+    return [x for x in left(root) if "IPCLAB-DOCKER" not in x and "ipclab-docker" not in x]
+
+
 def _load_run(runs: Path, label: str) -> Path:
     from ipclab.backends.kubernetes import cluster
     from ipclab.load.runner import LoadProfile, run
@@ -345,7 +353,6 @@ def test_workers_as_pods_on_two_nodes_then_a_second_cluster_by_kubeconfig(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ipclab.kubecluster import layout, node
-    from tests.test_kubecluster_nodes import _left
 
     if why := _why_not_start():
         pytest.skip(why)
@@ -369,8 +376,10 @@ def test_workers_as_pods_on_two_nodes_then_a_second_cluster_by_kubeconfig(
     absent = tmp_path / "no-local-cluster"  # the first cluster is gone: nothing local to use
     monkeypatch.setattr(layout, "ROOT", absent)
     monkeypatch.setenv("IPCLAB_K8S_ROOT", str(absent))
+    tags: list[str] = []
     try:
-        node.up(second, extra_images=_registry_images("shop-rest"), node_count=1)
+        tags += _registry_images("shop-rest")
+        node.up(second, extra_images=tags, node_count=1)
         kubeconfig = _self_contained(layout.Layout(second).kubeconfig, tmp_path / "kube")
         monkeypatch.setenv("IPCLAB_KUBECONFIG", str(kubeconfig))
         monkeypatch.setenv("IPCLAB_K8S_GATEWAY_HOST", "127.0.0.1")
@@ -378,6 +387,8 @@ def test_workers_as_pods_on_two_nodes_then_a_second_cluster_by_kubeconfig(
         on_second = _check_run(_load_run(tmp_path / "runs", "second-cluster"))
     finally:
         problems = node.down(second)
+        for tag in tags:  # the registry's names were the test's (the images keep theirs)
+            subprocess.run(["docker", "rmi", tag], check=False, capture_output=True)
     assert problems == [] and _left(second) == []
     info = on_second["manifest"]["stack_info"]["kubernetes"]
     assert info["ipclab_cluster"] is False
