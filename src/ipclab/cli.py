@@ -463,7 +463,8 @@ def _add_run_parser(sub: Any) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="Locust master and N workers on this machine (default: one Locust process)",
+        help="Locust master and N workers on this machine; on the kubernetes backend as pods "
+        "spread over its nodes (default: one Locust process on this machine)",
     )
     p.add_argument(
         "--pin",

@@ -9,8 +9,8 @@ files are found from these **roots**:
 - the load generator (``src/ipclab/load``);
 - the run's backend only: the module its plugin in ``ipclab.backends`` makes it from, and
   the files beside the Python that it builds from (``BACKEND_FILES``: the compose files and
-  the services' Dockerfile and wheel lock for the image backends, ``kubernetes/`` for the
-  cluster);
+  the services' Dockerfile and wheel lock for the image backends, ``kubernetes/`` and the
+  load pods' image's Dockerfile for the cluster);
 - per stack of the run, from its declaration (``stack_spec``): the services' entry point
   (``services/serve.py``) and the domain, front, transport and adapter modules it names
   (the services import them by name), the sources of a built runtime (``RUNTIME_SOURCES``:
@@ -68,7 +68,10 @@ BACKEND_FILES: Mapping[str, tuple[str, ...]] = {
         "compose/common.yml", "compose/defaults.env",
         "services/Dockerfile", "services/requirements.lock",
     ),
-    "kubernetes": ("kubernetes", "services/Dockerfile", "services/requirements.lock"),
+    "kubernetes": (
+        "kubernetes", "services/Dockerfile", "services/requirements.lock",
+        "compose/locust/Dockerfile",  # the load's pods' image (``--workers N``)
+    ),
 }  # fmt: skip
 #: the sources a built runtime's roles run from (``stackspec.RUNTIMES`` by name)
 RUNTIME_SOURCES: Mapping[str, tuple[str, ...]] = {

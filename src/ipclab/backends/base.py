@@ -1,8 +1,9 @@
 """The interface every backend implements; the harness only talks to these two protocols.
 
 A running stack subclasses :class:`RunningStack` and so inherits the defaults of its optional
-hooks (``load_env``, ``load_host``, ``info``, ``process_usage``): the load runner and the
-manifest call them directly, and a backend overrides only those it has something to say in.
+hooks (``load_env``, ``load_host``, ``load_pods``, ``info``, ``process_usage``): the load
+runner and the manifest call them directly, and a backend overrides only those it has
+something to say in.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -124,6 +125,12 @@ class RunningStack(Protocol):
         a ``loadgen`` container's network namespace); None: this machine, at ``gateway_url``."""
         return None
 
+    def load_pods(self) -> LoadPods | None:
+        """Where a distributed load (``--workers N``) runs when the stack runs it itself
+        (kubernetes: Locust's master and workers as pods beside the stack); None: as
+        processes of this machine."""
+        return None
+
     def info(self) -> dict[str, Any] | None:
         """What a run manifest records about this stack (``stack_info``: docker's project,
         images, limits, engine); None: nothing beyond the declaration and /healthz."""
@@ -153,6 +160,53 @@ def process_tree_usage(pid: int, cache: dict[int, psutil.Process]) -> dict[str, 
         except psutil.NoSuchProcess:
             cache.pop(p.pid, None)
     return {"cpu_percent": round(cpu, 1), "rss_bytes": rss}
+
+
+class LoadPods(Protocol):
+    """A distributed load that a stack runs itself (``RunningStack.load_pods``): the load
+    runner gives it Locust's command lines and environments; it runs them, says when the
+    master ended, and copies the run's files back (docs/distributed.md)."""
+
+    url: str  # the gateway as the load's master and workers reach it
+    results: str  # the master's folder for the run's files, where it runs
+    master_address: str  # host:port the workers dial (after ``prepare``)
+    master_port: int  # the port the master binds
+
+    def locustfile(self, users_module: str) -> str: ...
+
+    def prepare(self) -> None:
+        """What must exist before the command lines can be written (``master_address``)."""
+        ...
+
+    def start(
+        self,
+        master: Sequence[str],
+        env: Mapping[str, str],
+        workers: Sequence[Sequence[str]],
+        worker_envs: Sequence[Mapping[str, str]],
+    ) -> None: ...
+
+    def poll(self) -> int | None:
+        """The master's exit status once it ended; None while it runs."""
+        ...
+
+    def worker_exits(self) -> list[int | None]: ...
+
+    def stop(self) -> None:
+        """End the master (it flushes its records) and wait for it."""
+        ...
+
+    def nodes(self) -> dict[str, str]:
+        """Where each of the load's processes ran (component -> node)."""
+        ...
+
+    def sample(self) -> list[dict[str, Any]]:
+        """The load's resource rows (kind ``loadgen``), one per process."""
+        ...
+
+    def collect(self, run_dir: Path) -> list[str]:
+        """The run's files into ``run_dir`` as a Locust of this machine writes them."""
+        ...
 
 
 class Backend(Protocol):

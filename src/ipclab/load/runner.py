@@ -22,7 +22,7 @@ import psutil
 
 from ipclab import infrastructure
 from ipclab.backends import RunningStack, StackOptions, get_backend
-from ipclab.backends.base import LoadHost
+from ipclab.backends.base import LoadHost, LoadPods
 from ipclab.backends.described import describe_stack
 from ipclab.load import forkserver
 from ipclab.procs import Child, free_port, parse_cpus, pin_tree, spawn, stop_group
@@ -103,9 +103,17 @@ class ResourceSampler(threading.Thread):
     """Samples every component of the stack, the load generator and the host at 1 Hz into
     resources.csv."""
 
-    def __init__(self, stack: RunningStack, out: CsvAppender, extra: Callable[[], dict[str, int]]):
+    def __init__(
+        self,
+        stack: RunningStack,
+        out: CsvAppender,
+        extra: Callable[[], dict[str, int]],
+        more: Callable[[], list[dict[str, Any]]] | None = None,
+    ):
+        """``extra``: the load generator's processes of this machine; ``more``: the rows of
+        a load that runs elsewhere (``LoadPods.sample``)."""
         super().__init__(daemon=True, name="resource-sampler")
-        self.stack, self.out, self.extra = stack, out, extra
+        self.stack, self.out, self.extra, self.more = stack, out, extra, more
         self.halt = threading.Event()
         self._ps: dict[int, psutil.Process] = {}
         self._names: set[str] = set()  # the load generator's processes seen so far
@@ -134,6 +142,8 @@ class ResourceSampler(threading.Thread):
             host = load_hosts.get(name, {})
             row.update({k: v for k, v in host.items() if k.startswith("net_") or k == "container"})
             rows.append(row)
+        if self.more is not None:
+            rows.extend(self.more())
         return rows
 
     def run(self) -> None:
@@ -163,11 +173,15 @@ def locustfile(users_module: str) -> Path:
     return Path(found.origin)
 
 
-def worker_argv(users_module: str, master: str) -> list[str]:
-    """A Locust worker of ``master`` (``host:port``), running the stack's user module."""
+def worker_argv(
+    users_module: str, master: str, python: str = sys.executable, path: str | None = None
+) -> list[str]:
+    """A Locust worker of ``master`` (``host:port``), running the stack's user module (its
+    file ``path`` where the worker runs, by default this machine's)."""
     host, port = master.rsplit(":", 1)
+    path = path or str(locustfile(users_module))
     return [
-        sys.executable, "-m", "locust", "-f", str(locustfile(users_module)), "--worker",
+        python, "-m", "locust", "-f", path, "--worker",
         "--master-host", host, "--master-port", port, "--loglevel", "WARNING",
     ]  # fmt: skip
 
@@ -175,20 +189,22 @@ def worker_argv(users_module: str, master: str) -> list[str]:
 def _locust_argv(
     profile: LoadProfile,
     url: str,
-    run_dir: Path,
-    users_module: str,
+    csv_prefix: Path | str,
+    path: Path | str,
     master: tuple[int, int] = (0, 0),
+    python: str = sys.executable,
+    bind: str = "127.0.0.1",
 ) -> list[str]:
-    """Locust on its own (the default), or the master of ``master = (port, workers)``."""
-    path = locustfile(users_module)
+    """Locust on its own (the default), or the master of ``master = (port, workers)``
+    bound to ``bind``; the user module's file ``path``, the CSV files at ``csv_prefix``."""
     port, workers = master
     distributed = (
-        ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+        ["--master", "--master-bind-host", bind, "--master-bind-port", str(port),
          "--expect-workers", str(workers), "--expect-workers-max-wait", "60"]
         if workers else []
     )  # fmt: skip
     return [
-        sys.executable,
+        python,
         "-m",
         "locust",
         "-f",
@@ -206,7 +222,7 @@ def _locust_argv(
         "--stop-timeout",
         "5",
         "--csv",
-        str(run_dir / "locust"),
+        str(csv_prefix),
         "--csv-full-history",
         "--only-summary",
         "--loglevel",
@@ -240,13 +256,17 @@ class LoadSession:
         self.worker_procs: list[subprocess.Popen[bytes]] = []
         self.lost_workers: list[int] = []
         self.proc: Child | None = None
+        self.pods: LoadPods | None = None  # the load's pods (``RunningStack.load_pods``)
+        self._pods_running = False
         self._resources: CsvAppender | None = None
         self._sampler: ResourceSampler | None = None
         self.started = 0.0
         self.forked = False
         self.summary: dict[str, Any] = {}
 
-    def start(self) -> LoadSession:
+    def _env(self) -> dict[str, str]:
+        """The load's environment: this machine's (no ``IPCLAB_*`` of the harness's own),
+        the run's knobs, and what the stack adds (``load_env``)."""
         run_dir, p = self.writer.path, self.profile
         env = {k: v for k, v in os.environ.items() if not k.startswith("IPCLAB_")}
         env.update(
@@ -260,37 +280,93 @@ class LoadSession:
         )
         # a stack may give its load generator more to read (a group: every target's address)
         env.update(self.stack.load_env())
-        # ... and a host of its own: a network namespace to run in, the gateway as seen there
+        return env
+
+    def _worker_envs(self, env: dict[str, str]) -> list[dict[str, str]]:
+        """Each worker's users draw their own ids: seed + 1000 x worker number."""
+        seed = self.profile.seed
+        return [
+            {**env, "IPCLAB_LOAD_SEED": str(seed + 1000 * i)} for i in range(1, self.workers + 1)
+        ]
+
+    def start(self) -> LoadSession:
+        run_dir, p = self.writer.path, self.profile
+        env = self._env()
+        # the load's own pods where the stack runs them (kubernetes), made before the clock
+        # starts (the load image may be imported first)
+        self.pods = self.stack.load_pods() if self.workers else None
+        if self.pods is not None:
+            self.pods.prepare()
+        # ... or a host of its own: a network namespace to run in, the gateway as seen there
         host: LoadHost | None = self.stack.load_host()
         enter, url = (host.enter(), host.url) if host else ([], self.stack.gateway_url)
         self._resources = CsvAppender(run_dir / "resources.csv", RESOURCE_COLUMNS)
-        self._sampler = ResourceSampler(self.stack, self._resources, self._loadgen_pids)
+        rows = self.pods.sample if self.pods is not None else None
+        self._sampler = ResourceSampler(self.stack, self._resources, self._loadgen_pids, rows)
         self._sampler.start()
         where = {"load_host": url} if host else {}  # the gateway as the load host sees it
+        if self.pods is not None:
+            where = {"load_pods": self.pods.url}  # the gateway as the load's pods reach it
         self.writer.event(
             "load_start", users=p.users, duration_s=p.duration_s, workers=self.workers, **where
         )
         self.started = time.monotonic()
+        if self.pods is not None:
+            self._start_pods(self.pods, env)
+            return self
         port = free_port() if self.workers else 0
         users = self.stack.spec.users
-        argv = _locust_argv(p, url, run_dir, users, (port, self.workers))
+        argv = _locust_argv(p, url, run_dir / "locust", locustfile(users), (port, self.workers))
         log = run_dir / "logs" / "locust.log"
         # a pre-imported Locust forked in a fraction of a second where it can serve
         cpus = parse_cpus(p.cpuset) if p.cpuset else None
         forked = None if enter or self.workers else forkserver.fork_locust(argv[3:], env, log, cpus)
         self.proc = forked or spawn([*enter, *argv], env, log)
         self.forked = forked is not None
-        for i in range(1, self.workers + 1):
-            # each worker's users draw their own ids: seed + 1000 x worker number
-            worker_env = {**env, "IPCLAB_LOAD_SEED": str(p.seed + 1000 * i)}
+        for i, worker_env in enumerate(self._worker_envs(env), 1):
             log = run_dir / "logs" / f"locust-worker{i}.log"
-            self.worker_procs.append(
-                spawn([*enter, *worker_argv(users, f"127.0.0.1:{port}")], worker_env, log)
-            )
+            argv = worker_argv(users, f"127.0.0.1:{port}")
+            self.worker_procs.append(spawn([*enter, *argv], worker_env, log))
         if cpus:  # before Locust starts its users: what it starts later inherits it
             for proc in (self.proc, *self.worker_procs):
                 pin_tree(proc.pid, cpus)
         return self
+
+    def _start_pods(self, pods: LoadPods, env: dict[str, str]) -> None:
+        """Locust's master and workers as the stack's pods: the same arguments as on this
+        machine, with the pods' paths and addresses; where each ran is recorded."""
+        path = pods.locustfile(self.stack.spec.users)
+        requests = f"{pods.results}/requests"
+        master = _locust_argv(
+            self.profile, pods.url, f"{pods.results}/locust", path,
+            (pods.master_port, self.workers), python="python", bind="0.0.0.0",
+        )  # fmt: skip
+        worker = worker_argv(self.stack.spec.users, pods.master_address, "python", path)
+        envs = self._worker_envs(env)
+        pods.start(master, {**env, "IPCLAB_REQUESTS_DIR": requests}, [worker] * len(envs), envs)
+        self.started = time.monotonic()  # Locust's master runs from here
+        self._pods_running = True
+        nodes = pods.nodes()
+        self.writer.event("load_pods", nodes=nodes)
+        self.writer.update_manifest(
+            load_generator={"where": "pods", "nodes": nodes, "image": getattr(pods, "image", "")}
+        )
+
+    def _stop_pods(self, pods: LoadPods) -> None:
+        """End the master's Locust unless it ended by itself, then copy the run's files
+        from its pod (before the summary reads them)."""
+        self._pods_running = False
+        ended_itself = pods.poll() is not None
+        if not ended_itself:
+            pods.stop()
+        self.writer.event(
+            "load_stop", exit_code=pods.poll(), ended_itself=ended_itself, where="pods"
+        )
+        try:
+            copied = pods.collect(self.writer.path)
+            self.writer.event("load_collected", files=len(copied))
+        except Exception as e:  # noqa: BLE001 - the run is failed by its missing records
+            self.writer.event("load_collect_failed", error=f"{type(e).__name__}: {e}")
 
     def _loadgen_pids(self) -> dict[str, int]:
         """The load generator's processes to sample: ``loadgen`` (alone, or the master) and
@@ -307,14 +383,20 @@ class LoadSession:
         end the master tells every worker to quit: those exits are not losses."""
         if not self.running or self.elapsed >= self.profile.duration_s:
             return self.lost_workers
-        for i, w in enumerate(self.worker_procs, 1):
-            if w.poll() is not None and i not in self.lost_workers:
+        if self.pods is not None:
+            exits = self.pods.worker_exits()
+        else:
+            exits = [w.poll() for w in self.worker_procs]
+        for i, code in enumerate(exits, 1):
+            if code is not None and i not in self.lost_workers:
                 self.lost_workers.append(i)
-                self.writer.event("worker_lost", worker=i, exit_code=w.poll())
+                self.writer.event("worker_lost", worker=i, exit_code=code)
         return self.lost_workers
 
     @property
     def running(self) -> bool:
+        if self.pods is not None:
+            return self._pods_running and self.pods.poll() is None
         return self.proc is not None and self.proc.poll() is None
 
     @property
@@ -331,6 +413,8 @@ class LoadSession:
 
     def stop(self) -> dict[str, Any]:
         """End Locust (SIGTERM: it flushes its records) unless it ended by itself."""
+        if self.pods is not None and self._pods_running:
+            self._stop_pods(self.pods)
         if self.proc is not None:
             ended_itself = self.proc.poll() is not None
             if not ended_itself:

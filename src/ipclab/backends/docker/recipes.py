@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,3 +175,67 @@ NODE = ImageRecipe(
 )  # fmt: skip
 
 RUNTIME_RECIPES: tuple[ImageRecipe, ...] = (GO, JAVA, NODE)
+
+# --------------------------------------------------------------------------- the load's
+
+HARNESS_SOURCES = REPO_ROOT / "src" / "ipclab"
+LOAD_PACKAGES = ("locust", "pyarrow")  # what Locust's pods add to the services image
+LOCUST_WHEELS = REPO_ROOT / "build" / "locust-wheels"  # downloaded once per version set
+
+
+def locust_requirements() -> list[str]:
+    """The load image's packages at the host's versions: the pods' Locust is the harness's."""
+    import importlib.metadata
+
+    return [f"{name}=={importlib.metadata.version(name)}" for name in LOAD_PACKAGES]
+
+
+def _harness_files() -> list[Path]:
+    return sorted(
+        p for p in HARNESS_SOURCES.rglob("*.py") if "__pycache__" not in p.parts and p.is_file()
+    )
+
+
+def _locust_build(dest: Path) -> None:
+    """The wheels of Locust and pyarrow (the host's versions, their dependencies at the
+    host's versions too: ``pip freeze`` as constraints) and the harness's sources."""
+    from ipclab.backends.docker import wheellock
+
+    requirements = locust_requirements()
+    cache = LOCUST_WHEELS / hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:16]
+    if not (cache / "complete").exists():
+        shutil.rmtree(cache, ignore_errors=True)
+        cache.mkdir(parents=True)
+        constraints = cache / "constraints.txt"
+        constraints.write_text(wheellock.host_constraints())
+        try:
+            wheellock._pip_download([*requirements, "-c", str(constraints)], cache)
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise RecipeError(f"downloading the load image's wheels failed: {e}") from None
+        (cache / "complete").write_text("")
+    wheels = sorted(cache.glob("*.whl"))
+    shutil.copytree(cache, dest / "wheels", ignore=shutil.ignore_patterns("complete", "*.txt"))
+    sums = "".join(f"{wheellock.sha256_file(w)}  {w.name}\n" for w in wheels)
+    (dest / "wheels.sha256").write_text(sums)
+    (dest / "requirements.txt").write_text("".join(f"{r}\n" for r in requirements))
+    for source in _harness_files():
+        target = dest / "ipclab" / source.relative_to(HARNESS_SOURCES)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+
+
+def _locust_inputs() -> str:
+    """The packages' versions and the harness's sources (the user modules, the recorder)."""
+    digest = hashlib.sha256()
+    for source in _harness_files():
+        digest.update(str(source.relative_to(HARNESS_SOURCES)).encode() + b"\0")
+        digest.update(source.read_bytes())
+    return "\n".join([*locust_requirements(), digest.hexdigest()])
+
+
+# Locust's master and workers as pods (the kubernetes backend): no network in the build
+LOCUST = ImageRecipe(
+    "locust", "ipclab-locust:latest", "IPCLAB_LOCUST_IMAGE", REPO_ROOT / "compose" / "locust" /
+    "Dockerfile", base="services", network="none", prepare=_locust_build, inputs=_locust_inputs,
+    label="locust",
+)  # fmt: skip

@@ -91,6 +91,7 @@ class KubernetesBackend:
         ownership.sweep(found.core)  # what a killed harness left, saying so
         orphans.sweep()  # and its workdirs (the stack's files), saying so
         stack = KubernetesStack(found, spec, options, ids, images, logs_dir, detached)
+        stack.build = self.build  # the load image too (``load_pods``)
         try:
             stack.up(self.health_timeout_s)
         except BaseException as e:
@@ -165,6 +166,8 @@ class KubernetesStack(RunningStack):
         self.manifests = self._manifests()
         self.gateway_url = ""
         self.node_port = 0
+        self.cluster_ips: dict[str, str] = {}  # component -> its Service's cluster IP
+        self.build = True  # build missing images (the backend's flag)
         self._sampler = CgroupSampler()
         self._pods: dict[str, Any] = {}  # host component -> its pod (the API's object)
         self._killed: dict[str, tuple[str, int]] = {}  # role -> its pod's state when killed
@@ -213,6 +216,7 @@ class KubernetesStack(RunningStack):
             for port in made.spec.ports:
                 if port.node_port and port.port == CONTAINER_PORT and port.protocol == "TCP":
                     self.node_port = int(port.node_port)
+        self.cluster_ips = dict(ips)
         labelled = {
             (n.metadata.labels or {}).get(manifests.ROLE_LABEL) for n in core.list_node().items
         }
@@ -310,6 +314,16 @@ class KubernetesStack(RunningStack):
                 row.update(self._sampler.sample(cid))
             rows.append(row)
         return rows
+
+    def sample_container(self, container_id: str) -> dict[str, Any]:
+        """CPU % and memory of one container of this cluster by its id (ipclab's cluster)."""
+        return self._sampler.sample(container_id) if self.cluster.local else {}
+
+    def load_pods(self) -> Any:
+        """A distributed load runs as pods in the stack's namespace (``loadpods``)."""
+        from ipclab.backends.kubernetes.loadpods import PodLoad
+
+        return PodLoad(self, self.build)
 
     def kill(self, role: str) -> None:
         """SIGKILL every process of the role's container (ipclab's cluster: its cgroup), or
