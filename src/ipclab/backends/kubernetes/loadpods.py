@@ -35,14 +35,27 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ipclab.backends.docker.compose import CONTAINER_PORT
 from ipclab.backends.kubernetes import cluster as clusters
 from ipclab.backends.kubernetes import manifests
 
-if TYPE_CHECKING:
-    from ipclab.backends.kubernetes.stack import KubernetesStack
+
+class KubernetesStack(Protocol):
+    """What the load's pods read of the stack they load (``stack.KubernetesStack``; a
+    protocol, so that this module and the stack's do not import each other)."""
+
+    options: Any
+    cluster: Any
+    namespace: str
+    cluster_ips: dict[str, str]
+    spec: Any
+    manifests: Any
+    project: str
+
+    def sample_container(self, container_id: str) -> dict[str, Any]: ...
+
 
 MASTER = "loadgen"  # the master's pod, Services' prefix and resource rows' component
 MASTER_PORT = 5557  # Locust's master/worker port
@@ -273,12 +286,10 @@ class PodLoad:
         self._read = time.monotonic()
 
     def _cannot_start(self) -> str | None:
-        from ipclab.backends.kubernetes.stack import CANNOT_START
-
         for name, p in sorted(self._pods.items()):
             for s in p.status.container_statuses or []:
                 waiting = s.state.waiting if s.state else None
-                if waiting and waiting.reason in CANNOT_START:
+                if waiting and waiting.reason in manifests.CANNOT_START:
                     return f"{name}: {waiting.reason}: {waiting.message}"
             if p.status.phase == "Failed" and name == MASTER:
                 return f"{name} failed: {p.status.reason or ''} {p.status.message or ''}"

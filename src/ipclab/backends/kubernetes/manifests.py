@@ -52,6 +52,11 @@ from ipclab import infrastructure
 from ipclab.backends.docker.compose import CONTAINER_PORT, SIDECAR_PORT
 from ipclab.stacks import StackSpec
 
+# a container waiting for one of these will not start by waiting longer
+CANNOT_START = (
+    "ErrImageNeverPull", "ImagePullBackOff", "CreateContainerConfigError", "InvalidImageName",
+)  # fmt: skip
+
 OWNED_LABEL = "ipclab.owned"  # every object the backend makes: "1" (found by selector)
 PROJECT_LABEL = "ipclab.project"  # the stack's project, as compose's label
 COMPONENT_LABEL = "ipclab.component"  # a pod's host component

@@ -46,10 +46,7 @@ from ipclab.stacks import StackSpec
 from ipclab.tls import make as make_tls
 
 POD_READY_TIMEOUT_S = 300.0
-# a container waiting for one of these will not start by waiting longer
-CANNOT_START = (
-    "ErrImageNeverPull", "ImagePullBackOff", "CreateContainerConfigError", "InvalidImageName",
-)  # fmt: skip
+CANNOT_START = manifests.CANNOT_START
 
 
 class KubernetesStackError(RuntimeError):
