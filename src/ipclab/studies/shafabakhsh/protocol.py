@@ -13,10 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from ipclab.experiments import Experiment, load_runs
+from ipclab.experiments import Cell, Experiment, load_runs
 from ipclab.planner import Need
 from ipclab.protocol import Analysis, DeclaredPart, Parameters, Plan, Runs, StudyPart
 from ipclab.results import StudyResults
+from ipclab.runs import Run
 from ipclab.studies.shafabakhsh import (
     availability,
     encryption,
@@ -151,6 +152,24 @@ class Runtimes(DeclaredPart):
             "node": runtimes.experiment(*where),
             **({"anchor": anchor} if anchor else {}),
         }
+
+    #: the matrices notebooks 01 and 06 own: read where every cell has a run (whatever code
+    #: made it: a committed reference is never remade here), else made
+    REUSED = ("python", "go")
+
+    def pending(self, plan: Plan) -> dict[str, list[Cell]]:
+        """Per experiment, the cells ``run`` would make."""
+        return {name: e.pending(current_only=name not in self.REUSED) for name, e in plan.items()}
+
+    def run(self, plan: Plan) -> dict[str, list[Run]]:
+        """The Python and Go matrices read (made only where a cell has no run at all: a
+        fresh folder), then the Node.js matrix and the anchors, interleaved."""
+        out = {}
+        for name in self.REUSED:
+            e = plan[name]
+            out[name] = e.run() if e.pending(current_only=False) else load_runs(e.directory)
+        own = {name: e for name, e in plan.items() if name not in self.REUSED}
+        return {**out, **super().run(own)}
 
     def analyse(self, runs: Runs, params: Parameters) -> Analysis:
         a = runtimes.analyse(runs["python"], runs["go"], runs["node"], runs.get("anchor", []),

@@ -19,7 +19,7 @@ and is a column of the table: runs of one store are judged apart.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -32,7 +32,7 @@ from ipclab import protocol, stats
 from ipclab import robustness as rb
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
-from ipclab.paths import from_repo
+from ipclab.paths import from_repo, repo_relative
 from ipclab.protocol import Plot, Table
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats.plausibility_runs import annotate
@@ -50,6 +50,7 @@ RUNTIMES = {
 LABELS = {"node": "Node.js", "python": "Python", "go": "Go"}
 MEMORY = "memory"  # the services answer from memory (every stack's default)
 METRICS = ("rps", "mean_ms")
+WORDS = {"rps": "throughput", "mean_ms": "mean response time"}
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ def runs_table(runs: list[Run], warmup_s: float) -> pd.DataFrame:
     df = stats.runs_table(runs, warmup_s=warmup_s)
     if df.empty:
         return df.assign(runtime=pd.Series(dtype=str), store=pd.Series(dtype=str))
-    stores = {str(r.path): store_of(r) for r in runs}
+    stores = {repo_relative(r.path): store_of(r) for r in runs}
     return df.assign(
         runtime=[runtime_of(s) for s in df["stack"]],
         store=[stores.get(str(p), MEMORY) for p in df["path"]],
@@ -173,16 +174,20 @@ def family(runtime: str, store: str) -> str:
     return f"performance ({runtime}, {store})"
 
 
-def judge(runs: pd.DataFrame, manifests: Sequence[dict] = ()) -> pd.DataFrame:
+def judge(runs: pd.DataFrame, manifests: Mapping[str, dict] | None = None) -> pd.DataFrame:
     """The thesis's load-matrix claims judged on each runtime's and store's runs apart (as
-    notebook 01 judges them on the Python matrix: underpowered marked the same way), ids
+    notebook 01 judges them on the Python matrix: underpowered marked the same way, at the
+    mean wall time of that runtime's runs, from ``manifests`` by run path), ids
     ``<claim>-<runtime>`` (``-<store>`` after it when not in memory)."""
     judged = []
     claims = published.claims(scope="performance")
-    hours = claims_mod.run_hours(list(manifests))
+    manifests = manifests or {}
     for (runtime, store), g in runs.groupby(["runtime", "store"], sort=False):
         t = claims_mod.evaluate_claims(g, claims, scope="performance", think_time_s=0.0,
                                        family=family(str(runtime), str(store)))  # fmt: skip
+        mine = [manifests[p] for p in g.get("path", pd.Series(dtype=str)).astype(str)
+                if p in manifests]  # fmt: skip
+        hours = claims_mod.run_hours(mine)
         t = claims_mod.mark_underpowered(t, claims_mod.repetitions(claims, g), hours)
         suffix = f"-{runtime}" + ("" if store == MEMORY else f"-{store}")
         judged.append(t.assign(claim_id=t["claim_id"] + suffix, runtime=runtime, store=store))
@@ -291,7 +296,7 @@ def analyse(
     ]
     runs = pd.concat([t for t in tables if len(t)], ignore_index=True)
     every = [*python_runs, *go_runs, *node_runs]
-    claims = judge(annotate(runs, every), [r.manifest for r in every])
+    claims = judge(annotate(runs, every), {repo_relative(r.path): r.manifest for r in every})
     anchors = runs_table(anchor_runs or [], profile(profile_name).warmup_s)
     return Analysis(
         profile=profile_name,
@@ -342,15 +347,16 @@ def sittings(runs: pd.DataFrame, anchors: pd.DataFrame) -> pd.DataFrame:
 
 def runtimes_figure(a: Analysis) -> plt.Figure:
     """Req/s (top) and mean response time (bottom) per style and load, one column per
-    runtime (the thesis's Node.js first), shared axes per row."""
-    held = [r for r in RUNTIMES if (a.cells["runtime"] == r).any()] or ["node"]
+    runtime (the thesis's Node.js first), shared axes per row; the services in memory."""
+    memory = a.cells[a.cells["store"] == MEMORY] if len(a.cells) else a.cells
+    held = [r for r in RUNTIMES if len(memory) and (memory["runtime"] == r).any()] or ["node"]
     fig, axes = plt.subplots(2, len(held), figsize=(4.5 * len(held), 7.5), sharey="row",
                              squeeze=False)  # fmt: skip
     for col, runtime in enumerate(held):
-        cells = a.cells[a.cells["runtime"] == runtime].drop(columns=["runtime", "store"])
+        cells = memory[memory["runtime"] == runtime].drop(columns=["runtime", "store"])
         for row, m in enumerate(METRICS):
             ax = axes[row][col]
-            figs.grouped_bars(cells, m, ax=ax, title=f"{LABELS[runtime]}: {m}")
+            figs.grouped_bars(cells, m, ax=ax, title=f"{LABELS[runtime]}: {WORDS[m]}")
             if col < len(held) - 1 and ax.get_legend():
                 ax.get_legend().remove()
             ax.tick_params(labelleft=True)
@@ -422,11 +428,10 @@ def declared(a: Analysis) -> protocol.Analysis:
 OVERHEAD_S = 15.0
 
 
-def machine_time(experiments: Sequence[Experiment]) -> tuple[int, float]:
-    """The runs still to make and their machine time in seconds (window plus
+def machine_time(experiments: Sequence[tuple[Experiment, int]]) -> float:
+    """The machine time in seconds of ``(experiment, runs to make)`` pairs (window plus
     :data:`OVERHEAD_S` each)."""
-    pending = [(e, c) for e in experiments for c in e.pending()]
-    return len(pending), sum(e.duration_s + OVERHEAD_S for e, _ in pending)
+    return sum(n * (e.duration_s + OVERHEAD_S) for e, n in experiments)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -446,12 +451,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         options={"runtime": "node"} if a.tls else {})  # fmt: skip
     part = Encryption("tls", "TLS") if a.tls else Runtimes("runtimes", "runtimes")
     plan = part.experiments(params)
-    n, seconds = machine_time(list(plan.values()))
+    pending = (
+        part.pending(plan)
+        if isinstance(part, Runtimes)
+        else {n: e.pending() for n, e in plan.items()}
+    )
     for name, e in plan.items():
-        print(f"{name}: {len(e.pending())} of {len(e.cells())} runs to make in {e.directory}")
+        print(f"{name}: {len(pending[name])} of {len(e.cells())} runs to make in {e.directory}")
+    n = sum(len(c) for c in pending.values())
+    seconds = machine_time([(plan[k], len(c)) for k, c in pending.items()])
     print(f"{n} runs, about {seconds / 3600:.1f} h of machine time "
           f"({OVERHEAD_S:g} s each beyond its window)")  # fmt: skip
-    if not a.dry_run:
+    if not a.dry_run and n:
         part.run(plan)
     return 0
 
