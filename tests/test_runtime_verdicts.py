@@ -66,6 +66,10 @@ def test_the_verdict_table_says_which_verdicts_hold_on_every_runtime() -> None:
     assert set(table["store"]) == {"memory"}
     counts = runtimes.verdict_counts(table.reset_index())
     assert counts["claims"].sum() == len(table)
+    view = runtimes.verdict_view(table.reset_index()).set_index("claim_id")
+    assert list(view.columns)[2:5] == ["Node.js", "Python", "Go"]
+    assert view.loc["T01a", "Python"].startswith("not reproduced, ")
+    assert view.loc["T01a", "Python against Node.js"] == "runtime"
 
 
 def test_a_runtime_not_measured_leaves_its_column_and_says_so() -> None:

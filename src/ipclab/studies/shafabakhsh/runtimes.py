@@ -256,6 +256,34 @@ def _across(row: pd.Series, held: list[str]) -> str:
     return DIFFERS if "runtime" in whys else UNDECIDED
 
 
+def _estimate(est: object, low: object, high: object) -> str:
+    e, lo, hi = (float(x) if pd.notna(x) else float("nan") for x in (est, low, high))  # type: ignore[arg-type]
+    if e != e:  # NaN: no estimate
+        return "-"
+    return f"{e:.3g} [{lo:.3g}, {hi:.3g}]" if lo == lo and hi == hi else f"{e:.3g}"
+
+
+def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`verdict_table` as the report shows it: per claim and store, one column per
+    runtime (its verdict and estimate a/b [95% interval]), each other runtime against
+    Node.js, and whether the verdict holds on every runtime."""
+    if table.empty:
+        return table
+    out = table[["claim_id", "comparison", "store"]].copy()
+    for r in RUNTIMES:
+        if f"{r}_measured_ratio" not in table.columns:
+            out[LABELS[r]] = "not measured"
+            continue
+        cols = [table[f"{r}_{c}"] for c in ("measured_ratio", "ci_low", "ci_high")]
+        est = [_estimate(*x) for x in zip(*cols, strict=True)]
+        verdict = table[f"{r}_verdict"].fillna("not measured").astype(str)
+        out[LABELS[r]] = [v if e == "-" else f"{v}, {e}" for v, e in zip(verdict, est, strict=True)]
+    for c in table.columns:
+        if c.endswith("_against_node"):
+            out[f"{LABELS[c.split('_')[0]]} against Node.js"] = table[c]
+    return out.assign(across_runtimes=table["across_runtimes"])
+
+
 def verdict_counts(table: pd.DataFrame) -> pd.DataFrame:
     """Per store: how many claims hold on every runtime and how many depend on it."""
     if table.empty:
@@ -370,12 +398,18 @@ def declared(a: Analysis) -> protocol.Analysis:
     tables = [
         Table(
             "runtime_verdicts",
-            a.verdicts,
+            verdict_view(a.verdicts),
             "The thesis's load-matrix claims judged on each runtime's matrix (Node.js, the "
-            "thesis's runtime, first), per store: each runtime's estimate (ratio a/b, 95% "
-            "interval) and verdict, each other runtime against Node.js (agree; noise or runs: "
+            "thesis's runtime, first), per store: each runtime's verdict and estimate (ratio "
+            "a/b, 95% interval), each other runtime against Node.js (agree; noise or runs: "
             "the estimates do not differ; runtime: they do; docs/statistics.md section 8), and "
             "whether the verdict holds on every runtime.",
+        ),
+        Table(
+            "runtime_estimates",
+            a.verdicts,
+            "runtime_verdicts in numbers: each runtime's estimate, interval and verdict.",
+            in_report=False,
         ),
         Table(
             "runtime_verdict_counts",
@@ -418,7 +452,7 @@ def declared(a: Analysis) -> protocol.Analysis:
         "runs. The matrices come from different sittings: compare orderings within a panel.",
     )
     return protocol.Analysis(a.claims, tuple(tables), (figure,),
-                             views={"verdicts": a.verdicts})  # fmt: skip
+                             views={"verdicts": verdict_view(a.verdicts)})  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the sitting
