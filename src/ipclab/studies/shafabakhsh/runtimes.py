@@ -279,8 +279,9 @@ def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
         verdict = table[f"{r}_verdict"].fillna("not measured").astype(str)
         out[LABELS[r]] = [v if e == "-" else f"{v}, {e}" for v, e in zip(verdict, est, strict=True)]
     for c in table.columns:
-        if c.endswith("_against_node"):
-            out[f"{LABELS[c.split('_')[0]]} against Node.js"] = table[c]
+        if "_against_" in c:
+            side, first = c.split("_against_")
+            out[f"{LABELS[side]} against {LABELS[first]}"] = table[c]
     return out.assign(across_runtimes=table["across_runtimes"])
 
 
