@@ -72,6 +72,11 @@ def test_the_verdict_table_says_which_verdicts_hold_on_every_runtime() -> None:
     assert view.loc["T01a", "Python against Node.js"] == "runtime"
 
 
+def test_one_run_per_cell_decides_nothing_on_any_runtime() -> None:
+    table = runtimes.verdict_table(runtimes.judge(_runs(reps=1)))
+    assert set(table["across_runtimes"]) == {runtimes.NONE_DECIDED}
+
+
 def test_a_runtime_not_measured_leaves_its_column_and_says_so() -> None:
     only = {k: v for k, v in ORDER.items() if k != "go"}
     table = runtimes.verdict_table(runtimes.judge(_runs(only)))

@@ -205,6 +205,7 @@ def judge(runs: pd.DataFrame, manifests: Mapping[str, dict] | None = None) -> pd
 
 
 SAME = "same on every runtime"
+NONE_DECIDED = "undecided on every runtime"  # the same verdict, but inconclusive everywhere
 DIFFERS = "depends on the runtime"  # the estimates differ (the factor explains it)
 UNDECIDED = "differs, not by the estimates"  # runs or noise: the estimates do not differ
 MISSING = "not measured on every runtime"
@@ -255,7 +256,7 @@ def _across(row: pd.Series, held: list[str]) -> str:
     if len(held) < len(RUNTIMES) or any(pd.isna(v) for v in verdicts):
         return MISSING
     if len(set(verdicts)) == 1:
-        return SAME
+        return NONE_DECIDED if verdicts[0] in rb.UNDECIDED else SAME
     whys = [row.get(f"{r}_against_{held[0]}") for r in held[1:]]
     return DIFFERS if "runtime" in whys else UNDECIDED
 
