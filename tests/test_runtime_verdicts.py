@@ -14,7 +14,7 @@ from ipclab import claims as claims_mod
 from ipclab import stats
 from ipclab.reproduce import why_not
 from ipclab.studies import get_study, part
-from ipclab.studies.shafabakhsh import languages, performance, runtimes
+from ipclab.studies.shafabakhsh import languages, node_reference, performance, runtimes
 
 # req/s at 50 users per style; Node.js orders gRPC first, Python REST first, Go as Node.js
 ORDER = {
@@ -147,10 +147,10 @@ def test_the_node_notebook_says_why_not_when_node_is_missing(
 def test_the_dry_run_counts_the_runs_and_their_machine_time(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert runtimes.main(["--root", str(tmp_path), "--dry-run"]) == 0
+    assert node_reference.main(["--root", str(tmp_path), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "node: 45 of 45 runs" in out and "anchor: 18 of 18 runs" in out
-    seconds = runtimes.machine_time([(runtimes.experiment("full", root=tmp_path), 45)])
-    assert seconds == 45 * (190 + runtimes.OVERHEAD_S)
-    assert runtimes.main(["--root", str(tmp_path), "--dry-run", "--tls"]) == 0
+    seconds = node_reference.machine_time([(runtimes.experiment("full", root=tmp_path), 45)])
+    assert seconds == 45 * (190 + node_reference.OVERHEAD_S)
+    assert node_reference.main(["--root", str(tmp_path), "--dry-run", "--tls"]) == 0
     assert "matrix: 90 of 90 runs" in capsys.readouterr().out
