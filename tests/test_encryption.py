@@ -162,3 +162,30 @@ def test_the_edge_ratios_table_and_figure_are_written(tmp_path: Path) -> None:
     )
     blocks = encryption.readme_blocks(replace(a, runs=stamped))
     assert "edge_ratios" in blocks and "at the edge" in blocks["sitting"]
+
+
+def test_the_node_sitting_is_plain_and_the_edge_in_a_folder_of_its_own(tmp_path: Path) -> None:
+    """The thesis's HTTPS to the gateway beside plain on the Node.js shop (its roles serve
+    TLS at the edge alone): no every-hop table or figure, the edge's claims and ratios."""
+    tls = part("shafabakhsh", "tls")
+    params = tls.parameters(results_dir=tmp_path / "tls", figures_dir=tmp_path / "figures",
+                            runtime="node")  # fmt: skip
+    matrix = tls.experiments(params)["matrix"]
+    assert matrix.variants.keys() == {"plain", "edge"}
+    assert matrix.name == "shafabakhsh-tls-levels-node-quick-local"
+    assert set(matrix.stacks) == {"shop-rest-node", "shop-grpc-node", "shop-amqp-node"}
+    with pytest.raises(ValueError, match="unknown runtime"):
+        encryption.experiment("quick", runtime="jvm")
+    runs = _runs(1.3, 1.05, edge=(1.1, 1.02))
+    runs = runs[runs["variant"] != "tls"]
+    a = encryption.Analysis(
+        profile="quick", runs=runs, ratios=pd.DataFrame(), claims=encryption.judge(runs),
+        machine=stats.machine_check(runs, by=("variant", "style", "users")),
+        edge_ratios=encryption.ratio_table(runs, "edge"),
+    )  # fmt: skip
+    assert not encryption.every_hop(a)
+    assert all(c.startswith("TLS-EDGE-") for c in a.claims["claim_id"])
+    results = tls.write(encryption.declared(a), params)
+    written = {p.name for p in (tmp_path / "tls").iterdir()}
+    assert "edge_over_plain.csv" in written and "tls_over_plain.csv" not in written
+    assert [f["name"] for f in results.figures] == ["shafabakhsh_edge_tls_over_plain"]

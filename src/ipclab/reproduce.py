@@ -48,8 +48,9 @@ def notebooks(studies: list[str] | None = None) -> list[Notebook]:
 
 def why_not(nb: Notebook, backend: str) -> str | None:
     """Why this machine cannot run ``nb`` on ``backend`` (None when it can): the backend's
-    own check (docker: a client and an engine), the Go toolchain, then each infrastructure
-    plugin the notebook needs (``ipclab.infrastructure``: can this machine host it there)."""
+    own check (docker: a client and an engine), the Go and Node.js toolchains, then each
+    infrastructure plugin the notebook needs (``ipclab.infrastructure``: can this machine
+    host it there)."""
     from ipclab import infrastructure
     from ipclab.backends import all_backends
 
@@ -60,6 +61,11 @@ def why_not(nb: Notebook, backend: str) -> str | None:
         from ipclab.gobuild import toolchain_missing
 
         if missing := toolchain_missing():
+            return missing
+    if "node" in nb.needs:
+        from ipclab import nodebuild
+
+        if missing := nodebuild.toolchain_missing():
             return missing
     hosted = [infrastructure.get(n) for n in nb.needs if n in infrastructure.names()]
     for plugin in hosted:

@@ -1,7 +1,9 @@
 """Shafabakhsh 2020 (KTH thesis and QuASoQ paper): REST vs gRPC vs RabbitMQ behind a
 product-page gateway; performance (``performance``), availability (``availability``) and
-the language factor (``languages``: the same matrix on the Go stacks) and TLS
-(``encryption``: the matrix in the clear and with every hop encrypted)."""
+the language factor (``languages``: the same matrix on the Go stacks), TLS
+(``encryption``: the matrix in the clear and with every hop or the edge encrypted) and the
+thesis's own runtime (``runtimes``: the matrix on the Node.js stacks, the thesis's claims
+judged per runtime)."""
 
 from __future__ import annotations
 
@@ -51,6 +53,16 @@ STUDY = Study(
             reference="shafabakhsh-tls-full-local",
             part=".protocol:Encryption",
             title="Shafabakhsh 2020 with TLS on every hop: what encryption costs each style",
+        ),
+        # the thesis's own runtime (issue 50): the matrix on the Node.js stacks beside the
+        # Python and Go ones, the thesis's claims per runtime; its reference
+        # (shafabakhsh-node-full-local) is named here once measured and committed
+        Notebook(
+            "08_shafabakhsh_node.ipynb",
+            "runtimes",
+            needs=("rabbitmq", "go", "node"),
+            part=".protocol:Runtimes",
+            title="Shafabakhsh 2020 on Node.js, Python and Go: the thesis's claims per runtime",
         ),
     ),
 )

@@ -49,7 +49,7 @@ from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh import performance as perf
 from ipclab.studies.shafabakhsh import ratios
 from ipclab.studies.shafabakhsh.readme import machine_markdown, sitting_markdown
-from ipclab.studies.shafabakhsh.stacks import COMPARED
+from ipclab.studies.shafabakhsh.stacks import COMPARED, IN_NODE
 
 VARIANTS = {
     "plain": StackOptions(),
@@ -57,6 +57,10 @@ VARIANTS = {
     "edge": StackOptions(tls="edge"),  # HTTPS to the gateway only, as the thesis ran it
 }
 TREATED = ("tls", "edge")  # the TLS levels, each against plain
+#: whose stacks the matrix runs, and the levels each runtime's roles serve (Node.js: the
+#: gateway's HTTPS alone, lib/tls.js refuses every hop)
+RUNTIMES = {"python": COMPARED, "node": IN_NODE}
+RUNTIME_VARIANTS = {"python": tuple(VARIANTS), "node": ("plain", "edge")}
 LEVEL = {"tls": "every hop", "edge": "the edge only (the thesis's configuration)"}
 CLAIM_PREFIX = {"tls": "TLS", "edge": "TLS-EDGE"}
 METRICS = ("rps", "mean_ms", "stack_cpu_ms_per_request")
@@ -114,21 +118,28 @@ PROFILES = {
 LEGACY_NAME = "shafabakhsh-tls-{profile}-{backend}"  # plain and every hop, before the edge
 
 
-def experiment(profile_name: str, backend: str = "local", root: Path = DEFAULT_ROOT) -> Experiment:
-    """The matrix in the clear, with TLS on every hop and at the edge only, the three
-    variants' cells shuffled together (a folder of its own: the two-variant sitting's cells
-    would otherwise be reused, and the edge runs measured in another sitting)."""
+def experiment(
+    profile_name: str, backend: str = "local", root: Path = DEFAULT_ROOT, runtime: str = "python"
+) -> Experiment:
+    """The matrix in the clear, with TLS on every hop and at the edge only, the variants'
+    cells shuffled together (a folder of its own: the two-variant sitting's cells would
+    otherwise be reused, and the edge runs measured in another sitting). ``runtime``: the
+    Python stacks (three levels) or the Node.js ones (plain and the edge, in
+    ``shafabakhsh-tls-levels-node-*``)."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown runtime {runtime!r}; choose {', '.join(RUNTIMES)}")
     p = PROFILES[profile_name]
+    tag = "" if runtime == "python" else f"{runtime}-"
     return Experiment(
-        name=f"shafabakhsh-tls-levels-{profile_name}-{backend}",
-        stacks=[s.name for s in COMPARED],
+        name=f"shafabakhsh-tls-levels-{tag}{profile_name}-{backend}",
+        stacks=[s.name for s in RUNTIMES[runtime]],
         users=p.users,
         repetitions=p.repetitions,
         duration_s=p.duration_s,
         warmup_s=p.warmup_s,
         backend=backend,
         root=from_repo(root),
-        variants=VARIANTS,
+        variants={v: VARIANTS[v] for v in RUNTIME_VARIANTS[runtime]},
     )
 
 
@@ -202,9 +213,9 @@ def judge(table: pd.DataFrame) -> pd.DataFrame:
 AGREEMENT = "tls_agreement"  # results/tls_agreement.csv: the report's plain vs TLS pair
 
 
-def agreement(table: pd.DataFrame) -> pd.DataFrame:
+def agreement(table: pd.DataFrame, treated: str = "tls") -> pd.DataFrame:
     """The thesis's load-matrix claims (its performance family, as notebook 01 judges them)
-    judged on the plain runs and on the TLS runs apart, side by side
+    judged on the plain runs and on the runs of the TLS level ``treated`` apart, side by side
     (:func:`ipclab.robustness.side_by_side`, factor ``tls``): whether a verdict depends on
     TLS (docs/statistics.md section 8)."""
     from ipclab import robustness as rb
@@ -215,9 +226,9 @@ def agreement(table: pd.DataFrame) -> pd.DataFrame:
             table[table["variant"] == variant], published.claims(scope="performance"),
             scope="performance", think_time_s=0.0, family="performance",
         )
-        for variant in ("plain", "tls")
+        for variant in ("plain", treated)
     ]  # fmt: skip
-    return rb.side_by_side(rb.Pair("TLS", ("plain", "tls"), *sides), factor="tls")
+    return rb.side_by_side(rb.Pair("TLS", ("plain", treated), *sides), factor="tls")
 
 
 @dataclass
@@ -235,13 +246,14 @@ def analyse(runs: list[Run], profile_name: str) -> Analysis:
     p = PROFILES[profile_name]
     table = runs_table(runs, p.warmup_s)
     judged = judge(annotate(table, runs))
+    held = levels(table)  # the Node.js sitting holds the edge alone
     return Analysis(
         profile=profile_name,
         runs=table,
-        ratios=ratio_table(table),
+        ratios=ratio_table(table) if "tls" in held or not held else pd.DataFrame(),
         claims=judged,
         machine=stats.machine_check(table, by=("variant", "style", "users")),
-        agreement=agreement(table) if len(table) else None,
+        agreement=agreement(table, held[0]) if len(table) and held else None,
         edge_ratios=ratio_table(table, "edge") if "edge" in levels(table) else None,
     )
 
@@ -279,18 +291,27 @@ def ratio_figure(ratios: pd.DataFrame, treated: str = "tls") -> plt.Figure:
     return fig
 
 
+def every_hop(a: Analysis) -> bool:
+    """Whether the sitting holds the every-hop level (the Node.js sitting does not; a
+    sitting with no TLS run keeps the every-hop table, empty, as before the edge)."""
+    held = levels(a.runs)
+    return "tls" in held or not held
+
+
 def declared(a: Analysis) -> protocol.Analysis:
     """The core's analysis of ``a``: the tables (the edge level's after the claims), the
     figures, the reference README's blocks (``readme_blocks``)."""
     edge = a.edge_ratios is not None
+    every = every_hop(a)
+    tls_over_plain = Table(
+        "tls_over_plain",
+        a.ratios,
+        "Per style, load and metric: the mean over runs in the clear and with TLS on every "
+        "hop, and TLS / plain with its 95% log-ratio interval (the runs are the unit; both "
+        "variants shuffled together in each repetition, one sitting).",
+    )
     tables = [
-        Table(
-            "tls_over_plain",
-            a.ratios,
-            "Per style, load and metric: the mean over runs in the clear and with TLS on "
-            "every hop, and TLS / plain with its 95% log-ratio interval (the runs are the "
-            "unit; both variants shuffled together in each repetition, one sitting).",
-        ),
+        *([tls_over_plain] if every else []),
         Table(
             "machine_state",
             a.machine,
@@ -318,7 +339,7 @@ def declared(a: Analysis) -> protocol.Analysis:
             "(1: no cost; the thesis's remark expects REST's bars further from 1 than "
             "gRPC's).",
         )
-    ]
+    ][: 1 if every else 0]
     if edge:  # HTTPS to the gateway only: the thesis's set-up
         tables.append(Table(
             "edge_over_plain",
@@ -358,7 +379,7 @@ def readme_blocks(a: Analysis) -> dict[str, str]:
         counted += f" on every hop, {int((a.runs['variant'] == 'edge').sum())} at the edge"
     blocks = {
         "sitting": sitting_markdown(a.runs, f"{len(a.runs)} runs ({counted})"),
-        "ratios": ratios_markdown(a.ratios),
+        "ratios": ratios_markdown(a.ratios) if every_hop(a) else "",
         "machine": "\n\n".join(machine),
     }
     if a.edge_ratios is not None:  # a sitting with the edge level (issue 50)

@@ -1,8 +1,8 @@
-"""The study protocol (``ipclab.protocol``) for notebooks 01, 02, 06 and 07. Performance,
-languages and TLS are declared parts (``DeclaredPart``: their named experiments in, the
-core's ``Analysis`` of ``performance.declared``, ``languages.declared`` and
-``encryption.declared`` out); availability, whose plan is not an ``Experiment`` (its
-methods' own runner), is an adapter over ``availability``'s functions."""
+"""The study protocol (``ipclab.protocol``) for notebooks 01, 02, 06, 07 and 08. Performance,
+languages, TLS and runtimes are declared parts (``DeclaredPart``: their named experiments in,
+the core's ``Analysis`` of ``performance.declared``, ``languages.declared``,
+``encryption.declared`` and ``runtimes.declared`` out); availability, whose plan is not an
+``Experiment`` (its methods' own runner), is an adapter over ``availability``'s functions."""
 
 from __future__ import annotations
 
@@ -13,11 +13,18 @@ from typing import Any
 
 import pandas as pd
 
-from ipclab.experiments import Experiment, load_runs
+from ipclab.experiments import Cell, Experiment, load_runs
 from ipclab.planner import Need
 from ipclab.protocol import Analysis, DeclaredPart, Parameters, Plan, Runs, StudyPart
 from ipclab.results import StudyResults
-from ipclab.studies.shafabakhsh import availability, encryption, languages, performance
+from ipclab.runs import Run
+from ipclab.studies.shafabakhsh import (
+    availability,
+    encryption,
+    languages,
+    performance,
+    runtimes,
+)
 
 
 class Performance(DeclaredPart):
@@ -114,12 +121,57 @@ class Languages(DeclaredPart):
 
 
 class Encryption(DeclaredPart):
-    """Notebook 07: the performance matrix in the clear and with TLS on every hop."""
+    """Notebook 07: the performance matrix in the clear, with TLS on every hop and at the
+    edge only; option ``runtime``: whose stacks (``python``; ``node``: plain and the edge)."""
 
     DEVIATIONS = tuple(encryption.DEVIATIONS)
+    OPTIONS = MappingProxyType({"runtime": "python"})
 
     def declare(self, params: Parameters) -> Plan:
-        return {"matrix": encryption.experiment(params.profile, params.backend, params.runs_root)}
+        where = (params.profile, params.backend, params.runs_root)
+        return {"matrix": encryption.experiment(*where, runtime=params.options["runtime"])}
 
     def analyse(self, runs: Runs, params: Parameters) -> Analysis:
         return encryption.declared(encryption.analyse(runs["matrix"], params.profile))
+
+
+class Runtimes(DeclaredPart):
+    """Notebook 08: the matrix on the Node.js stacks (the thesis's runtime) beside the
+    Python matrix (notebook 01's) and the Go matrix (notebook 06's), their finished cells
+    reused, and (full profile) the Python and Go stacks once per cell in the Node.js
+    sitting, interleaved with it; the thesis's claims judged per runtime."""
+
+    DEVIATIONS = tuple(runtimes.DEVIATIONS)
+
+    def declare(self, params: Parameters) -> Plan:
+        where = (params.profile, params.backend, params.runs_root)
+        anchor = runtimes.anchor(*where)
+        return {
+            "python": performance.experiments(*where)[0],
+            "go": languages.experiment(*where),
+            "node": runtimes.experiment(*where),
+            **({"anchor": anchor} if anchor else {}),
+        }
+
+    #: the matrices notebooks 01 and 06 own: read where every cell has a run (whatever code
+    #: made it: a committed reference is never remade here), else made
+    REUSED = ("python", "go")
+
+    def pending(self, plan: Plan) -> dict[str, list[Cell]]:
+        """Per experiment, the cells ``run`` would make."""
+        return {name: e.pending(current_only=name not in self.REUSED) for name, e in plan.items()}
+
+    def run(self, plan: Plan) -> dict[str, list[Run]]:
+        """The Python and Go matrices read (made only where a cell has no run at all: a
+        fresh folder), then the Node.js matrix and the anchors, interleaved."""
+        out = {}
+        for name in self.REUSED:
+            e = plan[name]
+            out[name] = e.run() if e.pending(current_only=False) else load_runs(e.directory)
+        own = {name: e for name, e in plan.items() if name not in self.REUSED}
+        return {**out, **super().run(own)}
+
+    def analyse(self, runs: Runs, params: Parameters) -> Analysis:
+        a = runtimes.analyse(runs["python"], runs["go"], runs["node"], runs.get("anchor", []),
+                             params.profile)  # fmt: skip
+        return runtimes.declared(a)

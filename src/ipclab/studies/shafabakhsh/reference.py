@@ -29,6 +29,7 @@ from ipclab.studies.shafabakhsh import (
     languages,
     orchestrators,
     performance,
+    runtimes,
 )
 from ipclab.studies.shafabakhsh.availability import readme as availability_readme
 
@@ -123,24 +124,61 @@ def rebuild_languages(root: Path = ROOT, figures: Path = FIGURES) -> Path:
     return results.directory
 
 
-def rebuild_encryption(root: Path = ROOT, figures: Path = FIGURES, backend: str = "local") -> Path:
+def rebuild_encryption(
+    root: Path = ROOT, figures: Path = FIGURES, backend: str = "local", runtime: str = "python"
+) -> Path:
     """The matrix in the clear and with TLS (notebook 07) on ``backend``: the three-level
-    sitting (plain, every hop, the edge) once recorded, else the two-level one before it."""
-    exp = encryption.experiment("full", backend, from_repo(root))
+    sitting (plain, every hop, the edge) once recorded, else the two-level one before it;
+    with ``runtime`` node, the Node.js sitting (plain and the edge)."""
+    exp = encryption.experiment("full", backend, from_repo(root), runtime)
     directory = exp.directory
-    if not directory.is_dir():
+    if not directory.is_dir() and runtime == "python":
         directory = encryption.legacy_directory("full", backend, root)
-    results = _results(
-        root, figures, directory.name, "tls",
-        f"Shafabakhsh 2020 with TLS on every hop and at the edge (full profile, {backend})"
+    title = (
+        f"Shafabakhsh 2020 on Node.js with HTTPS to the gateway (full profile, {backend})"
+        if runtime != "python"
+        else f"Shafabakhsh 2020 with TLS on every hop and at the edge (full profile, {backend})"
         if directory == exp.directory
-        else f"Shafabakhsh 2020 with TLS on every hop (full profile, {backend})",
-    )  # fmt: skip
+        else f"Shafabakhsh 2020 with TLS on every hop (full profile, {backend})"
+    )
+    results = _results(root, figures, directory.name, "tls", title)
     results.deviations = list(encryption.DEVIATIONS)
     encryption.declared(encryption.analyse(load_runs(directory), "full")).write(results)
     plausibility.write_reference(results)
     environment_table.write_reference(results)
     seed_items.write_reference(results)
+    return results.directory
+
+
+def analyse_runtimes(root: Path = ROOT) -> runtimes.Analysis:
+    """The thesis's claims per runtime over the committed runs: the Python matrix, the Go
+    matrix, the Node.js matrix and its anchors."""
+    where = ("full", "local", from_repo(root))
+    anchor = runtimes.anchor(*where)
+    return runtimes.analyse(
+        load_runs(from_repo(root) / "shafabakhsh-full-local"),
+        load_runs(languages.experiment(*where).directory),
+        load_runs(runtimes.experiment(*where).directory),
+        load_runs(anchor.directory) if anchor and anchor.directory.is_dir() else [],
+        "full",
+    )
+
+
+def rebuild_runtimes(root: Path = ROOT, figures: Path = FIGURES) -> Path:
+    """The Node.js matrix beside the Python and Go ones (notebook 08)."""
+    folder = runtimes.experiment("full", "local", from_repo(root)).directory.name
+    results = _results(
+        root, figures, folder, "runtimes",
+        "Shafabakhsh 2020 on Node.js, Python and Go: the thesis's claims per runtime (full "
+        "profile, local)",
+    )  # fmt: skip
+    results.deviations = list(runtimes.DEVIATIONS)
+    runtimes.declared(analyse_runtimes(root)).write(results)
+    anchor = runtimes.anchor("full", "local", from_repo(root))
+    plausibility.write_reference(results, *([anchor.directory] if anchor else []))
+    environment_table.write_reference(results)
+    seed_items.write_reference(results)
+    _readme(results)
     return results.directory
 
 
@@ -188,11 +226,15 @@ def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
         or encryption.legacy_directory("full", "local", root).is_dir()
     )
     on_kubernetes = (from_repo(root) / orchestrators.FOLDER).is_dir()
+    on_node = runtimes.experiment("full", "local", from_repo(root)).directory.is_dir()
+    node_tls = encryption.experiment("full", "local", from_repo(root), "node").directory.is_dir()
     return [
         rebuild_performance(root, figures),
         *([rebuild_performance(root, figures, "docker")] if on_docker else []),
         rebuild_languages(root, figures),
         *([rebuild_encryption(root, figures)] if with_tls else []),
+        *([rebuild_runtimes(root, figures)] if on_node else []),
+        *([rebuild_encryption(root, figures, runtime="node")] if node_tls else []),
         *([rebuild_orchestrators(root, figures)] if on_kubernetes else []),
         rebuild_availability(
             "local",
