@@ -39,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ipclab.backends.docker import execs
+
 DEV = "eth0"
 
 # Runs inside a container with its own python3 (python on PATH in the services image).
@@ -113,28 +115,26 @@ class NetemError(RuntimeError):
     pass
 
 
-EXEC_TIMEOUT_S = 60  # coreutils timeout(1) around every waited-for exec
+def _done(container: Any, cmd: list[str]) -> execs.Done:
+    try:
+        return execs.run(container, cmd)
+    except execs.ExecError as e:
+        raise NetemError(str(e)) from e
 
 
-def _run(container: Any, cmd: list[str], **kw: Any) -> Any:
-    """exec_run, retried when the runtime itself fails to start the exec (it happens on a
-    loaded machine: "OCI runtime exec failed ... broken pipe")."""
-    if not kw.get("detach"):  # an exec that never ends must not hang the harness
-        cmd = ["timeout", "-k", "5", str(EXEC_TIMEOUT_S), *cmd]
-    for attempt in range(4):
-        res = container.exec_run(cmd, user="root", **kw)
-        if kw.get("detach") or res.exit_code != 126 or b"OCI runtime" not in (res.output or b""):
-            return res
-        time.sleep(0.2 * (attempt + 1))
-    return res
+def _status(container: Any, cmd: list[str]) -> int:
+    return _done(container, cmd).status
 
 
 def _exec(container: Any, cmd: list[str]) -> str:
-    res = _run(container, cmd)
-    text = (res.output or b"").decode(errors="replace")
-    if res.exit_code != 0:
-        raise NetemError(f"{container.name}: {' '.join(cmd)} -> {res.exit_code}: {text.strip()}")
-    return text
+    """Run ``cmd`` (safe to run twice) in ``container``; its whole output, or NetemError
+    when it failed or what came back was never whole (``execs``)."""
+    done = _done(container, cmd)
+    if done.status != 0:
+        raise NetemError(
+            f"{container.name}: {' '.join(cmd)} -> {done.status}: {done.output.strip()}"
+        )
+    return done.output
 
 
 PIDFILE = "/run/ipclab-nfqdelay.pid"
@@ -147,11 +147,47 @@ if [ -f {PIDFILE} ]; then kill $(cat {PIDFILE}) 2>/dev/null; rm -f {PIDFILE}; fi
 true
 """
 METHODS = ("auto", "netem", "nfqueue")
+# Whether the kernel under an engine has netem, by the engine's address: decided by the first
+# ``tc ... netem`` there (the kernel is every container's), so later delays go straight on.
+_KERNEL_NETEM: dict[str, bool] = {}
+
+
+def _engine(container: Any) -> str:
+    return str(getattr(getattr(getattr(container, "client", None), "api", None), "base_url", ""))
+
+
+def no_netem_in_kernel(tc_output: str) -> bool:
+    """Whether ``tc qdisc ... netem``'s (whole) output says the kernel has no netem:
+    "Error: Specified qdisc kind is unknown." (iproute2 with the kernel's own message), or
+    netlink's ENOENT from an older tc ("RTNETLINK answers: No such file or directory")."""
+    text = tc_output.lower()
+    return "qdisc kind is unknown" in text or (
+        "rtnetlink answers" in text and "no such file or directory" in text
+    )
 
 
 def clear(container: Any) -> None:
     """Remove any delay this module set (netem qdisc, NFQUEUE rule and delayer)."""
     _exec(container, ["sh", "-c", _CLEAR])
+
+
+def _try_netem(container: Any, delay_ms: float, method: str) -> bool:
+    """netem's delay on eth0 where the kernel has netem (True); False where it has none
+    (known from before, or said by tc now); NetemError for any other failure of tc."""
+    if method == "auto" and _KERNEL_NETEM.get(_engine(container)) is False:
+        return False
+    cmd = ["tc", "qdisc", "replace", "dev", DEV, "root", "netem", "delay", f"{delay_ms:g}ms"]
+    done = _done(container, cmd)
+    if done.status == 0:
+        _KERNEL_NETEM[_engine(container)] = True
+        return True
+    if method == "netem" or not no_netem_in_kernel(done.output):
+        raise NetemError(
+            f"{container.name}: tc netem failed (exit status {done.status}): "
+            f"{done.output.strip() or '(no output)'}"
+        )
+    _KERNEL_NETEM[_engine(container)] = False
+    return False
 
 
 def set_delay(container: Any, delay_ms: float, method: str = "auto") -> str:
@@ -163,35 +199,33 @@ def set_delay(container: Any, delay_ms: float, method: str = "auto") -> str:
     clear(container)
     if delay_ms <= 0:
         return "none"
-    if method in ("auto", "netem"):
-        res = _run(
-            container,
-            ["tc", "qdisc", "replace", "dev", DEV, "root", "netem", "delay", f"{delay_ms:g}ms"],
-        )
-        if res.exit_code == 0:
-            return "netem"
-        text = (res.output or b"").decode(errors="replace").strip()
-        if method == "netem" or "unknown" not in text.lower():
-            raise NetemError(f"{container.name}: tc netem failed: {text}")
+    if method in ("auto", "netem") and _try_netem(container, delay_ms, method):
+        return "netem"
     _start_delayer(container, delay_ms)
     return "nfqueue"
 
 
 def _start_delayer(container: Any, delay_ms: float) -> None:
     src = (Path(__file__).with_name("nfqdelay.py")).read_text()
-    _run(
-        container,
-        ["python3", "-c", src, "--delay-ms", f"{delay_ms:g}", "--pidfile", PIDFILE],
-        detach=True,
+    execs.start(
+        container, ["python3", "-c", src, "--delay-ms", f"{delay_ms:g}", "--pidfile", PIDFILE]
     )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # the delayer writes its pidfile once bound to queue 0
-        if _run(container, ["test", "-s", PIDFILE]).exit_code == 0:
+        if _status(container, ["test", "-s", PIDFILE]) == 0:
             break
         time.sleep(0.05)
     else:
         raise NetemError(f"{container.name}: the NFQUEUE delayer did not start")
-    _exec(container, ["iptables", "-t", "mangle", "-A", *NFQ_RULE.split()])
+    # appended once, however often run (execs may run a command twice)
+    _exec(
+        container,
+        [
+            "sh",
+            "-c",
+            f"iptables -t mangle -C {NFQ_RULE} 2>/dev/null || iptables -t mangle -A {NFQ_RULE}",
+        ],
+    )
 
 
 def _read(path: Path) -> str | None:
