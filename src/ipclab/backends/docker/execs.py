@@ -1,13 +1,13 @@
 """Commands run in a container (``docker exec``) with their exit status and all their output,
 or an error that says what was lost.
 
-The engine's exec stream loses output on a loaded machine. When a process exits, dockerd waits
-at most 2 s for its output to be copied from containerd's FIFOs, then closes the stream; what
-was not copied yet is dropped, and the exit status is kept (moby, ``daemon/monitor.go``,
-``ProcessEvent``). With another test session beside a stack's start, ``tc`` failed as it
-always does on a kernel without netem, but its "qdisc kind is unknown" never arrived: a
-failure with no text (docs/docker.md, "Network delay"). An exec the runtime fails to start
-("OCI runtime exec failed", status 126) happens under load too.
+The engine's exec stream can lose output. When a process exits, dockerd waits at most 2 s
+for its output to be copied from containerd's FIFOs, then closes the stream; what was not
+copied yet is dropped, and the exit status is kept (moby, ``daemon/monitor.go``,
+``ProcessEvent``). With another test worker beside a stack's start, ``tc`` twice failed with
+no text at all, where it always says "qdisc kind is unknown" on this kernel: that drop is the
+likely cause (not caught again; docs/docker.md, "Network delay"). An exec the runtime fails
+to start ("OCI runtime exec failed", status 126) happens under load too.
 
 So a waited command runs under ``sh``, with its stderr in its stdout (one stream, copied in
 order) and a last line of its own that carries the command's exit status: output that ends
@@ -20,6 +20,7 @@ must therefore be safe to run twice (idempotent). Each is bounded by ``timeout(1
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -66,11 +67,17 @@ def run(container: Any, cmd: list[str]) -> Done:
     raw: bytes | None = None
     code: int | None = None
     for attempt in range(TRIES):
+        t0 = time.monotonic()
         res = container.exec_run(wrapped(cmd), user="root")
         code, raw = res.exit_code, res.output
         done = parse(raw)
         if done is not None:
             return done
+        print(
+            f"ipclab: {container.name}: {cmd[0]}: the exec's output was not whole (exit "
+            f"status {code}, {len(raw or b'')} bytes, {time.monotonic() - t0:.2f} s): run again",
+            file=sys.stderr,
+        )
         time.sleep(0.2 * (attempt + 1))
     shown = (raw or b"").decode(errors="replace").strip()[-300:]
     raise ExecError(
