@@ -9,7 +9,7 @@ OUT     ?= out
 
 help:
 	@echo "make reproduce [PROFILE=quick|full] [BACKEND=local|docker]  rerun everything, build $(OUT)/report.pdf and $(OUT)/site/"
-	@echo "make test        the test suite (real stacks, real broker; docker tests when an engine answers; TEST_WORKERS=2: two workers)"
+	@echo "make test        the test suite (real stacks, real broker; docker tests when an engine answers; two workers, TEST_WORKERS=0: one process)"
 	@echo "make lab         JupyterLab on notebooks/"
 	@echo "make bench       transport and stack benchmarks (print figures)"
 	@echo "make base-image  build the local Debian base image (no registry needed)"
@@ -37,10 +37,10 @@ endif
 # The suite installs what it needs first (a fresh clone has nothing). pytest runs in the
 # foreground with SIGINT restored: a shell's background job or nohup ignores it, and the
 # tests that send Ctrl-C to `ipclab up`/`run` rely on the CLI setting its own handlers.
-# One process by default. TEST_WORKERS=2: two workers (pytest-xdist): a module runs whole
-# on one worker, the tests that must not run beside each other (docker, CPU affinity, ...)
-# in one group, "serial" (tests/conftest.py).
-TEST_WORKERS ?= 0
+# Two workers by default (pytest-xdist): a module runs whole on one worker, the tests that
+# must not run beside each other (docker, CPU affinity, ...) in one group, "serial"
+# (tests/conftest.py). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 test: setup
 	$(PYTHON) -m pytest $(XDIST) -q -ra --durations=30
