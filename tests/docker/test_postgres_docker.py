@@ -102,9 +102,11 @@ def test_a_request_gets_the_same_json_as_on_local(docker_stack: DockerStack) -> 
 
 
 def test_stopping_leaves_no_container_volume_network_or_workdir(
-    docker_images: dict[str, str],
+    docker_stack: DockerStack,
 ) -> None:
-    stack = DockerBackend().start(resolve(STACK), OPTIONS)
+    """The module's stack, stopped by its last test (a second start of the same stack would
+    cost a stack start for the same check; the fixture's stop afterwards is a no-op)."""
+    stack = docker_stack
     project = stack.project
     assert leftovers(project=project)["volumes"]
     stack.stop()
