@@ -18,7 +18,7 @@ from ipclab_services.domains.bundle.gateway import BUNDLE_QUERY
 from ipclab.backends import StackOptions, get_backend
 from ipclab.backends.local import LocalStack
 from ipclab.backends.postgres import PostgresUnavailable, find_bin_dir
-from ipclab.stacks import resolve
+from tests.conftest import started_together
 
 
 def _no_postgres() -> str | None:
@@ -54,14 +54,12 @@ def graphql(stack: LocalStack, query: str) -> tuple[int, Any]:
 def stacks(request: pytest.FixtureRequest) -> Iterator[tuple[int, dict[str, LocalStack]]]:
     rows = int(request.param)
     options = StackOptions(extra_env={"IPCLAB_BUNDLE_ROWS": str(rows)})
-    started: dict[str, LocalStack] = {}
+    # both at once: a start (its private PostgreSQL's initdb and load) is mostly waiting
+    both = started_together(get_backend("local"), ("bundle-rest", "bundle-graphql"), options)
     try:
-        for name in ("bundle-rest", "bundle-graphql"):
-            started[name] = get_backend("local").start(resolve(name), options)
-        yield rows, started
+        yield rows, next(both)
     finally:
-        for s in started.values():
-            s.stop()
+        both.close()  # stops them
 
 
 def test_both_gateways_answer_the_same_bundle(stacks: tuple[int, dict[str, LocalStack]]) -> None:

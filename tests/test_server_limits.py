@@ -20,8 +20,7 @@ from ipclab_services import limits
 
 from ipclab.backends import StackOptions, get_backend
 from ipclab.backends.local import LocalStack
-from ipclab.stacks import resolve
-from tests.conftest import LEFT_OUT
+from tests.conftest import LEFT_OUT, started_together
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -54,16 +53,8 @@ def test_go_and_python_limits_are_the_same_values() -> None:
 @pytest.fixture(scope="module")
 def gateways() -> Iterator[dict[str, LocalStack]]:
     """Every gateway up (a Go or Node.js stack is left out, named, without its toolchain)."""
-    backend = get_backend("local")
-    started: dict[str, LocalStack] = {}
-    try:
-        for name in GATEWAYS:
-            if name not in LEFT_OUT:
-                started[name] = backend.start(resolve(name), StackOptions())
-        yield started
-    finally:
-        for stack in started.values():
-            stack.stop()
+    names = tuple(name for name in GATEWAYS if name not in LEFT_OUT)
+    yield from started_together(get_backend("local"), names, StackOptions())
 
 
 def _port(stack: LocalStack) -> int:
