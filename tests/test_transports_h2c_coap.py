@@ -491,3 +491,37 @@ def test_h2c_an_answer_over_max_answer_fails_the_call(monkeypatch: pytest.Monkey
             assert (await clients.call("sized", "get", {"call": "ok", "size": 10}, 5))["size"] == 10
 
     run(main)
+
+
+def test_a_coap_client_endpoint_never_takes_its_dead_peers_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once a peer died its UDP port is free and a new ephemeral endpoint can take it; the
+    endpoint would then send to itself and answer with no resource (a 500 at the gateway,
+    seen in a kill-mid-run test). The first endpoint is forced onto the dead peer's port:
+    it is closed and a new one opened on another."""
+    from ipclab_services.transports import coap
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # a peer that was here and is gone
+    real = aiocoap.Context.create_server_context
+    binds: list[tuple[str, int]] = []
+
+    async def forced(site: Any, bind: tuple[str, int], **kw: Any) -> aiocoap.Context:
+        bind = (bind[0], dead) if not binds else bind
+        binds.append(bind)
+        return await real(site, bind=bind, **kw)
+
+    async def main() -> set[int]:
+        monkeypatch.setattr(aiocoap.Context, "create_server_context", forced)
+        clients = coap.CoapClients({"reviews": f"127.0.0.1:{dead}"})
+        try:
+            context = await clients._open("reviews")
+            return coap.bound_ports(context)
+        finally:
+            await clients.close()
+
+    ports = asyncio.run(main())
+    assert binds[0][1] == dead and len(binds) == 2
+    assert ports and dead not in ports

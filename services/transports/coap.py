@@ -234,15 +234,28 @@ def _no_icmp_errors(context: aiocoap.Context) -> int:
     CoAP requests, issue 28). Without the option the kernel drops such errors for an
     unconnected socket; a server has no use for them (a lost answer's exchange times out)."""
     found = 0
+    for sock in _udp_sockets(context):
+        sock.setsockopt(socket.IPPROTO_IPV6, socknumbers.IPV6_RECVERR, 0)
+        sock.setsockopt(socket.IPPROTO_IP, socknumbers.IP_RECVERR, 0)  # IPv4 peers
+        found += 1
+    return found
+
+
+def _udp_sockets(context: aiocoap.Context) -> list[socket.socket]:
+    """A context's UDP sockets (aiocoap's interfaces, read where it keeps them)."""
+    out = []
     for interface in context.request_interfaces:
         messages = getattr(getattr(interface, "token_interface", None), "message_interface", None)
         transport = getattr(messages, "transport", None)
         sock = transport.get_extra_info("socket") if transport is not None else None
         if sock is not None and sock.type == socket.SOCK_DGRAM:
-            sock.setsockopt(socket.IPPROTO_IPV6, socknumbers.IPV6_RECVERR, 0)
-            sock.setsockopt(socket.IPPROTO_IP, socknumbers.IP_RECVERR, 0)  # IPv4 peers
-            found += 1
-    return found
+            out.append(sock)
+    return out
+
+
+def bound_ports(context: aiocoap.Context) -> set[int]:
+    """The local ports a context's UDP sockets are bound to."""
+    return {int(sock.getsockname()[1]) for sock in _udp_sockets(context)}
 
 
 async def serve_relay(handler: RelayHandler, config: ServeConfig) -> None:
@@ -287,6 +300,10 @@ async def serve(service: ServiceDef, config: ServeConfig) -> None:
         return HttpResponse(status, (("content-type", "application/json"),), body)
 
     await serve_relay(operation, config)
+
+
+#: new endpoints tried before giving up, each on a new ephemeral port
+OPEN_TRIES = 5
 
 
 def source_address(host: str, port: int) -> str:
@@ -348,15 +365,25 @@ class _Contexts:
 
     async def _open(self, peer: str) -> aiocoap.Context:
         """A client endpoint for ``peer``: a UDP socket bound to the address this host
-        sends from to reach the peer (aiocoap's client contexts bind every address)."""
+        sends from to reach the peer (aiocoap's client contexts bind every address). Never
+        on the peer's own port: once the peer died its port is free, an ephemeral bind can
+        take it, and the endpoint then sends its requests to itself and answers them with
+        no resource (a non-JSON answer, a 500 at the gateway: seen after a service was
+        killed mid-run under load)."""
         host, _, port = self._base[peer].removeprefix("coap://").rpartition(":")
-        try:
-            local = source_address(host.strip("[]"), int(port))
-            context = await aiocoap.Context.create_server_context(
-                None, bind=(local, 0), transports=["udp6"]
-            )
-        except (OSError, ValueError) as e:  # the peer's name not resolved (yet), no route
-            raise aiocoap.error.NetworkError(f"no local address for {peer}: {e}") from None
+        for _ in range(OPEN_TRIES):
+            try:
+                local = source_address(host.strip("[]"), int(port))
+                context = await aiocoap.Context.create_server_context(
+                    None, bind=(local, 0), transports=["udp6"]
+                )
+            except (OSError, ValueError) as e:  # the peer's name not resolved (yet), no route
+                raise aiocoap.error.NetworkError(f"no local address for {peer}: {e}") from None
+            if local != host.strip("[]") or int(port) not in bound_ports(context):
+                break
+            await context.shutdown()  # it took a dead peer's port: it would ask itself
+        else:
+            raise aiocoap.error.NetworkError(f"{peer}: every new endpoint took its port")
         self._every.add(context)
         self.opened += 1
         return context

@@ -30,7 +30,7 @@ import pytest
 from ipclab_services.domains.acmeair.routes import api
 
 from ipclab.backends import StackOptions
-from ipclab.backends.docker import netem
+from ipclab.backends.docker import execs, netem
 from ipclab.backends.docker.backend import DockerBackend, DockerStack
 from ipclab.stacks import LOADGEN, all_stacks, resolve
 
@@ -82,9 +82,10 @@ def min_latency_ms(stack: DockerStack, n: int = 40, warmup: int = 10) -> dict[st
     address = host.url.removeprefix("http://")
     ip, port = address.rsplit(":", 1)
     cmd = ["python3", "-c", _CLIENT, ip, port, str(n), str(warmup)]
-    res = stack.container(LOADGEN).exec_run([*cmd, AUTH, FLIGHT, BOOKING, USER, QUERY])
-    out = (res.output or b"").decode(errors="replace")
-    assert res.exit_code == 0, out[-2000:]
+    res = execs.run(stack.container(LOADGEN), [*cmd, AUTH, FLIGHT, BOOKING, USER, QUERY],
+                    user="", timeout_s=600)  # fmt: skip
+    out = res.output
+    assert res.status == 0, out[-2000:]
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from ipclab import orphans
+from ipclab.backends.docker import execs
 from ipclab.backends.docker.backend import DockerStack, DockerStackError
 from ipclab.backends.docker.ownership import HARNESS_LABEL, PROJECT_LABEL
 from ipclab.stacks import resolve
@@ -62,11 +63,12 @@ def test_containers_get_no_capability_without_a_delay_and_services_run_unprivile
             assert not host["CapAdd"], (name, comp, host["CapAdd"])
             ctr = stack._container(comp)
             assert host["CapDrop"] and "ALL" in host["CapDrop"], (name, comp, host["CapDrop"])
-            code, out = ctr.exec_run(["id", "-u"])
-            assert code == 0 and out.decode().strip() == "10001", (name, comp, out)
-            # every process, the service's included (pid 1 is docker's init)
-            code, out = ctr.exec_run(["sh", "-c", "stat -c %u /proc/[0-9]*"])
-            assert code == 0 and set(out.decode().split()) == {"10001"}, (name, comp, out)
+            done = execs.run(ctr, ["id", "-u"], user="")  # whole output (execs' docstring)
+            assert done.status == 0 and done.output.strip() == "10001", (name, comp, done)
+            # every process, the service's included (pid 1 is docker's init; the exec's own
+            # sh and timeout run as the same user)
+            done = execs.run(ctr, ["sh", "-c", "stat -c %u /proc/[0-9]*"], user="")
+            assert done.status == 0 and set(done.output.split()) == {"10001"}, (name, comp, done)
 
 
 def test_setting_a_delay_on_a_stack_started_without_one_is_a_clear_error(

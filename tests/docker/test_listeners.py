@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from ipclab.backends import StackOptions, get_backend
+from ipclab.backends.docker import execs
 from ipclab.backends.docker.ownership import client
 from ipclab.backends.docker.swarm import publishing_containers, swarm_state
 from ipclab.listeners import (
@@ -143,9 +144,9 @@ def test_the_broker_refuses_guest_from_inside_the_stack_network(started: Started
         "print(json.dumps([asyncio.run(login(u)) for u in sys.argv[1:]]))\n"
     )
     guest = "amqp://guest:guest@broker:5672/"
-    r = gateway.exec_run(["python3", "-c", script, own, guest])
-    assert r.exit_code == 0, r.output
-    got = json.loads(r.output.decode().strip().splitlines()[-1])
+    r = execs.run(gateway, ["python3", "-c", script, own, guest], user="")
+    assert r.status == 0, r.output
+    got = json.loads(r.output.strip().splitlines()[-1])
     assert got[0] == "ok", got
     assert got[1] in ("ProbableAuthenticationError", "AuthenticationError"), got
 

@@ -14,6 +14,7 @@ import pytest
 from ipclab_services.domains.bundle import data
 
 from ipclab.backends import StackOptions, get_backend
+from ipclab.backends.docker import execs
 from ipclab.backends.docker.backend import DockerBackend, DockerStack
 from ipclab.backends.docker.ownership import leftovers, workdirs
 from ipclab.backends.local import LocalStack
@@ -57,9 +58,9 @@ def docker_tables(stack: DockerStack) -> str:
         f"PGPASSWORD=$(cat {FILES_TARGET}/services.pw) psql -X -At -h 127.0.0.1 -U ipclab "
         f"-d ipclab -c '{sql}'"
     )
-    code, out = stack.container("database").exec_run(["bash", "-c", cmd], demux=False)
-    assert code == 0, out.decode(errors="replace")
-    return str(out.decode())
+    done = execs.run(stack.container("database"), ["bash", "-c", cmd], user="")
+    assert done.status == 0, done.output
+    return done.output
 
 
 @pytest.fixture(scope="module")

@@ -27,10 +27,14 @@ from typing import Any
 TIMEOUT_S = 60
 TRIES = 4
 END = "ipclab-exec-status="
-# $@ is the command: its stderr joins its stdout, then the status line (on a line of its own)
-_WRAPPER = (
-    f'exec 2>&1; timeout -k 5 {TIMEOUT_S} "$@"; rc=$?; printf "\\n{END}%d\\n" "$rc"; exit "$rc"'
-)
+
+
+def _wrapper(timeout_s: int) -> str:
+    """$@ is the command: its stderr joins its stdout, then the status line (on a line of
+    its own)."""
+    return (
+        f'exec 2>&1; timeout -k 5 {timeout_s} "$@"; rc=$?; printf "\\n{END}%d\\n" "$rc"; exit "$rc"'
+    )
 
 
 class ExecError(RuntimeError):
@@ -45,9 +49,9 @@ class Done:
     output: str
 
 
-def wrapped(cmd: list[str]) -> list[str]:
+def wrapped(cmd: list[str], timeout_s: int = TIMEOUT_S) -> list[str]:
     """``cmd`` as the exec runs it: under ``sh``, output and status line as described above."""
-    return ["sh", "-c", _WRAPPER, "sh", *cmd]
+    return ["sh", "-c", _wrapper(timeout_s), "sh", *cmd]
 
 
 def parse(raw: bytes | None) -> Done | None:
@@ -60,14 +64,15 @@ def parse(raw: bytes | None) -> Done | None:
     return Done(int(tail[:-1]), body)
 
 
-def run(container: Any, cmd: list[str]) -> Done:
-    """Run ``cmd`` (safe to run twice) in ``container`` as root and wait for it: its exit
-    status and whole output, tried again while what came back is not whole."""
+def run(container: Any, cmd: list[str], user: str = "root", timeout_s: int = TIMEOUT_S) -> Done:
+    """Run ``cmd`` (safe to run twice) in ``container`` as ``user`` ("": the container's
+    own) and wait for it, at most ``timeout_s``: its exit status and whole output (stderr
+    joined to stdout), tried again while what came back is not whole."""
     raw: bytes | None = None
     code: int | None = None
     for attempt in range(TRIES):
         t0 = time.monotonic()
-        res = container.exec_run(wrapped(cmd), user="root")
+        res = container.exec_run(wrapped(cmd, timeout_s), user=user)
         code, raw = res.exit_code, res.output
         done = parse(raw)
         if done is not None:
