@@ -12,6 +12,7 @@ absolute figures across them unless the machine check says the sittings are comp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -88,10 +89,19 @@ def _matrix(
     name: str, language: str, repetitions: int, profile_name: str, backend: str, root: Path,
     options: StackOptions | None,
 ) -> Experiment:  # fmt: skip
-    p = profile(profile_name)
+    return matrix(name, LANGUAGES[language], repetitions, profile(profile_name), profile_name,
+                  backend, root, options)  # fmt: skip
+
+
+def matrix(
+    name: str, stacks: Sequence[str], repetitions: int, p: Any, profile_name: str,
+    backend: str, root: Path, options: StackOptions | None,
+) -> Experiment:  # fmt: skip
+    """A runtime's performance matrix: ``stacks`` at the profile ``p``'s loads, window and
+    stack sharing (a Go or a Node.js profile alike), ``repetitions`` per cell."""
     return Experiment(
         name=f"{name}-{profile_name}-{backend}",
-        stacks=LANGUAGES[language],
+        stacks=list(stacks),
         users=p.users,
         repetitions=repetitions,
         duration_s=p.duration_s,

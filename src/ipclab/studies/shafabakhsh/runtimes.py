@@ -31,7 +31,7 @@ from ipclab import protocol, stats
 from ipclab import robustness as rb
 from ipclab.backends import StackOptions
 from ipclab.experiments import Experiment
-from ipclab.paths import from_repo, repo_relative
+from ipclab.paths import repo_relative
 from ipclab.protocol import Plot, Table
 from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats.plausibility_runs import annotate
@@ -101,19 +101,8 @@ def _matrix(
     name: str, stacks: Sequence[str], repetitions: int, profile_name: str, backend: str,
     root: Path, options: StackOptions | None,
 ) -> Experiment:  # fmt: skip
-    p = profile(profile_name)
-    return Experiment(
-        name=f"{name}-{profile_name}-{backend}",
-        stacks=list(stacks),
-        users=p.users,
-        repetitions=repetitions,
-        duration_s=p.duration_s,
-        warmup_s=p.warmup_s,
-        backend=backend,
-        root=from_repo(root),
-        options=options or StackOptions(),
-        share_stacks=p.share_stacks,
-    )
+    return languages.matrix(name, stacks, repetitions, profile(profile_name), profile_name,
+                            backend, root, options)  # fmt: skip
 
 
 def experiment(
