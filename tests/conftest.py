@@ -19,6 +19,7 @@ from ipclab.backends import StackOptions, get_backend
 from ipclab.backends.base import Backend
 from ipclab.backends.local import LocalStack
 from ipclab.load import forkserver
+from ipclab.procs import PORT_RANGE_ENV, port_range
 from ipclab.stacks import all_stacks, resolve
 
 pytest_plugins = ["tests.module_times"]
@@ -67,6 +68,12 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1" under xdist; 
 _SESSION = os.environ.setdefault(SESSION_MARK, uuid.uuid4().hex)
 if WORKER and not _SESSION.endswith(f"-{WORKER}"):
     os.environ[SESSION_MARK] = f"{_SESSION}-{WORKER}"
+# ...and each worker its own slice of the harness's port range: the other worker's stack,
+# starting at the same time, can never be handed a port this one chose but has not bound.
+if WORKER and PORT_RANGE_ENV not in os.environ and (_PORTS := port_range()):
+    _COUNT, _INDEX = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), int(WORKER[2:])
+    _SLICE = _PORTS[_INDEX * len(_PORTS) // _COUNT : (_INDEX + 1) * len(_PORTS) // _COUNT]
+    os.environ[PORT_RANGE_ENV] = f"{_SLICE[0]}-{_SLICE[-1]}"
 
 # --- two workers: which tests may run beside which ------------------------------------------
 # `make test` runs `pytest -n 2 --dist loadgroup`: a test module runs whole on one worker

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -36,6 +35,7 @@ from ipclab.availability.tracker import (
     mttf_chi2_interval,
     read_cycles,
 )
+from ipclab.procs import free_port
 from ipclab.runs import RunWriter, read_run
 from ipclab.stacks import resolve
 from ipclab.studies.shafabakhsh.availability_published import (
@@ -566,12 +566,6 @@ PAGE = {
     "shipping": [],
     "cart": None,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class TinyGateway:

@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -31,44 +32,101 @@ def server_user(name: str) -> str | None:
     return name
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nobody uses now, over TCP nor UDP (the kernel's choice of a TCP port, kept
-    only if UDP can bind it too): a role may listen on either (CoAP services use UDP)."""
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-            tcp.bind((host, 0))
-            port = int(tcp.getsockname()[1])
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-                try:
-                    udp.bind((host, port))
-                except OSError:
-                    continue  # busy over UDP: ask again
-                return port
+PORT_RANGE_ENV = "IPCLAB_PORT_RANGE"
+_LOWEST_PORT = 20000  # below it: the well-known ranges of databases, brokers and dev servers
+
+
+def port_range() -> range:
+    """Where the harness's listening ports come from: ``IPCLAB_PORT_RANGE`` ("low-high"),
+    else from 20000 to just below the kernel's ephemeral range. Outside that range on
+    purpose: the kernel gives its ports to every outgoing connection (a Locust client, a
+    service calling the next), and one of them may take a port between its choice here
+    and the server's bind (EADDRINUSE at start-up, seen under two test workers). Empty
+    when the ephemeral range starts too low to leave room (then the kernel chooses)."""
+    text = os.environ.get(PORT_RANGE_ENV, "").strip()
+    if text:
+        low, sep, high = text.partition("-")
+        valid = sep and low.isdigit() and high.isdigit()
+        if not (valid and 1024 <= int(low) <= int(high) <= 65535):
+            raise ValueError(
+                f"{PORT_RANGE_ENV}={text!r}: expected LOW-HIGH, two ports from 1024 to 65535, "
+                "LOW not above HIGH (for example 20000-32767)"
+            )
+        return range(int(low), int(high) + 1)
+    try:
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return range(0)
+    return range(_LOWEST_PORT, ephemeral_low) if ephemeral_low - _LOWEST_PORT >= 1000 else range(0)
+
+
+class _PortCursor:
+    """Walks :func:`port_range` from a random start, one port after another, shared by every
+    caller in the process: a port handed out comes back only after the whole range (so a
+    stack starting beside another never gets its sibling's ports, and a stopped stack's
+    port has long left TIME_WAIT)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._range = range(0)
+        self._next = 0
+
+    def take(self) -> int:
+        """The next candidate, or 0 (the kernel's choice) when the range is empty."""
+        with self._lock:
+            ports = port_range()
+            if not ports:
+                return 0
+            if ports != self._range:
+                self._range, self._next = ports, random.randrange(len(ports))
+            port = ports[self._next % len(ports)]
+            self._next = (self._next + 1) % len(ports)
+            return port
+
+
+_CURSOR = _PortCursor()
+
+
+def _held(host: str, port: int) -> list[socket.socket] | None:
+    """A TCP and a UDP socket bound to ``port`` (a role may listen on either: CoAP is UDP),
+    or None when either is busy. ``port`` 0: the kernel's choice, its UDP twin if free."""
+    held: list[socket.socket] = []
+    try:
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        held.append(tcp)
+        tcp.bind((host, port))
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        held.append(udp)
+        udp.bind((host, int(tcp.getsockname()[1])))
+        return held
+    except OSError:
+        for sock in held:
+            sock.close()
+        return None
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """``n`` distinct free ports, by construction: each is held bound until all are chosen,
-    so the kernel cannot hand the same port back twice (as successive ``free_port()`` calls
-    may). Each is free over UDP too, as in :func:`free_port`."""
+    """``n`` distinct ports nobody uses now, over TCP nor UDP, from :func:`port_range`: each
+    is held bound until all are chosen, then released for the servers to bind."""
     held: list[socket.socket] = []
     ports: list[int] = []
     try:
+        tries = len(port_range())  # each candidate of the range once, then the kernel's
         while len(ports) < n:
-            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            held.append(tcp)
-            tcp.bind((host, 0))
-            port = int(tcp.getsockname()[1])
-            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            held.append(udp)
-            try:
-                udp.bind((host, port))
-            except OSError:
-                continue  # busy over UDP: keep the TCP socket held, ask again
-            ports.append(port)
+            port, tries = (_CURSOR.take() if tries > 0 else 0), tries - 1
+            sockets = _held(host, port)
+            if sockets is not None:
+                held.extend(sockets)
+                ports.append(int(sockets[0].getsockname()[1]))
         return ports
     finally:
         for sock in held:
             sock.close()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """One port as :func:`free_ports` chooses them."""
+    return free_ports(1, host)[0]
 
 
 def port_open(host: str, port: int, timeout: float = 0.2) -> bool:

@@ -22,7 +22,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ from ipclab.backends.docker.ownership import (
     sweep_orphans,
 )
 from ipclab.backends.docker.stats import StatsSampler, split_delayer
+from ipclab.procs import free_port
 from ipclab.stacks import LOADGEN, StackSpec
 from ipclab.tls import StackTls
 from ipclab.tls import make as make_tls
@@ -112,12 +112,6 @@ def compose_command() -> tuple[str, ...]:
     if shutil.which("docker-compose"):
         return ("docker-compose",)
     raise DockerUnavailable("neither `docker compose` nor `docker-compose` is installed")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -293,7 +287,7 @@ class DockerStack(RunningStack):
         self.options = options
         self.images = imgs
         self.project = f"ipclab-{spec.name}-{secrets.token_hex(3)}"
-        self.port = _free_port()
+        self.port = free_port()
         self.gateway_url = f"{'https' if options.tls else 'http'}://127.0.0.1:{self.port}"
         self.delay_ms = options.delay_ms
         self.delay_method = "none"
