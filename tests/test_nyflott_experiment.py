@@ -43,3 +43,31 @@ def test_local_backend_has_delay_0_only_and_a_short_window_is_a_parameter(tmp_pa
     assert {e.duration_s for e in short} == {270}
     with pytest.raises(ValueError, match="unknown profile"):
         ex.profile("huge")
+
+
+def test_the_plan_carries_its_profile_so_quick_and_full_are_told_apart_without_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the profiling testbed runs follows the profile the experiments carry (and
+    experiment.json records), not a folder's name: each plan moved under a folder named
+    like the other profile still runs as its own."""
+    from dataclasses import replace
+
+    from ipclab.studies import part
+    from ipclab.studies.nyflott import protocol
+
+    profiled: list[Path] = []
+    monkeypatch.setattr(protocol, "run_interleaved", lambda plan, seed: [])
+    monkeypatch.setattr(protocol.profiling, "ensure_profile", profiled.append)
+    protocols = part("nyflott")
+    for name, misleading in (("quick", "nyflott-full-local"), ("full", "nyflott-quick-local")):
+        plan = [replace(e, root=tmp_path / misleading) for e in ex.experiments(name, "local")]
+        assert {e.profile_name for e in plan} == {name}
+        assert plan[0].describe()["profile_name"] == name  # what experiment.json records
+        profiled.clear()
+        protocols.run(plan)
+        assert profiled == ([tmp_path / misleading / "profiling"] if name == "full" else [])
+    unnamed = [replace(e, profile_name="") for e in ex.experiments("full", "local", tmp_path)]
+    with pytest.raises(ValueError, match="unknown profile"):
+        protocols.run(unnamed)  # a plan that names no profile is an error, not a guess
+    assert "profile_name" not in unnamed[0].describe()  # recorded as before the field

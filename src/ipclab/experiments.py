@@ -72,6 +72,9 @@ class Experiment:
     # ~2 s, ~17 s with a RabbitMQ broker, is most of a quick cell); each run says so
     # (parameter ``shared_stack``, compared when a run is reused). Not with ``group``.
     share_stacks: bool = False
+    # the profile whose scaling made it (e.g. "quick", "full"; "": none named), recorded in
+    # its experiment.json: what a part asks of the profile, never guessed from a folder name
+    profile_name: str = ""
 
     def __post_init__(self) -> None:
         if self.share_stacks and self.group is not None:
@@ -238,6 +241,8 @@ class Experiment:
     def describe(self) -> dict[str, Any]:
         d = asdict(self)
         d["root"] = repo_relative(self.root)
+        if not self.profile_name:  # none named: recorded as before the field
+            del d["profile_name"]
         if self.variants is not None:
             d["variants"] = {k: v.as_dict() for k, v in self.variants.items()}
         if self.group is not None:

@@ -52,6 +52,7 @@ class Profile:
     warmup_s: float  # discarded, ramp included
     measured_s: float
     adapter_sets: tuple[str, ...] = ("python",)
+    profiling: bool = False  # the profiling testbed beside the matrix (profiling.py)
 
 
 PROFILES = {
@@ -60,9 +61,14 @@ PROFILES = {
     # steady state within the 2 s warm-up, and 4 s measured hold 1,100-2,500 requests a run)
     "quick": Profile(repetitions=3, ramp_s=1, warmup_s=2, measured_s=4),
     # the thesis's 30 s ramp, 2 min warm-up and 10 min window; 5 repetitions (it ran one);
-    # both adapter sets
+    # both adapter sets, and the profiling testbed (the quick profile's minutes go to the matrix)
     "full": Profile(
-        repetitions=5, ramp_s=30, warmup_s=150, measured_s=600, adapter_sets=("python", "native")
+        repetitions=5,
+        ramp_s=30,
+        warmup_s=150,
+        measured_s=600,
+        adapter_sets=("python", "native"),
+        profiling=True,
     ),
 }
 
@@ -126,6 +132,7 @@ def experiments(
             options=replace(base, delay_ms=float(d)),
             order_seed=2017,
             root=directory(profile_name, backend, root),
+            profile_name=profile_name,
         )
         for d in delays(backend)
     ]
@@ -166,6 +173,7 @@ def fix_experiment(
         variants={c: logging_options(c) for c in LOGGING_CONFIGS},
         order_seed=2017,
         root=directory(profile_name, backend, root),
+        profile_name=profile_name,
     )
 
 

@@ -45,14 +45,19 @@ class Protocols(StudyPart):
     def run(self, plan: list[Experiment]) -> list[Run]:
         # every delay's runs in one interleaved random order (experiment.run_experiments)
         runs = run_interleaved(plan, 2017)
-        if plan and not self._quick(plan):  # the profiling testbed beside the full matrix
+        if plan and self._profiles(plan):  # the profiling testbed beside the full matrix
             profiling.ensure_profile(plan[0].directory.parent / "profiling")
         return runs
 
     @staticmethod
-    def _quick(plan: list[Experiment]) -> bool:
-        """The quick profile makes no profile (its minutes go to the matrix)."""
-        return "-quick-" in plan[0].directory.parent.name
+    def _profiles(plan: list[Experiment]) -> bool:
+        """Whether the plan's profile, as its experiments carry it (never read from a
+        folder's name), makes the profiling testbed (the full profile: the quick one's
+        minutes go to the matrix)."""
+        named = {e.profile_name for e in plan}
+        if len(named) != 1:
+            raise ValueError(f"one profile per plan, not {sorted(named)}")
+        return experiment.profile(named.pop()).profiling
 
     def analyse(self, runs: list[Run], params: Parameters) -> analysis.Analysis:
         # a committed reference keeps its per-run tables, not its request records: read
