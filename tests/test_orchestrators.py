@@ -1,7 +1,8 @@
-"""Kubernetes beside compose (ipclab.studies.shafabakhsh.orchestrators): the run order
-interleaves the orchestrators, and the tables find an orchestrator's cost and a changed
-comparison of the styles when there is one, and none when there is none. Synthetic per-run
-tables, no stack; the committed reference's README is what its runs give."""
+"""Kubernetes beside compose (ipclab.studies.shafabakhsh.orchestrators, the part
+``protocol.Orchestrators``): the part's run interleaves the orchestrators
+(``run_interleaved``), and the tables find an orchestrator's cost and a changed comparison
+of the styles when there is one, and none when there is none. Synthetic per-run tables, no
+stack; the committed reference's README is what its runs give."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ipclab.experiments import Cell, Experiment, interleaved, load_runs
 from ipclab.paths import from_repo
+from ipclab.studies import part
 from ipclab.studies.shafabakhsh import orchestrators, ratios
 
 REFERENCE = from_repo("data/runs/reference")
@@ -39,10 +42,28 @@ def _runs(kube_cost: dict[str, float], reps: int = 5) -> pd.DataFrame:
 
 
 def test_each_repetition_runs_every_style_on_both_orchestrators_in_a_shuffled_order(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    exps = orchestrators.experiments(tmp_path)
-    order = orchestrators.schedule(exps)
+    """The part's run is ``run_interleaved`` over one experiment per orchestrator: every
+    repetition a shuffled block of each style on each, the runs handed back per
+    orchestrator."""
+    k8s = part("shafabakhsh", "orchestrators")
+    params = k8s.parameters(profile="full", runs_root=tmp_path)
+    plan = k8s.experiments(params)
+    assert list(plan) == list(orchestrators.BACKENDS)
+    made: list[tuple[str, Cell]] = []
+
+    def run_cell(self: Experiment, cell: Cell, *_: object) -> tuple[str, Cell]:
+        made.append((self.name, cell))
+        return (self.name, cell)
+
+    monkeypatch.setattr(Experiment, "run_cell", run_cell)
+    runs = k8s.run(plan)
+    order = [(e.name, c) for e, c in interleaved(list(plan.values()), orchestrators.ORDER_SEED)]
+    assert made == order
+    assert {name: [c for n, c in order if n == name] for name in plan} == {
+        name: [c for _, c in got] for name, got in runs.items()
+    }
     assert len(order) == 3 * 2 * orchestrators.REPETITIONS
     blocks = [order[i : i + 6] for i in range(0, len(order), 6)]
     for rep, block in enumerate(blocks, 1):
@@ -51,10 +72,12 @@ def test_each_repetition_runs_every_style_on_both_orchestrators_in_a_shuffled_or
             (b, s) for b in orchestrators.BACKENDS for s in ("shop-rest", "shop-grpc", "shop-amqp")
         }
     assert len({tuple(b for b, _ in block) for block in blocks}) > 1  # not one fixed order
-    assert orchestrators.schedule(exps) == order  # seeded
-    assert {e.directory for e in exps.values()} == {
+    assert {e.directory for e in plan.values()} == {
         tmp_path / orchestrators.FOLDER / b for b in orchestrators.BACKENDS
     }
+    for e in plan.values():  # what the sitting measured: the same cells, the same load
+        assert (e.repetitions, e.duration_s, e.warmup_s, tuple(e.users)) == (5, 70.0, 10.0, (50,))
+        assert (e.backend, e.order_seed, e.profile_name) == (e.name, 2020, "full")
 
 
 def test_an_orchestrator_cost_and_a_changed_comparison_are_found() -> None:
@@ -104,9 +127,10 @@ def _block(readme: Path, name: str) -> str:
     not (REFERENCE / orchestrators.FOLDER).is_dir(), reason="no committed reference"
 )
 def test_the_committed_reference_is_complete_and_its_readme_is_what_its_runs_give() -> None:
-    exps = orchestrators.experiments(REFERENCE)
+    exps = orchestrators.experiments("full", REFERENCE)
+    # the part's full plan is the sitting's: every committed run a cell of it
     assert all(e.pending(current_only=False) == [] for e in exps.values())
-    a = orchestrators.analyse(REFERENCE)
+    a = orchestrators.analyse({b: load_runs(e.directory) for b, e in exps.items()}, "full")
     assert len(a.runs) == 30 and (a.runs["failures"] == 0).all()
     assert sorted(a.runs.groupby(["backend", "style"]).size().unique()) == [5]
     readme = REFERENCE / orchestrators.FOLDER / "README.md"

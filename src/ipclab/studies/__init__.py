@@ -71,35 +71,50 @@ class Notebook:
 
 
 @dataclass(frozen=True)
+class Section:
+    """A part of a study with no notebook of its own: a section of one of the study's
+    notebooks (``notebook``, its file) shows it, run only when that notebook's boolean
+    parameter named ``results`` is set (it needs what a quick run of the notebook does
+    not have: another orchestrator, an hour). Its part and title as a notebook's."""
+
+    results: str  # results folder name, and the notebook's parameter that runs the section
+    notebook: str  # the file of the notebook that shows it
+    part: str  # the class implementing the study protocol for it, as "module:Class"
+    title: str = ""  # the results' title; by default the study's
+
+
+@dataclass(frozen=True)
 class Study:
     name: str
     title: str  # e.g. "Shafabakhsh 2020: REST vs gRPC vs RabbitMQ"
     stacks: tuple[StackSpec, ...]
     notebooks: tuple[Notebook, ...]
     package: str = ""  # the study's package, set by the registry
-    # results names the study writes outside its notebooks (a reference rebuilt by the
-    # study's own pipeline), so that their tables are known as this study's
-    extensions: tuple[str, ...] = ()
+    # parts shown as a section of one of the notebooks (no notebook of their own)
+    sections: tuple[Section, ...] = ()
 
     def results_names(self) -> tuple[str, ...]:
-        """Every results name the study writes: its notebooks', then its extensions'."""
-        return (*(nb.results for nb in self.notebooks), *self.extensions)
+        """Every results name the study writes: its notebooks', then its sections'."""
+        return (*(nb.results for nb in self.notebooks), *(s.results for s in self.sections))
 
     def part(self, results: str | None = None) -> Any:
         """The protocol object (an ``ipclab.protocol.StudyPart``; not imported here, as
         the protocol's results import the stacks, which import this registry) of the
-        notebook writing ``results`` (of the only notebook when None), built with that
-        notebook's results folder and title."""
-        chosen = [nb for nb in self.notebooks if results in (None, nb.results)]
+        notebook or section writing ``results`` (of the only notebook when None), built
+        with its results folder and title."""
+        chosen: list[Notebook | Section] = [
+            nb for nb in self.notebooks if results in (None, nb.results)
+        ]
+        chosen += [s for s in self.sections if results == s.results]
         if len(chosen) != 1:
-            names = ", ".join(nb.results for nb in self.notebooks)
+            names = ", ".join(self.results_names())
             raise UnknownStudy(f"study {self.name}: name one part of {names} (not {results!r})")
-        nb = chosen[0]
-        if not nb.part:
-            raise TypeError(f"study {self.name}: notebook {nb.file} names no part")
-        module_name, _, attribute = nb.part.partition(":")
+        made = chosen[0]
+        if not made.part:
+            raise TypeError(f"study {self.name}: {made.results} names no part")
+        module_name, _, attribute = made.part.partition(":")
         module = importlib.import_module(module_name, package=self.package or None)
-        return getattr(module, attribute)(nb.results, nb.title or self.title)
+        return getattr(module, attribute)(made.results, made.title or self.title)
 
 
 def _located(study: Study, package: str, folder: Path) -> Study:

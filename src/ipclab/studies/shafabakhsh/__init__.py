@@ -3,18 +3,28 @@ product-page gateway; performance (``performance``), availability (``availabilit
 the language factor (``languages``: the same matrix on the Go stacks), TLS
 (``encryption``: the matrix in the clear and with every hop or the edge encrypted) and the
 thesis's own runtime (``runtimes``: the matrix on the Node.js stacks, the thesis's claims
-judged per runtime)."""
+judged per runtime); and on Kubernetes beside docker compose (``orchestrators``, a section
+of the performance notebook)."""
 
 from __future__ import annotations
 
-from ipclab.studies import Notebook, Study
+from ipclab.studies import Notebook, Section, Study
 from ipclab.studies.shafabakhsh.stacks import STACKS
 
 STUDY = Study(
     name="shafabakhsh",
     title="Shafabakhsh 2020: REST vs gRPC vs RabbitMQ",
     stacks=STACKS,
-    extensions=("orchestrators",),  # orchestrators.py's reference (no notebook of its own)
+    # Kubernetes beside docker compose (issue 33): a section of notebook 01, run when its
+    # parameter ``orchestrators`` is set (docker and a cluster, ~50 min on the full profile)
+    sections=(
+        Section(
+            "orchestrators",
+            "01_shafabakhsh_performance.ipynb",
+            part=".protocol:Orchestrators",
+            title="Shafabakhsh 2020 on Kubernetes beside docker compose (50 users, one sitting)",
+        ),
+    ),
     notebooks=(
         Notebook(
             "01_shafabakhsh_performance.ipynb",

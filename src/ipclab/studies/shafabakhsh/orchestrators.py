@@ -5,7 +5,9 @@ Shafabakhsh measured on Azure Kubernetes Service, the suite's references on loca
 and on docker compose. This puts the same three stacks (REST, gRPC, AMQP; the same
 declaration, images and business logic) on ipclab's single-node cluster
 (``ipclab.kubecluster``, the ``kubernetes`` backend) and on compose, at 50 users, five
-repetitions each. The two backends' cells are shuffled together in each repetition (one
+repetitions each. It is a part of the study protocol (``protocol.Orchestrators``, a section
+of notebook 01): one experiment per orchestrator, their cells run by
+``experiments.run_interleaved`` (each repetition's cells of both shuffled together, one
 order seed), so a drift of the machine falls on both alike.
 
 What it gives: per style and metric, the mean on each orchestrator and Kubernetes / compose
@@ -18,18 +20,18 @@ matrices.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from ipclab import stats
-from ipclab.atomic import write_json_atomic
-from ipclab.experiments import Cell, Experiment, load_runs
-from ipclab.results import StudyResults
-from ipclab.runs import utcnow
+from ipclab import protocol, stats
+from ipclab.experiments import Experiment
+from ipclab.paths import from_repo
+from ipclab.protocol import Table
+from ipclab.runs import Run
 from ipclab.stats import log_ratio_interval
 from ipclab.studies.shafabakhsh import ratios
 from ipclab.studies.shafabakhsh.performance import LANGUAGE_DEVIATION
@@ -37,13 +39,28 @@ from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown, sitt
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 BACKENDS = ("docker", "kubernetes")  # baseline, treated
-FOLDER = "shafabakhsh-orchestrators-full"
+FOLDER = "shafabakhsh-orchestrators-full"  # the full profile's (the committed reference)
 METRICS = ("rps", "mean_ms", "stack_cpu_ms_per_request")
 ORDER_SEED = 2020  # the matrices' order seed
 USERS = 50
-REPETITIONS = 5
-DURATION_S = 70.0  # the TLS and Go matrices' window: 60 s measured after 10 s of warm-up
-WARMUP_S = 10.0
+
+
+@dataclass(frozen=True)
+class Profile:
+    repetitions: int
+    duration_s: float
+    warmup_s: float
+
+
+PROFILES = {
+    # a first look (with the notebook's ``orchestrators`` set): 6 s a cell, 2 s of warm-up
+    "quick": Profile(repetitions=3, duration_s=6.0, warmup_s=2.0),
+    # the TLS and Go matrices' window: 60 s measured after 10 s of warm-up
+    "full": Profile(repetitions=5, duration_s=70.0, warmup_s=10.0),
+}
+REPETITIONS = PROFILES["full"].repetitions
+DURATION_S = PROFILES["full"].duration_s
+WARMUP_S = PROFILES["full"].warmup_s
 RATIO = ratios.ratio_column("kubernetes", "docker")
 DEVIATIONS = [
     LANGUAGE_DEVIATION,
@@ -62,58 +79,57 @@ DEVIATIONS = [
 ]
 
 
-def experiments(root: Path) -> dict[str, Experiment]:
-    """The cell of each style at 50 users, on each orchestrator, under ``root/FOLDER``."""
+def profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; choose {', '.join(PROFILES)}") from None
+
+
+def directory(profile_name: str, root: Path) -> Path:
+    """Where a profile's runs go: one folder per orchestrator below it."""
+    return from_repo(root) / f"shafabakhsh-orchestrators-{profile_name}"
+
+
+def experiments(profile_name: str, root: Path) -> dict[str, Experiment]:
+    """The cell of each style at 50 users, on each orchestrator (its name the experiment's),
+    under ``root/shafabakhsh-orchestrators-<profile>``."""
+    p = profile(profile_name)
     return {
         backend: Experiment(
             name=backend,
             stacks=[s.name for s in COMPARED],
             users=[USERS],
-            repetitions=REPETITIONS,
-            duration_s=DURATION_S,
-            warmup_s=WARMUP_S,
+            repetitions=p.repetitions,
+            duration_s=p.duration_s,
+            warmup_s=p.warmup_s,
             backend=backend,
-            root=root / FOLDER,
+            root=directory(profile_name, root),
             order_seed=ORDER_SEED,
+            profile_name=profile_name,
         )
         for backend in BACKENDS
     }
 
 
-def schedule(exps: dict[str, Experiment], seed: int = ORDER_SEED) -> list[tuple[str, Cell]]:
-    """(backend, cell) in run order: per repetition, every style on every orchestrator,
-    shuffled together."""
-    rng = random.Random(seed)
-    out: list[tuple[str, Cell]] = []
-    by_rep: dict[int, list[tuple[str, Cell]]] = {}
-    for backend, e in exps.items():
-        for cell in e.cells():
-            by_rep.setdefault(cell.repetition, []).append((backend, cell))
-    for rep in sorted(by_rep):
-        block = sorted(by_rep[rep], key=lambda bc: (bc[0], bc[1].key))
-        rng.shuffle(block)
-        out.extend(block)
-    return out
+def parameters(profile_name: str) -> dict[str, Any]:
+    """What the results folder records of the sitting (``study.json``'s ``parameters``)."""
+    p = profile(profile_name)
+    return {
+        "profile": profile_name, "orchestrators": list(BACKENDS),
+        "stacks": [s.name for s in COMPARED], "users": USERS, "repetitions": p.repetitions,
+        "duration_s": p.duration_s, "warmup_s": p.warmup_s, "order_seed": ORDER_SEED,
+        "claims": "none: no published claim is about the orchestrator",
+    }  # fmt: skip
 
 
-def measure(root: Path, say: Callable[[str], None] = print) -> None:
-    """Run every cell not yet done (resumable: a finished run is reused)."""
-    exps = experiments(root)
-    for e in exps.values():
-        e.directory.mkdir(parents=True, exist_ok=True)
-        described = {"name": e.name, "updated_at": utcnow(), **e.describe()}
-        write_json_atomic(e.directory / "experiment.json", described)
-    order = schedule(exps)
-    for i, (backend, cell) in enumerate(order, 1):
-        exps[backend].run_cell(cell, f"[{i}/{len(order)}] {backend}", say)
-
-
-def runs_table(root: Path) -> pd.DataFrame:
-    """One row per run of both orchestrators, the orchestrator in ``backend``."""
+def runs_table(runs: Mapping[str, list[Run]], warmup_s: float) -> pd.DataFrame:
+    """One row per run of both orchestrators (``runs``: per orchestrator), the orchestrator
+    in ``backend``, the first ``warmup_s`` of each left out."""
     parts = [
-        stats.runs_table(load_runs(e.directory), warmup_s=WARMUP_S).assign(backend=backend)
-        for backend, e in experiments(root).items()
-        if e.directory.is_dir()
+        stats.runs_table(made, warmup_s=warmup_s).assign(backend=backend)
+        for backend, made in runs.items()
+        if made
     ]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
@@ -154,8 +170,9 @@ class Analysis:
     machine: pd.DataFrame
 
 
-def analyse(root: Path) -> Analysis:
-    table = runs_table(root)
+def analyse(runs: Mapping[str, list[Run]], profile_name: str) -> Analysis:
+    """The tables from each orchestrator's runs (``runs``: orchestrator -> its runs)."""
+    table = runs_table(runs, profile(profile_name).warmup_s)
     return Analysis(
         runs=table,
         ratios=ratios.ratio_table(table, METRICS, "kubernetes", "docker", factor="backend"),
@@ -164,34 +181,31 @@ def analyse(root: Path) -> Analysis:
     )
 
 
-def write_results(a: Analysis, results: StudyResults) -> None:
-    results.deviations = DEVIATIONS
-    results.parameters.update(
-        orchestrators=list(BACKENDS), stacks=[s.name for s in COMPARED], users=USERS,
-        repetitions=REPETITIONS, duration_s=DURATION_S, warmup_s=WARMUP_S, order_seed=ORDER_SEED,
-        claims="none: no published claim is about the orchestrator",
+def declared(a: Analysis) -> protocol.Analysis:
+    """The core's :class:`~ipclab.protocol.Analysis` of ``a``: its tables with their
+    captions, no claims (none is about the orchestrator) and the reference README's
+    blocks."""
+    return protocol.Analysis(
+        claims=pd.DataFrame(),
+        tables=(
+            Table(RATIO, a.ratios,
+              "Per style at 50 users: the mean over runs on docker compose and on Kubernetes, "
+              "and Kubernetes / compose with its 95% log-ratio interval (the runs are the unit; "
+              "both orchestrators' cells shuffled together in each repetition, one sitting)."),
+            Table("styles_by_orchestrator", a.styles,
+              "Does the orchestrator change the comparison of the styles? Each style over REST "
+              "on compose and on Kubernetes, and Kubernetes's over compose's (1: unchanged), 95% "
+              "log-ratio intervals."),
+            Table("machine_state", a.machine,
+              "Was the machine comparable across each cell's repetitions, per orchestrator? "
+              "Stack CPU ms per request (slowest over fastest: cost_ratio), other processes' "
+              "CPU, steal."),
+            Table("runs", a.runs, "Every run (per-run metrics).", in_report=False),
+        ),
+        readme=lambda: readme_blocks(a),
+        views={"means": means_markdown(a.runs), "styles": styles_markdown(a.styles),
+               "flagged": flagged_markdown(a.machine)},
     )  # fmt: skip
-    results.table(
-        a.ratios,
-        RATIO,
-        "Per style at 50 users: the mean over runs on docker compose and on Kubernetes, and "
-        "Kubernetes / compose with its 95% log-ratio interval (the runs are the unit; both "
-        "orchestrators' cells shuffled together in each repetition, one sitting).",
-    )
-    results.table(
-        a.styles,
-        "styles_by_orchestrator",
-        "Does the orchestrator change the comparison of the styles? Each style over REST on "
-        "compose and on Kubernetes, and Kubernetes's over compose's (1: unchanged), 95% "
-        "log-ratio intervals.",
-    )
-    results.table(
-        a.machine,
-        "machine_state",
-        "Was the machine comparable across each cell's repetitions, per orchestrator? Stack "
-        "CPU ms per request (slowest over fastest: cost_ratio), other processes' CPU, steal.",
-    )
-    results.table(a.runs, "runs", "Every run (per-run metrics).", in_report=False)
 
 
 def means_markdown(runs: pd.DataFrame) -> str:

@@ -1,8 +1,10 @@
-"""The study protocol (``ipclab.protocol``) for notebooks 01, 02, 06, 07 and 08. Performance,
-languages, TLS and runtimes are declared parts (``DeclaredPart``: their named experiments in,
-the core's ``Analysis`` of ``performance.declared``, ``languages.declared``,
-``encryption.declared`` and ``runtimes.declared`` out); availability, whose plan is not an
-``Experiment`` (its methods' own runner), is an adapter over ``availability``'s functions."""
+"""The study protocol (``ipclab.protocol``) for notebooks 01, 02, 06, 07 and 08 and notebook
+01's orchestrators section. Performance, languages, TLS, runtimes and orchestrators are
+declared parts (``DeclaredPart``: their named experiments in, the core's ``Analysis`` of
+``performance.declared``, ``languages.declared``, ``encryption.declared``,
+``runtimes.declared`` and ``orchestrators.declared`` out); availability, whose plan is not
+an ``Experiment`` (its methods' own runner), is an adapter over ``availability``'s
+functions."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ipclab.studies.shafabakhsh import (
     availability,
     encryption,
     languages,
+    orchestrators,
     performance,
     runtimes,
 )
@@ -175,3 +178,25 @@ class Runtimes(DeclaredPart):
         a = runtimes.analyse(runs["python"], runs["go"], runs["node"], runs.get("anchor", []),
                              params.profile)  # fmt: skip
         return runtimes.declared(a)
+
+
+class Orchestrators(DeclaredPart):
+    """Notebook 01's section on Kubernetes beside docker compose (issue 33): one cell per
+    style at 50 users on each orchestrator (an experiment each, named by its backend: the
+    notebook's ``backend`` is not used), their cells interleaved (``run_interleaved``)."""
+
+    DEVIATIONS = tuple(orchestrators.DEVIATIONS)
+    ORDER_SEED = orchestrators.ORDER_SEED
+
+    def declare(self, params: Parameters) -> Plan:
+        return orchestrators.experiments(params.profile, params.runs_root)
+
+    def analyse(self, runs: Runs, params: Parameters) -> Analysis:
+        return orchestrators.declared(orchestrators.analyse(runs, params.profile))
+
+    def new_results(self, params: Parameters) -> StudyResults:
+        """The results folder, recording the sitting's design (both orchestrators) rather
+        than one backend."""
+        results = super().new_results(params)
+        results.parameters = orchestrators.parameters(params.profile)
+        return results

@@ -23,6 +23,7 @@ from ipclab.experiments import load_runs
 from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
+from ipclab.studies import get_study
 from ipclab.studies.shafabakhsh import (
     availability,
     encryption,
@@ -183,17 +184,18 @@ def rebuild_runtimes(root: Path = ROOT, figures: Path = FIGURES) -> Path:
 
 
 def rebuild_orchestrators(root: Path = ROOT, figures: Path = FIGURES) -> Path:
-    """One cell per style on docker compose and on Kubernetes, one sitting (issue 33)."""
-    results = _results(
-        root, figures, orchestrators.FOLDER, "orchestrators",
-        "Shafabakhsh 2020 on Kubernetes beside docker compose (50 users, one sitting)",
+    """One cell per style on docker compose and on Kubernetes, one sitting (issue 33),
+    through its part's stages (notebook 01's section): its runs loaded, analysed, written."""
+    k8s = get_study("shafabakhsh").part("orchestrators")
+    params = k8s.parameters(
+        profile="full", runs_root=from_repo(root),
+        results_dir=root / orchestrators.FOLDER / "results",
+        figures_dir=figures / orchestrators.FOLDER,
     )  # fmt: skip
-    a = orchestrators.analyse(from_repo(root))
-    orchestrators.write_results(a, results)
+    results = k8s.write(k8s.analyse(k8s.load(k8s.experiments(params)), params), params)
     plausibility.write_reference(results)
     environment_table.write_reference(results)
     seed_items.write_reference(results)
-    _readme(results, orchestrators.readme_blocks(a))
     return results.directory
 
 
@@ -225,7 +227,7 @@ def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
         encryption.experiment("full", "local", from_repo(root)).directory.is_dir()
         or encryption.legacy_directory("full", "local", root).is_dir()
     )
-    on_kubernetes = (from_repo(root) / orchestrators.FOLDER).is_dir()
+    on_kubernetes = orchestrators.directory("full", root).is_dir()
     on_node = runtimes.experiment("full", "local", from_repo(root)).directory.is_dir()
     node_tls = encryption.experiment("full", "local", from_repo(root), "node").directory.is_dir()
     return [
