@@ -136,3 +136,13 @@ def test_the_committed_reference_is_complete_and_its_readme_is_what_its_runs_giv
     readme = REFERENCE / orchestrators.FOLDER / "README.md"
     for name, text in orchestrators.readme_blocks(a).items():
         assert _block(readme, name) == text.rstrip(), name
+
+
+def test_the_deviations_state_a_profile_other_than_the_sittings() -> None:
+    k8s = part("shafabakhsh", "orchestrators")
+    full = k8s.deviations(k8s.parameters(profile="full"))
+    assert full == orchestrators.DEVIATIONS
+    quick = k8s.deviations(k8s.parameters(profile="quick"))
+    assert quick[:-1] == full[:-1] and "3 repetitions of 6 s" in quick[-1]
+    with pytest.raises(ValueError, match="unknown profile"):
+        k8s.experiments(k8s.parameters(profile="huge"))

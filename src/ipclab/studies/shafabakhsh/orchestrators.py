@@ -86,6 +86,18 @@ def profile(name: str) -> Profile:
         raise ValueError(f"unknown profile {name!r}; choose {', '.join(PROFILES)}") from None
 
 
+def deviations(profile_name: str) -> list[str]:
+    """The deviations: the sitting's (the full profile's), and another profile's load."""
+    p = profile(profile_name)
+    if p == PROFILES["full"]:
+        return list(DEVIATIONS)
+    return [*DEVIATIONS[:-1], (
+        f"The {profile_name} profile: {p.repetitions} repetitions of {p.duration_s:g} s, the "
+        f"first {p.warmup_s:g} s left out, per style and orchestrator (the sitting's: 5 of "
+        "70 s, 10 s left out), both orchestrators' cells shuffled together in each repetition."
+    )]  # fmt: skip
+
+
 def directory(profile_name: str, root: Path) -> Path:
     """Where a profile's runs go: one folder per orchestrator below it."""
     return from_repo(root) / f"shafabakhsh-orchestrators-{profile_name}"

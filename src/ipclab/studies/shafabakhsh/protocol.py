@@ -185,11 +185,13 @@ class Orchestrators(DeclaredPart):
     style at 50 users on each orchestrator (an experiment each, named by its backend: the
     notebook's ``backend`` is not used), their cells interleaved (``run_interleaved``)."""
 
-    DEVIATIONS = tuple(orchestrators.DEVIATIONS)
     ORDER_SEED = orchestrators.ORDER_SEED
 
     def declare(self, params: Parameters) -> Plan:
         return orchestrators.experiments(params.profile, params.runs_root)
+
+    def deviations(self, params: Parameters, analysis: Any = None) -> Sequence[str]:
+        return orchestrators.deviations(params.profile)
 
     def analyse(self, runs: Runs, params: Parameters) -> Analysis:
         return orchestrators.declared(orchestrators.analyse(runs, params.profile))
