@@ -64,7 +64,7 @@ def test_each_repetition_runs_every_style_on_both_orchestrators_in_a_shuffled_or
     assert {name: [c for n, c in order if n == name] for name in plan} == {
         name: [c for _, c in got] for name, got in runs.items()
     }
-    assert len(order) == 3 * 2 * orchestrators.REPETITIONS
+    assert len(order) == 3 * 2 * 5
     blocks = [order[i : i + 6] for i in range(0, len(order), 6)]
     for rep, block in enumerate(blocks, 1):
         assert {c.repetition for _, c in block} == {rep}

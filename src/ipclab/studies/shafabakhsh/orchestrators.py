@@ -58,9 +58,6 @@ PROFILES = {
     # the TLS and Go matrices' window: 60 s measured after 10 s of warm-up
     "full": Profile(repetitions=5, duration_s=70.0, warmup_s=10.0),
 }
-REPETITIONS = PROFILES["full"].repetitions
-DURATION_S = PROFILES["full"].duration_s
-WARMUP_S = PROFILES["full"].warmup_s
 RATIO = ratios.ratio_column("kubernetes", "docker")
 DEVIATIONS = [
     LANGUAGE_DEVIATION,
