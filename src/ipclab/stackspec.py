@@ -189,6 +189,12 @@ class StackSpec:
             return f"{self.name}: --store db: not with its {self.adapters} protocol adapters"
         return None
 
+    def infrastructure_with(self, store: str | None) -> tuple[str, ...]:
+        """The infrastructure a start runs: the declaration's, and the ``STORES`` with
+        ``--store db`` (``store="db"``)."""
+        stores = tuple(s for s in STORES if s not in self.infrastructure)
+        return (*self.infrastructure, *stores) if store == "db" else self.infrastructure
+
     def tls_unavailable(self, edge: bool = False) -> str | None:
         """Why this stack cannot run with ``--tls`` (None: it can): TLS is built for the
         shop's stacks whose every hop is HTTP/1.1, gRPC, AMQP or HTTP/2, Python or Go; its

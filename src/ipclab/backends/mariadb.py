@@ -110,8 +110,13 @@ def version() -> str:
     return words[words.index("Ver") + 1] if "Ver" in words[:-1] else line
 
 
-def bootstrap_sql(admin_password: str, password: str) -> str:
-    """The accounts: the installer's removed (but ``mariadb.sys``), the two of ours made."""
+def bootstrap_sql(
+    admin_password: str, password: str, host: str = "127.0.0.1", admin_host: str | None = None
+) -> str:
+    """The accounts: the installer's removed (but ``mariadb.sys``), the two of ours made,
+    the services' from ``host`` (loopback here; a container's: ``%``, its project network)
+    and the admin's from ``admin_host`` (by default ``host``)."""
+    admin_at = f"'{ADMIN}'@'{admin_host or host}'"
     return (
         "FLUSH PRIVILEGES;\n"  # the bootstrap runs without grant tables: load them
         "DELETE FROM mysql.global_priv WHERE User <> 'mariadb.sys';\n"
@@ -119,11 +124,11 @@ def bootstrap_sql(admin_password: str, password: str) -> str:
         "DELETE FROM mysql.db;\n"
         "DROP DATABASE IF EXISTS test;\n"
         "FLUSH PRIVILEGES;\n"
-        f"CREATE USER '{ADMIN}'@'127.0.0.1' IDENTIFIED BY '{admin_password}';\n"
-        f"GRANT ALL PRIVILEGES ON *.* TO '{ADMIN}'@'127.0.0.1' WITH GRANT OPTION;\n"
+        f"CREATE USER {admin_at} IDENTIFIED BY '{admin_password}';\n"
+        f"GRANT ALL PRIVILEGES ON *.* TO {admin_at} WITH GRANT OPTION;\n"
         f"CREATE DATABASE {DATABASE} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;\n"
-        f"CREATE USER '{USER}'@'127.0.0.1' IDENTIFIED BY '{password}';\n"
-        f"GRANT ALL PRIVILEGES ON {DATABASE}.* TO '{USER}'@'127.0.0.1';\n"
+        f"CREATE USER '{USER}'@'{host}' IDENTIFIED BY '{password}';\n"
+        f"GRANT ALL PRIVILEGES ON {DATABASE}.* TO '{USER}'@'{host}';\n"
     )
 
 

@@ -8,19 +8,119 @@ URL with that user and password).
 It is seeded from the stack's domain when the domain defines ``store_documents(env)``
 (collection -> documents, from the same generator as the in-memory data), then its tables
 indexed for lookups by a string ``_id`` (``FerretServer.index_ids``); otherwise it starts
-empty. Local backend only for now: the docker backends report it unavailable.
+empty.
+
+On docker it is the ``docstore`` service of the stack's compose project: the image
+``ipclab-ferretdb`` (``compose/ferretdb/``: the same binary, built on the host from the Go
+module, on the local Debian base or python:3.11-slim, built with no network), its data in the
+container's filesystem (removed with the container), listening on the project network only
+(no published port). The harness writes its files into the stack's private folder (the
+services' password, generated per start, and the domain's documents as JSON); the
+container's first boot seeds and indexes them on its loopback before it listens, so the
+health check (the port answers) means the data is there. Swarm: not yet (a bind mount
+reaches one node only).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import secrets
+import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipclab.backends.docker.compose import COMPOSE_DIR, whole_service
+from ipclab.backends.docker.recipes import ImageRecipe, RecipeError
 from ipclab.infrastructure import Infrastructure, LocalSite
 
 HANDLER_ENV = "IPCLAB_FERRETDB_HANDLER"
 BATCH = 500  # documents per insert
+PORT = 27017  # the docker service's
+FILES_TARGET = "/run/ipclab"  # where the container reads the files the harness writes
+CONTEXT = COMPOSE_DIR / "ferretdb"
+MONGOWIRE = Path(__file__).resolve().parents[1] / "backends" / "mongowire.py"
+
+
+def _settings() -> dict[str, Any]:
+    """What the container's entrypoint takes from the local server's module (the names it
+    uses), so the two cannot drift apart."""
+    from ipclab.backends import ferretdb
+
+    return {
+        "user": ferretdb.USER, "database": ferretdb.DATABASE, "batch": BATCH,
+        "collections": ferretdb.SQLITE_COLLECTIONS, "sqlite_id": ferretdb.SQLITE_ID,
+        "id_index": ferretdb.ID_INDEX,
+    }  # fmt: skip
+
+
+def _prepare(dest: Path) -> None:
+    """The image's context: the FerretDB binary (built on the host first if missing), the
+    entrypoint, the harness's MongoDB-wire client and the settings."""
+    from ipclab.backends import ferretdb
+
+    try:
+        binary = ferretdb.ferretdb_binary()
+    except ferretdb.FerretUnavailable as e:
+        raise RecipeError(str(e)) from None
+    shutil.copy2(binary, dest / "ferretdb")
+    shutil.copy2(CONTEXT / "entrypoint.py", dest / "entrypoint.py")
+    shutil.copy2(MONGOWIRE, dest / "mongowire.py")
+    (dest / "settings.json").write_text(json.dumps(_settings(), sort_keys=True) + "\n")
+
+
+def _inputs() -> str:
+    """FerretDB's version and module sum, the entrypoint, the client and the settings."""
+    from ipclab.backends import ferretdb
+
+    digest = hashlib.sha256()
+    for path in (CONTEXT / "entrypoint.py", MONGOWIRE):
+        digest.update(path.read_bytes())
+    settings = json.dumps(_settings(), sort_keys=True)
+    return f"{ferretdb.VERSION}\n{ferretdb.module_sum()}\n{digest.hexdigest()}\n{settings}"
+
+
+def _record() -> dict[str, Any]:
+    from ipclab.backends import ferretdb
+
+    return {"versions": ferretdb.versions()}
+
+
+IMAGE = ImageRecipe(
+    "docstore", "ipclab-ferretdb:latest", "IPCLAB_FERRETDB_IMAGE", CONTEXT / "Dockerfile",
+    network="none", prepare=_prepare, inputs=_inputs, label="ferretdb", record=_record,
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DocstoreLogin:
+    """The services' password and the folder of the files the container reads."""
+
+    password: str
+    files: str
+
+    @property
+    def url(self) -> str:
+        from ipclab.backends.ferretdb import DATABASE, USER
+
+        return (
+            f"mongodb://{USER}:{self.password}@docstore:{PORT}/{DATABASE}"
+            f"?authSource={DATABASE}&authMechanism=SCRAM-SHA-256&directConnection=true"
+        )
+
+
+BY_HAND_LOGIN = DocstoreLogin(
+    "${IPCLAB_DOCSTORE_PASSWORD:?set IPCLAB_DOCSTORE_PASSWORD}",
+    "${IPCLAB_DOCSTORE_FILES:?set IPCLAB_DOCSTORE_FILES to the docstore's files}",
+)
+
+
+def _write(path: Path, text: str) -> None:
+    """0644: the server's own user in the container reads it through the bind mount."""
+    path.write_text(text)
+    path.chmod(0o644)
 
 
 def seed(server: Any, documents: dict[str, list[dict[str, Any]]]) -> None:
@@ -38,17 +138,18 @@ def seed(server: Any, documents: dict[str, list[dict[str, Any]]]) -> None:
 class FerretDB(Infrastructure):
     name = "ferretdb"
     component = "docstore"
-    backends = ("local",)
+    backends = ("local", "docker")
+    recipe = IMAGE
     url_env = "IPCLAB_MONGO_URL"
     gateway_reaches = False  # the services' data; the gateway only calls them
     local_ports = 1
 
     def unavailable(self, backend: str) -> str | None:
-        if backend != "local":
+        if backend not in ("local", "docker"):
             return super().unavailable(backend)
         from ipclab.backends import ferretdb
 
-        return ferretdb.unavailable()
+        return ferretdb.unavailable()  # docker: the image carries the binary built here
 
     def start_local(self, site: LocalSite) -> Any:
         from ipclab_services import domains
@@ -105,6 +206,40 @@ class FerretDB(Infrastructure):
         from ipclab.backends.postgres import sweep_stale
 
         return sweep_stale()  # its own PostgreSQL clusters (a store directory: orphans.sweep)
+
+    # --- docker: the ``docstore`` service ------------------------------------------------
+    def write_files(self, directory: Path, env: dict[str, str], domain: str) -> DocstoreLogin:
+        """``directory/docstore/``: the services' password (new) and the domain's documents
+        for ``env`` (none: it starts empty), as the local plugin seeds them."""
+        from ipclab_services import domains
+
+        files = directory / "docstore"
+        files.mkdir(mode=0o755)
+        files.chmod(0o755)
+        password = secrets.token_urlsafe(32)
+        _write(files / "services.pw", password + "\n")
+        documents = getattr(domains.load(domain), "store_documents", None)
+        if documents is not None:
+            _write(files / "documents.json", json.dumps(documents(env)))
+        return DocstoreLogin(password, str(files))
+
+    def by_hand(self) -> DocstoreLogin:
+        return BY_HAND_LOGIN
+
+    def url(self, login: DocstoreLogin) -> str:
+        return login.url
+
+    def compose_service(self, login: DocstoreLogin, net_admin: bool) -> dict[str, Any]:
+        mount = [f"{login.files}:{FILES_TARGET}:ro"]
+        return whole_service(IMAGE, self.component, PORT, mount, net_admin)
+
+    def add_tls(self, service: dict[str, Any], url: str, tls_dir: Path) -> str:
+        """``--tls``: the store's hop stays plain, as on the local backend (the stores are
+        the services' data, not a hop of the studies' IPC)."""
+        return url
+
+    def service_ports(self) -> tuple[int, ...]:
+        return (PORT,)
 
 
 PLUGIN = FerretDB()

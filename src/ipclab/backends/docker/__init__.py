@@ -28,7 +28,7 @@ PLUGINS = (
         description="a compose project",
         missing=docker_missing,
         stop_detached=f"{__name__}.swarm:down",  # the projects, and a swarm ipclab made
-        options=frozenset({"cpus", "memory", "delay-ms", "tls", "detach"}),
+        options=frozenset({"cpus", "memory", "delay-ms", "tls", "detach", "store"}),
     ),
     BackendPlugin(
         "swarm",

@@ -224,12 +224,15 @@ class DockerBackend:
             why = spec.tls_unavailable(options.tls_edge) or self._tls_unavailable(detached)
             if why:
                 raise ValueError(why)
+        if options.store and (why := spec.store_unavailable()):
+            raise ValueError(why)
         c = client()
         from ipclab.backends.docker import images
 
         runtime = spec.runtime.name
-        # the image of each infrastructure plugin the stack declares (its ``recipe``)
-        infra = images.infrastructure_recipes(spec.infrastructure)
+        # the image of each infrastructure plugin the stack runs (its ``recipe``): those it
+        # declares, and the stores with --store db
+        infra = images.infrastructure_recipes(spec.infrastructure_with(options.store))
         # image ids, pinned when built (images.pinned): a tag moved since is rebuilt or refused
         if self.build:
             imgs = images.ensure_images(base=self.base, runtime=runtime, infrastructure=infra)
@@ -285,6 +288,8 @@ class DockerStack(RunningStack):
         self.logs_dir = logs_dir
         self.spec = spec
         self.options = options
+        # the infrastructure plugins it runs: its declaration's, and the stores with --store db
+        self.infrastructure = spec.infrastructure_with(options.store)
         self.images = imgs
         self.project = f"ipclab-{spec.name}-{secrets.token_hex(3)}"
         self.port = free_port()
@@ -297,12 +302,13 @@ class DockerStack(RunningStack):
             orphans.mark_workdir(self._tmp)
         self.tls: StackTls | None = None
         if options.tls:  # a new authority per start, in the private project folder
-            hosts = (*spec.roles, *(p.component for p in infrastructure.of(spec.infrastructure)))
+            hosts = (*spec.roles, *(p.component for p in infrastructure.of(self.infrastructure)))
             self.tls = make_tls(self._tmp / "tls", hosts, spec.name, mounted=True)
         tls_dir = self.tls.directory if self.tls else None
         self.compose_path = write_compose(
-            spec, self._tmp, net_admin, options.env(), tls_dir, options.tls_edge
-        )
+            spec, self._tmp, net_admin, options.env(), tls_dir, options.tls_edge,
+            self.infrastructure,
+        )  # fmt: skip
         self._containers: dict[str, Any] = {}
         self._sampler = StatsSampler(c.api)
         self._delayers: dict[str, int] = {}  # component -> its delayer's host PID
@@ -325,7 +331,7 @@ class DockerStack(RunningStack):
             "IPCLAB_HARNESS": DETACHED if detached else orphans.this_harness(),
             "IPCLAB_IMAGE": imgs["services"],
             "IPCLAB_ADAPTER_IMAGE": imgs.get("adapters", ""),
-            **image_variables(spec, imgs),
+            **image_variables(spec, imgs, self.infrastructure),
             "IPCLAB_ENV_FILE": str(env_file),
             "IPCLAB_GATEWAY_PORT": str(self.port),
             "IPCLAB_CPUS": f"{options.cpus:g}" if options.cpus else "0",
@@ -380,7 +386,7 @@ class DockerStack(RunningStack):
     def components(self) -> tuple[str, ...]:
         """The infrastructure's containers (each plugin's component: ``broker``,
         ``database``), the roles', and the load host's."""
-        infra = tuple(p.component for p in infrastructure.of(self.spec.infrastructure))
+        infra = tuple(p.component for p in infrastructure.of(self.infrastructure))
         return infra + self.spec.roles + ((LOADGEN,) if self.spec.load_host else ())
 
     def _refresh_containers(self) -> None:
@@ -623,7 +629,7 @@ class DockerStack(RunningStack):
         # the infrastructure that carries the gateway's calls (the broker), else the services
         carriers = [
             f"{p.component}:{p.service_ports()[0]}"
-            for p in infrastructure.of(self.spec.infrastructure)
+            for p in infrastructure.of(self.infrastructure)
             if p.carries_calls
         ]
         targets = carriers or [f"{s}:{CONTAINER_PORT}" for s in self.spec.services]

@@ -100,25 +100,64 @@ def resolved_services(doc: dict[str, Any], variables: dict[str, str]) -> dict[st
 DELAY_CAPABILITIES = ["NET_ADMIN", "SYS_NICE"]
 
 
+PROJECT_LABELS = {
+    "ipclab.project": "${IPCLAB_PROJECT:-manual}",
+    "ipclab.harness": "${IPCLAB_HARNESS:-}",
+}
+
+
+def whole_service(
+    image: Any, component: str, port: int, volumes: list[str], net_admin: bool
+) -> dict[str, Any]:
+    """An infrastructure plugin's compose service, whole (nothing of ``compose/common.yml``):
+    the plugin's image (``image``, its ``ImageRecipe``: the pinned id in its variable), the
+    host name ``component``, the project's labels (what the ownership sweep goes by), no
+    capability (a delay's with ``net_admin``), its files mounted (``volumes``) and a health
+    check that waits for ``port`` to answer (its first boot's seeding done before it
+    listens). No port is published: it answers on the project network alone."""
+    svc: dict[str, Any] = {
+        "image": f"${{{image.env}:-{image.tag}}}",
+        "hostname": component,
+        "labels": dict(PROJECT_LABELS),
+        "cap_drop": ["ALL"],
+        "volumes": list(volumes),
+        "healthcheck": {
+            "test": ["CMD", "bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"],
+            "interval": "1s",
+            "timeout": "2s",
+            "retries": 240,
+        },
+        "stop_grace_period": "10s",
+        "logging": {"driver": "json-file", "options": {"max-size": "10m", "max-file": "2"}},
+    }
+    if net_admin:
+        svc["cap_add"] = DELAY_CAPABILITIES
+    return svc
+
+
 def compose_document(
     spec: StackSpec,
     net_admin: bool = False,
     logins: Mapping[str, Any] | None = None,
     tls_dir: Path | None = None,
     tls_edge: bool = False,
+    infra: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """The compose document of ``spec``: its infrastructure (each plugin's service: the
     broker, the database), its services and its gateway. ``net_admin``: the containers get
     the capabilities a network delay needs. ``logins``: infrastructure name -> the login its
     plugin's ``write_files`` made; a plugin without one gets its ``by_hand`` placeholders,
     for a file run by hand. ``tls_dir``: ``--tls``, the stack's TLS files (ipclab.tls) in
-    every role's container and the broker's (AMQPS); ``tls_edge``: the gateway's alone."""
+    every role's container and the broker's (AMQPS); ``tls_edge``: the gateway's alone.
+    ``infra``: the infrastructure to run, when not the declaration's (``--store db`` adds the
+    stores: ``StackSpec.infrastructure_with``)."""
     if not spec.runtime.image:
         raise ValueError(
             f"{spec.name}: its {spec.runtime.name} roles have no image yet; "
             "run it on the local backend"
         )
-    plugins = infrastructure.of(spec.infrastructure)
+    names = spec.infrastructure if infra is None else infra
+    plugins = infrastructure.of(names)
     for plugin in plugins:
         if why := plugin.unavailable("docker"):
             raise ValueError(f"{spec.name}: {why}; use the local backend")
@@ -134,7 +173,7 @@ def compose_document(
     healthy = {p.component: {"condition": "service_healthy"} for p in plugins}
     carried = any(p.carries_calls for p in plugins)  # the gateway calls through a broker
     for role in spec.roles:
-        reach = infrastructure.role_env(spec.infrastructure, urls, role == spec.gateway)
+        reach = infrastructure.role_env(names, urls, role == spec.gateway)
         env = spec.role_env(role, addresses, reach)
         mount = _tls_mount(env, tls_dir, role == spec.gateway, tls_edge)
         svc = {**_extends("app"), "environment": env, **mount}
@@ -182,13 +221,17 @@ def compose_document(
     return doc
 
 
-def image_variables(spec: StackSpec, imgs: dict[str, str]) -> dict[str, str]:
+def image_variables(
+    spec: StackSpec, imgs: dict[str, str], infra: tuple[str, ...] | None = None
+) -> dict[str, str]:
     """Each infrastructure plugin's image id in its recipe's variable (``IPCLAB_BROKER_IMAGE``),
-    which its compose service names; "" for a plugin the stack does not declare."""
+    which its compose service names; "" for a plugin the stack does not run (its declaration's,
+    or ``infra``)."""
+    names = spec.infrastructure if infra is None else infra
     out: dict[str, str] = {}
     for plugin in infrastructure.all_infrastructure().values():
         if plugin.recipe is not None:
-            declared = plugin.name in spec.infrastructure
+            declared = plugin.name in names
             out[plugin.recipe.env] = imgs.get(plugin.recipe.name, "") if declared else ""
     return out
 
@@ -220,15 +263,17 @@ def compose_text(
 
 
 def write_logins(
-    spec: StackSpec, directory: Path, options: Mapping[str, str] | None = None
+    spec: StackSpec,
+    directory: Path,
+    options: Mapping[str, str] | None = None,
+    infra: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """Each infrastructure plugin's files in ``directory`` (new passwords; the database's
-    data for the run's knobs ``options``, as the local backend loads it), by name."""
+    data for the run's knobs ``options``, as the local backend loads it), by name
+    (``infra``: the plugins run, when not the declaration's)."""
     env = {**os.environ, **(options or {}), **spec.settings}
-    return {
-        p.name: p.write_files(directory, env, spec.domain)
-        for p in infrastructure.of(spec.infrastructure)
-    }
+    names = spec.infrastructure if infra is None else infra
+    return {p.name: p.write_files(directory, env, spec.domain) for p in infrastructure.of(names)}
 
 
 def _tls_mount(
@@ -250,13 +295,17 @@ def write_compose(
     options: Mapping[str, str] | None = None,
     tls_dir: Path | None = None,
     tls_edge: bool = False,
+    infra: tuple[str, ...] | None = None,
 ) -> Path:
     """The stack's compose file in ``directory``, with its infrastructure's new logins and
     files beside it (``options``: the run's knobs, ``StackOptions.env()``; ``tls_dir``: the
-    stack's TLS files with ``--tls``)."""
-    logins = write_logins(spec, directory, options)
+    stack's TLS files with ``--tls``; ``infra``: the infrastructure run, when not the
+    declaration's)."""
+    logins = write_logins(spec, directory, options, infra)
     header = f"# {spec.name}: generated from its declaration for one stack\n"
     path = directory / f"{spec.name}.yml"
-    doc = compose_document(spec, net_admin, logins=logins, tls_dir=tls_dir, tls_edge=tls_edge)
+    doc = compose_document(
+        spec, net_admin, logins=logins, tls_dir=tls_dir, tls_edge=tls_edge, infra=infra
+    )
     path.write_text(header + json.dumps(doc, indent=2) + "\n")
     return path

@@ -42,12 +42,19 @@ HARNESS_ONLY = {
 }
 
 
+# Optional dependencies the services import too: the stores' drivers (services/domains/shop/
+# dbstore.py, with --store db), which the harness itself never needs.
+SERVICE_EXTRAS = ("stores",)
+
+
 def service_requirements(pin: bool = True) -> list[str]:
-    """The services' requirements: project dependencies minus harness-only ones, each pinned to
-    the version installed on this host when there is one (same libraries on both backends);
-    ``pin=False``: as pyproject.toml states them (the lock's resolution pins them by
-    constraints)."""
-    deps = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    """The services' requirements: project dependencies minus harness-only ones, and the
+    ``SERVICE_EXTRAS``, each pinned to the version installed on this host when there is one
+    (same libraries on both backends); ``pin=False``: as pyproject.toml states them (the
+    lock's resolution pins them by constraints)."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    extras = project.get("optional-dependencies", {})
+    deps = [*project["dependencies"], *(d for e in SERVICE_EXTRAS for d in extras.get(e, []))]
     out = []
     for dep in deps:
         m = re.match(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*(.*)$", dep)
