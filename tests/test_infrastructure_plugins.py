@@ -108,19 +108,31 @@ def test_every_plugin_brings_its_image_and_the_docker_backend_hands_it_to_compos
     from ipclab.backends.docker.compose import common_services, image_variables
 
     everywhere = infrastructure.all_infrastructure().values()
-    plugins = [p for p in everywhere if "docker" in p.backends]  # the stores: local only
-    assert {p.name for p in everywhere if p not in plugins} == {"ferretdb", "mariadb"}
+    plugins = [p for p in everywhere if "docker" in p.backends]  # every one (issue 50)
+    assert {p.name for p in plugins} == {"ferretdb", "mariadb", "postgres", "rabbitmq"}
     recipes = images.infrastructure_recipes(infrastructure.names())
-    assert {r.name for r in recipes} == {"broker", "database"} == {p.image for p in plugins}
+    expected = {"broker", "database", "docstore", "sqlstore"}
+    assert {r.name for r in recipes} == expected == {p.image for p in plugins}
     for plugin in plugins:
         assert plugin.recipe is not None and plugin.recipe.dockerfile.is_file()
-        service = common_services()[plugin.component]
+        service = plugin.compose_service(plugin.by_hand(), False)
+        if "extends" in service:  # the broker's and the database's parts in common.yml
+            service = common_services()[service["extends"]["service"]]
         assert f"${{{plugin.recipe.env}:-{plugin.recipe.tag}}}" == service["image"]
     spec = resolve("shop-amqp")
     assert image_variables(spec, {"services": "s", "broker": "sha256:b"}) == {
         "IPCLAB_BROKER_IMAGE": "sha256:b",
         "IPCLAB_POSTGRES_IMAGE": "",
+        "IPCLAB_FERRETDB_IMAGE": "",
+        "IPCLAB_MARIADB_IMAGE": "",
     }
+    stores = spec.infrastructure_with("db")
+    assert stores == ("rabbitmq", "ferretdb", "mariadb")
+    got = image_variables(spec, {"broker": "b", "docstore": "d", "sqlstore": "q"}, stores)
+    assert got == {
+        "IPCLAB_BROKER_IMAGE": "b", "IPCLAB_POSTGRES_IMAGE": "",
+        "IPCLAB_FERRETDB_IMAGE": "d", "IPCLAB_MARIADB_IMAGE": "q",
+    }  # fmt: skip
 
 
 def test_each_plugin_says_what_the_services_and_the_faults_know_of_it() -> None:

@@ -87,7 +87,7 @@ def test_the_stores_are_infrastructure_plugins_hosted_locally() -> None:
     assert ferret.role_env("mongodb://x", gateway=False) == {"IPCLAB_MONGO_URL": "mongodb://x"}
     assert maria.role_env("mysql://y", gateway=False) == {"IPCLAB_MYSQL_URL": "mysql://y"}
     assert ferret.role_env("mongodb://x", gateway=True) == {}  # the services' data alone
-    assert "docker backend does not run yet" in str(maria.unavailable("docker"))
+    assert "swarm backend does not run yet" in str(maria.unavailable("swarm"))
     assert infrastructure.fault_components(("ferretdb", "mariadb")) == []
 
 
@@ -524,3 +524,52 @@ def test_kill_9_of_a_harness_running_a_shop_stack_on_its_stores_leaves_no_store(
     while _left() and time.monotonic() < deadline:
         time.sleep(0.3)
     assert _left() == []
+
+
+def test_on_docker_the_stores_are_their_plugins_whole_services_on_the_project_network(
+    tmp_path: Path,
+) -> None:
+    """``--store db`` on docker (``StackSpec.infrastructure_with``): each store is its plugin's
+    compose service, whole (no part of common.yml), its image the recipe's variable, no port
+    published, no capability, the project's labels; the services reach it by its component's
+    name with the password its plugin wrote, the gateway not at all; the files the container
+    seeds from are the local plugins' data from the same generator."""
+    from ipclab_services import domains
+
+    from ipclab.backends.docker.compose import compose_document, write_logins
+
+    spec = resolve("shop-rest")
+    infra = spec.infrastructure_with("db")
+    assert infra == ("ferretdb", "mariadb") and spec.infrastructure_with(None) == ()
+    knobs = {"IPCLAB_SEED": "42"}
+    logins = write_logins(spec, tmp_path, knobs, infra)
+    doc = compose_document(spec, logins=logins, infra=infra)
+    services = doc["services"]
+    for store, image in (
+        ("docstore", "IPCLAB_FERRETDB_IMAGE"),
+        ("sqlstore", "IPCLAB_MARIADB_IMAGE"),
+    ):
+        svc = services[store]
+        assert "extends" not in svc and "ports" not in svc and svc["cap_drop"] == ["ALL"]
+        assert svc["image"].startswith(f"${{{image}:-") and "cap_add" not in svc
+        assert svc["labels"]["ipclab.project"] == "${IPCLAB_PROJECT:-manual}"
+        assert svc["volumes"] == [f"{tmp_path / store}:/run/ipclab:ro"]
+    healthy = {"condition": "service_healthy"}
+    assert services["product-info"]["depends_on"] == {"docstore": healthy, "sqlstore": healthy}
+    env = services["product-info"]["environment"]
+    password = (tmp_path / "docstore" / "services.pw").read_text().strip()
+    assert env["IPCLAB_MONGO_URL"].startswith(f"mongodb://ipclab:{password}@docstore:27017/")
+    sql_password = (tmp_path / "sqlstore" / "services.pw").read_text().strip()
+    assert env["IPCLAB_MYSQL_URL"] == f"mysql://ipclab:{sql_password}@sqlstore:3306/ipclab"
+    gateway = services["gateway"]["environment"]
+    assert "IPCLAB_MONGO_URL" not in gateway and "IPCLAB_MYSQL_URL" not in gateway
+    shop = domains.load("shop")
+    documents = json.loads((tmp_path / "docstore" / "documents.json").read_text())
+    assert documents == shop.store_documents(knobs)
+    assert (tmp_path / "sqlstore" / "data.sql").read_text() == shop.store_sql(knobs)
+    accounts = (tmp_path / "sqlstore" / "bootstrap.sql").read_text()
+    assert f"'ipclab'@'%' IDENTIFIED BY '{sql_password}'" in accounts
+    assert "'ipclab_admin'@'localhost'" in accounts  # the admin: the container's socket only
+    args = (tmp_path / "sqlstore" / "server.args").read_text().split()
+    assert args == list(mariadb.SERVER_SETTINGS)
+    assert compose_document(spec)["services"].keys().isdisjoint({"docstore", "sqlstore"})
