@@ -44,3 +44,39 @@ def test_the_capture_reads_into_round_trips_each_end_named() -> None:
     assert first.within(page) and second.within(page) and not page.within(first)
     assert round(first.ms, 3) == 0.5 and round(second.ms, 3) == 0.25
     assert "product-info -> ferretdb" in requesttrace.render(trips)
+
+
+def test_a_bridge_capture_names_each_end_by_its_container_s_address() -> None:
+    """A docker stack's trace (``trace_docker``): the same lines between containers'
+    addresses on the project's bridge; a server end is an (address, port), a client end
+    the container that holds the address, the bridge's own address (Docker's proxy of the
+    harness's request) ``client``."""
+    bridge = [
+        line.replace("127.0.0.1.50000", "172.18.0.1.50000")
+        .replace("127.0.0.1.8000", "172.18.0.9.8000")
+        .replace("127.0.0.1.41000", "172.18.0.9.41000")
+        .replace("127.0.0.1.8001", "172.18.0.8.8000")
+        .replace("127.0.0.1.42000", "172.18.0.8.42000")
+        .replace("127.0.0.1.27017", "172.18.0.2.27017")
+        .replace("127.0.0.1.43000", "172.18.0.4.43000")
+        .replace("127.0.0.1.3306", "172.18.0.3.3306")
+        for line in LINES
+    ]
+    segs = requesttrace.host_segments(bridge)
+    assert len(segs) == 10 and segs[0].src == ("172.18.0.1", 50000)
+    servers = {
+        ("172.18.0.9", 8000): "gateway", ("172.18.0.8", 8000): "product-info",
+        ("172.18.0.2", 27017): "ferretdb", ("172.18.0.3", 3306): "mariadb",
+    }  # fmt: skip
+    hosts = {"172.18.0.9": "gateway", "172.18.0.8": "product-info", "172.18.0.4": "shipping"}
+    trips = requesttrace.round_trips(
+        segs, servers, lambda end: hosts.get(end[0], requesttrace.CLIENT)
+    )
+    ends = [(t.client, t.server, t.sent, t.received, t.server_port) for t in trips]
+    assert ends == [
+        ("client", "gateway", 89, 899, 8000),
+        ("gateway", "product-info", 69, 599, 8000),
+        ("product-info", "ferretdb", 119, 399, 27017),
+        ("product-info", "ferretdb", 80, 100, 27017),
+        ("shipping", "mariadb", 0, 79, 3306),
+    ]

@@ -135,6 +135,21 @@ def whole_service(
     return svc
 
 
+def _runnable(spec: StackSpec, names: tuple[str, ...]) -> list[Any]:
+    """The plugins ``names``, once the stack's roles have an image and each plugin can run
+    on docker here (else a clear error)."""
+    if not spec.runtime.image:
+        raise ValueError(
+            f"{spec.name}: its {spec.runtime.name} roles have no image yet; "
+            "run it on the local backend"
+        )
+    plugins = infrastructure.of(names)
+    for plugin in plugins:
+        if why := plugin.unavailable("docker"):
+            raise ValueError(f"{spec.name}: {why}; use the local backend")
+    return plugins
+
+
 def compose_document(
     spec: StackSpec,
     net_admin: bool = False,
@@ -151,16 +166,8 @@ def compose_document(
     every role's container and the broker's (AMQPS); ``tls_edge``: the gateway's alone.
     ``infra``: the infrastructure to run, when not the declaration's (``--store db`` adds the
     stores: ``StackSpec.infrastructure_with``)."""
-    if not spec.runtime.image:
-        raise ValueError(
-            f"{spec.name}: its {spec.runtime.name} roles have no image yet; "
-            "run it on the local backend"
-        )
     names = spec.infrastructure if infra is None else infra
-    plugins = infrastructure.of(names)
-    for plugin in plugins:
-        if why := plugin.unavailable("docker"):
-            raise ValueError(f"{spec.name}: {why}; use the local backend")
+    plugins = _runnable(spec, names)
     given = dict(logins or {})
     login = {p.name: given.get(p.name) or p.by_hand() for p in plugins}
     urls = {p.name: p.url(login[p.name]) for p in plugins}
