@@ -573,3 +573,16 @@ def test_on_docker_the_stores_are_their_plugins_whole_services_on_the_project_ne
     args = (tmp_path / "sqlstore" / "server.args").read_text().split()
     assert args == list(mariadb.SERVER_SETTINGS)
     assert compose_document(spec)["services"].keys().isdisjoint({"docstore", "sqlstore"})
+
+
+def test_the_swarm_backend_refuses_the_stores_and_docker_the_stacks_that_read_none() -> None:
+    """Before anything starts: swarm runs no store yet; docker, as local, refuses ``--store
+    db`` to a stack that declares none."""
+    from ipclab.backends import StackOptions
+    from ipclab.backends.docker.backend import DockerBackend
+    from ipclab.backends.docker.swarm import SwarmBackend
+
+    with pytest.raises(ValueError, match="ferretdb, which the swarm backend does not run yet"):
+        SwarmBackend().start(resolve("shop-rest"), StackOptions(store="db"))
+    with pytest.raises(ValueError, match="its services read no store"):
+        DockerBackend().start(resolve("acmeair-http1"), StackOptions(store="db"))

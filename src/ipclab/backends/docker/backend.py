@@ -226,6 +226,10 @@ class DockerBackend:
                 raise ValueError(why)
         if options.store and (why := spec.store_unavailable()):
             raise ValueError(why)
+        if options.store:  # the stores this backend cannot run (swarm's: not yet)
+            for plugin in infrastructure.of(spec.infrastructure_with(options.store)):
+                if why := plugin.unavailable(self.name):
+                    raise ValueError(f"{spec.name}: {why}")
         c = client()
         from ipclab.backends.docker import images
 
