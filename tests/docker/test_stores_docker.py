@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ipclab import listeners, requesttrace
+from ipclab import infrastructure, listeners, requesttrace
 from ipclab.backends import StackOptions
 from ipclab.backends.docker.backend import DockerBackend, DockerStack
 from ipclab.backends.docker.ownership import PROJECT_LABEL, client
@@ -40,7 +40,11 @@ _BEFORE: list[set[listeners.Listener]] = []
 
 @pytest.fixture(scope="module")
 def shop_stacks(docker_images: dict[str, str]) -> Iterator[dict[str, DockerStack]]:
-    """The store stacks, started together once (overrides the docker conftest's)."""
+    """The store stacks, started together once (overrides the docker conftest's); skipped,
+    saying why, where a store's image cannot be made (no Go to build FerretDB)."""
+    for plugin in STORES.values():
+        if why := infrastructure.get(plugin).unavailable("docker"):
+            pytest.skip(why)
     _BEFORE.append(listeners.listening())
     options = StackOptions(store="db", call_timeout_s=10.0)  # a first call logs in (SCRAM)
     yield from started_together(DockerBackend(), STORE_STACKS, options)
