@@ -291,3 +291,21 @@ def test_packages_outside_the_harness_are_keyed_by_their_versions(
     )
     (path / "manifest.json").write_text(json.dumps(made))
     assert e.pending() == []  # made before runs recorded packages: its files decide
+
+
+def test_a_store_run_is_measured_by_the_store_plugins_and_a_memory_run_is_not() -> None:
+    """``--store db`` adds FerretDB and MariaDB to the stack it starts: their plugins shape
+    its runs (and an edit to them stops their reuse), never a run from memory."""
+    spec = resolve("shop-rest").declaration()
+
+    def files(options: dict[str, object]) -> set[str]:
+        made = runstore.measuring_code(
+            writers=["ipclab.load.runner"], stack="shop-rest", stack_spec=spec,
+            backend="local", parameters={"options": options},
+        )  # fmt: skip
+        return set(made.code.files)
+
+    stores = {"src/ipclab/infrastructure/ferretdb.py", "src/ipclab/infrastructure/mariadb.py"}
+    assert stores <= files({"store": "db"})
+    assert not stores & files({"store": None})
+    assert not stores & files({})

@@ -256,6 +256,31 @@ def backend_modules(backend: str | None) -> tuple[str, list[str]]:
     return own, sorted(others - ({_area(own)} if own else set()))
 
 
+def as_started(stack_spec: Any, parameters: Mapping[str, Any] | None) -> Any:
+    """``stack_spec`` with the infrastructure the run's options add to each declaration:
+    the stores with ``--store db`` (``parameters["options"]["store"]``), so their plugins'
+    files shape the run's code as a declared broker's do."""
+    from ipclab.stackspec import STORES
+
+    options = (parameters or {}).get("options")
+    if not (isinstance(options, Mapping) and options.get("store") == "db"):
+        return stack_spec
+
+    def started(declaration: Mapping[str, Any]) -> dict[str, Any]:
+        declared = tuple(declaration.get("infrastructure") or ())
+        return {
+            **declaration,
+            "infrastructure": [*declared, *(s for s in STORES if s not in declared)],
+        }
+
+    if isinstance(stack_spec, Mapping) and "domain" in stack_spec:
+        return started(stack_spec)
+    if isinstance(stack_spec, Mapping):
+        return {k: started(d) if isinstance(d, Mapping) and "domain" in d else d
+                for k, d in stack_spec.items()}  # fmt: skip
+    return stack_spec
+
+
 def _declarations(stack_spec: Any) -> list[Mapping[str, Any]]:
     """A run's stack declarations: one, or a group's by stack name."""
     if not isinstance(stack_spec, Mapping):

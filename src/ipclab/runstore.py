@@ -268,7 +268,7 @@ def measuring_code(
     derived = runcode.derive(
         writers=[*writers, *runcode.parameter_modules(parameters)],
         stacks=[s for s in str(stack or "").split("+") if s],
-        stack_spec=stack_spec,
+        stack_spec=runcode.as_started(stack_spec, parameters),
         backend=backend,
         root=root,
     )
