@@ -41,11 +41,14 @@ endif
 # must not run beside each other (docker, CPU affinity, ...) in one group, "serial"
 # (tests/conftest.py). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
+# SETUP= skips the setup step of test, test-fast and reproduce, for a caller that has just
+# installed everything itself (.ci/run: a `make setup` re-checks the whole lock, ~10 s each)
+SETUP ?= setup
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
-test: setup
+test: $(SETUP)
 	$(PYTHON) -m pytest $(XDIST) -q -ra --durations=30
 
-test-fast: setup
+test-fast: $(SETUP)
 	$(PYTHON) -m pytest $(XDIST) -q -m "not slow and not docker"
 
 # Every stack of the registry, 10,000 inputs per target (docs/fuzzing.md; 15-30 min on
@@ -53,7 +56,7 @@ test-fast: setup
 fuzz: setup
 	$(PYTHON) -m ipclab.fuzz --out docs/fuzzing.md
 
-reproduce: setup $(if $(filter docker,$(BACKEND)),docker-engine)
+reproduce: $(SETUP) $(if $(filter docker,$(BACKEND)),docker-engine)
 	$(PYTHON) -m ipclab.cli reproduce --profile $(PROFILE) --backend $(BACKEND) --out $(OUT)
 
 report:
