@@ -66,6 +66,33 @@ def test_bootstrap_means_ratio_and_p_value() -> None:
 # --------------------------------------------------------------------------- tests, effect size
 
 
+def test_interval_text_prints_estimate_and_interval_with_each_option() -> None:
+    """The one ``estimate [low, high]`` text (issue 49): number format, and what it prints
+    without an estimate or an interval, as each table, README and report asks."""
+    nan, inf = float("nan"), float("inf")
+    text = stats.interval_text
+    assert text(1.23456, 1.1, 1.4) == "1.235 [1.1, 1.4]"
+    assert text(1234.5, 1000, 1500.25, ",.1f") == "1,234.5 [1,000.0, 1,500.2]"
+    assert text(2.0, 1.0, 3.0, lambda x: f"<{x:g}>") == "<2> [<1>, <3>]"
+    # without an estimate (NaN, None, inf, not a number): the stand-in, or every number as is
+    assert [text(x, 1, 2) for x in (nan, None, inf, "?", pd.NA)] == ["-"] * 5
+    assert text(nan, 1, 2, missing="not measured") == "not measured"
+    assert text(nan, nan, nan, missing=None) == "nan [nan, nan]"
+    # without an interval (either end missing): the estimate alone and a note, or the ends
+    assert text(2.0, nan, 3.0, ".1f") == text(2.0, 1.0, None, ".1f") == "2.0"
+    assert text(2.0, nan, nan, ".1f", no_interval=" (1 run)") == "2.0 (1 run)"
+    assert text(2.0, nan, nan, ".1f", no_interval=None) == "2.0 [nan, nan]"
+    # an open end (censored data) is a bound only with open_ends, and so is an inf estimate
+    assert text(5.0, 2.0, inf, ".0f") == "5"
+    assert text(5.0, 2.0, inf, ".0f", open_ends=True) == "5 [2, inf]"
+    assert text(inf, 2.0, inf, ".0f", open_ends=True) == "inf [2, inf]"
+    assert text(nan, 1, 2, open_ends=True) == "-"
+    # a point interval: the estimate alone only when asked
+    assert text(2.0, 2.0, 2.0, ".1f") == "2.0 [2.0, 2.0]"
+    assert text(2.0, 2.0001, 1.9999, ".1f", point=True) == "2.0"
+    assert str(stats.Interval(1.5, nan, nan, 1)) == "1.5 [nan, nan]"
+
+
 def test_cliffs_delta_known_values() -> None:
     assert stats.cliffs_delta([1, 2, 3], [1, 2, 3]) == 0.0
     assert stats.cliffs_delta([4, 5, 6], [1, 2, 3]) == 1.0

@@ -54,6 +54,8 @@ PUBLIC = [
 ADDED = ["log_ratio_interval_by_sitting", "pooled_cv2", "sittings", "stratified_permutation_p"]
 #: ... and the plausibility check's (docs/statistics.md §9).
 ADDED += ["PlausibilityLimits", "plausibility_check"]
+#: ... and the one text of an interval, ``estimate [low, high]`` (issue 49).
+ADDED += ["interval_text"]
 
 
 def ipclab_imports(path: Path) -> set[str]:

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ipclab import robustness as rb
@@ -41,6 +40,7 @@ from ipclab.availability.estimators import availability_summary
 from ipclab.availability.model import STARTUP
 from ipclab.runs import Run, read_run
 from ipclab.stats.cells import cell_summary
+from ipclab.stats.intervals import interval_text
 from ipclab.stats.run_table import run_metrics
 
 #: the statistics of a kind of run whose value is one number per run (summary.json's or
@@ -277,23 +277,17 @@ def compare(a: str | Path, b: str | Path) -> Comparison:
     return Comparison(sa, sb, cells, only, compare_claims(sa.path, sb.path))
 
 
-def _ci(est: float, low: float, high: float) -> str:
-    if not np.isfinite(est):
-        return "-"
-    return f"{est:.4g} [{low:.4g}, {high:.4g}]" if np.isfinite(low) and np.isfinite(high) \
-        else f"{est:.4g}"  # fmt: skip
-
-
 def cells_shown(c: Comparison) -> pd.DataFrame:
     """The cells' table as text columns (the command's table and its Markdown)."""
     t = c.cells
     return pd.DataFrame({
         "cell": t["cell"], "statistic": t["statistic"],
-        "A": [_ci(*x) for x in zip(t["a"], t["a_low"], t["a_high"], strict=True)],
+        "A": [interval_text(*x) for x in zip(t["a"], t["a_low"], t["a_high"], strict=True)],
         "n A": t["n_a"].astype("Int64"),
-        "B": [_ci(*x) for x in zip(t["b"], t["b_low"], t["b_high"], strict=True)],
+        "B": [interval_text(*x) for x in zip(t["b"], t["b_low"], t["b_high"], strict=True)],
         "n B": t["n_b"].astype("Int64"),
-        "B/A": [_ci(*x) for x in zip(t["b_over_a"], t["ratio_low"], t["ratio_high"], strict=True)],
+        "B/A": [interval_text(*x)
+                for x in zip(t["b_over_a"], t["ratio_low"], t["ratio_high"], strict=True)],
         "agree": t["agree"],
     })  # fmt: skip
 

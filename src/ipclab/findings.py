@@ -38,6 +38,7 @@ from ipclab.claims import (
     tally,
 )
 from ipclab.claims import distinct_tests as _distinct
+from ipclab.stats.intervals import interval_text
 
 BLOCK = re.compile(r"<!-- findings: (?P<label>\S+) -->\n(?P<body>.*?)<!-- /findings -->", re.S)
 
@@ -86,10 +87,9 @@ def _estimate(r: pd.Series) -> str:
     if est == "nan":  # no ratio (0 against 0): the two sides
         a, b = _num(r.get("measured_a")), _num(r.get("measured_b"))
         return f"a = {a} against b = {b} (no ratio)"
-    lo, hi = _num(r.get("ci_low")), _num(r.get("ci_high"))
-    ci = f" [{lo}, {hi}]" if lo != "nan" and hi != "nan" else ""
+    ci = interval_text(r.get("measured_ratio"), r.get("ci_low"), r.get("ci_high"), ".3g")
     p = _num(r.get("p_value"))
-    return f"a/b = {est}{ci}" + (f", adjusted p = {p}" if p != "nan" else "")
+    return f"a/b = {ci}" + (f", adjusted p = {p}" if p != "nan" else "")
 
 
 def _line(table: pd.DataFrame, r: pd.Series) -> str:

@@ -37,6 +37,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from ipclab.claims import INCONCLUSIVE, UNDERPOWERED
+from ipclab.stats.intervals import interval_text
 
 AGREE = "agree"
 NOISE = "noise"
@@ -178,13 +179,6 @@ def agreement_sentence(
     )
 
 
-def _ci(est: object, low: object, high: object) -> str:
-    e, lo, hi = (float(x) if pd.notna(x) else math.nan for x in (est, low, high))  # type: ignore[arg-type]
-    if not np.isfinite(e):
-        return "-"
-    return f"{e:.3g} [{lo:.3g}, {hi:.3g}]" if np.isfinite(lo) and np.isfinite(hi) else f"{e:.3g}"
-
-
 def agreement_markdown(
     table: pd.DataFrame, title: str, labels: tuple[str, str], factor: str
 ) -> str:
@@ -204,16 +198,17 @@ def agreement_text(table: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame
     disagreement (the README block's and ``ipclab compare``'s columns)."""
     la, lb = labels
 
+    def ci(*columns: str) -> list[str]:
+        return [interval_text(*x, ".3g") for x in zip(*(table[c] for c in columns), strict=True)]
+
     def est(side: str) -> list[str]:
-        return [_ci(r[f"{side}_measured_ratio"], r[f"{side}_ci_low"], r[f"{side}_ci_high"])
-                for _, r in table.iterrows()]  # fmt: skip
+        return ci(f"{side}_measured_ratio", f"{side}_ci_low", f"{side}_ci_high")
 
     return pd.DataFrame({
         "claim": table["claim_id"].astype(str), "comparison": table["comparison"].astype(str),
         f"{la} a/b": est(la), f"{la} verdict": table[f"{la}_verdict"].astype(str),
         f"{lb} a/b": est(lb), f"{lb} verdict": table[f"{lb}_verdict"].astype(str),
-        f"{lb}/{la}": [_ci(r[f"{lb}_over_{la}"], r["ratio_low"], r["ratio_high"])
-                       for _, r in table.iterrows()],
+        f"{lb}/{la}": ci(f"{lb}_over_{la}", "ratio_low", "ratio_high"),
         "verdicts": table["explanation"].astype(str),
     })  # fmt: skip
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ipclab.paths import REPO_ROOT
+from ipclab.stats.intervals import interval_text
 
 REFERENCES = Path("data/runs/reference")
 NOW = ("verdict", "measured_ratio", "ci_low", "ci_high", "p_value")
@@ -57,8 +58,8 @@ def markdown(table: pd.DataFrame, revision: str) -> str:
         out += [f"## {ref}: {name} ({len(g)})", ""]
         out += ["| claim | before | after | ratio [95% CI] | p |", "|---|---|---|---|---|"]
         for r in g.itertuples():
-            est = "-" if pd.isna(r.measured_ratio) else (
-                f"{r.measured_ratio:.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}]")  # fmt: skip
+            est = interval_text(r.measured_ratio, r.ci_low, r.ci_high, ".3g", no_interval=None,
+                                open_ends=True)  # fmt: skip
             p = "-" if pd.isna(r.p_value) else f"{r.p_value:.2g}"
             out.append(f"| {r.claim_id} | {r.before if isinstance(r.before, str) else '-'} "
                        f"| {r.after} | {est} | {p} |")  # fmt: skip

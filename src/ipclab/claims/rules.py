@@ -11,7 +11,7 @@ import numpy as np
 
 from ipclab.paths import REPO_ROOT
 from ipclab.published import Claim
-from ipclab.stats import Interval
+from ipclab.stats import Interval, interval_text
 from ipclab.stats.pilot import MAX_RUNS_PER_CELL
 
 REPRODUCED = "reproduced"
@@ -117,9 +117,9 @@ def _fmt(x: float) -> str:
 
 
 def _ci(r: Interval) -> str:
-    if np.isnan(r.low) and np.isnan(r.high) and np.isfinite(r.estimate):
-        return _fmt(r.estimate)  # the estimate alone (too few runs for an interval)
-    return f"{_fmt(r.estimate)} [{_fmt(r.low)}, {_fmt(r.high)}]"
+    """The estimate alone without an interval (too few runs); an open end (censored data)
+    reads inf; an undefined estimate shows its interval as it is (``nan [nan, nan]``)."""
+    return interval_text(r.estimate, r.low, r.high, missing=None, open_ends=True)
 
 
 def size_words(claim: Claim) -> str:

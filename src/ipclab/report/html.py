@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ipclab.stats.intervals import interval_text
+
 PORTRAIT_PT = 516.0  # A4 portrait minus 14 mm margins each side
 LANDSCAPE_PT = 762.0  # A4 landscape minus 14 mm margins each side
 MAX_FONT_PT = 9.0
@@ -84,14 +86,11 @@ def fmt_p(x: object) -> str:
 
 
 def fmt_ci(estimate: object, low: object, high: object) -> str:
-    """``1.23 [1.10, 1.40]``; the estimate alone when there is no interval."""
-    if is_missing(estimate):
-        return "–"
-    if is_missing(low) or is_missing(high):
-        return f"{fmt_num(estimate)} (no CI)"
-    if fmt_num(low) == fmt_num(high) == fmt_num(estimate):
-        return fmt_num(estimate)  # a deterministic measure: the interval is a point
-    return f"{fmt_num(estimate)} [{fmt_num(low)}, {fmt_num(high)}]"
+    """``1.23 [1.10, 1.40]``; ``2 (no CI)`` without an interval; the estimate alone when the
+    interval is a point (a deterministic measure)."""
+    return interval_text(
+        estimate, low, high, fmt_num, missing="–", no_interval=" (no CI)", point=True
+    )
 
 
 def fmt_text(x: object) -> str:

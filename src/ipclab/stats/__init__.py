@@ -9,9 +9,10 @@ are not independent). Every random step takes a ``seed``.
 One module per job; every public name is importable from here (``from ipclab import stats``):
 
 - pure statistics of samples (numpy and scipy only, no run reading): :mod:`.samples`,
-  :mod:`.intervals` (t, log-ratio and bootstrap intervals), :mod:`.comparisons` (Welch,
-  permutation, Mann-Whitney, Cliff's delta, Holm), :mod:`.power` (repetitions needed),
-  :mod:`.design` (the smallest p a test can reach at its runs, against its Holm level);
+  :mod:`.intervals` (t, log-ratio and bootstrap intervals, and their one text ``estimate
+  [low, high]``), :mod:`.comparisons` (Welch, permutation, Mann-Whitney, Cliff's delta,
+  Holm), :mod:`.power` (repetitions needed), :mod:`.design` (the smallest p a test can
+  reach at its runs, against its Holm level);
 - the per-run table, read from run directories: :mod:`.run_parameters`, :mod:`.run_table`;
 - tables over a per-run table: :mod:`.cells` (per-cell summaries, pairs of styles),
   :mod:`.queueing` (Little's law), :mod:`.saturation`, :mod:`.machine` (the machine check),
@@ -37,6 +38,7 @@ from ipclab.stats.intervals import (
     Interval,
     bootstrap_ci,
     bootstrap_means,
+    interval_text,
     log_ratio_interval,
     t_interval,
 )
@@ -71,6 +73,7 @@ __all__ = [
     "compare_styles",
     "detect_saturation",
     "holm",
+    "interval_text",
     "littles_law",
     "littles_law_table",
     "log_ratio_interval",

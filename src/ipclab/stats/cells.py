@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ipclab.stats.comparisons import compare_samples
-from ipclab.stats.intervals import bootstrap_ci, t_interval
+from ipclab.stats.intervals import bootstrap_ci, interval_text, t_interval
 from ipclab.stats.samples import _clean
 
 #: Per-run metrics that :func:`cell_summary` reports by default.
@@ -73,9 +73,9 @@ def cell_table(summary: pd.DataFrame, metric: str, digits: int = 1) -> pd.DataFr
     s = summary[summary["metric"] == metric]
 
     def fmt(r: pd.Series) -> str:
-        if not np.isfinite(r["ci_low"]):
-            return f"{r['mean']:.{digits}f} (n={int(r['n'])})"
-        return f"{r['mean']:.{digits}f} [{r['ci_low']:.{digits}f}, {r['ci_high']:.{digits}f}]"
+        return interval_text(
+            r["mean"], r["ci_low"], r["ci_high"], f".{digits}f", no_interval=f" (n={int(r['n'])})"
+        )
 
     return s.assign(text=s.apply(fmt, axis=1)).pivot_table(
         index="users", columns="style", values="text", aggfunc="first"

@@ -1,5 +1,7 @@
 """Confidence intervals of per-run values: Student-t, the t interval of a log ratio
-(ratios of means, averages over loads, interactions) and the bootstrap.
+(ratios of means, averages over loads, interactions) and the bootstrap; and the one text of
+an interval, ``estimate [low, high]`` (:func:`interval_text`), that every table, README and
+report prints.
 
 The interval methods of docs/statistics.md (section 2). Per-run values of a cell are means
 over thousands of requests, so close to normal; the t intervals cover at the n used
@@ -36,7 +38,52 @@ class Interval:
         return bool(self.low <= value <= self.high)
 
     def __str__(self) -> str:
-        return f"{self.estimate:.4g} [{self.low:.4g}, {self.high:.4g}]"
+        return interval_text(self.estimate, self.low, self.high, missing=None, no_interval=None)
+
+
+def interval_text(
+    estimate: object,
+    low: object,
+    high: object,
+    number: str | Callable[[float], str] = ".4g",
+    *,
+    missing: str | None = "-",
+    no_interval: str | None = "",
+    open_ends: bool = False,
+    point: bool = False,
+) -> str:
+    """``estimate [low, high]``, e.g. ``1.23 [1.10, 1.40]``: each number by ``number``, a
+    format spec (``".4g"``, ``".2f"``, ``",.0f"``: thousands separated) or a function.
+
+    A value is missing when it is None, NaN, not a number, or +-inf (unless ``open_ends``:
+    then an infinite estimate or end is a value, e.g. the open upper end of a censored
+    MTTF). Without an estimate: ``missing`` (None: the three printed as they are, "nan"
+    included). With an end missing: the estimate alone followed by ``no_interval`` (e.g.
+    ``" (1 run)"``; None: the ends printed as they are). ``point``: the estimate alone when
+    its interval prints as the estimate itself (a measure with no spread)."""
+    e, lo, hi = (_as_float(x) for x in (estimate, low, high))
+
+    def text(x: float) -> str:
+        return number(x) if callable(number) else format(x, number)
+
+    def absent(x: float) -> bool:
+        return math.isnan(x) or (not open_ends and math.isinf(x))
+
+    whole = f"{text(e)} [{text(lo)}, {text(hi)}]"
+    if absent(e):
+        return whole if missing is None else missing
+    if absent(lo) or absent(hi):
+        return whole if no_interval is None else text(e) + no_interval
+    if point and text(lo) == text(hi) == text(e):
+        return text(e)
+    return whole
+
+
+def _as_float(x: object) -> float:
+    try:
+        return float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def bootstrap_means(

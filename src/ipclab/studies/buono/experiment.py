@@ -33,7 +33,7 @@ from ipclab.claims import mark_underpowered, run_hours
 from ipclab.experiments import Experiment, load_runs
 from ipclab.paths import from_repo
 from ipclab.runs import DEFAULT_ROOT, Run
-from ipclab.stats import log_ratio_interval, t_interval
+from ipclab.stats import interval_text, log_ratio_interval, t_interval
 from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.buono import analysis, heap, memory, procedure, throughput
 from ipclab.studies.buono.stacks import BY_RUNTIME, ENCODERS, THESIS_HEAP
@@ -672,10 +672,11 @@ def summary_markdown(a: Analysis) -> str:
             lines.append(f"- allocations traced, {fmt} flat {count}: peak "
                          f"{g['alloc_peak_mb'].max():.0f} MiB of Python objects")  # fmt: skip
     for _, r in a.throughput_summary.iterrows():
+        ratio = interval_text(*r[["rps_ratio", "rps_ratio_low", "rps_ratio_high"]], ".2f",
+                              missing=None, no_interval=None)  # fmt: skip
         lines.append(
             f"- throughput, {r['payload']} payload ({r['count']}), {r['users']} users: JSON "
-            f"{r['json_rps']:.0f} req/s, Protobuf {r['protobuf_rps']:.0f} req/s, P / J "
-            f"{r['rps_ratio']:.2f} [{r['rps_ratio_low']:.2f}, {r['rps_ratio_high']:.2f}]"
+            f"{r['json_rps']:.0f} req/s, Protobuf {r['protobuf_rps']:.0f} req/s, P / J {ratio}"
         )
     if len(a.claims):
         counts = a.claims["verdict"].value_counts().to_dict()

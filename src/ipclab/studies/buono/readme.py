@@ -6,10 +6,12 @@ cannot drift from the results (``ipclab.findings.fill_blocks``)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pandas as pd
 
+from ipclab.stats import interval_text
 from ipclab.studies.buono.stacks import THESIS_HEAP
 
 METRICS = {
@@ -19,8 +21,8 @@ METRICS = {
 }
 
 
-def _interval(v: float, lo: float, hi: float, digits: int = 2) -> str:
-    return f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+#: ``v [low, high]``, every number as it is (``nan`` included)
+_interval = partial(interval_text, missing=None, no_interval=None)
 
 
 def _outcome(g: pd.DataFrame) -> str:
@@ -62,14 +64,14 @@ def processing_markdown(processing: pd.DataFrame) -> str:
     ]
     ordered = processing.sort_values(["runtime", "count"], ascending=[False, False])
     for _, r in ordered.iterrows():
-        digits = 3 if r["json_ms"] < 0.1 else 2
+        number = ".3f" if r["json_ms"] < 0.1 else ".2f"
         lines.append(
             f"| {r['runtime']} | {r['count']} | {METRICS.get(r['metric'], r['metric'])} "
             f"| {r['runs']} "
-            f"| {_interval(r['json_ms'], r['json_low'], r['json_high'], digits)} "
-            f"| {_interval(r['protobuf_ms'], r['protobuf_low'], r['protobuf_high'], digits)} "
-            f"| {_interval(r['difference_ms'], r['difference_low'], r['difference_high'], digits)} "
-            f"| {_interval(r['faster_pct'], r['faster_pct_low'], r['faster_pct_high'], 1)} |"
+            f"| {_interval(r['json_ms'], r['json_low'], r['json_high'], number)} "
+            f"| {_interval(r['protobuf_ms'], r['protobuf_low'], r['protobuf_high'], number)} "
+            f"| {_interval(r['difference_ms'], r['difference_low'], r['difference_high'], number)} "
+            f"| {_interval(r['faster_pct'], r['faster_pct_low'], r['faster_pct_high'], '.1f')} |"
         )
     return "\n".join(lines)
 

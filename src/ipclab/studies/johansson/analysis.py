@@ -20,6 +20,7 @@ from ipclab import claims as claims_mod
 from ipclab import protocol
 from ipclab.protocol import Table
 from ipclab.runs import Run
+from ipclab.stats import interval_text
 from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.johansson import published
 from ipclab.studies.johansson import serialisation as ser
@@ -120,14 +121,6 @@ def analyse(
     )  # fmt: skip
 
 
-def _md_ci(mean: float, lo: float, hi: float, digits: int = 2) -> str:
-    if not np.isfinite(mean):
-        return "-"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
 def _md_get(cells: pd.DataFrame, metric: str, **key: object) -> tuple[float, float, float, int]:
     sel = cells["metric"] == metric
     for k, v in key.items():
@@ -155,7 +148,9 @@ def summary_markdown(a: Analysis) -> str:
             return "-"
         hit = table[(table["rows"] == rows) & (table["metric"] == "mean_ms")
                     & ~table["sequential"].astype(bool)]  # fmt: skip
-        return _md_ci(*hit[["ratio", "ci_low", "ci_high"]].iloc[0].tolist()) if len(hit) else "-"
+        return (
+            interval_text(*hit[["ratio", "ci_low", "ci_high"]].iloc[0], ".2f") if len(hit) else "-"
+        )
 
     for rows in sorted(a.thesis["rows"].unique()) if len(a.thesis) else []:
         ratio = f"{_ratio(a.thesis_ratios, rows)} | {_ratio(a.thesis_paired, rows)}"
@@ -170,8 +165,8 @@ def summary_markdown(a: Analysis) -> str:
             label = f"{test} ({rows})" if test else f"({rows})"
             out.append(
                 f"| {label} | {'REST' if style == 'rest' else 'GraphQL'} | {m[3]} | "
-                f"{_md_ci(*m[:3])} | {_md_ci(*p[:3])} | {_md_ci(*s[:3])} | "
-                f"{_md_ci(*c[:3], digits=3)} | "
+                f"{interval_text(*m[:3], '.2f')} | {interval_text(*p[:3], '.2f')} | "
+                f"{interval_text(*s[:3], '.2f')} | {interval_text(*c[:3], '.3f')} | "
                 + (f"{ratio} | {thesis} |" if style == "graphql" else " | | |")
             )
     best = a.saturation_best
@@ -187,13 +182,11 @@ def summary_markdown(a: Analysis) -> str:
     for _, b in best.iterrows() if len(best) else []:
         rr = sr[(sr["rows"] == b["rows"]) & (sr["users"] == b["users"]) & (sr["metric"] == "rps")]
         ratio = (
-            _md_ci(*rr[["ratio", "ci_low", "ci_high"]].iloc[0].tolist(), digits=3)
-            if len(rr)
-            else "-"
+            interval_text(*rr[["ratio", "ci_low", "ci_high"]].iloc[0], ".3f") if len(rr) else "-"
         )
         out.append(
             f"| {b['rows']} | {'REST' if b['style'] == 'rest' else 'GraphQL'} | "
-            f"{_md_ci(b['rps'], b['rps_ci_low'], b['rps_ci_high'], 0)} | {b['users']} | "
+            f"{interval_text(b['rps'], b['rps_ci_low'], b['rps_ci_high'], '.0f')} | {b['users']} | "
             f"{b['mean_ms']:.0f} | {ratio if b['style'] == 'graphql' else ''} |"
         )
     return "\n".join(out)

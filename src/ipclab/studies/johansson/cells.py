@@ -6,6 +6,7 @@ beside the thesis's tests 1-3, and the saturation throughput per size and interf
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,13 +29,8 @@ def summarise(table: pd.DataFrame, metrics: Sequence[str], by: Sequence[str]) ->
     return stats.cell_summary(table, metrics, by=by)
 
 
-def interval_text(mean: float, lo: float, hi: float, digits: int = 1) -> str:
-    """``mean [low, high]``; ``(1 run)`` without an interval; ``not measured`` without a mean."""
-    if not np.isfinite(mean):
-        return "not measured"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return f"{mean:.{digits}f} (1 run)"
-    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+#: ``mean [low, high]``; ``(1 run)`` without an interval; ``not measured`` without a mean
+_interval = partial(stats.interval_text, missing="not measured", no_interval=" (1 run)")
 
 
 def wide(cells: pd.DataFrame, metrics: Sequence[str], keys: Sequence[str]) -> pd.DataFrame:
@@ -43,7 +39,7 @@ def wide(cells: pd.DataFrame, metrics: Sequence[str], keys: Sequence[str]) -> pd
         return pd.DataFrame()
     c = cells[cells["metric"].isin(metrics)].copy()
     c["text"] = [
-        interval_text(m, lo, hi, 3 if abs(m) < 10 else 1) for m, lo, hi in
+        _interval(m, lo, hi, ".3f" if abs(m) < 10 else ".1f") for m, lo, hi in
         zip(c["mean"], c["ci_low"], c["ci_high"], strict=True)
     ]  # fmt: skip
     out = c.pivot_table(index=list(keys), columns="metric", values="text", aggfunc="first")
@@ -86,15 +82,15 @@ def side_by_side(cells: pd.DataFrame, ratio_table: pd.DataFrame) -> pd.DataFrame
                 "published_mean_ms": r["mean_ms"],
                 "published_max_ms": r["max_ms"],
                 "measured_mean_ms": mean["mean"],
-                "measured_mean_ci": interval_text(mean["mean"], mean["ci_low"], mean["ci_high"], 2),
+                "measured_mean_ci": _interval(mean["mean"], mean["ci_low"], mean["ci_high"], ".2f"),
                 "measured_p95_ms": p95["mean"],
-                "measured_p95_ci": interval_text(p95["mean"], p95["ci_low"], p95["ci_high"], 2),
+                "measured_p95_ci": _interval(p95["mean"], p95["ci_low"], p95["ci_high"], ".2f"),
                 "runs": int(mean["n"]),
                 "published_ratio": float(rat.loc[int(r["test"]), "ratio"]),
                 "published_printed": rat.loc[int(r["test"]), "printed_as"],
                 "measured_ratio": ratio["ratio"],
-                "measured_ratio_ci": interval_text(
-                    ratio["ratio"], ratio["ci_low"], ratio["ci_high"], 3
+                "measured_ratio_ci": _interval(
+                    ratio["ratio"], ratio["ci_low"], ratio["ci_high"], ".3f"
                 ),
             }
         )

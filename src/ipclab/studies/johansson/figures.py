@@ -26,6 +26,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ipclab.protocol import Plot
+from ipclab.stats import interval_text
 from ipclab.studies.johansson import published
 
 STYLES = ("rest", "graphql")
@@ -106,9 +107,8 @@ def means_figure(
     b.bar(x, means, color=[COLORS[s] for s in STYLES], yerr=np.array(err).T, capsize=6)
     title = f"Measured ({rows} rows per table)"
     if ratio is not None and np.isfinite(ratio.get("ratio", np.nan)):
-        lo, hi = ratio.get("ci_low", np.nan), ratio.get("ci_high", np.nan)
-        ci = f" [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else ""
-        title += f":\nGraphQL/REST = {ratio['ratio']:.2f}{ci}"
+        ci = interval_text(ratio["ratio"], ratio.get("ci_low"), ratio.get("ci_high"), ".2f")
+        title += f":\nGraphQL/REST = {ci}"
     b.set_title(title)
     for ax in (a, b):
         ax.set_xticks(x, [SHORT[s] for s in STYLES])

@@ -475,14 +475,6 @@ SOURCES = {
 }
 
 
-def _ci(mean: float, lo: float, hi: float, digits: int) -> str:
-    if not np.isfinite(mean):
-        return "-"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return f"{mean:,.{digits}f}"
-    return f"{mean:,.{digits}f} [{lo:,.{digits}f}, {hi:,.{digits}f}]"
-
-
 def _num(x: float, digits: int) -> str:
     return f"{x:,.{digits}f}" if np.isfinite(x) else "-"
 
@@ -539,7 +531,7 @@ def table3_text(t3: pd.DataFrame) -> pd.DataFrame:
 
 
 def _row_ci(r: pd.Series, metric: str, digits: int) -> str:
-    return _ci(float(r[metric]), float(r[f"{metric}_low"]), float(r[f"{metric}_high"]), digits)
+    return stats.interval_text(r[metric], r[f"{metric}_low"], r[f"{metric}_high"], f",.{digits}f")
 
 
 def hosts_text(cells: pd.DataFrame) -> pd.DataFrame:
@@ -600,10 +592,10 @@ def gc_text(cells: pd.DataFrame) -> pd.DataFrame:
                 "threshold ms": _num(float(r["threshold_ms"]), 1),
                 "extremes": f"{int(r['extremes'])} ({int(r['episodes'])} episodes)",
                 "with a GC": _num(float(r["with_gc"]), 0),
-                "share with a GC [95% CI]": _ci(r["fraction"], r["fraction_low"],
-                                                r["fraction_high"], 3),
-                "other requests with a GC": _ci(r["baseline_fraction"], r["baseline_low"],
-                                                r["baseline_high"], 4),
+                "share with a GC [95% CI]": stats.interval_text(
+                    r["fraction"], r["fraction_low"], r["fraction_high"], ",.3f"),
+                "other requests with a GC": stats.interval_text(
+                    r["baseline_fraction"], r["baseline_low"], r["baseline_high"], ",.4f"),
                 "major GCs per run": gcs or ("none" if r["runs_with_logs"] else "no role logs"),
             }
         )  # fmt: skip
@@ -640,7 +632,8 @@ def adapters_text(effect: pd.DataFrame) -> pd.DataFrame:
                 "delay (ms)": f"{float(r['delay_ms']):g}", "metric": r["metric"],
                 "python": _num(r["python"], 2), "native": _num(r["native"], 2),
                 "runs (python, native)": f"{r['runs_python']}, {r['runs_native']}",
-                "native / python [95% CI]": _ci(r["ratio"], r["ci_low"], r["ci_high"], 3),
+                "native / python [95% CI]": stats.interval_text(
+                    r["ratio"], r["ci_low"], r["ci_high"], ",.3f"),
                 "p": _num(r["p"], 4), "p (Holm)": _num(r["p_holm"], 4),
             }
         )  # fmt: skip

@@ -310,8 +310,7 @@ def gc_verdict(c: Claim, e: claims_mod.Effect, comb: gcshift.Combined, p: float,
             f"too few repetitions (n={comb.runs}, need >= {rules.min_repetitions})")  # fmt: skip
     r = e.ratio
     txt = (f"share {comb.observed:.4g} against {comb.expected:.4g} under shifted GC "
-           f"schedules over {comb.runs} runs, ratio {r.estimate:.4g} [{r.low:.4g}, "
-           f"{r.high:.4g}], p = {p:.4g}")  # fmt: skip
+           f"schedules over {comb.runs} runs, ratio {r}, p = {p:.4g}")  # fmt: skip
     if not (np.isfinite(p) and p < rules.alpha):
         return claims_mod.INCONCLUSIVE, f"{txt}: not significant at {rules.alpha}"
     if not (np.isfinite(r.low) and np.isfinite(r.high)):

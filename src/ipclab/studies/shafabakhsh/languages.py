@@ -34,7 +34,7 @@ from ipclab.stacks import resolve
 from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.shafabakhsh import figures as figs
 from ipclab.studies.shafabakhsh import performance as perf
-from ipclab.studies.shafabakhsh.readme import ci, machine_markdown, span
+from ipclab.studies.shafabakhsh.readme import machine_markdown, span
 from ipclab.studies.shafabakhsh.stacks import COMPARED, IN_GO
 
 LANGUAGES = {"python": tuple(s.name for s in COMPARED), "go": tuple(s.name for s in IN_GO)}
@@ -720,12 +720,7 @@ def markdown_tables(a: Analysis) -> str:
     closing note), from the analysis, never typed."""
 
     def ci(row: pd.Series, key: str, digits: int) -> str:
-        est, lo, hi = row[key], row[f"{key}_low"], row[f"{key}_high"]
-        if not np.isfinite(est):
-            return "-"
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            return f"{est:.{digits}f}"
-        return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+        return stats.interval_text(row[key], row[f"{key}_low"], row[f"{key}_high"], f".{digits}f")
 
     anchored = "go_over_anchor_rps" in a.side_by_side.columns
     extra = " Go / Python same sitting req/s |" if anchored else ""
@@ -785,7 +780,7 @@ def relative_markdown(a: Analysis) -> str:
         cells = []
         for style in ("grpc", "amqp"):
             x = g[g["style"] == style].iloc[0]
-            cells.append(ci(x["ratio"], x["ci_low"], x["ci_high"], 2))
+            cells.append(stats.interval_text(x["ratio"], x["ci_low"], x["ci_high"], ".2f"))
         lines.append(f"| {lang} | {users} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
 

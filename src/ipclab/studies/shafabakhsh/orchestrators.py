@@ -32,10 +32,10 @@ from ipclab.experiments import Experiment
 from ipclab.paths import from_repo
 from ipclab.protocol import Table
 from ipclab.runs import Run
-from ipclab.stats import log_ratio_interval
+from ipclab.stats import interval_text, log_ratio_interval
 from ipclab.studies.shafabakhsh import ratios
 from ipclab.studies.shafabakhsh.performance import LANGUAGE_DEVIATION
-from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown, sitting_markdown
+from ipclab.studies.shafabakhsh.readme import LABELS, machine_markdown, sitting_markdown
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 BACKENDS = ("docker", "kubernetes")  # baseline, treated
@@ -230,8 +230,8 @@ def means_markdown(runs: pd.DataFrame) -> str:
                 continue
             rps, ms = (stats.t_interval(g[m].dropna().to_numpy(float)) for m in ("rps", "mean_ms"))
             req_s, mean = (
-                ci(rps.estimate, rps.low, rps.high, 0),
-                ci(ms.estimate, ms.low, ms.high, 1),
+                interval_text(rps.estimate, rps.low, rps.high, ".0f"),
+                interval_text(ms.estimate, ms.low, ms.high, ".1f"),
             )
             failures = int(g["failures"].sum())
             lines.append(
@@ -246,8 +246,8 @@ def styles_markdown(styles: pd.DataFrame) -> str:
         "|---|---|---|---|---|",
     ]
     for _, r in styles.iterrows():
-        cells = [ci(r[b], r[f"{b}_low"], r[f"{b}_high"], 3) for b in BACKENDS]
-        both = ci(r["interaction"], r["low"], r["high"], 3)
+        cells = [interval_text(r[b], r[f"{b}_low"], r[f"{b}_high"], ".3f") for b in BACKENDS]
+        both = interval_text(r["interaction"], r["low"], r["high"], ".3f")
         lines.append(f"| {LABELS.get(r['style'], r['style'])} | {r['metric']} | "
                      f"{' | '.join(cells)} | {both} |")  # fmt: skip
     return "\n".join(lines)

@@ -28,7 +28,7 @@ from ipclab.runs import DEFAULT_ROOT, Run
 from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.shafabakhsh import complexity, published
 from ipclab.studies.shafabakhsh import figures as figs
-from ipclab.studies.shafabakhsh.readme import LABELS, ci, machine_markdown, sitting_markdown
+from ipclab.studies.shafabakhsh.readme import LABELS, machine_markdown, sitting_markdown
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 STACKS = tuple(s.name for s in COMPARED)
@@ -533,7 +533,7 @@ def _side(row: pd.Series, relation: str) -> str:
 
 def _ratio_text(row: pd.Series) -> str:
     est, lo, hi = (float(row[k]) for k in ("measured_ratio", "ci_low", "ci_high"))
-    return f"{ci(est, lo, hi, 2)}x"
+    return f"{stats.interval_text(est, lo, hi, '.2f')}x"
 
 
 def headline_markdown(claims: pd.DataFrame) -> str:
@@ -606,7 +606,9 @@ def cells_markdown(a: Analysis) -> str:
                  ("rps", "mean_ms", "p50_ms", "p95_ms", "p99_ms")}  # fmt: skip
             if not len(c["rps"]):
                 continue
-            cell = [ci(c[m]["mean"], c[m]["ci_low"], c[m]["ci_high"], 0) for m in c]
+            cell = [
+                stats.interval_text(c[m]["mean"], c[m]["ci_low"], c[m]["ci_high"], ".0f") for m in c
+            ]
             p = pub.loc[(style, int(users))] if (style, int(users)) in pub.index else None
             shown = f"{p['rps']:.1f}, {p['mean_ms'] / 1000:.2f}" if p is not None else "-"
             lines.append(f"| {LABELS[style]} | {int(users)} | {int(c['rps']['n'])} | "

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ipclab.stats import log_ratio_interval
+from ipclab.stats import interval_text, log_ratio_interval
 from ipclab.studies.shafabakhsh import figures as figs
-from ipclab.studies.shafabakhsh.readme import LABELS, ci
+from ipclab.studies.shafabakhsh.readme import LABELS
 
 
 def ratio_column(treated: str, baseline: str) -> str:
@@ -54,7 +54,9 @@ def ratios_markdown(ratios: pd.DataFrame, metrics: tuple[str, ...], column: str)
     for (style, users), g in ratios.groupby(["style", "users"], sort=False):
         by = g.set_index("metric")
         cells = [
-            ci(*(float(by.at[m, c]) for c in (column, "low", "high")), 3) if m in by.index else "-"
+            interval_text(*(by.at[m, c] for c in (column, "low", "high")), ".3f")
+            if m in by.index
+            else "-"
             for m in metrics
         ]
         runs = int(g["runs"].min())

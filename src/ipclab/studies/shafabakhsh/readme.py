@@ -9,19 +9,9 @@ findings blocks that :func:`ipclab.findings.write_findings` fills from the claim
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 LABELS = {"rest": "REST", "grpc": "gRPC", "amqp": "AMQP"}
-
-
-def ci(est: float, lo: float, hi: float, digits: int) -> str:
-    """'12.3 [11.0, 13.6]'; the estimate alone without an interval; '-' without a value."""
-    if not np.isfinite(est):
-        return "-"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return f"{est:.{digits}f}"
-    return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def span(values: pd.Series, digits: int) -> str:

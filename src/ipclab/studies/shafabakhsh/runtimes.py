@@ -249,13 +249,6 @@ def _across(row: pd.Series, held: list[str]) -> str:
     return DIFFERS if "runtime" in whys else UNDECIDED
 
 
-def _estimate(est: object, low: object, high: object) -> str:
-    e, lo, hi = (float(x) if pd.notna(x) else float("nan") for x in (est, low, high))  # type: ignore[arg-type]
-    if e != e:  # NaN: no estimate
-        return "-"
-    return f"{e:.3g} [{lo:.3g}, {hi:.3g}]" if lo == lo and hi == hi else f"{e:.3g}"
-
-
 def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`verdict_table` as the report shows it: per claim and store, one column per
     runtime (its verdict and estimate a/b [95% interval]), each other runtime against
@@ -268,7 +261,7 @@ def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
             out[LABELS[r]] = "not measured"
             continue
         cols = [table[f"{r}_{c}"] for c in ("measured_ratio", "ci_low", "ci_high")]
-        est = [_estimate(*x) for x in zip(*cols, strict=True)]
+        est = [stats.interval_text(*x, ".3g", open_ends=True) for x in zip(*cols, strict=True)]
         verdict = table[f"{r}_verdict"].fillna("not measured").astype(str)
         out[LABELS[r]] = [v if e == "-" else f"{v}, {e}" for v, e in zip(verdict, est, strict=True)]
     for c in table.columns:

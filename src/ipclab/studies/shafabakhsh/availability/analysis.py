@@ -18,6 +18,7 @@ from ipclab.availability.outage import CLASSES, classify_requests, outage_table
 from ipclab.availability.recovery import decompose
 from ipclab.published import Claim
 from ipclab.runs import Run
+from ipclab.stats.intervals import interval_text
 from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.shafabakhsh import published
 from ipclab.studies.shafabakhsh.availability import pricing, until_failure
@@ -128,7 +129,7 @@ def _fmt_est(v: Any, lo: Any, hi: Any, digits: int, censored: bool = False) -> s
 
     if censored or v is None or pd.isna(v):
         return f"censored, > {f(lo)}" if lo is not None and not pd.isna(lo) else "no value"
-    return f"{f(v)} [{f(lo)}, {f(hi)}]"
+    return interval_text(v, lo, hi, f, no_interval=None, open_ends=True)  # a missing end: "-"
 
 
 def readable(summary: pd.DataFrame) -> pd.DataFrame:
