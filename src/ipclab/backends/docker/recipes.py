@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -180,14 +181,30 @@ RUNTIME_RECIPES: tuple[ImageRecipe, ...] = (GO, JAVA, NODE)
 
 HARNESS_SOURCES = REPO_ROOT / "src" / "ipclab"
 LOAD_PACKAGES = ("locust", "pyarrow")  # what Locust's pods add to the services image
-LOCUST_WHEELS = REPO_ROOT / "build" / "locust-wheels"  # downloaded once per version set
+# their wheels by version and sha256, at .ci/requirements.lock's versions (the harness's):
+# made by uv, ``bash scripts/python-lock.sh --load``
+LOCUST_LOCK = REPO_ROOT / "compose" / "locust" / "requirements.lock"
+LOCUST_WHEELS = REPO_ROOT / "build" / "locust-wheels"  # downloaded once per lock
+
+
+def locked_versions(lock: Path = LOCUST_LOCK) -> dict[str, str]:
+    """A uv/pip-compile lock's ``name==version`` lines: canonical name -> version."""
+    if not lock.is_file():
+        raise RecipeError(f"{lock} is missing: bash scripts/python-lock.sh --load")
+    out = {}
+    for line in lock.read_text().splitlines():
+        if m := re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", line):
+            out[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(2)
+    return out
 
 
 def locust_requirements() -> list[str]:
-    """The load image's packages at the host's versions: the pods' Locust is the harness's."""
-    import importlib.metadata
-
-    return [f"{name}=={importlib.metadata.version(name)}" for name in LOAD_PACKAGES]
+    """The load image's packages at their locked versions (the harness's Locust)."""
+    versions = locked_versions()
+    missing = [name for name in LOAD_PACKAGES if name not in versions]
+    if missing:
+        raise RecipeError(f"{LOCUST_LOCK} lacks {', '.join(missing)}: regenerate it")
+    return [f"{name}=={versions[name]}" for name in LOAD_PACKAGES]
 
 
 def _harness_files() -> list[Path]:
@@ -196,28 +213,37 @@ def _harness_files() -> list[Path]:
     )
 
 
-def _locust_build(dest: Path) -> None:
-    """The wheels of Locust and pyarrow (the host's versions, their dependencies at the
-    host's versions too: ``pip freeze`` as constraints) and the harness's sources."""
-    from ipclab.backends.docker import wheellock
+def download_locked_wheels(lock: Path, dest: Path) -> list[Path]:
+    """The lock's wheels for the image in ``dest`` (a folder per lock: downloaded once), by
+    pip in hash-checking mode: a file whose sha256 is none of the lock's is refused and
+    nothing is kept; pip's words are the error."""
+    from ipclab.backends.docker.wheellock import pip_download_args
 
-    requirements = locust_requirements()
-    cache = LOCUST_WHEELS / hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:16]
+    cache = dest / hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
     if not (cache / "complete").exists():
         shutil.rmtree(cache, ignore_errors=True)
         cache.mkdir(parents=True)
-        constraints = cache / "constraints.txt"
-        constraints.write_text(wheellock.host_constraints())
-        try:
-            wheellock._pip_download([*requirements, "-c", str(constraints)], cache)
-        except (OSError, subprocess.CalledProcessError) as e:
-            raise RecipeError(f"downloading the load image's wheels failed: {e}") from None
+        done = subprocess.run(
+            pip_download_args(["--require-hashes", "-r", str(lock)], cache),
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if done.returncode != 0:
+            shutil.rmtree(cache, ignore_errors=True)
+            raise RecipeError(
+                f"downloading the wheels of {lock} failed (pip --require-hashes):\n"
+                + done.stderr.strip()[-2000:]
+            )
         (cache / "complete").write_text("")
-    wheels = sorted(cache.glob("*.whl"))
-    shutil.copytree(cache, dest / "wheels", ignore=shutil.ignore_patterns("complete", "*.txt"))
-    sums = "".join(f"{wheellock.sha256_file(w)}  {w.name}\n" for w in wheels)
-    (dest / "wheels.sha256").write_text(sums)
-    (dest / "requirements.txt").write_text("".join(f"{r}\n" for r in requirements))
+    return sorted(cache.glob("*.whl"))
+
+
+def _locust_build(dest: Path) -> None:
+    """The locked wheels of Locust and pyarrow and their dependencies (``LOCUST_LOCK``), the
+    lock the image installs them by, and the harness's sources."""
+    (dest / "wheels").mkdir()
+    for wheel in download_locked_wheels(LOCUST_LOCK, LOCUST_WHEELS):
+        shutil.copy2(wheel, dest / "wheels" / wheel.name)
+    shutil.copy2(LOCUST_LOCK, dest / "requirements.lock")
     for source in _harness_files():
         target = dest / "ipclab" / source.relative_to(HARNESS_SOURCES)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -225,12 +251,12 @@ def _locust_build(dest: Path) -> None:
 
 
 def _locust_inputs() -> str:
-    """The packages' versions and the harness's sources (the user modules, the recorder)."""
+    """The lock and the harness's sources (the user modules, the recorder)."""
     digest = hashlib.sha256()
     for source in _harness_files():
         digest.update(str(source.relative_to(HARNESS_SOURCES)).encode() + b"\0")
         digest.update(source.read_bytes())
-    return "\n".join([*locust_requirements(), digest.hexdigest()])
+    return "\n".join([LOCUST_LOCK.read_text(), digest.hexdigest()])
 
 
 # Locust's master and workers as pods (the kubernetes backend): no network in the build

@@ -223,16 +223,18 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _pip_download(args: list[str], dest: Path) -> None:
+def pip_download_args(args: list[str], dest: Path) -> list[str]:
+    """``pip download`` of ``args`` into ``dest``: wheels only, for the container's platform."""
     platforms = [a for p in WHEEL_PLATFORMS for a in ("--platform", p)]
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
-            *platforms, "--python-version", WHEEL_PYTHON, "--implementation", "cp",
-            "--abi", "cp311", "--abi", "abi3", "--abi", "none", "--dest", str(dest), *args,
-        ],
-        check=True,
-    )  # fmt: skip
+    return [
+        sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
+        *platforms, "--python-version", WHEEL_PYTHON, "--implementation", "cp",
+        "--abi", "cp311", "--abi", "abi3", "--abi", "none", "--dest", str(dest), *args,
+    ]  # fmt: skip
+
+
+def _pip_download(args: list[str], dest: Path) -> None:
+    subprocess.run(pip_download_args(args, dest), check=True)
 
 
 def write_lock(dest: Path = LOCK, constraints: str | None = None) -> Path:
