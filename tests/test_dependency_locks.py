@@ -10,7 +10,9 @@ installs each package at its pinned version and fails on one installed at anothe
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -221,3 +223,27 @@ def test_the_load_image_s_download_refuses_a_wheel_whose_hash_differs(tmp_path: 
     with pytest.raises(recipes.RecipeError, match="DO NOT MATCH THE HASHES"):
         recipes.download_locked_wheels(tmp_path / "bad.lock", tmp_path / "bad")
     assert not list((tmp_path / "bad").iterdir())
+
+
+@pytest.mark.slow
+def test_the_load_lock_is_what_uv_makes_of_the_committed_files(tmp_path: Path) -> None:
+    """scripts/python-lock.sh --load, run on copies of its inputs, writes the committed load
+    lock byte for byte: the lock is the kept tool's (uv), not edited by hand."""
+    uv = os.environ.get("UV") or shutil.which("uv")
+    if not uv:
+        pytest.skip("uv is missing (pip install uv, or UV=/path/to/uv)")
+    for path in (
+        "scripts/python-lock.sh",
+        ".ci/requirements.lock",
+        "compose/locust/requirements.in",
+    ):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / path, tmp_path / path)
+    done = subprocess.run(
+        ["bash", str(tmp_path / "scripts" / "python-lock.sh"), "--load"],
+        capture_output=True, text=True, env={**os.environ, "UV": uv}, timeout=300,
+    )  # fmt: skip
+    if done.returncode != 0 and "fetch" in done.stderr.lower():
+        pytest.skip(f"the index not reached: {done.stderr.strip()[-300:]}")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "compose/locust/requirements.lock").read_text() == LOAD_LOCK.read_text()
