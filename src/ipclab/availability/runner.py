@@ -271,8 +271,10 @@ def _decompose_recovery(
             logs = stack.logs()
         except Exception:  # noqa: BLE001 - no logs: start and reconnect stay unknown
             logs = {}
+        known = {(e.get("t"), e.get("role")) for e in read_run(writer.path).events()}
         for e in ready_events(logs, t_start, time.time()):
-            writer.event(e["event"], t=e["t"], role=e["role"])
+            if (e["t"], e["role"]) not in known:  # a backend may have copied it already
+                writer.event(e["event"], t=e["t"], role=e["role"])
     run = read_run(writer.path)
     parts = decompose(classify_run(run).counted, run.events())
     parts.to_csv(writer.path / "recovery.csv", index=False)
@@ -285,6 +287,9 @@ def _writer(
     out = Path(out)
     if (out / "manifest.json").exists():
         raise FileExistsError(f"{out} already holds a run")
+    info = stack.info()  # e.g. the pods' resources, nodes and QoS (kubernetes)
+    if info is not None:
+        fields = {"stack_info": info, **fields}
     return RunWriter(
         out,
         kind,
@@ -452,7 +457,7 @@ def run_until_failure(
             "failure_source": LOAD,
         }
     )
-    limits = stack.backend in ("docker", "swarm") and (
+    limits = stack.backend in ("docker", "swarm", "kubernetes") and (
         options.cpus is not None or options.memory_mb is not None
     )
     ramp = plan.ramp(criteria.window_s)
@@ -612,11 +617,36 @@ def wait_dead(stack: RunningStack, role: str, timeout: float = 15.0) -> None:
         time.sleep(0.05)
 
 
+def restarts_itself(stack: RunningStack) -> bool:
+    """Whether the stack's orchestrator restarts a killed component by itself (Kubernetes:
+    the kubelet, under the pod's restart policy): its restart is issued at the kill, and
+    ``stack.restart`` only waits for it."""
+    return bool(getattr(stack, "restarts_itself", False))
+
+
+def backend_restarts(stack: RunningStack, writer: RunWriter) -> None:
+    """Write what the orchestrator recorded of the restarts just waited for (Kubernetes:
+    ``ipclab.backends.kubernetes.restarts``) as events of the run."""
+    for e in getattr(stack, "restart_events", list)():
+        e = dict(e)
+        writer.event(e.pop("event"), **e)
+
+
+def _restarted(stack: RunningStack, mon: Monitor, role: str) -> None:
+    """Restart ``role`` through the backend (or wait for the orchestrator's restart) and
+    record that it returned and what the orchestrator recorded."""
+    stack.restart(role)
+    mon.writer.event(RESTARTED, role=role)
+    backend_restarts(stack, mon.writer)
+
+
 def restart_all(stack: RunningStack, mon: Monitor) -> float:
     """Stop every component (the gateway first), then start them again (the broker first,
     the gateway last), as the thesis restarted the whole cluster. Nothing old can answer
     after the first ``restart`` mark; returns its time. The infrastructure that takes
-    faults (``Infrastructure.faults``: the broker) is stopped and started with them."""
+    faults (``Infrastructure.faults``: the broker) is stopped and started with them. Where
+    the orchestrator restarts them (:func:`restarts_itself`), every restart is marked
+    once all are killed, then each waited for."""
     spec = stack.spec
     roles = infrastructure.fault_components(spec.infrastructure) + list(spec.services)
     roles.append(stack.spec.gateway)
@@ -625,12 +655,15 @@ def restart_all(stack: RunningStack, mon: Monitor) -> float:
         with contextlib.suppress(Exception):
             stack.kill(role)
         wait_dead(stack, role)
+    by = {"by": "orchestrator"} if restarts_itself(stack) else {}
     t0 = None
     for role in roles:
-        t = mon.mark("restart", role)
+        t = mon.mark("restart", role, **by)
         t0 = t if t0 is None else t0
-        stack.restart(role)
-        mon.writer.event(RESTARTED, role=role)
+        if not by:
+            _restarted(stack, mon, role)
+    for role in roles if by else []:
+        _restarted(stack, mon, role)
     assert t0 is not None
     return t0
 
@@ -740,18 +773,20 @@ def _inject(
 ) -> str:
     """Kill ``fault.component``, restart it after detection (or the fixed downtime), wait
     for the recovery; what happened, in words."""
-    before = mon.n_cycles
+    before, itself = mon.n_cycles, restarts_itself(stack)
     mon.mark("kill", fault.component, fault=fault.index)
     stack.kill(fault.component)
+    if itself:  # the orchestrator's restart is issued at the kill, not after detection
+        mon.mark("restart", fault.component, fault=fault.index, by="orchestrator")
     if plan.restart_after == "detection":
         mon.wait_until(lambda: mon.state == "down", plan.downtime_s)
     else:
         mon.sleep(plan.downtime_s)
     masked = mon.state == "up"
     wait_dead(stack, fault.component)
-    mon.mark("restart", fault.component, fault=fault.index)
-    stack.restart(fault.component)
-    mon.writer.event(RESTARTED, role=fault.component)
+    if not itself:
+        mon.mark("restart", fault.component, fault=fault.index)
+    _restarted(stack, mon, fault.component)
     if not masked:
         mon.wait_until(lambda: mon.n_cycles > before, recover_timeout_s)
     c = mon.tracker.cycles[-1] if mon.n_cycles > before else None
