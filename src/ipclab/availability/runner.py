@@ -645,27 +645,25 @@ def restart_all(stack: RunningStack, mon: Monitor) -> float:
     the gateway last), as the thesis restarted the whole cluster. Nothing old can answer
     after the first ``restart`` mark; returns its time. The infrastructure that takes
     faults (``Infrastructure.faults``: the broker) is stopped and started with them. Where
-    the orchestrator restarts them (:func:`restarts_itself`), every restart is marked
-    once all are killed, then each waited for."""
+    the orchestrator restarts them (:func:`restarts_itself`), each restart is marked at
+    its kill (the kubelet starts a killed container at once; the gateway, killed first,
+    answers nothing before its own restart), then each waited for."""
     spec = stack.spec
     roles = infrastructure.fault_components(spec.infrastructure) + list(spec.services)
     roles.append(stack.spec.gateway)
+    itself, marks = restarts_itself(stack), []
     for role in reversed(roles):
         mon.writer.event("stop_component", role=role)
         with contextlib.suppress(Exception):
             stack.kill(role)
         wait_dead(stack, role)
-    by = {"by": "orchestrator"} if restarts_itself(stack) else {}
-    t0 = None
+        if itself:
+            marks.append(mon.mark("restart", role, by="orchestrator"))
     for role in roles:
-        t = mon.mark("restart", role, **by)
-        t0 = t if t0 is None else t0
-        if not by:
-            _restarted(stack, mon, role)
-    for role in roles if by else []:
+        if not itself:
+            marks.append(mon.mark("restart", role))
         _restarted(stack, mon, role)
-    assert t0 is not None
-    return t0
+    return marks[0]
 
 
 # --------------------------------------------------------------------------- method 2
