@@ -105,7 +105,7 @@ def test_the_orchestrators_restart_is_marked_at_the_kill() -> None:
     plan = runner.FaultInjection(restart_after="detection", downtime_s=0.0)
     fault = Fault(index=0, gap_s=1.0, at_s=1.0, component="reviews")
     for itself, expected in (
-        (True, ["mark kill reviews", "kill reviews", "mark restart reviews orchestrator",
+        (True, ["mark kill reviews", "mark restart reviews orchestrator", "kill reviews",
                 "restart reviews"]),
         (False, ["mark kill reviews", "kill reviews", "mark restart reviews",
                  "restart reviews"]),
@@ -118,12 +118,12 @@ def test_the_orchestrators_restart_is_marked_at_the_kill() -> None:
         assert names == ["restarted", "container_started"]  # the kubelet's record copied
 
 
-def test_method_1_marks_each_restart_at_its_kill_then_waits_for_the_kubelet() -> None:
+def test_method_1_marks_each_restart_before_its_kill_then_waits_for_the_kubelet() -> None:
     order: list[str] = []
     runner.restart_all(_Stack(order, True), _Monitor(order))  # type: ignore[arg-type]
     assert order == [
-        "kill gateway", "mark restart gateway orchestrator", "kill reviews",
-        "mark restart reviews orchestrator", "restart reviews", "restart gateway",
+        "mark restart gateway orchestrator", "kill gateway",
+        "mark restart reviews orchestrator", "kill reviews", "restart reviews", "restart gateway",
     ]  # fmt: skip
     order.clear()
     runner.restart_all(_Stack(order, False), _Monitor(order))  # type: ignore[arg-type]

@@ -654,11 +654,11 @@ def restart_all(stack: RunningStack, mon: Monitor) -> float:
     itself, marks = restarts_itself(stack), []
     for role in reversed(roles):
         mon.writer.event("stop_component", role=role)
+        if itself:  # before the kill: the kubelet may restart it before the kill returns
+            marks.append(mon.mark("restart", role, by="orchestrator"))
         with contextlib.suppress(Exception):
             stack.kill(role)
         wait_dead(stack, role)
-        if itself:
-            marks.append(mon.mark("restart", role, by="orchestrator"))
     for role in roles:
         if not itself:
             marks.append(mon.mark("restart", role))
@@ -773,9 +773,9 @@ def _inject(
     for the recovery; what happened, in words."""
     before, itself = mon.n_cycles, restarts_itself(stack)
     mon.mark("kill", fault.component, fault=fault.index)
-    stack.kill(fault.component)
     if itself:  # the orchestrator's restart is issued at the kill, not after detection
         mon.mark("restart", fault.component, fault=fault.index, by="orchestrator")
+    stack.kill(fault.component)
     if plan.restart_after == "detection":
         mon.wait_until(lambda: mon.state == "down", plan.downtime_s)
     else:
@@ -794,6 +794,13 @@ def _inject(
 
 
 # --------------------------------------------------------------------------- outage
+OUTAGE_REFUSED = (
+    "the outage keeps a component down for a fixed window, but on the {backend} backend "
+    "the orchestrator restarts a killed container at once: use fault_injection or "
+    "until_failure there"
+)
+
+
 @dataclass
 class Outage:
     """Stop ``role`` for ``outage_s`` under ``users``, ``before_s`` after the warm-up; the
@@ -839,6 +846,8 @@ def run_outage(
 ) -> Path:
     common = common or Common()
     options = options or StackOptions()
+    if restarts_itself(stack):
+        raise ValueError(OUTAGE_REFUSED.format(backend=stack.backend))
     faulted = infrastructure.fault_components(stack.spec.infrastructure)
     if plan.role not in (*stack.spec.roles, *faulted):
         raise ValueError(f"{plan.role!r} is not a component of {stack.spec.name}")
