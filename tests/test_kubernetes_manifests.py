@@ -73,7 +73,9 @@ def test_environment_files_and_limits_follow_compose(tmp_path: Path) -> None:
     gateway = m.pods["gateway"].containers[0]
     assert gateway["image"] == "ipclab-services:abc" and gateway["imagePullPolicy"] == "Never"
     assert gateway["resources"]["limits"] == {"cpu": "500m", "memory": "256Mi"}
-    assert gateway["resources"]["requests"] == gateway["resources"]["limits"]
+    # the memory reserved as limited, the CPU a tenth (six 0.5-CPU roles fit on 2 cores)
+    assert gateway["resources"]["requests"] == {"cpu": "100m", "memory": "256Mi"}
+    assert manifests.resources_of(m.pods)["gateway"] == gateway["resources"]
     assert gateway["securityContext"]["capabilities"]["drop"] == ["ALL"]
     broker = m.pods["broker"].containers[0]
     assert broker["securityContext"]["capabilities"]["add"] == ["CHOWN", "SETGID", "SETUID"]

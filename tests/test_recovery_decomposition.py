@@ -71,6 +71,54 @@ def test_parts_add_up_to_the_down_time() -> None:
     assert s["recovered_cycles"] == 3 and s["mean_start_s"] == pytest.approx(4.25)
 
 
+def test_the_kubelets_restart_splits_the_start() -> None:
+    """Kubernetes: the restart is marked at the kill (the kubelet does not wait for the
+    detection: reaction negative), and the start splits at the new container's start, its
+    process start where read (exact), else the middle of the kubelet's whole second."""
+    events = [
+        {"event": "restart", "t": 10.1, "role": "reviews", "by": "orchestrator"},
+        {"event": "container_exited", "t": 10.0, "role": "reviews"},
+        {"event": "container_started", "t": 10.0, "role": "reviews"},  # 10.0-11.0
+        {"event": "process_started", "t": 10.4, "role": "reviews"},
+        {"event": "pod_ready", "t": 11.0, "role": "reviews"},  # 11.0-12.0
+        {"event": "ready", "t": 11.6, "role": "reviews"},  # after both: ready here
+        {"event": "restarted", "t": 11.8, "role": "reviews"},
+        # a back-off: started 15 s later, its pod Ready (a whole second) after its ready line
+        {"event": "restart", "t": 40.2, "role": "cart", "by": "orchestrator"},
+        {"event": "container_started", "t": 55.0, "role": "cart"},
+        {"event": "ready", "t": 55.7, "role": "cart"},
+        {"event": "pod_ready", "t": 56.0, "role": "cart"},
+    ]
+    cycles = [
+        _cycle(0, "reviews", 10.15, 11.5, 10.1, 12.0),
+        _cycle(1, "cart", 40.3, 41.0, 40.2, 57.0),
+    ]
+    parts = decompose(cycles, events).set_index("cycle")
+    reviews = parts.loc[0]
+    assert reviews["reaction_s"] == pytest.approx(-1.4)
+    assert reviews["kubelet_restart_s"] == pytest.approx(0.3)  # the process start
+    assert reviews["readiness_s"] == pytest.approx(1.2)  # to the ready line
+    assert reviews["start_s"] == pytest.approx(1.5) and reviews["reconnect_s"] == pytest.approx(0.4)
+    cart = parts.loc[1]
+    assert cart["kubelet_restart_s"] == pytest.approx(15.3)  # 55.5, the second's middle
+    assert cart["readiness_s"] == pytest.approx(0.5) and cart["start_s"] == pytest.approx(15.8)
+    for row in (reviews, cart):
+        total = row[["detection_s", "reaction_s", "start_s", "reconnect_s"]].sum()
+        assert total == pytest.approx(row["ttr_s"])
+        split = row["kubelet_restart_s"] + row["readiness_s"]
+        assert split == pytest.approx(row["start_s"])
+    s = summarise(parts.reset_index())
+    assert s["mean_kubelet_restart_s"] == pytest.approx(7.8)
+
+
+def test_without_the_orchestrators_record_the_split_is_unknown() -> None:
+    events = [{"event": "restart", "t": 13.0, "role": "reviews"},
+              {"event": "ready", "t": 14.5, "role": "reviews"}]  # fmt: skip
+    parts = decompose([_cycle(0, "reviews", 10.0, 12.0, 13.0, 16.0)], events)
+    assert parts["kubelet_restart_s"].isna().all() and parts["readiness_s"].isna().all()
+    assert parts.loc[0, "start_s"] == 1.5
+
+
 def test_censored_and_unrecovered_cycles_have_no_parts() -> None:
     censored = Cycle(index=0, status=CycleStatus.CENSORED, t_up=0.0, ttf_s=9.0)
     assert decompose([censored], []).empty

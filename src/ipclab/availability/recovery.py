@@ -17,6 +17,19 @@ component that prints none (the broker, whose restart returns once it is up), wh
 backend's restart returned (the ``restarted`` event). Several components restarted for one
 failure (method 1 restarts them all): ready when the last is. With neither event, start and
 reconnect stay unknown (None) and only their sum is given.
+
+**Where the orchestrator restarts** (Kubernetes: the kubelet restarts a killed container
+under the pod's restart policy; ``runner.restarts_itself``) the restart is issued at the
+kill, not after the detection: the runner marks ``restart`` at the kill, so ``reaction_s``
+is the detection's lag behind the kill, negative (the restart does not wait for it), and
+the parts still sum to ``ttr_s``. ``start_s`` is then split by what the kubelet recorded
+(``container_started``, ``pod_ready``: whole seconds) and, on ipclab's own cluster, read
+from the kernel (``process_started``, exact): ``kubelet_restart_s`` from the kill to the new
+container's start (the kubelet noticing the exit, its back-off, the container's creation;
+the process start, else the middle of the kubelet's second, +- 0.5 s) and ``readiness_s``
+from that start to ready, the later of the role's ``ipclab-ready`` line and its pod's
+``Ready`` condition (a call through the role's Service needs both: the endpoint and a
+listening process). Elsewhere the two stay None.
 """
 
 from __future__ import annotations
@@ -31,8 +44,15 @@ from ipclab.availability.model import Cycle
 
 READY_PREFIX = "ipclab-ready "
 READY, RESTARTED, RESTART = "ready", "restarted", "restart"
+# what an orchestrator that restarts by itself recorded (Kubernetes' kubelet, whole seconds:
+# ``ipclab.backends.kubernetes.restarts``)
+STARTED, POD_READY = "container_started", "pod_ready"
+PROCESS_STARTED = "process_started"  # the same start read from the kernel, to its tick
+RECORDED_RESOLUTION_S = 1.0
 PARTS = ("detection_s", "reaction_s", "start_s", "reconnect_s")
-COLUMNS = ("cycle", "component", *PARTS, "restart_to_recovery_s", "ttr_s")
+#: ``start_s`` split where the orchestrator recorded the container's start (else None)
+START_PARTS = ("kubelet_restart_s", "readiness_s")
+COLUMNS = ("cycle", "component", *PARTS, "restart_to_recovery_s", "ttr_s", *START_PARTS)
 
 
 def ready_lines(logs: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -65,19 +85,48 @@ def _times(events: Iterable[Mapping[str, Any]], name: str) -> list[tuple[float, 
     )
 
 
+def _first(
+    source: Sequence[tuple[float, str]], role: str, t_from: float, until: float
+) -> float | None:
+    return next((t for t, r in source if r == role and t_from <= t <= until), None)
+
+
 def _ready_at(
     role: str,
     t_restart: float,
     until: float,
     ready: Sequence[tuple[float, str]],
     returned: Sequence[tuple[float, str]],
+    pod_ready: Sequence[tuple[float, str]] = (),
 ) -> float | None:
-    """When ``role``, restarted at ``t_restart``, was ready (None if unknown by ``until``)."""
-    for source in (ready, returned):
-        t = next((t for t, r in source if r == role and t_restart <= t <= until), None)
-        if t is not None:
-            return t
-    return None
+    """When ``role``, restarted at ``t_restart``, was ready (None if unknown by ``until``):
+    the later of its ``ready`` line and its pod's readiness where the orchestrator recorded
+    one (both are needed for a call through its Service to be answered), else when the
+    backend's restart returned."""
+    early = t_restart - RECORDED_RESOLUTION_S  # a recorded time is cut to the second
+    times = [_first(ready, role, t_restart, until), _first(pod_ready, role, early, until)]
+    known = [t for t in times if t is not None]
+    if known:
+        return max(known)
+    return _first(returned, role, t_restart, until)
+
+
+def _started_at(
+    roles: Sequence[tuple[float, str]],
+    until: float,
+    started: Sequence[tuple[float, str]],
+    processes: Sequence[tuple[float, str]] = (),
+) -> float | None:
+    """When the last of the restarted ``roles`` was started again: its processes' start
+    where it was read (exact), else the orchestrator's record (the middle of its second);
+    None when neither is known for one of them."""
+    times = []
+    for t, r in roles:
+        exact = _first(processes, r, t, until)
+        recorded = _first(started, r, t - RECORDED_RESOLUTION_S, until)
+        half = RECORDED_RESOLUTION_S / 2
+        times.append(exact if exact is not None else None if recorded is None else recorded + half)
+    return max(times) if times and None not in times else None  # type: ignore[type-var]
 
 
 def decompose(cycles: Iterable[Cycle], events: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -85,14 +134,18 @@ def decompose(cycles: Iterable[Cycle], events: Iterable[Mapping[str, Any]]) -> p
     events = list(events)
     restarts = _times(events, RESTART)
     ready, returned = _times(events, READY), _times(events, RESTARTED)
+    started, pod_ready = _times(events, STARTED), _times(events, POD_READY)
+    processes = _times(events, PROCESS_STARTED)
     rows = []
     for c in cycles:
         if not c.recovered or c.t_restart is None or c.t_recovered is None:
             continue
         assert c.t_fail is not None and c.t_fail_detected is not None
         roles = [(t, r) for t, r in restarts if c.t_restart <= t <= c.t_recovered]
-        times = [_ready_at(r, t, c.t_recovered, ready, returned) for t, r in roles]
+        times = [_ready_at(r, t, c.t_recovered, ready, returned, pod_ready) for t, r in roles]
         t_ready = max(times) if times and None not in times else None  # type: ignore[type-var]
+        t_started = _started_at(roles, c.t_recovered, started, processes)
+        split = t_ready is not None and t_started is not None
         rows.append(
             {
                 "cycle": c.index,
@@ -103,6 +156,8 @@ def decompose(cycles: Iterable[Cycle], events: Iterable[Mapping[str, Any]]) -> p
                 "reconnect_s": None if t_ready is None else c.t_recovered - t_ready,
                 "restart_to_recovery_s": c.restart_to_recovery_s,
                 "ttr_s": c.ttr_s,
+                "kubelet_restart_s": None if t_started is None else t_started - c.t_restart,
+                "readiness_s": t_ready - t_started if split else None,  # type: ignore[operator]
             }
         )
     return pd.DataFrame(rows, columns=list(COLUMNS))
@@ -111,7 +166,7 @@ def decompose(cycles: Iterable[Cycle], events: Iterable[Mapping[str, Any]]) -> p
 def summarise(parts: pd.DataFrame) -> dict[str, Any]:
     """A run's mean of each part over its recovered cycles (None where none is known)."""
     out: dict[str, Any] = {"recovered_cycles": len(parts)}
-    for col in (*PARTS, "restart_to_recovery_s"):
+    for col in (*PARTS, "restart_to_recovery_s", *START_PARTS):
         values = pd.to_numeric(parts[col], errors="coerce").dropna() if len(parts) else []
         out[f"mean_{col}"] = float(values.mean()) if len(values) else None
     return out

@@ -271,8 +271,10 @@ def _decompose_recovery(
             logs = stack.logs()
         except Exception:  # noqa: BLE001 - no logs: start and reconnect stay unknown
             logs = {}
+        known = {(e.get("t"), e.get("role")) for e in read_run(writer.path).events()}
         for e in ready_events(logs, t_start, time.time()):
-            writer.event(e["event"], t=e["t"], role=e["role"])
+            if (e["t"], e["role"]) not in known:  # a backend may have copied it already
+                writer.event(e["event"], t=e["t"], role=e["role"])
     run = read_run(writer.path)
     parts = decompose(classify_run(run).counted, run.events())
     parts.to_csv(writer.path / "recovery.csv", index=False)
@@ -285,6 +287,9 @@ def _writer(
     out = Path(out)
     if (out / "manifest.json").exists():
         raise FileExistsError(f"{out} already holds a run")
+    info = stack.info()  # e.g. the pods' resources, nodes and QoS (kubernetes)
+    if info is not None:
+        fields = {"stack_info": info, **fields}
     return RunWriter(
         out,
         kind,
@@ -452,7 +457,7 @@ def run_until_failure(
             "failure_source": LOAD,
         }
     )
-    limits = stack.backend in ("docker", "swarm") and (
+    limits = stack.backend in ("docker", "swarm", "kubernetes") and (
         options.cpus is not None or options.memory_mb is not None
     )
     ramp = plan.ramp(criteria.window_s)
@@ -612,27 +617,53 @@ def wait_dead(stack: RunningStack, role: str, timeout: float = 15.0) -> None:
         time.sleep(0.05)
 
 
+def restarts_itself(stack: RunningStack) -> bool:
+    """Whether the stack's orchestrator restarts a killed component by itself (Kubernetes:
+    the kubelet, under the pod's restart policy): its restart is issued at the kill, and
+    ``stack.restart`` only waits for it."""
+    return bool(getattr(stack, "restarts_itself", False))
+
+
+def backend_restarts(stack: RunningStack, writer: RunWriter) -> None:
+    """Write what the orchestrator recorded of the restarts just waited for (Kubernetes:
+    ``ipclab.backends.kubernetes.restarts``) as events of the run."""
+    for e in getattr(stack, "restart_events", list)():
+        e = dict(e)
+        writer.event(e.pop("event"), **e)
+
+
+def _restarted(stack: RunningStack, mon: Monitor, role: str) -> None:
+    """Restart ``role`` through the backend (or wait for the orchestrator's restart) and
+    record that it returned and what the orchestrator recorded."""
+    stack.restart(role)
+    mon.writer.event(RESTARTED, role=role)
+    backend_restarts(stack, mon.writer)
+
+
 def restart_all(stack: RunningStack, mon: Monitor) -> float:
     """Stop every component (the gateway first), then start them again (the broker first,
     the gateway last), as the thesis restarted the whole cluster. Nothing old can answer
     after the first ``restart`` mark; returns its time. The infrastructure that takes
-    faults (``Infrastructure.faults``: the broker) is stopped and started with them."""
+    faults (``Infrastructure.faults``: the broker) is stopped and started with them. Where
+    the orchestrator restarts them (:func:`restarts_itself`), each restart is marked at
+    its kill (the kubelet starts a killed container at once; the gateway, killed first,
+    answers nothing before its own restart), then each waited for."""
     spec = stack.spec
     roles = infrastructure.fault_components(spec.infrastructure) + list(spec.services)
     roles.append(stack.spec.gateway)
+    itself, marks = restarts_itself(stack), []
     for role in reversed(roles):
         mon.writer.event("stop_component", role=role)
+        if itself:  # before the kill: the kubelet may restart it before the kill returns
+            marks.append(mon.mark("restart", role, by="orchestrator"))
         with contextlib.suppress(Exception):
             stack.kill(role)
         wait_dead(stack, role)
-    t0 = None
     for role in roles:
-        t = mon.mark("restart", role)
-        t0 = t if t0 is None else t0
-        stack.restart(role)
-        mon.writer.event(RESTARTED, role=role)
-    assert t0 is not None
-    return t0
+        if not itself:
+            marks.append(mon.mark("restart", role))
+        _restarted(stack, mon, role)
+    return marks[0]
 
 
 # --------------------------------------------------------------------------- method 2
@@ -740,8 +771,10 @@ def _inject(
 ) -> str:
     """Kill ``fault.component``, restart it after detection (or the fixed downtime), wait
     for the recovery; what happened, in words."""
-    before = mon.n_cycles
+    before, itself = mon.n_cycles, restarts_itself(stack)
     mon.mark("kill", fault.component, fault=fault.index)
+    if itself:  # the orchestrator's restart is issued at the kill, not after detection
+        mon.mark("restart", fault.component, fault=fault.index, by="orchestrator")
     stack.kill(fault.component)
     if plan.restart_after == "detection":
         mon.wait_until(lambda: mon.state == "down", plan.downtime_s)
@@ -749,9 +782,9 @@ def _inject(
         mon.sleep(plan.downtime_s)
     masked = mon.state == "up"
     wait_dead(stack, fault.component)
-    mon.mark("restart", fault.component, fault=fault.index)
-    stack.restart(fault.component)
-    mon.writer.event(RESTARTED, role=fault.component)
+    if not itself:
+        mon.mark("restart", fault.component, fault=fault.index)
+    _restarted(stack, mon, fault.component)
     if not masked:
         mon.wait_until(lambda: mon.n_cycles > before, recover_timeout_s)
     c = mon.tracker.cycles[-1] if mon.n_cycles > before else None
@@ -761,6 +794,13 @@ def _inject(
 
 
 # --------------------------------------------------------------------------- outage
+OUTAGE_REFUSED = (
+    "the outage keeps a component down for a fixed window, but on the {backend} backend "
+    "the orchestrator restarts a killed container at once: use fault_injection or "
+    "until_failure there"
+)
+
+
 @dataclass
 class Outage:
     """Stop ``role`` for ``outage_s`` under ``users``, ``before_s`` after the warm-up; the
@@ -806,6 +846,8 @@ def run_outage(
 ) -> Path:
     common = common or Common()
     options = options or StackOptions()
+    if restarts_itself(stack):
+        raise ValueError(OUTAGE_REFUSED.format(backend=stack.backend))
     faulted = infrastructure.fault_components(stack.spec.infrastructure)
     if plan.role not in (*stack.spec.roles, *faulted):
         raise ValueError(f"{plan.role!r} is not a component of {stack.spec.name}")

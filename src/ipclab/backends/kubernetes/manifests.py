@@ -26,9 +26,15 @@ same names as in compose, on any cluster, with or without CoreDNS.
 
 What compose says and Kubernetes does instead: ``init: true`` is a shared process namespace
 (the pod's pause process reaps orphans, as docker's init does); ``cap_drop``/``cap_add`` the
-container's capabilities; ``cpus``/``mem_limit`` its limits (requests equal to them, so a
-limited pod is Guaranteed); a ``healthcheck`` its readiness probe; ``stop_grace_period`` the
-pod's termination grace; ``depends_on`` nothing (the roles reconnect, as on swarm).
+container's capabilities; ``cpus``/``mem_limit`` its limits (the CFS quota and memory
+limit docker sets), the memory requested as limited and the CPU requested
+``CPU_REQUEST_M`` millicores (compose reserves no CPU; a request equal to the limit, 0.5 CPU
+for each of a shop's six roles, is more than a 2-core node has, and two of them stayed
+Pending; an equal request per container weighs the pods equally, as docker's equal
+``cpu.shares`` do; the pods are Burstable); a ``healthcheck`` its readiness probe;
+``stop_grace_period`` the pod's termination grace; ``depends_on`` on a healthy
+infrastructure component an init container waiting for its Service (``_waits``), any other
+``depends_on`` nothing (the roles reconnect, as on swarm).
 Images are named as the cluster holds them (``images``): imported into ipclab's own cluster
 and never pulled (``imagePullPolicy: Never``), or pulled from the user's registry.
 
@@ -64,6 +70,7 @@ ROLE_LABEL = "ipclab.role"  # a node label a user sets to place a role on that n
 HARNESS_ANNOTATION = "ipclab.harness"  # the harness mark (orphans.this_harness), or detached
 HOST_ANNOTATION = "ipclab.host"  # the machine the harness runs on (a mark is only its own)
 SECRET_LIMIT_BYTES = 1_000_000  # a Secret holds at most 1 MiB (etcd's object size)
+CPU_REQUEST_M = 100  # a CPU-limited container's request, millicores (module docstring)
 
 
 class ManifestError(ValueError):
@@ -85,6 +92,7 @@ class Pod:
     component: str
     members: list[str] = field(default_factory=list)  # compose services, the host's first
     containers: list[dict[str, Any]] = field(default_factory=list)
+    init_containers: list[dict[str, Any]] = field(default_factory=list)  # waits (``_waits``)
     volumes: list[dict[str, Any]] = field(default_factory=list)
     secrets: list[dict[str, Any]] = field(default_factory=list)
     ports: list[int] = field(default_factory=list)
@@ -195,15 +203,33 @@ def _mounts(
 
 
 def _resources(svc: Mapping[str, Any]) -> dict[str, Any]:
+    """Compose's ``cpus`` and ``mem_limit`` as the container's limits (the same cgroup
+    settings docker writes: a CFS quota, a memory limit); the memory requested as limited,
+    the CPU requested ``CPU_REQUEST_M`` (or the limit, if smaller): see the module's
+    docstring."""
     limits: dict[str, str] = {}
+    requests: dict[str, str] = {}
     cpus = str(svc.get("cpus", "0") or "0")
     if cpus not in ("0", "0.0", ""):
-        limits["cpu"] = f"{round(float(cpus) * 1000)}m"
+        milli = round(float(cpus) * 1000)
+        limits["cpu"] = f"{milli}m"
+        requests["cpu"] = f"{min(milli, CPU_REQUEST_M)}m"
     mem = str(svc.get("mem_limit", "0") or "0")
     if mem not in ("0", ""):
         number, unit = re.fullmatch(r"(\d+)([bkmg]?)", mem.lower()).groups()  # type: ignore[union-attr]
         limits["memory"] = number + {"": "", "b": "", "k": "Ki", "m": "Mi", "g": "Gi"}[unit]
-    return {"limits": limits, "requests": dict(limits)} if limits else {}
+        requests["memory"] = limits["memory"]
+    return {"limits": limits, "requests": requests} if limits else {}
+
+
+def resources_of(pods: Mapping[str, Pod]) -> dict[str, dict[str, Any]]:
+    """Every container's resources as the pods declare them (``{}``: none), by compose
+    service: what a run's manifest states."""
+    return {
+        member: dict(c.get("resources") or {})
+        for pod in pods.values()
+        for member, c in zip(pod.members, pod.containers, strict=True)
+    }
 
 
 def _probe(health: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -307,6 +333,7 @@ def build(
         image = images.get(str(svc["image"]), str(svc["image"]))
         pod.members.append(name)
         pod.containers.append(_container(pod, name, svc, image, labels, pull_policy))
+        pod.init_containers += _waits(svc, services, plugins, images, pull_policy)
         if host != name and SIDECAR_PORT not in pod.ports:
             pod.ports.append(SIDECAR_PORT)
     services_ = [_service(p, labels, p.component == spec.gateway, node_port) for p in pods.values()]
@@ -318,6 +345,45 @@ def build(
     }  # fmt: skip
     secrets = [s for p in pods.values() for s in p.secrets]
     return Manifests(ns, secrets, services_, pods, spec.gateway, labels, apparmor)
+
+
+def _waits(
+    svc: Mapping[str, Any],
+    services: Mapping[str, Mapping[str, Any]],
+    plugins: Mapping[str, Any],
+    images: Mapping[str, str],
+    pull_policy: str,
+) -> list[dict[str, Any]]:
+    """Compose's ``depends_on: {X: {condition: service_healthy}}`` on an infrastructure
+    component: an init container (in X's image, which has bash: its healthcheck's) that
+    waits until X's Service accepts a connection, which it does once X's pod is Ready (its
+    readiness probe is the healthcheck). Without it a role that starts before the broker
+    exits, and the kubelet's back-off for its container, counted from those exits, delays
+    its first restarts in a run by 10 s and more."""
+    depends = svc.get("depends_on") or {}
+    if not isinstance(depends, Mapping):
+        return []
+    out = []
+    for dep, condition in depends.items():
+        healthy = isinstance(condition, Mapping) and condition.get("condition") == "service_healthy"
+        if not healthy or dep not in plugins or dep not in services:
+            continue
+        port = plugins[dep].service_ports()[0]
+        image = images.get(str(services[dep]["image"]), str(services[dep]["image"]))
+        wait = f"until (exec 3<>/dev/tcp/{dep}/{port}) 2>/dev/null; do sleep 0.2; done"
+        out.append(
+            {
+                "name": f"wait-{object_name(dep)}",
+                "image": image,
+                "imagePullPolicy": pull_policy,
+                "command": ["bash", "-c", wait],
+                "securityContext": {
+                    "capabilities": {"drop": ["ALL"]},
+                    "allowPrivilegeEscalation": False,
+                },
+            }
+        )
+    return out
 
 
 def _service(
@@ -370,6 +436,7 @@ def _deployment(
     ]
     spec: dict[str, Any] = {
         "containers": pod.containers,
+        **({"initContainers": pod.init_containers} if pod.init_containers else {}),
         "enableServiceLinks": False,  # no *_SERVICE_HOST variables: the roles' env is compose's
         "automountServiceAccountToken": False,
         "dnsPolicy": "Default",

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ipclab import infrastructure, orphans
+from ipclab.availability.recovery import ready_events
 from ipclab.backends.base import RunningStack, StackOptions
 from ipclab.backends.docker.compose import (
     CONTAINER_PORT,
@@ -39,13 +40,17 @@ from ipclab.backends.docker.compose import (
     write_logins,
 )
 from ipclab.backends.kubernetes import cluster as clusters
-from ipclab.backends.kubernetes import manifests, ownership
+from ipclab.backends.kubernetes import manifests, ownership, restarts
 from ipclab.backends.kubernetes.sampling import CgroupSampler, pids
 from ipclab.kubecluster.config import apparmor_available
 from ipclab.stacks import StackSpec
 from ipclab.tls import make as make_tls
 
 POD_READY_TIMEOUT_S = 300.0
+#: a killed container's restart: the kubelet's back-off reaches 160 s at the fifth restart
+#: of one container within 10 min (10 s doubling; docs/availability.md, "On Kubernetes")
+RESTART_TIMEOUT_S = 330.0
+READY_LINE_WAIT_S = 30.0  # a restarted role's ready line after its pod is Ready
 CANNOT_START = manifests.CANNOT_START
 
 
@@ -168,6 +173,8 @@ class KubernetesStack(RunningStack):
         self._sampler = CgroupSampler()
         self._pods: dict[str, Any] = {}  # host component -> its pod (the API's object)
         self._killed: dict[str, tuple[str, int]] = {}  # role -> its pod's state when killed
+        self._recorded: list[dict[str, Any]] = []  # the kubelet's records of restarts
+        self._killed_at: dict[str, float] = {}  # role -> when it was last killed
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._stopped = False
         self._stop_lock = threading.Lock()
@@ -332,6 +339,7 @@ class KubernetesStack(RunningStack):
             known = sorted(m for pod in self.manifests.pods.values() for m in pod.members)
             raise ValueError(f"unknown component {role!r}; components: {', '.join(known)}")
         self._killed[role] = self._restarts(host)
+        self._killed_at[role] = time.time()
         if self.cluster.local and ids:
             import os
             import signal
@@ -344,20 +352,68 @@ class KubernetesStack(RunningStack):
         pod = self._pods[host].metadata.name
         self.cluster.core.delete_namespaced_pod(pod, self.namespace, grace_period_seconds=0)
 
+    #: the cluster restarts a killed container by itself (its restart policy); ``restart``
+    #: only waits for it (``ipclab.availability.runner`` marks the restart at the kill)
+    restarts_itself = True
+
     def restart(self, role: str) -> None:
         """The cluster restarts a killed container (the kubelet) or replaces a deleted pod
-        (the Deployment); wait until the role's pod is ready again."""
+        (the Deployment); wait until the role's pod is ready again, then keep what the
+        kubelet recorded of it (:meth:`restart_events`)."""
         host = next((c for c, pod in self.manifests.pods.items() if role in pod.members), role)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + RESTART_TIMEOUT_S
         before = self._killed.pop(role, self._restarts(host))
+        since = self._killed_at.pop(role, time.time())
         while time.monotonic() < deadline:
             self._refresh_pods()
             p = self._pods.get(host)
             statuses = (p.status.container_statuses or []) if p else []
             if statuses and all(s.ready for s in statuses) and self._restarts(host) != before:
+                self._recorded.extend(restarts.recorded(role, p, manifests.object_name(role)))
+                self._recorded.extend(self._process_started(role))
+                self._recorded.extend(self._ready_line(role, host, since, deadline))
                 return
             time.sleep(0.25)
-        raise KubernetesStackError(f"the cluster did not bring {role} back within 120 s")
+        raise KubernetesStackError(
+            f"the cluster did not bring {role} back within {RESTART_TIMEOUT_S:.0f} s"
+        )
+
+    def _process_started(self, role: str) -> list[dict[str, Any]]:
+        """When the role's new container's processes started (ipclab's cluster: read from
+        its cgroup; ``restarts.process_started``)."""
+        if not self.cluster.local:
+            return []
+        cid = next((c for comp, _, c in self._containers() if comp == role and c), None)
+        folder = self._sampler.folders(cid).get("cpu") if cid else None
+        return restarts.process_started(role, pids(folder)) if folder else []
+
+    def _ready_line(
+        self, role: str, host: str, since: float, deadline: float
+    ) -> list[dict[str, Any]]:
+        """The restarted role's ``ipclab-ready`` line (a service prints one once it accepts
+        calls, which may be after its pod is Ready: a role has no readiness probe), read now,
+        while its container's log is kept (the kubelet removes a dead container's but the
+        last), as a ``ready`` event; none for a component that prints none (the broker)."""
+        if role not in self.spec.roles:
+            return []
+        wait_until = min(deadline, time.monotonic() + READY_LINE_WAIT_S)
+        while True:
+            with contextlib.suppress(Exception):
+                self._refresh_pods()
+                logs = clusters.pod_logs(self.cluster, self.namespace, {host: self._pods[host]})
+                text = logs.get(manifests.object_name(role), "")
+                found = [e for e in ready_events({role: text}, since, time.time())]
+                if found:
+                    return [{**found[0], "role": role, "source": "log"}]
+            if time.monotonic() >= wait_until:
+                return []
+            time.sleep(0.25)
+
+    def restart_events(self) -> list[dict[str, Any]]:
+        """What the kubelet recorded of the restarts waited for since the last call (the
+        container's end, its new start, the pod's readiness: ``restarts.recorded``)."""
+        out, self._recorded = self._recorded, []
+        return out
 
     def _restarts(self, role: str) -> tuple[str, int]:
         p = self._pods.get(role)
@@ -399,6 +455,8 @@ class KubernetesStack(RunningStack):
                 "nodes": {c: p.spec.node_name for c, p in sorted(self._pods.items())},
                 "images": dict(self.images),
                 "limits": {"cpus": self.options.cpus, "memory_mb": self.options.memory_mb},
+                "resources": manifests.resources_of(self.manifests.pods),
+                "qos": {c: p.status.qos_class for c, p in sorted(self._pods.items())},
             }
         }
 

@@ -15,7 +15,7 @@ from ipclab.availability.classify import run_cycles
 from ipclab.availability.estimators import availability_summary
 from ipclab.availability.model import STARTUP, Cycle
 from ipclab.availability.outage import CLASSES, classify_requests, outage_table
-from ipclab.availability.recovery import decompose
+from ipclab.availability.recovery import START_PARTS, decompose
 from ipclab.published import Claim
 from ipclab.runs import Run
 from ipclab.stats.intervals import interval_text
@@ -246,6 +246,10 @@ def recovery_table(runs: list[Run]) -> pd.DataFrame:
     df = pd.concat(frames, ignore_index=True)
     df["kind"] = df["component"].map(_kind)
     cols = ["detection_s", "reaction_s", "start_s", "reconnect_s", "restart_to_recovery_s"]
+    # the start split by the orchestrator's record (kubernetes), where a run has it: the
+    # local and compose tables keep their columns
+    cols += [c for c in START_PARTS if c in df and df[c].notna().any()]
+    df[cols] = df[cols].apply(pd.to_numeric, errors="coerce")
     keys = ["method", "style", "reconnect", "kind"]
     out = df.groupby(keys)[cols].mean().reset_index()
     out.insert(4, "runs", df.groupby(keys)["run"].nunique().to_numpy())

@@ -12,6 +12,7 @@ from typing import Any
 
 from ipclab.availability.classify import superseded
 from ipclab.availability.runner import (
+    OUTAGE_REFUSED,
     Common,
     FaultInjection,
     Outage,
@@ -35,6 +36,8 @@ from ipclab.studies.shafabakhsh.stacks import COMPARED
 STACKS = tuple(s.name for s in COMPARED)
 STYLES = tuple(s.style for s in COMPARED)
 METHODS = ("until_failure", "fault_injection", "outage")
+#: backends whose orchestrator restarts a killed container by itself (``runner.restarts_itself``)
+RESTARTS_ITSELF = ("kubernetes",)
 Progress = Callable[[str], None]
 
 
@@ -125,7 +128,12 @@ DEVIATIONS = [
     "service fails at once whatever the timeout.",
     "Components are restarted by the harness through the backend (a process restart for the "
     "local backend, docker restart for docker) instead of a manual Kubernetes cluster "
-    "restart; the load keeps running through the restart.",
+    "restart; the load keeps running through the restart. On the kubernetes backend a "
+    "killed container (its processes sent SIGKILL, not its pod deleted) is restarted by the "
+    "kubelet under the pod's restart policy, with its back-off (10 s, doubling) for a "
+    "container restarted within 10 min, and the harness only waits; the pods run under "
+    "the same per-container limits (CPU requested 100 m, memory as limited), and the outage "
+    "method is not run there.",
     "Client-side duplicates cannot occur (the AMQP gateway drops replies that match no "
     "waiting request); the gateway's count of such unmatched replies is reported instead.",
     *CLIENT_DEVIATIONS,
@@ -469,6 +477,11 @@ def experiments(
         )
     if repetitions is not None and repetitions < 1:
         raise ValueError(f"repetitions must be 1 or more, not {repetitions}")
+    if backend in RESTARTS_ITSELF and "outage" in methods:
+        raise ValueError(
+            f"{OUTAGE_REFUSED.format(backend=backend)} (--method fault_injection "
+            "--method until_failure)"
+        )
     return AvailabilityExperiment(
         profile_name, backend, from_repo(root), stacks=tuple(stacks), methods=tuple(methods),
         users=None if users is None else tuple(users), repetitions=repetitions,
