@@ -34,6 +34,33 @@ ENTRY_POINTS = "ipclab.infrastructure"  # the entry-point group of installed plu
 
 
 @dataclass(frozen=True)
+class FilesLogin:
+    """A stack's login to a container that reads the files the harness writes from a bind
+    mount (a database, a store): the services' password, the folder of those files, and the
+    services' URL with ``{password}`` where the password goes."""
+
+    password: str
+    files: str
+    url_pattern: str
+
+    @property
+    def url(self) -> str:
+        return self.url_pattern.replace("{password}", self.password)
+
+
+def by_hand_login(component: str, url_pattern: str) -> FilesLogin:
+    """The :class:`FilesLogin` of a compose file written for a person (``ipclab compose``):
+    the password and the folder as ``${...}`` placeholders of the caller's environment,
+    ``IPCLAB_<COMPONENT>_PASSWORD`` and ``IPCLAB_<COMPONENT>_FILES``."""
+    var = f"IPCLAB_{component.upper()}"
+    return FilesLogin(
+        f"${{{var}_PASSWORD:?set {var}_PASSWORD}}",
+        f"${{{var}_FILES:?set {var}_FILES to the {component}'s files}}",
+        url_pattern,
+    )
+
+
+@dataclass(frozen=True)
 class LocalSite:
     """Where a local instance starts: the stack's workdir, the ports chosen for it, the
     environment of the run's knobs (the domain's data depends on them), the stack's domain,

@@ -28,13 +28,12 @@ import json
 import secrets
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ipclab.backends.docker.compose import COMPOSE_DIR, whole_service
 from ipclab.backends.docker.recipes import ImageRecipe, RecipeError
-from ipclab.infrastructure import Infrastructure, LocalSite
+from ipclab.infrastructure import FilesLogin, Infrastructure, LocalSite, by_hand_login
 
 HANDLER_ENV = "IPCLAB_FERRETDB_HANDLER"
 BATCH = 500  # documents per insert
@@ -94,27 +93,14 @@ IMAGE = ImageRecipe(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class DocstoreLogin:
-    """The services' password and the folder of the files the container reads."""
+def _url_pattern() -> str:
+    """The services' URL of the docstore, ``{password}`` for the password."""
+    from ipclab.backends.ferretdb import DATABASE, USER
 
-    password: str
-    files: str
-
-    @property
-    def url(self) -> str:
-        from ipclab.backends.ferretdb import DATABASE, USER
-
-        return (
-            f"mongodb://{USER}:{self.password}@docstore:{PORT}/{DATABASE}"
-            f"?authSource={DATABASE}&authMechanism=SCRAM-SHA-256&directConnection=true"
-        )
-
-
-BY_HAND_LOGIN = DocstoreLogin(
-    "${IPCLAB_DOCSTORE_PASSWORD:?set IPCLAB_DOCSTORE_PASSWORD}",
-    "${IPCLAB_DOCSTORE_FILES:?set IPCLAB_DOCSTORE_FILES to the docstore's files}",
-)
+    return (
+        f"mongodb://{USER}:{{password}}@docstore:{PORT}/{DATABASE}"
+        f"?authSource={DATABASE}&authMechanism=SCRAM-SHA-256&directConnection=true"
+    )
 
 
 def _write(path: Path, text: str) -> None:
@@ -208,7 +194,7 @@ class FerretDB(Infrastructure):
         return sweep_stale()  # its own PostgreSQL clusters (a store directory: orphans.sweep)
 
     # --- docker: the ``docstore`` service ------------------------------------------------
-    def write_files(self, directory: Path, env: dict[str, str], domain: str) -> DocstoreLogin:
+    def write_files(self, directory: Path, env: dict[str, str], domain: str) -> FilesLogin:
         """``directory/docstore/``: the services' password (new) and the domain's documents
         for ``env`` (none: it starts empty), as the local plugin seeds them."""
         from ipclab_services import domains
@@ -221,15 +207,15 @@ class FerretDB(Infrastructure):
         documents = getattr(domains.load(domain), "store_documents", None)
         if documents is not None:
             _write(files / "documents.json", json.dumps(documents(env)))
-        return DocstoreLogin(password, str(files))
+        return FilesLogin(password, str(files), _url_pattern())
 
-    def by_hand(self) -> DocstoreLogin:
-        return BY_HAND_LOGIN
+    def by_hand(self) -> FilesLogin:
+        return by_hand_login(self.component, _url_pattern())
 
-    def url(self, login: DocstoreLogin) -> str:
+    def url(self, login: FilesLogin) -> str:
         return login.url
 
-    def compose_service(self, login: DocstoreLogin, net_admin: bool) -> dict[str, Any]:
+    def compose_service(self, login: FilesLogin, net_admin: bool) -> dict[str, Any]:
         mount = [f"{login.files}:{FILES_TARGET}:ro"]
         return whole_service(IMAGE, self.component, PORT, mount, net_admin)
 

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ipclab.backends.docker.compose import COMPOSE_DIR, whole_service
 from ipclab.backends.docker.recipes import ImageRecipe
-from ipclab.infrastructure import Infrastructure, LocalSite
+from ipclab.infrastructure import FilesLogin, Infrastructure, LocalSite, by_hand_login
 
 PORT = 3306  # the docker service's
 FILES_TARGET = "/run/ipclab"  # where the container reads the files the harness writes
@@ -40,24 +39,11 @@ IMAGE = ImageRecipe(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class SqlstoreLogin:
-    """The services' password and the folder of the files the container reads."""
+def _url_pattern() -> str:
+    """The services' URL of the sqlstore, ``{password}`` for the password."""
+    from ipclab.backends.mariadb import DATABASE, USER
 
-    password: str
-    files: str
-
-    @property
-    def url(self) -> str:
-        from ipclab.backends.mariadb import DATABASE, USER
-
-        return f"mysql://{USER}:{self.password}@sqlstore:{PORT}/{DATABASE}"
-
-
-BY_HAND_LOGIN = SqlstoreLogin(
-    "${IPCLAB_SQLSTORE_PASSWORD:?set IPCLAB_SQLSTORE_PASSWORD}",
-    "${IPCLAB_SQLSTORE_FILES:?set IPCLAB_SQLSTORE_FILES to the sqlstore's files}",
-)
+    return f"mysql://{USER}:{{password}}@sqlstore:{PORT}/{DATABASE}"
 
 
 def _write(path: Path, text: str) -> None:
@@ -122,7 +108,7 @@ class MariaDB(Infrastructure):
             storedir.remove(Path(directory), mariadb.KIND)
 
     # --- docker: the ``sqlstore`` service ------------------------------------------------
-    def write_files(self, directory: Path, env: dict[str, str], domain: str) -> SqlstoreLogin:
+    def write_files(self, directory: Path, env: dict[str, str], domain: str) -> FilesLogin:
         """``directory/sqlstore/``: the accounts (new passwords), the server's settings and
         the domain's SQL for ``env`` (none: an empty database), as the local plugin runs it."""
         from ipclab_services import domains
@@ -139,15 +125,15 @@ class MariaDB(Infrastructure):
         _write(files / "server.args", "".join(f"{a}\n" for a in mariadb.SERVER_SETTINGS))
         sql = getattr(domains.load(domain), "store_sql", None)
         _write(files / "data.sql", sql(env) if sql is not None else "")
-        return SqlstoreLogin(password, str(files))
+        return FilesLogin(password, str(files), _url_pattern())
 
-    def by_hand(self) -> SqlstoreLogin:
-        return BY_HAND_LOGIN
+    def by_hand(self) -> FilesLogin:
+        return by_hand_login(self.component, _url_pattern())
 
-    def url(self, login: SqlstoreLogin) -> str:
+    def url(self, login: FilesLogin) -> str:
         return login.url
 
-    def compose_service(self, login: SqlstoreLogin, net_admin: bool) -> dict[str, Any]:
+    def compose_service(self, login: FilesLogin, net_admin: bool) -> dict[str, Any]:
         mount = [f"{login.files}:{FILES_TARGET}:ro"]
         return whole_service(IMAGE, self.component, PORT, mount, net_admin)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import secrets
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from ipclab.backends import postgres as cluster_module
 from ipclab.backends.docker.compose import COMPOSE_DIR, DELAY_CAPABILITIES, extends
 from ipclab.backends.docker.recipes import ImageRecipe
 from ipclab.backends.postgres import SETTINGS, PostgresCluster, scram_sha_256, sweep_stale
-from ipclab.infrastructure import Infrastructure, LocalSite
+from ipclab.infrastructure import FilesLogin, Infrastructure, LocalSite, by_hand_login
 
 PORT = 5432
 FILES_TARGET = "/run/ipclab"  # where the container reads the files the harness writes
@@ -50,23 +49,8 @@ DOCKER_SETTINGS = {
 }
 
 
-@dataclass(frozen=True)
-class DatabaseLogin:
-    """The services' password and the directory of the files the container reads (a
-    ``${...}`` placeholder in a document written for a person)."""
-
-    password: str
-    files: str
-
-    @property
-    def url(self) -> str:
-        return f"postgresql://{USER}:{self.password}@database:{PORT}/{DATABASE}"
-
-
-BY_HAND_LOGIN = DatabaseLogin(
-    "${IPCLAB_DATABASE_PASSWORD:?set IPCLAB_DATABASE_PASSWORD}",
-    "${IPCLAB_DATABASE_FILES:?set IPCLAB_DATABASE_FILES to the database's files}",
-)
+URL_PATTERN = f"postgresql://{USER}:{{password}}@database:{PORT}/{DATABASE}"  # the services'
+BY_HAND_LOGIN = by_hand_login("database", URL_PATTERN)
 
 
 def hba() -> str:
@@ -173,7 +157,7 @@ class Postgres(Infrastructure):
     def sweep_local(self) -> list[Path]:
         return sweep_stale()
 
-    def write_files(self, directory: Path, env: dict[str, str], domain: str) -> DatabaseLogin:
+    def write_files(self, directory: Path, env: dict[str, str], domain: str) -> FilesLogin:
         """``directory/database/``: the passwords, settings, pg_hba.conf and the SQL (the
         domain's ``database_sql`` for ``env``, as the local backend runs it)."""
         from ipclab_services import domains
@@ -190,15 +174,15 @@ class Postgres(Infrastructure):
         _write(files / "provision.sql", provision_sql(password))
         _write(files / "schema.sql", schema_sql())
         _write(files / "data.sql", domains.load(domain).database_sql(env))
-        return DatabaseLogin(password, str(files))
+        return FilesLogin(password, str(files), URL_PATTERN)
 
-    def by_hand(self) -> DatabaseLogin:
+    def by_hand(self) -> FilesLogin:
         return BY_HAND_LOGIN
 
-    def url(self, login: DatabaseLogin) -> str:
+    def url(self, login: FilesLogin) -> str:
         return login.url
 
-    def compose_service(self, login: DatabaseLogin, net_admin: bool) -> dict[str, Any]:
+    def compose_service(self, login: FilesLogin, net_admin: bool) -> dict[str, Any]:
         svc: dict[str, Any] = {
             **extends(self.component),
             "volumes": [f"{VOLUME}:{DATA_TARGET}", f"{login.files}:{FILES_TARGET}:ro"],
