@@ -151,6 +151,17 @@ def _native_proxy(cmd: str) -> bool:
 _ADAPTER_PID = re.compile(r"/ipclab-native-(\d+)-")
 
 
+def _in_our_pid_namespace(pid: int) -> bool:
+    """Whether ``pid`` shares this process's PID namespace: a container's nginx (a docker
+    test's native adapters, on the other worker) names its adapter by a pid of the
+    container's own namespace, which means nothing here (pid 8 in CI: none, read as a
+    leak)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return False
+
+
 def _proxy_of_this_session(cmd: str) -> bool:
     """A native proxy (no mark of its own) is this session's when the adapter that started
     it (its pid is in the private directory's name) carries this session's mark; one whose
@@ -226,7 +237,10 @@ def ipclab_processes() -> list[psutil.Process]:
             continue
         mark = env.get(SESSION_MARK)
         ours = mark == os.environ[SESSION_MARK] or (
-            mark is None and _native_proxy(cmd) and _proxy_of_this_session(cmd)
+            mark is None
+            and _native_proxy(cmd)
+            and _in_our_pid_namespace(p.pid)
+            and _proxy_of_this_session(cmd)
         )
         if p.pid == os.getpid() or not ours:
             continue
