@@ -303,8 +303,10 @@ def test_make_lab_listens_on_loopback_without_a_browser_and_allows_root() -> Non
 
 def test_make_test_installs_what_it_needs_first() -> None:
     """The README's `make test` as a newcomer types it: not the variables of the make that
-    runs this suite (.ci/run's `make test SETUP=` reaches a sub-make through MAKEFLAGS)."""
-    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL"}}
+    runs this suite (.ci/run's `make test SETUP=` reaches it through MAKEFLAGS and the
+    environment)."""
+    made = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SETUP"}  # the calling make's, and its SETUP=
+    env = {k: v for k, v in os.environ.items() if k not in made}
     r = subprocess.run(
         ["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=30,
         check=True, env=env,
