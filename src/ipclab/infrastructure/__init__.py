@@ -198,6 +198,39 @@ class Infrastructure:
         raise NotImplementedError(f"{self.name}: no service ports declared")
 
 
+class MountedStore(Infrastructure):
+    """A store of the services' data (``--store db``) that, on docker, is a whole compose
+    service of its own image (``recipe``) on ``port``, reading the files the harness writes
+    (:class:`FilesLogin`) from a read-only bind mount at ``FILES_TARGET``; its hop stays
+    plain under ``--tls``, as on the local backend (the stores are the services' data, not
+    a hop of the studies' IPC). A subclass says how its URL is made (``url_pattern``)."""
+
+    FILES_TARGET = "/run/ipclab"
+    port = 0
+
+    def url_pattern(self) -> str:
+        """The services' URL in the project network, ``{password}`` for the password."""
+        raise NotImplementedError
+
+    def by_hand(self) -> FilesLogin:
+        return by_hand_login(self.component, self.url_pattern())
+
+    def url(self, login: FilesLogin) -> str:
+        return login.url
+
+    def compose_service(self, login: FilesLogin, net_admin: bool) -> dict[str, Any]:
+        from ipclab.backends.docker.compose import whole_service
+
+        mount = [f"{login.files}:{self.FILES_TARGET}:ro"]
+        return whole_service(self.recipe, self.component, self.port, mount, net_admin)
+
+    def add_tls(self, service: dict[str, Any], url: str, tls_dir: Path) -> str:
+        return url
+
+    def service_ports(self) -> tuple[int, ...]:
+        return (self.port,)
+
+
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     """The installed packages' plugins (group ``ipclab.infrastructure``), by name."""
     return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)}

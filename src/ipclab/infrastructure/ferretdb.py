@@ -31,14 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ipclab.backends.docker.compose import COMPOSE_DIR, whole_service
+from ipclab.backends.docker.compose import COMPOSE_DIR
 from ipclab.backends.docker.recipes import ImageRecipe, RecipeError
-from ipclab.infrastructure import FilesLogin, Infrastructure, LocalSite, by_hand_login
+from ipclab.infrastructure import FilesLogin, LocalSite, MountedStore
 
 HANDLER_ENV = "IPCLAB_FERRETDB_HANDLER"
 BATCH = 500  # documents per insert
 PORT = 27017  # the docker service's
-FILES_TARGET = "/run/ipclab"  # where the container reads the files the harness writes
 CONTEXT = COMPOSE_DIR / "ferretdb"
 MONGOWIRE = Path(__file__).resolve().parents[1] / "backends" / "mongowire.py"
 
@@ -121,7 +120,8 @@ def seed(server: Any, documents: dict[str, list[dict[str, Any]]]) -> None:
                 c.command(ferretdb.DATABASE, {"insert": collection, "documents": batch})
 
 
-class FerretDB(Infrastructure):
+class FerretDB(MountedStore):
+    port = PORT
     name = "ferretdb"
     component = "docstore"
     backends = ("local", "docker")
@@ -207,25 +207,10 @@ class FerretDB(Infrastructure):
         documents = getattr(domains.load(domain), "store_documents", None)
         if documents is not None:
             _write(files / "documents.json", json.dumps(documents(env)))
-        return FilesLogin(password, str(files), _url_pattern())
+        return FilesLogin(password, str(files), self.url_pattern())
 
-    def by_hand(self) -> FilesLogin:
-        return by_hand_login(self.component, _url_pattern())
-
-    def url(self, login: FilesLogin) -> str:
-        return login.url
-
-    def compose_service(self, login: FilesLogin, net_admin: bool) -> dict[str, Any]:
-        mount = [f"{login.files}:{FILES_TARGET}:ro"]
-        return whole_service(IMAGE, self.component, PORT, mount, net_admin)
-
-    def add_tls(self, service: dict[str, Any], url: str, tls_dir: Path) -> str:
-        """``--tls``: the store's hop stays plain, as on the local backend (the stores are
-        the services' data, not a hop of the studies' IPC)."""
-        return url
-
-    def service_ports(self) -> tuple[int, ...]:
-        return (PORT,)
+    def url_pattern(self) -> str:
+        return _url_pattern()
 
 
 PLUGIN = FerretDB()

@@ -25,12 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ipclab.backends.docker.compose import COMPOSE_DIR, whole_service
+from ipclab.backends.docker.compose import COMPOSE_DIR
 from ipclab.backends.docker.recipes import ImageRecipe
-from ipclab.infrastructure import FilesLogin, Infrastructure, LocalSite, by_hand_login
+from ipclab.infrastructure import FilesLogin, LocalSite, MountedStore
 
 PORT = 3306  # the docker service's
-FILES_TARGET = "/run/ipclab"  # where the container reads the files the harness writes
 # Debian's mariadb-server on the Python base (Debian bookworm either way): apt-get installs
 # it, so the build has the default network
 IMAGE = ImageRecipe(
@@ -52,7 +51,8 @@ def _write(path: Path, text: str) -> None:
     path.chmod(0o644)
 
 
-class MariaDB(Infrastructure):
+class MariaDB(MountedStore):
+    port = PORT
     name = "mariadb"
     component = "sqlstore"
     backends = ("local", "docker")
@@ -125,24 +125,10 @@ class MariaDB(Infrastructure):
         _write(files / "server.args", "".join(f"{a}\n" for a in mariadb.SERVER_SETTINGS))
         sql = getattr(domains.load(domain), "store_sql", None)
         _write(files / "data.sql", sql(env) if sql is not None else "")
-        return FilesLogin(password, str(files), _url_pattern())
+        return FilesLogin(password, str(files), self.url_pattern())
 
-    def by_hand(self) -> FilesLogin:
-        return by_hand_login(self.component, _url_pattern())
-
-    def url(self, login: FilesLogin) -> str:
-        return login.url
-
-    def compose_service(self, login: FilesLogin, net_admin: bool) -> dict[str, Any]:
-        mount = [f"{login.files}:{FILES_TARGET}:ro"]
-        return whole_service(IMAGE, self.component, PORT, mount, net_admin)
-
-    def add_tls(self, service: dict[str, Any], url: str, tls_dir: Path) -> str:
-        """``--tls``: the store's hop stays plain, as on the local backend."""
-        return url
-
-    def service_ports(self) -> tuple[int, ...]:
-        return (PORT,)
+    def url_pattern(self) -> str:
+        return _url_pattern()
 
 
 PLUGIN = MariaDB()
