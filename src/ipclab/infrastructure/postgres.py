@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from ipclab.backends import postgres as cluster_module
-from ipclab.backends.docker.compose import COMPOSE_DIR, DELAY_CAPABILITIES, extends
+from ipclab.backends.docker.compose import (
+    COMPOSE_DIR,
+    DELAY_CAPABILITIES,
+    PROJECT_LABELS,
+    extends,
+)
 from ipclab.backends.docker.recipes import ImageRecipe
 from ipclab.backends.postgres import SETTINGS, PostgresCluster, scram_sha_256, sweep_stale
 from ipclab.infrastructure import FilesLogin, Infrastructure, LocalSite, by_hand_login
@@ -195,11 +200,7 @@ class Postgres(Infrastructure):
         return (PORT,)
 
     def compose_volumes(self) -> dict[str, Any]:
-        labels = {
-            "ipclab.project": "${IPCLAB_PROJECT:-manual}",
-            "ipclab.harness": "${IPCLAB_HARNESS:-}",
-        }
-        return {VOLUME: {"labels": labels}}
+        return {VOLUME: {"labels": dict(PROJECT_LABELS)}}
 
 
 PLUGIN = Postgres()

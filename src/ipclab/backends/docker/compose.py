@@ -216,14 +216,7 @@ def compose_document(
     doc: dict[str, Any] = {
         "services": services,
         **({"volumes": volumes} if volumes else {}),
-        "networks": {
-            "default": {
-                "labels": {
-                    "ipclab.project": "${IPCLAB_PROJECT:-manual}",
-                    "ipclab.harness": "${IPCLAB_HARNESS:-}",
-                }
-            }
-        },
+        "networks": {"default": {"labels": dict(PROJECT_LABELS)}},
     }
     return doc
 
