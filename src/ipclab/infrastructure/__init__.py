@@ -201,7 +201,8 @@ class Infrastructure:
 class MountedStore(Infrastructure):
     """A store of the services' data (``--store db``) that, on docker, is a whole compose
     service of its own image (``recipe``) on ``port``, reading the files the harness writes
-    (:class:`FilesLogin`) from a read-only bind mount at ``FILES_TARGET``; its hop stays
+    (:class:`FilesLogin`) from a read-only bind mount at ``FILES_TARGET`` (its
+    ``compose_service``: ``backends.docker.compose.whole_service``); its hop stays
     plain under ``--tls``, as on the local backend (the stores are the services' data, not
     a hop of the studies' IPC). A subclass says how its URL is made (``url_pattern``)."""
 
@@ -217,12 +218,6 @@ class MountedStore(Infrastructure):
 
     def url(self, login: FilesLogin) -> str:
         return login.url
-
-    def compose_service(self, login: FilesLogin, net_admin: bool) -> dict[str, Any]:
-        from ipclab.backends.docker.compose import whole_service
-
-        mount = [f"{login.files}:{self.FILES_TARGET}:ro"]
-        return whole_service(self.recipe, self.component, self.port, mount, net_admin)
 
     def add_tls(self, service: dict[str, Any], url: str, tls_dir: Path) -> str:
         return url

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ipclab.backends.docker.compose import COMPOSE_DIR
+from ipclab.backends.docker.compose import COMPOSE_DIR, whole_service
 from ipclab.backends.docker.recipes import ImageRecipe
 from ipclab.infrastructure import FilesLogin, LocalSite, MountedStore
 
@@ -129,6 +129,10 @@ class MariaDB(MountedStore):
 
     def url_pattern(self) -> str:
         return _url_pattern()
+
+    def compose_service(self, login: FilesLogin, net_admin: bool) -> dict[str, Any]:
+        mount = [f"{login.files}:{self.FILES_TARGET}:ro"]
+        return whole_service(IMAGE, self.component, PORT, mount, net_admin)
 
 
 PLUGIN = MariaDB()
