@@ -201,8 +201,8 @@ class Infrastructure:
 class MountedStore(Infrastructure):
     """A store of the services' data (``--store db``) that, on docker, is a whole compose
     service of its own image (``recipe``) on ``port``, reading the files the harness writes
-    (:class:`FilesLogin`) from a read-only bind mount at ``FILES_TARGET`` (its
-    ``compose_service``: ``backends.docker.compose.whole_service``); its hop stays
+    (:class:`FilesLogin`) from a read-only bind mount at ``FILES_TARGET`` (each store's
+    ``compose_service``); its hop stays
     plain under ``--tls``, as on the local backend (the stores are the services' data, not
     a hop of the studies' IPC). A subclass says how its URL is made (``url_pattern``)."""
 
