@@ -64,7 +64,11 @@ def main() -> int:
         if rev is None or not known(rev):
             print(f"{folder.name}: revision {rev} not in this repository; skipped", flush=True)
             continue
-        doc = measure(rev, args.only, options)
+        try:
+            doc = measure(rev, args.only, options)
+        except RuntimeError as e:  # one revision's failure must not lose the others' figures
+            print(f"{folder.name} @ {rev[:10]}: not measured: {e}", flush=True)
+            continue
         doc["reference"], doc["revision"], doc["bench"] = folder.name, rev, "this tree's"
         (folder / "results" / "bench.json").write_text(json.dumps(doc, indent=2) + "\n")
         rows = {r["name"]: r for r in doc["rows"] if "error" not in r}

@@ -38,6 +38,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import importlib
 import itertools
 import json
 import multiprocessing as mp
@@ -185,15 +186,26 @@ BY_NAME = {c.name: c for c in CANDIDATES}
 # --- servers (run in the server process) ------------------------------------------------
 
 
-def _service() -> Any:
-    from ipclab_services.domains.shop import data, services
+def _moved(new: str, old: str) -> Any:
+    """A module that dacf7dab's layout moved, as the measured tree has it: the bench also
+    runs on revisions older than the move (``bench/reference_costs.py``)."""
+    try:
+        return importlib.import_module(new)
+    except ModuleNotFoundError:
+        return importlib.import_module(old)
 
+
+def _shop(module: str) -> Any:
+    return _moved(f"ipclab_services.domains.shop.{module}", f"ipclab_services.shop.{module}")
+
+
+def _service() -> Any:
+    data, services = _shop("data"), _shop("services")
     return services.build(data.ShopConfig())[SERVICE]
 
 
 def _payload() -> bytes:
-    from ipclab_services.domains.shop import data
-
+    data = _shop("data")
     return orjson.dumps(data.product(data.ShopConfig(), REQUEST["product_id"]))
 
 
@@ -765,8 +777,8 @@ def measure_round(
 ) -> list[dict[str, Any]]:
     """Measure each candidate once (the floor first), printing each row as soon as it is
     known; ratios compare a row with the floor of its own round."""
-    from ipclab.backends.broker import BrokerUnavailable, RabbitNode
-
+    broker_module = _moved("ipclab.backends.broker", "ipclab.broker")
+    BrokerUnavailable, RabbitNode = broker_module.BrokerUnavailable, broker_module.RabbitNode
     rows: list[dict[str, Any]] = []
     floor: dict[str, Any] | None = None
     for c in chosen:
