@@ -1,7 +1,9 @@
-"""docs/architecture.md is true to the code (issue 29, item 6): every module, function, file
-and command it names in backticks exists, and every module of ``src/ipclab`` is named in it
-(a subpackage by its folder). Pure and fast: it reads the doc, imports modules, scans source
-files and builds the CLI's parser; it starts nothing.
+"""docs/architecture.md is true to the code (issue 29, item 6; issue 49, item 5): every
+module, function, file and command it names in backticks exists, every module of
+``src/ipclab`` is named in it (a subpackage by its folder), and so is every module of a
+subpackage but the studies' (by its path, dotted name, or file name in its folder's row).
+Pure and fast: it reads the doc, imports modules, scans source files and builds the CLI's
+parser; it starts nothing.
 
 What a backticked span is taken for:
 
@@ -208,6 +210,48 @@ def test_every_module_of_ipclab_is_named() -> None:
         if (p / "__init__.py").is_file() and not mentioned(p.name + "/", f"ipclab.{p.name}")
     ]
     assert missing == [], f"docs/architecture.md does not name these modules: {missing}"
+
+
+def _rows_by_folder(text: str) -> dict[str, list[str]]:
+    """A table row's spans by each folder (``backends/docker/``) its first cell names."""
+    rows: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if line.startswith("| `"):
+            for folder in spans(line.split(" | ", 1)[0]):
+                if folder.endswith("/"):
+                    rows.setdefault(folder, []).extend(spans(line))
+    return rows
+
+
+def test_every_submodule_of_a_core_subpackage_is_named() -> None:
+    """Each module of a subpackage of src/ipclab (``backends/docker/images.py``,
+    ``claims/rules.py``; not ``__init__``/``__main__``, nor ``studies/``: a study's modules
+    are its own, described in their docstrings) by its path below src/ipclab, its dotted
+    name, or its file name in the table row whose first cell names its package's folder."""
+    text = DOC.read_text()
+    named, rows = list(_doc_spans()), _rows_by_folder(text)
+    missing = []
+    for p in sorted(SRC.rglob("*.py")):
+        rel = p.relative_to(SRC)
+        if len(rel.parts) < 2 or rel.parts[0] == "studies" or p.stem.startswith("__"):
+            continue
+        by_path = re.compile(rf"(^|/){re.escape(rel.as_posix())}($|[^\w.])")
+        by_name = re.compile(rf"ipclab\.{re.escape('.'.join(rel.with_suffix('').parts))}($|[.(])")
+        by_file = re.compile(rf"{re.escape(p.name)}($|[^\w.])")
+        row = rows.get(rel.parent.as_posix() + "/", [])
+        if not any(by_path.search(s) or by_name.match(s) for s in named) and not any(
+            by_file.match(s) for s in row
+        ):
+            missing.append(rel.as_posix())
+    assert missing == [], f"docs/architecture.md does not name these submodules: {missing}"
+
+
+def test_a_submodule_counts_only_in_its_own_packages_row() -> None:
+    """``runner.py`` in the ``load/`` row names ``load/runner.py``, not
+    ``availability/runner.py``."""
+    rows = _rows_by_folder("| `load/` | `runner.py` (x) |\n| `a/`, `b/` | `c.py` |")
+    assert rows == {"load/": ["load/", "runner.py"], "a/": ["a/", "b/", "c.py"],
+                    "b/": ["a/", "b/", "c.py"]}  # fmt: skip
 
 
 @pytest.mark.parametrize(
