@@ -125,7 +125,7 @@ def test_the_command_prints_the_table_and_writes_csv_and_markdown(
 def test_compare_on_the_shafabakhsh_references_is_the_reports_table(tmp_path: Path) -> None:
     """Must show 4: the claims ``ipclab compare`` sets side by side on the local and docker
     references are the report's table across backends, and the committed backends.csv."""
-    from ipclab.report.robustness import pairs
+    from ipclab.report.robustness_section import pairs
 
     c = cmp.compare(LOCAL, DOCKER)
     assert c.claims is not None and c.claims.labels == ("local", "docker")

@@ -126,7 +126,8 @@ def test_fix_rows_style_is_the_runs_logging(monkeypatch: pytest.MonkeyPatch) -> 
 
     runs = [FakeRun("a-r1-thesis", "thesis"), FakeRun("a-r1-fixed", "fixed")]
     monkeypatch.setattr(tables, "run_rows", lambda rs, w: pd.DataFrame(
-        {"run": [tables.run_key(r) for r in rs], "style": "coap", "rps": [1.0, 2.0]}))  # fmt: skip
+        {"run": [tables.run_label(r) for r in rs], "style": "coap", "rps": [1.0, 2.0]}
+    ))  # fmt: skip
     out = verdicts.fix_rows(runs, 10.0)  # type: ignore[arg-type]
     assert list(out["style"]) == ["californium-thesis", "californium-fixed"]
 

@@ -59,7 +59,7 @@ def test_table2_per_protocol_and_delay_with_intervals(tmp_path: Path) -> None:
     assert coap["published_mean_ms"] == 29.8653 and coap["published_requests"] == 195262
     assert np.isnan(t2.loc["http1", "mean_ms_low"])  # one run: no interval
     cases = tables.per_test_case(runs, warmup_s=1.0)
-    login = cases[(cases["run"] == tables.run_key(runs[0])) & (cases["test_case"] == "Login")]
+    login = cases[(cases["run"] == tables.run_label(runs[0])) & (cases["test_case"] == "Login")]
     assert login.iloc[0]["min_ms"] == 20.0 and login.iloc[0]["count"] == 20
 
 

@@ -363,7 +363,7 @@ def test_the_docs_numbers_are_the_references(every_cell: pd.DataFrame) -> None:
 def test_the_report_shows_the_check(every_cell: pd.DataFrame, tmp_path: Path) -> None:
     from ipclab.report import html as rh
     from ipclab.report.reference import plausibility_text
-    from ipclab.report.robustness import _shown
+    from ipclab.report.robustness_section import _shown
 
     flagged = "flagged: coap@0: stall: median response 50.4 ms is 1.88x"
     assert "Plausibility check: flagged: coap@0" in rh.reason_html(

@@ -12,7 +12,7 @@ import pytest
 
 from ipclab import robustness as rb
 from ipclab.report.context import Counter
-from ipclab.report.robustness import robustness_section
+from ipclab.report.robustness_section import robustness_section
 
 
 def _claims(rows: list[tuple[str, float, float, float, str]]) -> pd.DataFrame:

@@ -2,7 +2,7 @@
 tests (reproduced, reversed, not reproduced, underpowered, inconclusive; facts apart), per
 study the findings that matter most (reversals, then the largest decided effects, each with
 its interval and a link to its claim row), and a chart of whether the verdicts agree across
-backends, runtimes and TLS (the pairs of :mod:`ipclab.report.robustness`).
+backends, runtimes and TLS (the pairs of :mod:`ipclab.report.robustness_section`).
 
 Everything on it is counted from the claims tables it links to (:func:`verdict_counts`,
 :func:`key_findings`); the charts are inline SVG, so the PDF and the site show the same page
@@ -208,10 +208,10 @@ def agreement_counts(table: pd.DataFrame, factor: str) -> dict[str, int]:
 
 def agreement_rows(reference_root: Path | None) -> list[tuple[str, dict[str, int]]]:
     """Per pair of ways of measuring (backends, a factor's levels, a study's own agreement
-    tables: :func:`ipclab.report.robustness.pairs`), its claims per explanation."""
+    tables: :func:`ipclab.report.robustness_section.pairs`), its claims per explanation."""
     if reference_root is None:
         return []
-    from ipclab.report.robustness import pairs
+    from ipclab.report.robustness_section import pairs
 
     return [(f"{title.split(' (')[0]}: {la} vs {lb}", agreement_counts(t, factor))
             for title, t, (la, lb), factor in pairs(reference_root) if not t.empty]  # fmt: skip

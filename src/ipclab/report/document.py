@@ -22,7 +22,7 @@ from ipclab.report.files import read_csv
 from ipclab.report.overview import environment_html, made_section, summary_section
 from ipclab.report.pdf import APPENDICES_HEADING
 from ipclab.report.reference import reference_overview, reference_parts
-from ipclab.report.robustness import robustness_section
+from ipclab.report.robustness_section import robustness_section
 from ipclab.report.runlog import not_run_by_results, not_run_items, profile_backend
 from ipclab.report.study import section_id, study_section
 from ipclab.report.style import CSS

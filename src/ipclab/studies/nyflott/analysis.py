@@ -186,7 +186,7 @@ def _measure(run: Run, warmup_s: float) -> dict[str, pd.DataFrame]:
     """Every per-run table of one run with per-request records."""
     row = tables.run_rows([run], warmup_s)
     ht = hosts.host_table(run, warmup_s)
-    wide = pd.DataFrame([hosts.row_from_hosts(tables.run_key(run), ht)])
+    wide = pd.DataFrame([hosts.row_from_hosts(tables.run_label(run), ht)])
     gc_row, ext, gcs = extremes.run_extremes(run, warmup_s)
     return {
         "runs": row.merge(wide, on="run", how="left"),
@@ -211,7 +211,7 @@ def per_run_tables(
     for run in runs:
         if not run.complete:
             continue
-        name = tables.run_key(run)
+        name = tables.run_label(run)
         if has_records(run):
             got = _measure(run, warmup_s if warmup_s is not None else warmup_of(run))
         elif "runs" in cache and (cache["runs"]["run"] == name).any():
@@ -224,7 +224,7 @@ def per_run_tables(
                 parts[k].append(df)
     out = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in parts.items()}
     if len(out["runs"]):  # when each run started: the claims test within sittings (stats)
-        started = {tables.run_key(r): r.manifest.get("started_at") for r in runs}
+        started = {tables.run_label(r): r.manifest.get("started_at") for r in runs}
         out["runs"]["started_at"] = out["runs"]["run"].map(started)
     if len(out["gc_runs"]):  # roles without GCs in a run with role logs: 0
         g = out["gc_runs"]

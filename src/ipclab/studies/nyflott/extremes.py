@@ -114,7 +114,7 @@ def run_extremes(
     hit = coincides(t, lat, gc["t"].to_numpy(float), gc["ms"].to_numpy(float))
     nan = float("nan")
     row: dict[str, object] = {
-        "run": tables.run_key(run),
+        "run": tables.run_label(run),
         "requests": len(lat),
         "threshold_ms": thr,
         "extremes": int(ext.sum()),
@@ -133,9 +133,9 @@ def run_extremes(
     x["gc_role"] = [gc["role"].iloc[k] if k >= 0 else "" for k in hit[ext]]
     x["gc_t"] = [float(gc["t"].iloc[k]) if k >= 0 else nan for k in hit[ext]]
     x["t_rel"] = (x["t"].astype(float) - start).round(6)
-    x.insert(0, "run", tables.run_key(run))
+    x.insert(0, "run", tables.run_label(run))
     cols = ["run", "t", "t_rel", "name", "latency_ms", "gc_role", "gc_t"]
-    gc_out = gc.assign(run=tables.run_key(run), t_rel=gc["t"] - start)
+    gc_out = gc.assign(run=tables.run_label(run), t_rel=gc["t"] - start)
     return row, x[cols].reset_index(drop=True), gc_out[["run", "role", "t", "t_rel", "ms"]]
 
 
@@ -207,7 +207,7 @@ def slow_requests(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
         parts.append(
             pd.DataFrame(
                 {  # rounded to 1 us and 10 us: a committed reference keeps these rows
-                    "run": tables.run_key(run),
+                    "run": tables.run_label(run),
                     "t_rel": (s["t"].astype(float) - float(w["t"].min())).round(6),
                     "name": s["name"],
                     "latency_ms": s["latency_ms"].astype(float).round(2),

@@ -132,7 +132,7 @@ def host_table(run: Run, warmup_s: float) -> pd.DataFrame:
         h = res[res["host"] == host] if len(res) else res
         roles = sorted(set(h["component"])) if len(h) else []
         row: dict[str, object] = {
-            "run": tables.run_key(run), "host": host, "roles": " ".join(roles),
+            "run": tables.run_label(run), "host": host, "roles": " ".join(roles),
             "rounds": 0, "window_s": t1 - t0, "requests": n, "cpu_mean": nan, "cpu_sd": nan,
             "delayer_cpu_mean": float(delayers.get(host, nan)),
         }  # fmt: skip
@@ -191,7 +191,7 @@ def row_from_hosts(run: str, table: pd.DataFrame) -> dict[str, float | str]:
 
 def host_row(run: Run, warmup_s: float) -> dict[str, float | str]:
     """One run's per-host CPU and network numbers over its measured window (wide)."""
-    return row_from_hosts(tables.run_key(run), host_table(run, warmup_s))
+    return row_from_hosts(tables.run_label(run), host_table(run, warmup_s))
 
 
 def host_rows(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:

@@ -75,16 +75,17 @@ def _style(run: Run, stack: str) -> str:
     return str(recorded) if recorded else resolve(stack).style
 
 
-def run_key(run: Run) -> str:
-    """A run's key in every per-run table: its experiment folder and its own (a run's
-    directory name repeats in each delay's folder, ``delay0ms/acmeair-h2c-u10-base-r1``)."""
+def run_label(run: Run) -> str:
+    """A run's label in every per-run table (its "run" column; not its reuse key,
+    ``ipclab.runstore.run_key``): its experiment folder and its own (a run's directory name
+    repeats in each delay's folder, ``delay0ms/acmeair-h2c-u10-base-r1``)."""
     return f"{run.path.parent.name}/{run.path.name}"
 
 
 def _identity(run: Run) -> dict[str, object]:
     stack = str(run.manifest.get("stack") or run.parameters.get("stack"))
     return {
-        "run": run_key(run),
+        "run": run_label(run),
         "stack": stack,
         "adapters": adapters_of(run),
         "style": _style(run, stack),

@@ -142,7 +142,7 @@ def fix_rows(runs: Sequence[Run], warmup_s: float) -> pd.DataFrame:
     rows = tables.run_rows(runs, warmup_s)
     if rows.empty:
         return rows
-    variant = {tables.run_key(r): str(r.parameters.get("variant", "")) for r in runs}
+    variant = {tables.run_label(r): str(r.parameters.get("variant", "")) for r in runs}
     return rows.assign(style=rows["run"].map(lambda k: f"californium-{variant[k]}"))
 
 
