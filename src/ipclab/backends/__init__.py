@@ -1,16 +1,25 @@
-"""Backends run a stack: ``local`` (processes on this machine), ``docker`` (compose) or
-``swarm`` (``docker stack deploy`` on a Docker Swarm).
+"""Backends run a stack: ``local`` (processes on this machine), ``docker`` (compose),
+``swarm`` (``docker stack deploy`` on a Docker Swarm) or ``kubernetes`` (Deployments and
+Services on a cluster).
 
 The registry is filled by looking, as the studies' is: every module of this package that
 declares ``BACKEND = BackendPlugin(...)`` is a backend (``local.py``), and a subpackage
 declares its own in its ``__init__`` (``docker/``: ``docker`` and ``swarm``, as
-``PLUGINS``). A new backend is one such module, or, kept outside this package, an entry
-point of the group ``ipclab.backends`` whose object is its ``BackendPlugin``
+``PLUGINS``; ``kubernetes/``: ``kubernetes``, as ``BACKEND``). A new backend is one such
+module, or, kept outside this package, an entry point of the group ``ipclab.backends``
+whose object is its ``BackendPlugin``
 (``[project.entry-points."ipclab.backends"] name = "pkg.module:BACKEND"``);
 ``get_backend`` and ``BACKENDS`` (the ``--backend`` choices, in the plugins' ``order``)
 follow from it, and ``ipclab down`` and the stack options ask the plugin (``down``,
 ``supports``). Modules are found with ``pkgutil`` and imported by name, so this package
 names none of them.
+
+The other modules here declare no backend: ``base.py`` (the protocols and
+``BackendPlugin``), ``described.py`` (what a manifest records of a started stack),
+``memory.py`` (memory sampling for memory runs), and the private instances the local
+backend starts for an infrastructure plugin (``ipclab.infrastructure``): ``broker.py``
+(a RabbitMQ node), ``postgres.py`` (a PostgreSQL cluster), ``ferretdb.py``, ``mariadb.py``
+with ``storedir.py`` and ``mongowire.py`` (the stores).
 """
 
 from __future__ import annotations
