@@ -7,7 +7,9 @@ README's table of committed references (``ipclab.catalogue``), and tables of fig
 measured once on this machine, kept as CSV under ``data/measured/`` with the day they were
 measured (docs/kubernetes.md's cluster figures; docs/acmeair.md's Californium hops before and
 after the fix of issue 46, and the evidence of their cause; docs/node.md's shop-grpc-node
-beside shop-rest-node and shop-grpc-go). ``python -m ipclab.docblocks``
+beside shop-rest-node and shop-grpc-go; docs/transports.md's bench tables from
+``bench/results/`` and the references' ``results/bench.json``, ``ipclab.benchtables``).
+``python -m ipclab.docblocks``
 writes every block; ``tests/test_docblocks.py`` checks that each is what its source gives.
 (The references' own READMEs are filled by their studies' rebuilders.)
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ipclab import catalogue
+from ipclab import benchtables, catalogue
 from ipclab.findings import fill_blocks
 from ipclab.paths import REPO_ROOT
 
@@ -248,7 +250,7 @@ BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
         "californium-evidence": lambda: measured_table("californium_evidence"),
         "californium-reference": californium_reference,
     },
-    "docs/transports.md": {"californium-pairs": pairs_before_after},
+    "docs/transports.md": {**benchtables.TRANSPORTS_MD, "californium-pairs": pairs_before_after},
     "docs/node.md": {
         "node-sitting": node_sitting,
         "node-sitting-loaded": node_sitting_rounds,
