@@ -157,6 +157,36 @@ def _client_plus_service() -> str:
     return f"client + service {x[0]} µs, against {x[1]} for gRPC and {x[2]} for REST"
 
 
+def _rest_spread() -> str:
+    """REST's CPU per call against its throughput over the six runs."""
+    runs = bt.transport_runs(bt.SIX_RUNS)
+    cpu = [r["rest"]["cpu_us_per_call"] for r in runs]
+    rps = [r["rest"]["rps"] for r in runs]
+    mid = float(np.median(cpu))
+    spread = max(mid - min(cpu), max(cpu) - mid) / mid
+    return (f"varied by about ±{_five(100 * spread)}% across runs while throughput varied "
+            f"{max(rps) / min(rps):.0f}x")  # fmt: skip
+
+
+def _cpu_per_page() -> str:
+    steps = _stack_steps(["stacks-run1.json", "stacks-run2.json"])
+    mid = [float(np.median([s["cpu_ms_per_page"] for s in steps if s["stack"] == st]))
+           for st in bt.STACKS]  # fmt: skip
+    return f"REST ~{mid[0]:.0f} ms, gRPC ~{mid[1]:.0f} ms, AMQP ~{mid[2]:.1f} ms"
+
+
+def _californium_before() -> str:
+    """The Nyfløtt reference's Californium cell at 0 ms before the fix, and aiocoap's now."""
+    import pandas as pd
+
+    before = pd.read_csv(REPO_ROOT / "data" / "measured" / "californium_reference_before.csv")
+    b = before[before.delay_ms == 0].iloc[0]
+    runs = pd.read_csv(bt.REFERENCES / b.reference / "results" / "runs.csv")
+    beside = runs[(runs["stack"] == b.beside) & (runs.delay_ms == 0)].rps.mean()
+    return (f"(revision {b.revision}: {b.rps:.0f} req/s at 0 ms, a mean of {b.mean_ms:.1f} ms a "
+            f"request, against aiocoap's {beside:.0f})")  # fmt: skip
+
+
 #: a sentence of the document, made from the JSON it quotes
 SENTENCES: list[Callable[[], str]] = [
     # the conditions
@@ -240,7 +270,29 @@ SENTENCES: list[Callable[[], str]] = [
     ),
     _coap_sides,
     _pairs,
+    lambda: "had 0 too)" * (_ny("h2c-hypercorn", "errors") == 0),
+    _rest_spread,
+    _cpu_per_page,
+    _californium_before,
+    lambda: "through aiocoap's (p50 {:.1f} ms)".format(
+        _summary("transports-coap-pairs.json")["pair-californium"]["seq_p50_us"] / 1000
+    ),
 ]
+
+
+def test_the_versions_are_the_runs() -> None:
+    """Each "Versions:" line names what every run it speaks of recorded."""
+    text = _text()
+    lines = re.findall(r"Versions: (.*?)\.(?: |$)", text)
+    assert len(lines) == 2, lines
+    for line, files in zip(lines, (bt.SIX_RUNS, ["transports-h2c-coap.json"]), strict=True):
+        for f in files:
+            doc = json.loads((bt.RESULTS / f).read_text())
+            recorded = doc["versions"] | {"Python": doc["python"]}
+            for name, version in re.findall(r"([\w-]+) ([\d.]+)", line):
+                if name in ("RabbitMQ", "h2") and name not in recorded:
+                    continue  # the broker's version is not recorded by the bench
+                assert recorded.get(name) == version, (f, name, version)
 
 
 @pytest.mark.parametrize("sentence", SENTENCES, ids=range(len(SENTENCES)))
