@@ -58,6 +58,8 @@ def main() -> int:
     args = ap.parse_args()
     options = {k: getattr(args, k) for k in against.FORWARDED}
     folders = sorted(p for p in REFERENCE.iterdir() if (p / "results").is_dir())
+    for p in sorted(set(REFERENCE.iterdir()) - set(folders)):
+        print(f"{p.name}: no results/ (runs read by another reference); skipped", flush=True)
     random.Random(args.seed).shuffle(folders)
     for folder in folders:
         rev = revision(folder)
