@@ -125,3 +125,12 @@ def test_every_pod_asks_for_the_runtimes_default_seccomp_profile(tmp_path: Path)
             assert ("appArmorProfile" in context) is apparmor
             if apparmor:
                 assert context["appArmorProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_a_container_waiting_for_a_config_the_kubelet_has_not_synced_yet_is_waited_for() -> None:
+    cannot_start = manifests.cannot_start
+    syncing = "failed to sync secret cache: timed out waiting for the condition"
+    assert not cannot_start("CreateContainerConfigError", syncing)  # a node that just joined
+    assert cannot_start("CreateContainerConfigError", 'secret "x" not found')  # a bad spec
+    assert cannot_start("ErrImageNeverPull", None)
+    assert not cannot_start("ContainerCreating", None)

@@ -289,7 +289,7 @@ class PodLoad:
         for name, p in sorted(self._pods.items()):
             for s in p.status.container_statuses or []:
                 waiting = s.state.waiting if s.state else None
-                if waiting and waiting.reason in manifests.CANNOT_START:
+                if waiting and manifests.cannot_start(waiting.reason, waiting.message):
                     return f"{name}: {waiting.reason}: {waiting.message}"
             if p.status.phase == "Failed" and name == MASTER:
                 return f"{name} failed: {p.status.reason or ''} {p.status.message or ''}"

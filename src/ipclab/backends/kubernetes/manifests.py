@@ -62,6 +62,19 @@ from ipclab.stacks import StackSpec
 CANNOT_START = (
     "ErrImageNeverPull", "ImagePullBackOff", "CreateContainerConfigError", "InvalidImageName",
 )  # fmt: skip
+# ...except a kubelet whose informer has not yet synced the pod's secret or config map (a
+# node that has just joined): "failed to sync secret cache: timed out waiting for the
+# condition"; the kubelet tries again, and the container starts
+STILL_SYNCING = "failed to sync"
+
+
+def cannot_start(reason: str | None, message: str | None) -> bool:
+    """Whether a container waiting for ``reason`` (with the kubelet's ``message``) will not
+    start by waiting longer."""
+    if reason == "CreateContainerConfigError" and STILL_SYNCING in (message or ""):
+        return False
+    return reason in CANNOT_START
+
 
 OWNED_LABEL = "ipclab.owned"  # every object the backend makes: "1" (found by selector)
 PROJECT_LABEL = "ipclab.project"  # the stack's project, as compose's label

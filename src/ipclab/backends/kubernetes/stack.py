@@ -51,7 +51,6 @@ POD_READY_TIMEOUT_S = 300.0
 #: of one container within 10 min (10 s doubling; docs/availability.md, "On Kubernetes")
 RESTART_TIMEOUT_S = 330.0
 READY_LINE_WAIT_S = 30.0  # a restarted role's ready line after its pod is Ready
-CANNOT_START = manifests.CANNOT_START
 
 
 class KubernetesStackError(RuntimeError):
@@ -282,7 +281,7 @@ class KubernetesStack(RunningStack):
         for comp, p in self._pods.items():
             for s in p.status.container_statuses or []:
                 waiting = s.state.waiting if s.state else None
-                if waiting and waiting.reason in CANNOT_START:
+                if waiting and manifests.cannot_start(waiting.reason, waiting.message):
                     return f"{comp}: {waiting.reason}: {waiting.message}"
         return None
 
