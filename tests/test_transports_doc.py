@@ -125,7 +125,7 @@ def _five(x: float) -> str:
 
 
 def _ny(name: str, key: str) -> float:
-    return _summary("transports-nyflott.json")[name][key]
+    return _summary("transports-h2c-5rounds.json")[name][key]
 
 
 def _coap_sides() -> str:
@@ -322,10 +322,10 @@ def test_the_choice_table_is_what_the_runs_show() -> None:
     assert abs(cpu["coap"] / cpu["amqp"] - 1) < 0.10
     # h2c: more throughput than grpc.aio at under half its CPU per call, in both runs; level
     # with REST on the loaded machine (within 10 %), behind it on the quiet one
-    for f in ("transports-h2c-coap.json", "transports-nyflott.json"):
+    for f in ("transports-h2c-coap.json", "transports-h2c-5rounds.json"):
         h2c = _summary(f)["h2c"]
         assert h2c["rps_x_grpc"] > 1 and h2c["cpu_x_grpc"] < 0.5, f
-    loaded, quiet = _summary("transports-h2c-coap.json"), _summary("transports-nyflott.json")
+    loaded, quiet = _summary("transports-h2c-coap.json"), _summary("transports-h2c-5rounds.json")
     assert abs(loaded["h2c"]["rps"] / loaded["rest"]["rps"] - 1) < 0.10
     assert quiet["h2c"]["rps"] < quiet["rest"]["rps"]
     text = _text()

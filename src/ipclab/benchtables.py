@@ -450,8 +450,8 @@ def _rounds(name: str) -> int:
     return int(json.loads((RESULTS / name).read_text())["args"]["rounds"])
 
 
-def _nyflott() -> str:
-    f = "transports-nyflott.json"
+def _h2c_5rounds() -> str:
+    f = "transports-h2c-5rounds.json"
     return transport_table(
         [f],
         [
@@ -583,7 +583,7 @@ TRANSPORTS_MD: dict[str, Callable[[], str]] = {
     "stack-peaks-quiet": _stacks_quiet,
     "client-rest": _clients,
     "stack-peaks": _stacks_runs,
-    "transports-nyflott": _nyflott,
+    "transports-h2c-5rounds": _h2c_5rounds,
     "transports-h2c-coap": _h2c_coap,
     "transports-coap-pairs": _coap_pairs,
     "reference-costs": reference_costs,

@@ -392,6 +392,8 @@ def status(root: Path = ROOT) -> tuple[bool, list[str]]:
             healthy = healthy and running
             lines.append(f"  {name:<26} pid {started.pid!s:<8} {'running' if running else 'GONE'}")
     lines.append(f"kubeconfig {layout.kubeconfig}")
+    if st.phase == "up":
+        lines += ["nodes (the API server's list):", *readiness.node_lines(layout.root)]
     lines += [f"  last start: {k:<26} {v:7.1f} s" for k, v in st.steps.items()]
     return healthy, lines
 

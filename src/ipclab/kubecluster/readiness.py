@@ -131,6 +131,34 @@ def node_ready(root: Path, name: str = NODE_NAME) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
+def node_lines(root: Path) -> list[str]:
+    """The cluster's nodes as the API server lists them, one line each, as ``kubectl get
+    nodes -o wide`` would: name, Ready condition, ``ipclab.role`` label, kubelet version,
+    internal address (``ipclab cluster status``)."""
+    try:
+        api_client = _client(root)
+    except ClusterError as e:
+        return [f"  {e}"]
+    from kubernetes import client
+
+    with api_client as api:
+        try:
+            found = client.CoreV1Api(api).list_node(_request_timeout=5).items
+        except _unanswered() as e:
+            return [f"  the API server did not list the nodes ({type(e).__name__})"]
+    lines = [f"  {'NAME':<16} {'STATUS':<9} {'ROLE':<10} {'VERSION':<9} INTERNAL-IP"]
+    for n in sorted(found, key=lambda n: n.metadata.name):
+        conditions = (n.status.conditions if n.status else None) or []
+        ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+        role = (n.metadata.labels or {}).get("ipclab.role", "-")
+        addresses = (n.status.addresses if n.status else None) or []
+        ip = next((a.address for a in addresses if a.type == "InternalIP"), "-")
+        version = n.status.node_info.kubelet_version if n.status and n.status.node_info else "-"
+        status = "Ready" if ready else "NotReady"
+        lines.append(f"  {n.metadata.name:<16} {status:<9} {role:<10} {version:<9} {ip}")
+    return lines
+
+
 def service_account_ready(root: Path, namespace: str = "default") -> bool:
     """The controller-manager made the namespace's ``default`` service account (until it
     has, the API server refuses pods there)."""
