@@ -9,6 +9,11 @@ stats API, which publishes once a second.
 
 ``outcome(stack, role)`` says how the component is: running, or exited with its code and,
 in a container, whether the kernel's OOM killer ended it (``OOMKilled``).
+
+On the kubernetes backend the three are its pods' (``backends.kubernetes.podmemory``: the
+container's cgroup read by the backend's own sampler, the kubelet's record of its end),
+imported only there, so a docker run's code holds none of the Kubernetes backend's and a
+Kubernetes run's none of the docker backend's container reading.
 """
 
 from __future__ import annotations
@@ -95,9 +100,13 @@ def process_reader(pid: int) -> Callable[[], Reading]:
 
 
 def reader(stack: Any, role: str) -> Callable[[], Reading]:
-    """How to read ``role``'s memory in ``stack`` (a local or docker stack)."""
+    """How to read ``role``'s memory in ``stack`` (a local, docker or kubernetes stack)."""
     if stack.backend == "local":
         return process_reader(stack.procs[role].pid)
+    if stack.backend == "kubernetes":
+        from ipclab.backends.kubernetes import podmemory
+
+        return podmemory.reader(stack, role)
     return cgroup_reader(container_cgroup(stack.container(role).id))
 
 
@@ -105,6 +114,11 @@ def peak(stack: Any, role: str) -> int | None:
     """The cgroup's high-water mark of ``role``'s container (None on the local backend)."""
     if stack.backend == "local":
         return None
+    if stack.backend == "kubernetes":
+        from ipclab.backends.kubernetes import podmemory
+
+        folder = podmemory.running_cgroup(stack, role)
+        return cgroup_peak(folder) if folder is not None else None
     try:
         return cgroup_peak(container_cgroup(stack.container(role).id))
     except FileNotFoundError:  # the container is gone
@@ -112,10 +126,15 @@ def peak(stack: Any, role: str) -> int | None:
 
 
 def outcome(stack: Any, role: str) -> dict[str, Any]:
-    """``{"running": bool, "exit_code": int | None, "oom_killed": bool | None}``."""
+    """``{"running": bool, "exit_code": int | None, "oom_killed": bool | None}`` (on
+    Kubernetes also ``restarts``: the kubelet restarts an ended container)."""
     if stack.backend == "local":
         code = stack.procs[role].poll()
         return {"running": code is None, "exit_code": code, "oom_killed": None}
+    if stack.backend == "kubernetes":
+        from ipclab.backends.kubernetes import podmemory
+
+        return podmemory.outcome(stack, role)
     ctr = stack.container(role)
     ctr.reload()
     state = ctr.attrs.get("State", {})

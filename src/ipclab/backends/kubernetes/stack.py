@@ -322,6 +322,23 @@ class KubernetesStack(RunningStack):
         """CPU % and memory of one container of this cluster by its id (ipclab's cluster)."""
         return self._sampler.sample(container_id) if self.cluster.local else {}
 
+    def container_status(self, role: str) -> Any:
+        """The kubelet's status of ``role``'s container, read now (a ``V1ContainerStatus``;
+        None: its pod has none yet). A study's memory runs read it (``podmemory``)."""
+        self._refresh_pods()
+        host = next((c for c, pod in self.manifests.pods.items() if role in pod.members), role)
+        p = self._pods.get(host)
+        name = manifests.object_name(role)
+        statuses = (p.status.container_statuses or []) if p is not None else []
+        return next((s for s in statuses if s.name == name), None)
+
+    def memory_cgroup(self, container_id: str) -> Path | None:
+        """The memory cgroup folder of one container of this cluster (ipclab's cluster: the
+        sampler's, ``sampling.find_cgroups``; None elsewhere or when not found)."""
+        if not self.cluster.local or not container_id:
+            return None
+        return self._sampler.folders(container_id).get("memory")
+
     def load_pods(self) -> Any:
         """A distributed load runs as pods in the stack's namespace (``loadpods``)."""
         from ipclab.backends.kubernetes.loadpods import PodLoad

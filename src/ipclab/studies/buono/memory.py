@@ -13,7 +13,11 @@ answer's size, the data service's exit code and whether it was OOM-killed (the c
 cell's outcome, recorded, not a failure of the experiment: the run is ``complete`` when it
 measured the cell either way.
 
-The limit needs the docker backend; on the local backend the cells run unlimited (the
+The limit needs a container: the docker backend's (compose's ``mem_limit``) or the
+kubernetes backend's pods (the container's ``resources.limits.memory``, requested as
+limited, stated in the manifest's ``stack_info``), whose memory is read from the pod's
+cgroup and whose OOM kill from the kubelet's record (``OOMKilled``, exit code 137;
+:mod:`ipclab.backends.memory`); on the local backend the cells run unlimited (the
 footprint without a limit), said in every summary.
 
 The runtime is a factor (``MemoryCell.runtime``): the Python services, or the same services
@@ -179,7 +183,7 @@ def _ask(url: str, timeout_s: float) -> dict[str, Any]:
 
 
 def _limited(cell: MemoryCell, backend: str, limit_mb: int | None) -> bool:
-    """Whether the cell's containers run under ``limit_mb`` (docker, untraced)."""
+    """Whether the cell's containers run under ``limit_mb`` (docker or kubernetes, untraced)."""
     return backend != "local" and limit_mb is not None and not cell.traced
 
 

@@ -9,7 +9,9 @@ parameters (the JVM's flags among them) made by the current measuring code is re
 other is measured again in its own directory. ``--dry-run`` lists the runs to make and the
 machine time they take, from the per-run times of the committed reference's JVM runs.
 Afterwards, ``python -m ipclab.studies.buono.reference`` rebuilds the tables, figures and
-README from the runs.
+README from the runs; with ``--backend kubernetes`` (the runs in pods with the 400 MB limit,
+``buono-full-kubernetes``), ``python -m ipclab.studies.buono.orchestrators`` puts them
+beside compose's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from ipclab.studies.buono import experiment, memory
 #: runs (buono-full-docker, 2026-11-27, a quiet 2-core VM: 28 procedure runs 20.9 s, 32
 #: memory runs 9.1 s), rounded up; a loaded machine takes up to 2-3 times as long
 SECONDS_PER_RUN = {"procedure": 25.0, "memory": 12.0}
+#: what rebuilds the tables from the runs afterwards: the reference's (compose), or the
+#: Kubernetes runs beside compose's (``orchestrators``: the kubernetes folder holds the
+#: JVM's runs alone)
+REBUILD = {
+    "docker": "ipclab.studies.buono.reference",
+    "kubernetes": "ipclab.studies.buono.orchestrators",
+}
 
 
 def todo(e: experiment.Experiments) -> dict[str, list[str]]:
@@ -63,8 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     started = time.monotonic()
     experiment.run_jvm(e)
+    rebuild = REBUILD.get(a.backend, REBUILD["docker"])
     print(f"done in {(time.monotonic() - started) / 60:.0f} min; now rebuild: "
-          "python -m ipclab.studies.buono.reference")  # fmt: skip
+          f"python -m {rebuild}")  # fmt: skip
     return 0
 
 
