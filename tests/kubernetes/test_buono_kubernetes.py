@@ -28,7 +28,7 @@ def test_a_small_memory_cell_in_a_400_mb_pod(tmp_path: Path) -> None:
     assert not s["out_of_memory"] and s["edge_running"]
     info = run.manifest["stack_info"]["kubernetes"]
     limited = {"limits": {"memory": "400Mi"}, "requests": {"memory": "400Mi"}}
-    assert info["resources"]["data"] == limited and info["resources"]["edge"] == limited
+    assert info["resources"]["data"] == limited and info["resources"]["gateway"] == limited
     assert info["limits"]["memory_mb"] == LIMIT_MB
     samples = pd.read_csv(run.path / "memory.csv")
     assert len(samples) >= 10 and samples["usage_bytes"].notna().all()
