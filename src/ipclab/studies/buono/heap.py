@@ -102,20 +102,18 @@ def parse(lines: Iterable[str], role: str = "") -> tuple[dict[str, Any], pd.Data
     """A role's log: what the JVM says of its heap at start (collector, memory, initial and
     maximum heap) and one row per collection (:data:`COLUMNS`, by collection). Lines that
     are not the GC log's (the service's own, or one cut by a kill) are skipped. The first
-    JVM's only: a log that goes on with a later JVM (its uptime starts again: a pod's
-    container the kubelet restarted after the kernel killed it, whose log files the
-    kubernetes backend keeps together) ends where that one starts."""
+    JVM's only: a log that goes on with a later JVM (a pod's container the kubelet restarted
+    after the kernel killed it, whose log files the kubernetes backend keeps together) ends
+    where that one says which collector it uses."""
     jvm: dict[str, Any] = {}
     gcs: dict[int, dict[str, Any]] = {}
-    last_uptime = 0
     for line in lines:
         m = _LINE.search(line)
         if m is None:
             continue
         t_ms, uptime_ms, tags, message = int(m[1]), int(m[2]), m[3], m[4].rstrip()
-        if uptime_ms < last_uptime:
-            break  # the next JVM's: a restarted container's log follows the ended one's
-        last_uptime = uptime_ms
+        if "collector" in jvm and tags == "gc" and message.startswith("Using "):
+            break  # the next JVM's start: a restarted container's log follows the ended one's
         collection = _GC_ID.match(message)
         if collection is None:
             _jvm_line(jvm, tags, message)
