@@ -261,6 +261,8 @@ def test_remeasuring_names_the_jvms_runs_and_their_machine_time(tmp_path: Path) 
     assert all("jackson" in n for n in runs["memory"])
     assert sum("-heap-limit-" in n for n in runs["memory"]) == 28
     assert remeasure.minutes(runs) == pytest.approx((28 * 25 + 56 * 12) / 60)
+    # in pods: each run's stack starts and stops on the cluster (issue 51)
+    assert remeasure.minutes(runs, "kubernetes") == pytest.approx((28 * 35 + 56 * 22) / 60)
     assert remeasure.main(["--root", str(tmp_path), "--dry-run"]) == 0
     with pytest.raises(ValueError, match="no JVM cells"):
         remeasure.todo(experiment.experiments("quick", "docker", tmp_path))
