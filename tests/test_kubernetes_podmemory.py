@@ -214,4 +214,3 @@ def test_a_memory_runs_code_is_its_own_backends() -> None:
     assert "src/ipclab/backends/docker/backend.py" in docker
     assert "src/ipclab/backends/docker/backend.py" not in k8s
     assert "src/ipclab/backends/memory.py" in k8s & docker
-
