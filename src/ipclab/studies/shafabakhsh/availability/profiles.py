@@ -140,7 +140,8 @@ DEVIATIONS = [
     *CLIENT_DEVIATIONS,
 ]
 
-_METHOD_NAMES = {"until_failure": "method 1", "fault_injection": "fault injection",
+#: each method as the deviations and READMEs name it
+METHOD_NAMES = {"until_failure": "method 1", "fault_injection": "fault injection",
                  "outage": "the outage experiment"}  # fmt: skip
 
 
@@ -187,7 +188,7 @@ def pod_resources(manifests: Sequence[Mapping[str, Any]]) -> str:
             for text, names in sorted(groups.items(), key=lambda kv: sorted(kv[1]))
         ]
         every = "every container: " if len(groups) == 1 else ""
-        said.append(f"{_METHOD_NAMES.get(method, method)} ({runs[method]} runs), {every}"
+        said.append(f"{METHOD_NAMES.get(method, method)} ({runs[method]} runs), {every}"
                     + "; ".join(parts))  # fmt: skip
     return " / ".join(said) if said else "not recorded"
 

@@ -19,7 +19,7 @@ from ipclab.studies.shafabakhsh.availability.analysis import (
     configuration_share,
     readable,
 )
-from ipclab.studies.shafabakhsh.availability.profiles import AvailabilityRuns
+from ipclab.studies.shafabakhsh.availability.profiles import METHOD_NAMES, AvailabilityRuns
 
 
 def markdown(df: pd.DataFrame, digits: int = 2) -> str:
@@ -194,7 +194,7 @@ def skeleton(backend: str, methods: Sequence[str], claims: Sequence[str]) -> str
     section its ``methods`` fill and a findings block per claims table written
     (``claims``: their names in ``results/``). What the sitting was is written beside them
     by hand."""
-    held = " and ".join(m.replace("_", " ") for m in methods)
+    held = " and ".join(METHOD_NAMES.get(m, m) for m in methods)
     lines = [
         f"# Availability, full profile, {backend} backend: {held}",
         "",
