@@ -528,7 +528,8 @@ def check_gc(folder: str, table: pd.DataFrame) -> list[str]:
 
 # --------------------------------------------------------------------------- §6 availability
 
-AVAILABILITY = ("availability-full-docker", "availability-full-local")
+#: every availability reference (local, docker; kubernetes once committed: issue 51)
+AVAILABILITY = tuple(sorted(p.name for p in REFERENCE.glob("availability-full-*") if p.is_dir()))
 
 
 def method1_runs(folder: str) -> pd.DataFrame:

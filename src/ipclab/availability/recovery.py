@@ -30,6 +30,13 @@ the process start, else the middle of the kubelet's second, +- 0.5 s) and ``read
 from that start to ready, the later of the role's ``ipclab-ready`` line and its pod's
 ``Ready`` condition (a call through the role's Service needs both: the endpoint and a
 listening process). Elsewhere the two stay None.
+
+**Where the harness restarts** (local, docker) the start splits where the backend's restart
+returned (the last ``restarted`` event of the cycle's restarted roles: the process spawned,
+the container started): ``returned_s`` from the restart mark to it (the harness's restart),
+the rest of ``start_s`` the component's own readiness. Kept apart from ``START_PARTS`` (a
+run's ``recovery.csv`` keeps its columns); on Kubernetes ``restart`` returns only once the
+pod is ready again, so there the kubelet's record splits the start instead.
 """
 
 from __future__ import annotations
@@ -52,7 +59,9 @@ RECORDED_RESOLUTION_S = 1.0
 PARTS = ("detection_s", "reaction_s", "start_s", "reconnect_s")
 #: ``start_s`` split where the orchestrator recorded the container's start (else None)
 START_PARTS = ("kubelet_restart_s", "readiness_s")
-COLUMNS = ("cycle", "component", *PARTS, "restart_to_recovery_s", "ttr_s", *START_PARTS)
+#: the harness's own restart, from the restart mark to its return (module docstring)
+RETURNED = "returned_s"
+COLUMNS = ("cycle", "component", *PARTS, "restart_to_recovery_s", "ttr_s", *START_PARTS, RETURNED)
 
 
 def ready_lines(logs: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -145,6 +154,8 @@ def decompose(cycles: Iterable[Cycle], events: Iterable[Mapping[str, Any]]) -> p
         times = [_ready_at(r, t, c.t_recovered, ready, returned, pod_ready) for t, r in roles]
         t_ready = max(times) if times and None not in times else None  # type: ignore[type-var]
         t_started = _started_at(roles, c.t_recovered, started, processes)
+        back = [_first(returned, r, t, c.t_recovered) for t, r in roles]
+        t_returned = max(back) if back and None not in back else None  # type: ignore[type-var]
         split = t_ready is not None and t_started is not None
         rows.append(
             {
@@ -158,6 +169,7 @@ def decompose(cycles: Iterable[Cycle], events: Iterable[Mapping[str, Any]]) -> p
                 "ttr_s": c.ttr_s,
                 "kubelet_restart_s": None if t_started is None else t_started - c.t_restart,
                 "readiness_s": t_ready - t_started if split else None,  # type: ignore[operator]
+                RETURNED: None if t_returned is None else t_returned - c.t_restart,
             }
         )
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -81,7 +81,7 @@ class Availability(StudyPart):
         return f"Runs go to `{plan.directory}`; criteria: `{criteria}`"
 
     def deviations(self, params: Parameters, analysis: Any = None) -> Sequence[str]:
-        return availability.DEVIATIONS
+        return availability.deviations(params.backend)
 
     def run(self, plan: availability.AvailabilityExperiment) -> availability.AvailabilityRuns:
         return plan.run()

@@ -23,6 +23,7 @@ from ipclab.experiments import load_runs
 from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
+from ipclab.runs import Run
 from ipclab.studies import get_study
 from ipclab.studies.shafabakhsh import (
     availability,
@@ -32,6 +33,7 @@ from ipclab.studies.shafabakhsh import (
     performance,
     runtimes,
 )
+from ipclab.studies.shafabakhsh.availability import beside
 from ipclab.studies.shafabakhsh.availability import readme as availability_readme
 
 ROOT = Path("data/runs/reference")
@@ -51,9 +53,12 @@ def _readme(results: StudyResults, blocks: Mapping[str, str] | None = None) -> N
     if blocks:
         fill_blocks(readme, blocks)
     for name in CLAIMS_TABLES:
-        csv = results.directory / name
-        if csv.exists() and csv.stat().st_size and len(table := pd.read_csv(csv)):
-            write_findings(readme, table, f"results/{name}")
+        if _has_rows(csv := results.directory / name):
+            write_findings(readme, pd.read_csv(csv), f"results/{name}")
+
+
+def _has_rows(csv: Path) -> bool:
+    return csv.exists() and bool(csv.stat().st_size) and len(pd.read_csv(csv)) > 0
 
 
 #: The claims tables a reference folder may hold, each with a findings block in its README.
@@ -199,18 +204,68 @@ def rebuild_orchestrators(root: Path = ROOT, figures: Path = FIGURES) -> Path:
     return results.directory
 
 
+#: each availability method as a reference's title names it, in the titles' order
+METHOD_WORDS = {"fault_injection": "fault injection", "outage": "outage",
+                "until_failure": "method 1"}  # fmt: skip
+
+
+def availability_methods(directory: Path) -> tuple[str, ...]:
+    """The availability methods whose runs a reference folder holds (a run directory
+    ``<method>-...`` with its manifest), in ``METHOD_WORDS``' order."""
+    return tuple(
+        m for m in METHOD_WORDS
+        if any((d / "manifest.json").is_file() for d in Path(directory).glob(f"{m}-*"))
+    )  # fmt: skip
+
+
+def availability_title(backend: str, methods: Sequence[str]) -> str:
+    """A reference's title, saying what it holds: ``Shafabakhsh 2020: availability (full
+    profile: fault injection and outage, local)``."""
+    words = [METHOD_WORDS[m] for m in METHOD_WORDS if m in methods]
+    held = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+    return f"Shafabakhsh 2020: availability (full profile: {held}, {backend})"
+
+
+def baseline_runs(root: Path = ROOT) -> dict[str, list[Run]]:
+    """The fault-injection runs of the committed availability references another backend's
+    is set beside (``beside.BASELINES``: local and docker), by backend."""
+    out = {}
+    for b in beside.BASELINES:
+        exp = availability.experiments("full", b, from_repo(root), ("fault_injection",))
+        if exp.directory.is_dir():
+            out[b] = exp.load().fault_injection
+    return out
+
+
 def rebuild_availability(
-    backend: str, methods: tuple[str, ...], title: str, root: Path = ROOT, figures: Path = FIGURES
+    backend: str,
+    methods: tuple[str, ...] | None = None,
+    title: str | None = None,
+    root: Path = ROOT,
+    figures: Path = FIGURES,
 ) -> Path:
+    """The availability reference on ``backend`` (``availability-full-<backend>``), with
+    the methods its folder holds (or ``methods``) and a title saying which. A reference
+    on a backend other than local and docker (Kubernetes) also sets its recovery
+    decomposition beside theirs (``availability.beside``), and, where its folder has no
+    README yet, gets one with its generated blocks (``availability.readme.skeleton``)."""
+    folder = from_repo(root) / f"availability-full-{backend}"
+    methods = methods or availability_methods(folder)
     exp = availability.experiments("full", backend, from_repo(root), methods)
     runs = exp.load()
-    results = _results(root, figures, f"availability-full-{backend}", "availability", title)
+    results = _results(root, figures, exp.name, "availability",
+                       title or availability_title(backend, methods))  # fmt: skip
     a = availability.analyse(runs, "full")
+    if backend not in beside.BASELINES:
+        a.recovery_backends = beside.table({**baseline_runs(root), backend: runs.fault_injection})
     availability.write_results(a, runs, results)
     plausibility.write_reference(results)
     environment_table.write_reference(results)
     seed_items.write_reference(results)
     readme = results.directory.parent / "README.md"
+    if not readme.exists() and backend not in beside.BASELINES:
+        held = [n for n in CLAIMS_TABLES if _has_rows(results.directory / n)]
+        readme.write_text(availability_readme.skeleton(backend, methods, held))
     text = readme.read_text() if readme.exists() else ""
     blocks = {  # the blocks this README has (a reference written before them has none)
         name: body
@@ -230,6 +285,8 @@ def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
     on_kubernetes = orchestrators.directory("full", root).is_dir()
     on_node = runtimes.experiment("full", "local", from_repo(root)).directory.is_dir()
     node_tls = encryption.experiment("full", "local", from_repo(root), "node").directory.is_dir()
+    # availability on Kubernetes (issue 51): fault injection, method 1 once measured
+    k8s_availability = availability_methods(from_repo(root) / "availability-full-kubernetes")
     return [
         rebuild_performance(root, figures),
         *([rebuild_performance(root, figures, "docker")] if on_docker else []),
@@ -238,21 +295,13 @@ def rebuild_all(root: Path = ROOT, figures: Path = FIGURES) -> list[Path]:
         *([rebuild_runtimes(root, figures)] if on_node else []),
         *([rebuild_encryption(root, figures, runtime="node")] if node_tls else []),
         *([rebuild_orchestrators(root, figures)] if on_kubernetes else []),
-        rebuild_availability(
-            "local",
-            ("fault_injection", "outage"),
-            "Shafabakhsh 2020: availability (full profile: fault injection and outage, local)",
-            root,
-            figures,
-        ),
-        rebuild_availability(
-            "docker",
-            ("fault_injection", "outage", "until_failure"),
-            "Shafabakhsh 2020: availability (full profile: fault injection, outage and "
-            "method 1, docker)",
-            root,
-            figures,
-        ),
+        rebuild_availability("local", root=root, figures=figures),
+        rebuild_availability("docker", root=root, figures=figures),
+        *(
+            [rebuild_availability("kubernetes", root=root, figures=figures)]
+            if k8s_availability
+            else []
+        ),  # fmt: skip
     ]
 
 

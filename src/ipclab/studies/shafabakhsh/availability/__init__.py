@@ -7,7 +7,8 @@ beside the measured values, the formula mismatch, the outage table, computed cla
 verdicts) and ``write_results`` (tables and figures into a results folder).
 See docs/availability.md. The parts: ``profiles`` (profiles and the experiment),
 ``analysis``, ``until_failure`` (method 1's claims with the run as the unit), ``pricing``
-(machine-hours per cell), ``plan``, ``figures``, ``readme`` and ``results``.
+(machine-hours per cell), ``plan``, ``figures``, ``beside`` (the recovery decomposition
+beside other backends' references), ``readme`` and ``results``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ipclab.studies.shafabakhsh.availability.profiles import (
     AvailabilityRuns,
     Job,
     Profile,
+    deviations,
     experiments,
     profile,
     run_experiments,
@@ -60,6 +62,7 @@ __all__ = [
     "claims_rows",
     "classified_outage",
     "cycles_frame",
+    "deviations",
     "experiments",
     "figure_availability",
     "figure_mttf_mttr",

@@ -22,7 +22,12 @@ from ipclab.stats.intervals import interval_text
 from ipclab.stats.plausibility_runs import annotate
 from ipclab.studies.shafabakhsh import published
 from ipclab.studies.shafabakhsh.availability import pricing, until_failure
-from ipclab.studies.shafabakhsh.availability.profiles import STYLES, AvailabilityRuns, profile
+from ipclab.studies.shafabakhsh.availability.profiles import (
+    RESTARTS_ITSELF,
+    STYLES,
+    AvailabilityRuns,
+    profile,
+)
 from ipclab.studies.shafabakhsh.availability_published import (
     compare_published_availability,
     load_published_availability,
@@ -225,26 +230,61 @@ def _kind(component: Any) -> str:
     return component if component in ("gateway", "broker") else "service"
 
 
-def recovery_table(runs: list[Run]) -> pd.DataFrame:
-    """Recovery decomposed (``ipclab.availability.recovery``) per style, reconnect setting
-    and kind of component restarted: the mean of each part over the recovered cycles as
-    they count (from each run's cycles and events; its ``recovery.csv`` has the cycles as
-    recorded), and how many runs and cycles it rests on. Runs without ``recovery.csv``
-    (made before the harness copied the components' ready lines into the events) are left
-    out."""
+def recovery_cycles(runs: list[Run]) -> pd.DataFrame:
+    """Every recovered cycle's parts (``ipclab.availability.recovery.decompose``, from each
+    run's cycles as they count and its events), with the run's style, method, users,
+    repetition, backend, reconnect setting, the kind of component restarted and ``kill``:
+    the how-many-th kill of that component in its run (a container killed again within 10
+    min waits out the kubelet's back-off). Runs without ``recovery.csv`` (made before the
+    harness copied the components' ready lines into the events) are left out."""
     frames = []
     for r in runs:
         if not (r.path / "recovery.csv").exists():
             continue
-        parts = decompose(run_cycles(r), r.events())
+        cycles, events = run_cycles(r), r.events()
+        parts = decompose(cycles, events)
         if parts.empty:
             continue
+        nth = _kill_numbers(cycles, events)
         mode = (r.parameters.get("options") or {}).get("reconnect") or "default"
-        frames.append(parts.assign(**_run_info(r), reconnect=mode))
+        frames.append(
+            parts.assign(
+                **_run_info(r), backend=r.manifest.get("backend"), reconnect=mode,
+                kill=parts["cycle"].map(nth),
+            )
+        )  # fmt: skip
     if not frames:
         return pd.DataFrame()
     df = pd.concat(frames, ignore_index=True)
     df["kind"] = df["component"].map(_kind)
+    return df
+
+
+def _kill_numbers(cycles: list[Cycle], events: list[dict[str, Any]]) -> dict[int, int]:
+    """Each restarted cycle's how-many-th kill of its component in the run: its ``kill``
+    events up to the detection (a kill the probe never saw, masked, counts too: the kubelet
+    restarted the container all the same); without kill events, its restarted cycles."""
+    kills = [(float(e["t"]), e.get("role")) for e in events if e.get("event") == "kill"]
+    out: dict[int, int] = {}
+    seen: dict[Any, int] = {}
+    for c in sorted(cycles, key=lambda c: c.index):
+        if c.t_restart is None:
+            continue
+        seen[c.component] = seen.get(c.component, 0) + 1
+        until = c.t_fail_detected if c.t_fail_detected is not None else c.t_restart
+        by_event = sum(1 for t, role in kills if role == c.component and t <= until)
+        out[c.index] = by_event if kills else seen[c.component]
+    return out
+
+
+def recovery_table(runs: list[Run]) -> pd.DataFrame:
+    """Recovery decomposed (``ipclab.availability.recovery``) per style, reconnect setting
+    and kind of component restarted: the mean of each part over the recovered cycles as
+    they count (:func:`recovery_cycles`; each run's ``recovery.csv`` has the cycles as
+    recorded), and how many runs and cycles it rests on."""
+    df = recovery_cycles(runs)
+    if df.empty:
+        return df
     cols = ["detection_s", "reaction_s", "start_s", "reconnect_s", "restart_to_recovery_s"]
     # the start split by the orchestrator's record (kubernetes), where a run has it: the
     # local and compose tables keep their columns
@@ -396,6 +436,9 @@ class Analysis:
     power: pd.DataFrame = field(default_factory=pd.DataFrame)  # per family, where runs allow
     # method 1's runs, one row each: the current ones and the superseded (never judged)
     until_failure_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the recovery decomposition per style beside other backends' references (``beside``):
+    # only where the rebuild sets it (the kubernetes reference beside local and docker)
+    recovery_backends: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 #: One Holm family per experiment (docs/statistics.md section 3), each with the metrics its
@@ -504,6 +547,30 @@ NOT_RUN = (
     "and its MTTR is judged in the fault-injection claims"
 )
 
+#: the outage families' reason where the outage experiment cannot run (Kubernetes: the
+#: kubelet restarts a killed container at once, so no fixed outage window is kept)
+OUTAGE_NOT_RUN = (
+    "the outage experiment not run here: the orchestrator restarts a killed container at "
+    "once, so no fixed outage window can be kept (fault injection's MTTR is judged in the "
+    "fault-injection claims)"
+)
+
+
+def outage_effects(
+    runs: AvailabilityRuns, claims: list[Claim], family: str
+) -> dict[str, claims_mod.Effect] | None:
+    """Why the outage families' claims are not measured where no outage run could be made
+    (every run's backend restarts a killed container by itself); None elsewhere."""
+    made = [*runs.all(), *runs.tuned]
+    backends = {r.manifest.get("backend") for r in made}
+    if family not in ("outage", "outage recovery") or runs.outage or not made:
+        return None
+    if not backends <= set(RESTARTS_ITSELF):
+        return None
+    why = claims_mod.Effect.unmeasured(OUTAGE_NOT_RUN)
+    return {c.claim_id: why for c in claims}
+
+
 #: how a censored MTTF value claim is measured (the claims table's p_method)
 CENSORED_METHOD = until_failure.CENSORED_METHOD
 
@@ -553,7 +620,7 @@ def judge(
         claims = family_claims(fam)
         table = claims_mod.evaluate_claims(
             rows, claims, scope="availability", users_map=m, family=fam,
-            effects=effects if fam == "until failure" else None,
+            effects=effects if fam == "until failure" else outage_effects(runs, claims, fam),
         )  # fmt: skip
         power = claims_mod.repetitions(claims, rows, users_map=m).assign(family=fam)
         if fam == "until failure":  # its MTTF tests: by the test their model check chose

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from ipclab.stacks import resolve
 from ipclab.stats.machine import quiet_run
 from ipclab.studies.shafabakhsh.availability.until_failure import little_prediction
 from ipclab.studies.shafabakhsh.performance import CLIENT_DEVIATIONS, LANGUAGE_DEVIATION
+from ipclab.studies.shafabakhsh.setup import PUBLISHED_ENVIRONMENT
 from ipclab.studies.shafabakhsh.stacks import COMPARED
 
 STACKS = tuple(s.name for s in COMPARED)
@@ -138,6 +139,106 @@ DEVIATIONS = [
     "waiting request); the gateway's count of such unmatched replies is reported instead.",
     *CLIENT_DEVIATIONS,
 ]
+
+#: each method as the deviations and READMEs name it
+METHOD_NAMES = {"until_failure": "method 1", "fault_injection": "fault injection",
+                 "outage": "the outage experiment"}  # fmt: skip
+
+
+def deviations(backend: str, manifests: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The deviations of a reference on ``backend``: :data:`DEVIATIONS`, and on Kubernetes
+    the cluster's (:func:`kubernetes_deviations`, from its runs' ``manifests``)."""
+    extra = kubernetes_deviations(manifests) if backend == "kubernetes" else []
+    return [*DEVIATIONS, *extra]
+
+
+def _published(field_name: str) -> str:
+    """A field of the thesis's cluster as Table 4.1 prints it."""
+    return next(v for f, v, _ in PUBLISHED_ENVIRONMENT if f == field_name)
+
+
+def _resources_text(resources: Mapping[str, Any], qos: Any) -> str:
+    """A container's requests and limits as declared (``{}``: none) and its pod's QoS."""
+    said = [
+        f"{kind} " + ", ".join(f"{k} {v}" for k, v in sorted((resources.get(kind) or {}).items()))
+        for kind in ("requests", "limits")
+        if resources.get(kind)
+    ]
+    return f"{'; '.join(said) or 'no requests or limits'} (QoS {qos or 'not recorded'})"
+
+
+def pod_resources(manifests: Sequence[Mapping[str, Any]]) -> str:
+    """The pods' resources as the runs' manifests record them (``stack_info.kubernetes``),
+    per method: each distinct declaration with the containers that had it."""
+    by_method: dict[str, dict[str, set[str]]] = {}
+    runs: dict[str, int] = {}
+    for m in manifests:
+        info = (m.get("stack_info") or {}).get("kubernetes") or {}
+        method = str(m.get("method") or (m.get("parameters") or {}).get("method"))
+        runs[method] = runs.get(method, 0) + 1
+        qos = info.get("qos") or {}
+        for name, res in (info.get("resources") or {}).items():
+            text = _resources_text(res or {}, qos.get(name))
+            by_method.setdefault(method, {}).setdefault(text, set()).add(name)
+    said = []
+    for method in (m for m in (*METHODS[1:], METHODS[0]) if m in by_method):
+        groups = by_method[method]
+        parts = [
+            text if len(groups) == 1 else f"{', '.join(sorted(names))}: {text}"
+            for text, names in sorted(groups.items(), key=lambda kv: sorted(kv[1]))
+        ]
+        every = "every container: " if len(groups) == 1 else ""
+        said.append(f"{METHOD_NAMES.get(method, method)} ({runs[method]} runs), {every}"
+                    + "; ".join(parts))  # fmt: skip
+    return " / ".join(said) if said else "not recorded"
+
+
+def kubernetes_deviations(manifests: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The Kubernetes reference's deviations: the cluster (version, nodes, DNS, etcd) and
+    the pods' resources as the runs recorded them, the outage method refused, the kubelet's
+    back-off kept."""
+    infos = [(m.get("stack_info") or {}).get("kubernetes") or {} for m in manifests]
+    servers = sorted({str(i["server"]) for i in infos if i.get("server")})
+    nodes = sorted({str(n) for i in infos for n in (i.get("nodes") or {}).values() if n})
+    own = not infos or any(i.get("ipclab_cluster") for i in infos)
+    envs = [m.get("environment") or {} for m in manifests]
+    cores = sorted({str(e["cpu_cores_logical"]) for e in envs if e.get("cpu_cores_logical")})
+    where = (
+        f"{len(nodes)} node{'s' if len(nodes) != 1 else ''} ({', '.join(nodes)})"
+        if nodes else "its nodes not recorded"
+    )  # fmt: skip
+    out = [
+        f"Kubernetes {', '.join(servers) or '1.34'} "
+        + ("(ipclab's own cluster, built from its module sources: docs/kubernetes.md)"
+           if own else "(the cluster of IPCLAB_KUBECONFIG)")
+        + f", where the thesis ran Azure Kubernetes Service with Kubernetes "
+        f"{_published('Kubernetes Version')} on {_published('Node Count')} "
+        f"{_published('Instance Type')} nodes (Table 4.1): here {where}"
+        + (f" on one {'/'.join(cores)}-core machine" if own and cores else "")
+        + ", the load generator and the probe on the same machine.",
+    ]  # fmt: skip
+    if own:
+        out.append(
+            "ipclab's cluster has no cluster DNS (each Service has a fixed ClusterIP and the "
+            "pods find the others' names in their /etc/hosts, so a restarted container "
+            "resolves its peers without a lookup) and runs etcd without fsync (the cluster "
+            "is thrown away after use); AKS runs CoreDNS and an etcd that syncs its writes."
+        )
+    out += [
+        "The pods' resources as the runs' manifests record them: " + pod_resources(manifests)
+        + ". Where a CPU limit is set the CPU requested is 100m (six Guaranteed 0.5-CPU pods "
+        "do not fit a 2-core node; an equal request weighs the pods equally, as docker's "
+        "equal CPU shares do) and the memory requested is the limit.",
+        "The outage experiment is not run: " + OUTAGE_REFUSED.format(backend="kubernetes")
+        + ". Its claims, and the MTTR claims judged on its restarts, have no runs here.",
+        "The kubelet's back-off is kept, not tuned away: a container restarted again within "
+        "10 minutes waits 10 s, then 20 s (doubling to 5 min), before the kubelet restarts "
+        "it. With 8 faults per run on the gateway, five services (and the broker) a "
+        "component is often killed twice in a run, so the back-off is part of the "
+        "Kubernetes MTTR (results/recovery_backends: the restart of a component killed "
+        "again beside its first).",
+    ]  # fmt: skip
+    return out
 
 
 def profile(name: str) -> Profile:

@@ -4,20 +4,22 @@ tables and sentences computed from the analysis, so that none is written by hand
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ipclab import claims as claims_mod
+from ipclab.stats.intervals import interval_text
 from ipclab.studies.shafabakhsh import figures as figs
-from ipclab.studies.shafabakhsh.availability import until_failure
+from ipclab.studies.shafabakhsh.availability import beside, until_failure
 from ipclab.studies.shafabakhsh.availability.analysis import (
     Analysis,
     configuration_share,
     readable,
 )
-from ipclab.studies.shafabakhsh.availability.profiles import AvailabilityRuns
+from ipclab.studies.shafabakhsh.availability.profiles import METHOD_NAMES, AvailabilityRuns
 
 
 def markdown(df: pd.DataFrame, digits: int = 2) -> str:
@@ -117,6 +119,29 @@ def recovery_markdown(a: Analysis) -> str:
     return text
 
 
+def recovery_backends_markdown(a: Analysis) -> str:
+    """The recovery decomposition beside the other backends' references (``beside``): per
+    style and part, each backend's mean over runs [95% t interval] (runs), and how often
+    a component was killed again on the reference's own backend (the last column)."""
+    t = a.recovery_backends
+    if t.empty:
+        return "No other backend's reference to set beside this one."
+    backends = [c[: -len("_s")] for c in t.columns if c.endswith("_s") and c != "part"]
+    shown = pd.DataFrame({"style": t["style"].map(_label), "part": t["part"]})
+    for b in backends:
+        shown[b] = [
+            "-" if not r[f"{b}_runs"] else
+            f"{interval_text(r[f'{b}_s'], r[f'{b}_lo'], r[f'{b}_hi'], '.2f')} ({r[f'{b}_runs']})"
+            for _, r in t.iterrows()
+        ]  # fmt: skip
+    text = markdown(shown)
+    return text + "\n\n" + beside.again_sentence(t, backends[-1], _label) + (
+        " The kubelet holds a container restarted again within 10 minutes back (10 s, then "
+        "20 s): that back-off is part of the Kubernetes MTTR, kept as the cluster behaves."
+        if backends[-1] == "kubernetes" else ""
+    )  # fmt: skip
+
+
 def power_markdown(a: Analysis, runs: AvailabilityRuns) -> str:
     """Runs per cell each planned test needs against the runs made, and the machine hours
     the reference's runs took (from their manifests)."""
@@ -148,5 +173,49 @@ def readme_blocks(a: Analysis, runs: AvailabilityRuns) -> dict[str, str]:
         "fault-injection": fault_injection_markdown(a),
         "outage": outage_markdown(a),
         "recovery": recovery_markdown(a),
+        "recovery-backends": recovery_backends_markdown(a),
         "power": power_markdown(a, runs),
     }
+
+
+#: the skeleton's sections: (heading, generated block, the methods that fill it; none: any)
+_SECTIONS = (
+    ("Fault injection", "fault-injection", ("fault_injection",)),
+    ("Recovery, decomposed", "recovery", ()),
+    ("Recovery beside local and compose", "recovery-backends", ("fault_injection",)),
+    ("Method 1 (until failure)", "until-failure", ("until_failure",)),
+    ("Runs needed and made", "power", ()),
+)
+
+
+def skeleton(backend: str, methods: Sequence[str], claims: Sequence[str]) -> str:
+    """A README for a reference folder that has none (the rebuild writes it once, then
+    only fills its blocks): a heading saying what it holds, an empty generated block per
+    section its ``methods`` fill and a findings block per claims table written
+    (``claims``: their names in ``results/``). What the sitting was is written beside them
+    by hand."""
+    held = " and ".join(METHOD_NAMES.get(m, m) for m in methods)
+    lines = [
+        f"# Availability, full profile, {backend} backend: {held}",
+        "",
+        f"`ipclab.studies.shafabakhsh.availability`, profile `full`, backend `{backend}` (git "
+        "revision and run key in each `manifest.json`; the pods' resources, nodes and QoS in "
+        "its `stack_info`). Every table below is generated from the runs by "
+        "`python -m ipclab.studies.shafabakhsh.reference`; `results/` holds the tables and "
+        "claims, the figures are in "
+        f"`figures/reference/availability-full-{backend}/`.",
+    ]
+    for heading, block, needs in _SECTIONS:
+        if needs and not set(needs) & set(methods):
+            continue
+        lines += ["", f"## {heading}", "", f"<!-- generated: {block} -->", "<!-- /generated -->"]
+    lines += ["", "## What was found", ""]
+    for name in claims:
+        lines += [f"<!-- findings: results/{name} -->", "<!-- /findings -->", ""]
+    lines.append(
+        "Deviations (the cluster, the pods' resources, the kubelet's restarts and back-off, "
+        "the outage experiment not run) are listed in `results/study.json` and the report."
+        if backend == "kubernetes"
+        else "Deviations are listed in `results/study.json` and the report."
+    )
+    return "\n".join(lines) + "\n"

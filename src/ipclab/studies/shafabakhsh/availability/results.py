@@ -5,6 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from ipclab.results import StudyResults
+from ipclab.studies.shafabakhsh.availability import beside
 from ipclab.studies.shafabakhsh.availability.analysis import (
     Analysis,
     configuration_share,
@@ -16,7 +17,7 @@ from ipclab.studies.shafabakhsh.availability.figures import (
     figure_mttf_mttr,
     figure_outage_timeline,
 )
-from ipclab.studies.shafabakhsh.availability.profiles import DEVIATIONS, AvailabilityRuns, profile
+from ipclab.studies.shafabakhsh.availability.profiles import AvailabilityRuns, deviations, profile
 
 _SUMMARY_COLS = [
     "style",
@@ -51,7 +52,10 @@ _SUMMARY_COLS = [
 def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) -> None:
     """Every table and figure of the availability study into ``results``."""
     p = profile(a.profile)
-    results.deviations = list(DEVIATIONS)
+    made = [*runs.all(), *runs.tuned]
+    backends = {str(r.manifest.get("backend")) for r in made}
+    backend = backends.pop() if len(backends) == 1 else ""
+    results.deviations = deviations(backend, [r.manifest for r in made])
     results.parameters.setdefault("criteria", p.common.criteria.as_dict())
     if a.users_map:
         results.deviations.append(
@@ -103,6 +107,8 @@ def write_results(a: Analysis, runs: AvailabilityRuns, results: StudyResults) ->
                 "default reconnect settings and with them tuned (one run per style, on the "
                 "first default run's schedule), and the share the tuning took away.",
             )
+    if len(a.recovery_backends):
+        results.table(a.recovery_backends, "recovery_backends", beside.CAPTION)
     _claims_tables(a, results)
     if len(a.power):
         results.table(
