@@ -17,7 +17,7 @@ This reads both folders and writes, into ``buono-full-kubernetes/results/``:
   on a full heap, and the median peaks (the cgroup's usage, the committed heap);
 - ``procedure_beside_compose.csv``: per procedure cell, the mean response time on each and
   Kubernetes / compose with its log-ratio interval (the runs are the unit);
-- ``claims_beside_compose.csv``: every claim judged on the JVM's runs of each orchestrator
+- ``verdicts_beside_compose.csv``: every claim judged on the JVM's runs of each orchestrator
   (as the reference's ``claims_jvm``) and whether the verdicts agree.
 
 ``python -m ipclab.studies.buono.orchestrators [--root data/runs/reference]``. No claim is
@@ -46,7 +46,8 @@ ROOT = Path("data/runs/reference")
 JVM = ENCODERS["jvm"][0]
 MEMORY_KEYS = ["fmt", "structure", "count", "heap"]
 PROCEDURE_KEYS = ["gzip", "cache", "structure", "method", "count", "fmt"]
-RESULTS = ("memory_beside_compose", "procedure_beside_compose", "claims_beside_compose")
+FOLDER = f"buono-{PROFILE}-kubernetes"  # the JVM's runs in 400 MB pods
+RESULTS = ("memory_beside_compose", "procedure_beside_compose", "verdicts_beside_compose")
 
 
 def jvm_runs(backend: str, root: Path = ROOT) -> tuple[list[Run], list[Run]]:
@@ -136,13 +137,13 @@ def tables(root: Path = ROOT) -> dict[str, pd.DataFrame]:
     return {
         "memory_beside_compose": memory_beside(every_mem),
         "procedure_beside_compose": procedure_beside(every_cell),
-        "claims_beside_compose": claims_beside(verdicts),
+        "verdicts_beside_compose": claims_beside(verdicts),
     }
 
 
 def rebuild(root: Path = ROOT) -> Path:
     """Write :data:`RESULTS` into ``<root>/buono-full-kubernetes/results/``; that folder."""
-    out = from_repo(root) / f"buono-{PROFILE}-kubernetes" / "results"
+    out = from_repo(root) / FOLDER / "results"
     out.mkdir(parents=True, exist_ok=True)
     for name, table in tables(root).items():
         table.to_csv(out / f"{name}.csv", index=False)

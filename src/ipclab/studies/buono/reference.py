@@ -20,7 +20,7 @@ from ipclab import environment_table, plausibility, seed_items
 from ipclab.findings import fill_blocks, write_findings
 from ipclab.paths import from_repo
 from ipclab.results import StudyResults
-from ipclab.studies.buono import experiment, readme
+from ipclab.studies.buono import experiment, orchestrators, readme
 
 ROOT = Path("data/runs/reference")
 FIGURES = Path("figures/reference")
@@ -50,6 +50,8 @@ def rebuild(root: Path = ROOT, figures: Path = FIGURES) -> Path:
     if len(a.claims_jvm):  # the runtime factor: its tables and its claims' findings
         fill_blocks(text, readme.jvm_blocks(a))
         write_findings(text, a.claims_jvm, f"results/{experiment.JVM_CLAIMS}.csv")
+    if (from_repo(root) / orchestrators.FOLDER).is_dir():  # the JVM's runs in pods too
+        orchestrators.rebuild(root)
     return results.directory
 
 
