@@ -11,7 +11,6 @@ as % of one core over a window, memory as the resident set at its end; no stack 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import datetime
 import time
@@ -19,45 +18,34 @@ from pathlib import Path
 
 import psutil
 
+from ipclab.backends.base import process_tree_usage
 from ipclab.kubecluster import state
 from ipclab.kubecluster.layout import ROOT, Layout
 
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 
-def groups(root: Path) -> dict[str, list[psutil.Process]]:
-    """Node (or "control plane") -> its processes, each component with its descendants."""
+def groups(root: Path) -> dict[str, list[int]]:
+    """Node (or "control plane") -> the pids of its components (each counted with its
+    descendants by ``process_tree_usage``)."""
     st = state.read(Layout(root))
     if st is None or st.phase != "up":
         raise SystemExit(f"no cluster up in {root} (ipclab cluster up --nodes N)")
-    out: dict[str, list[psutil.Process]] = {}
+    out: dict[str, list[int]] = {}
     for name, started in st.processes.items():
-        proc = started.process()
-        if proc is None:
+        if started.process() is None:
             continue
         node, _, component = name.rpartition("/")
         group = "control plane" if component in CONTROL_PLANE else (node or "ipclab-node")
-        out.setdefault(group, []).extend([proc, *proc.children(recursive=True)])
+        out.setdefault(group, []).append(started.pid)
     return out
 
 
-def cpu_seconds(procs: list[psutil.Process]) -> float:
-    total = 0.0
-    for p in procs:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
-def rss_mib(procs: list[psutil.Process]) -> float:
-    total = 0
-    for p in procs:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            total += p.memory_info().rss
-    return total / 2**20
+def usage(pids: list[int], cache: dict[int, psutil.Process]) -> tuple[float, float]:
+    """(% of one core since the previous call, resident MiB) of the components' trees."""
+    each = [process_tree_usage(pid, cache) for pid in pids]
+    cpu = sum(u["cpu_percent"] or 0.0 for u in each)
+    return cpu, sum(u["rss_bytes"] or 0 for u in each) / 2**20
 
 
 def main() -> int:
@@ -67,20 +55,23 @@ def main() -> int:
     ap.add_argument("--csv", type=Path)
     args = ap.parse_args()
     by = groups(args.root)
-    before = {g: cpu_seconds(ps) for g, ps in by.items()}
+    cache: dict[int, psutil.Process] = {}
+    for pids in by.values():  # the first call starts each process's CPU count
+        usage(pids, cache)
     load_before = psutil.getloadavg()[0]
     time.sleep(args.seconds)
+    measured = {g: usage(pids, cache) for g, pids in by.items()}
     rows = [
         {
             "group": g,
-            "processes": len(ps),
-            "cpu_percent_of_one_core": round(100 * (cpu_seconds(ps) - before[g]) / args.seconds, 2),
-            "rss_mib": round(rss_mib(ps), 1),
+            "processes": len(pids),
+            "cpu_percent_of_one_core": round(measured[g][0], 2),
+            "rss_mib": round(measured[g][1], 1),
             "window_s": args.seconds,
             "load_average_1m": f"{load_before:.2f}-{psutil.getloadavg()[0]:.2f}",
             "measured_on": datetime.date.today().isoformat(),
         }
-        for g, ps in sorted(by.items())
+        for g, pids in sorted(by.items())
     ]
     for r in rows:
         cpu, rss = r["cpu_percent_of_one_core"], r["rss_mib"]
